@@ -1,0 +1,63 @@
+// swift-tools-version:6.0
+// ScanGate: a fixed-memory camera → barcode → allow-list → relay service for single-board computers.
+import PackageDescription
+
+/// Settings every Swift target shares: Swift 6 mode, strict about what it imports.
+let swiftSettings: [SwiftSetting] = [
+  .enableUpcomingFeature("ExistentialAny"),
+  .enableUpcomingFeature("MemberImportVisibility"),
+]
+
+let package = Package(
+  name: "ScanGate",
+  products: [
+    .executable(name: "scangate", targets: ["scangate"]),
+    .library(name: "ScanCore", targets: ["ScanCore"]),
+    .library(name: "ScanSim", targets: ["ScanSim"]),
+  ],
+  targets: [
+    // MARK: Pure Swift (imports no C).
+    .target(name: "ScanCore", swiftSettings: swiftSettings),
+    .target(name: "ScanSim", dependencies: ["ScanCore"], swiftSettings: swiftSettings),
+
+    // MARK: Thin C/C++ bindings (one library each).
+    .target(
+      name: "CZXing",
+      cxxSettings: [.unsafeFlags(["-I/usr/include/ZXing", "-std=c++17", "-O2"])],
+      linkerSettings: [.linkedLibrary("ZXing"), .linkedLibrary("stdc++")]),
+    .target(
+      name: "CImageIO",
+      cSettings: [.unsafeFlags(["-I/usr/include/stb", "-O2"])],
+      linkerSettings: [.linkedLibrary("turbojpeg"), .linkedLibrary("qrencode"), .linkedLibrary("m")]),
+    .target(name: "CV4L2", linkerSettings: [.linkedLibrary("v4l2")]),
+    .target(name: "CGPIOD", linkerSettings: [.linkedLibrary("gpiod")]),
+    .target(name: "CLinux", linkerSettings: [.linkedLibrary("sodium")]),
+    .target(
+      name: "CToml",
+      cxxSettings: [.unsafeFlags(["-std=c++17", "-O1"])],
+      linkerSettings: [.linkedLibrary("stdc++")]),
+
+    // MARK: The only Swift target that imports C.
+    .target(
+      name: "ScanLinux",
+      dependencies: ["ScanCore", "CZXing", "CImageIO", "CV4L2", "CGPIOD", "CLinux", "CToml"],
+      swiftSettings: swiftSettings),
+
+    .executableTarget(
+      name: "scangate", dependencies: ["ScanCore", "ScanSim", "ScanLinux"],
+      swiftSettings: swiftSettings),
+
+    // MARK: Tests.
+    .target(name: "CAllocCounter", path: "Tests/CAllocCounter"),
+    .testTarget(name: "ScanCoreTests", dependencies: ["ScanCore", "ScanSim"], swiftSettings: swiftSettings),
+    .testTarget(
+      name: "ScanLinuxTests", dependencies: ["ScanCore", "ScanSim", "ScanLinux"],
+      swiftSettings: swiftSettings),
+    .testTarget(
+      name: "HotPathAllocationTests",
+      dependencies: ["ScanCore", "ScanSim", "ScanLinux", "CAllocCounter"],
+      swiftSettings: swiftSettings),
+  ],
+  swiftLanguageModes: [.v6],
+  cxxLanguageStandard: .cxx17
+)

@@ -1,0 +1,20 @@
+// Output lines through libgpiod, behind an interface that fits both the v1 (Debian 12) and
+// v2 (Debian 13) APIs. The implementation is chosen by the library's own header.
+#ifndef SCANGATE_GPIOD_H
+#define SCANGATE_GPIOD_H
+#include <stdint.h>
+
+typedef struct sg_gpio_line sg_gpio_line;
+
+/// Requests one output line for this process, driven to its inactive level at once.
+/// `chip` is a path (/dev/gpiochip0), a name (gpiochip0) or a label (pinctrl-bcm2711).
+/// Returns NULL with errno set on failure.
+sg_gpio_line *sg_gpio_request_output(const char *chip, uint32_t offset, int active_low,
+                                     const char *consumer);
+/// Sets the logical level (1 = active). Returns 0, or -1 with errno.
+int sg_gpio_set(sg_gpio_line *line, int active);
+/// Drives the line inactive and releases it.
+void sg_gpio_release(sg_gpio_line *line);
+/// The libgpiod version string.
+const char *sg_gpio_library_version(void);
+#endif

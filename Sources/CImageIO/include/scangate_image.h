@@ -1,0 +1,32 @@
+// ScanGate's image file codecs and QR fixture renderer (Debian libraries behind a C interface).
+#ifndef SCANGATE_IMAGE_H
+#define SCANGATE_IMAGE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/// Container formats recognised by their leading bytes.
+enum { SG_IMAGE_UNKNOWN = 0, SG_IMAGE_JPEG = 1, SG_IMAGE_PNG = 2, SG_IMAGE_PNM = 3, SG_IMAGE_GIF = 4,
+       SG_IMAGE_BMP = 5 };
+
+/// Reads an encoded image's kind and dimensions without decoding pixels.
+/// Returns 0 on success; -1 with a message in `error` otherwise.
+int32_t sg_image_info(const uint8_t *data, size_t size, int32_t *kind, int32_t *width,
+                      int32_t *height, char *error, size_t error_capacity);
+
+/// Decodes an encoded image to 8-bit gray into `out` (`width * height` bytes, row stride `width`).
+/// The caller checked the dimensions with sg_image_info first. Returns 0, or -1 with a message.
+int32_t sg_image_decode_gray(const uint8_t *data, size_t size, uint8_t *out, size_t out_capacity,
+                             int32_t width, int32_t height, char *error, size_t error_capacity);
+
+/// Encodes an 8-bit gray or RGB image as PNG into a file. Returns 0, or -1.
+int32_t sg_png_write(const char *path, const uint8_t *pixels, int32_t width, int32_t height,
+                     int32_t components);
+
+/// Renders `data` as a QR code with libqrencode: dark modules 0, light 255, `scale` pixels per
+/// module, a quiet zone of `margin` modules. Writes at most `capacity` bytes; returns the side
+/// length in pixels, or -1 (encoding failed or `capacity` too small; then nothing is written).
+int32_t sg_qr_render(const uint8_t *data, size_t size, int32_t scale, int32_t margin, uint8_t *out,
+                     size_t capacity);
+
+#endif

@@ -1,0 +1,49 @@
+// Linux and libsodium facilities Swift cannot reach directly (macros, variadics, headers the
+// Glibc module leaves out), as fixed-arity functions.
+#ifndef SCANGATE_LINUX_H
+#define SCANGATE_LINUX_H
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/inotify.h>
+#include <sys/signalfd.h>
+#include <sys/timerfd.h>
+#include <termios.h>
+
+/// SHA-256 of `size` bytes into `out` (32 bytes), libsodium's crypto_hash_sha256.
+void sg_sha256(const uint8_t *data, size_t size, uint8_t out[32]);
+/// Constant-time comparison of two equal-length buffers (libsodium's sodium_memcmp): 0 if equal.
+int sg_secure_compare(const uint8_t *a, const uint8_t *b, size_t size);
+/// Starts libsodium; returns -1 when it cannot.
+int sg_sodium_init(void);
+
+/// The calling thread's errno.
+int sg_errno(void);
+void sg_set_errno(int value);
+
+/// open(2) with a mode (open is variadic in C).
+int sg_open(const char *path, int flags, unsigned mode);
+/// fcntl(2) F_GETFL / F_SETFL with an int argument.
+int sg_fcntl_int(int fd, int command, int argument);
+/// ioctl(2) with a pointer argument.
+int sg_ioctl(int fd, unsigned long request, void *argument);
+
+/// A signalfd for SIGINT, SIGTERM and SIGHUP (and SIGUSR1), which are blocked for the process.
+int sg_signalfd_open(void);
+/// Reads one pending signal from a signalfd: returns the signal number, 0 if none, -1 on error.
+int sg_signalfd_read(int fd);
+
+/// CLOCK_MONOTONIC in nanoseconds.
+uint64_t sg_monotonic_ns(void);
+/// CLOCK_REALTIME in seconds since the epoch, and nanoseconds since the epoch.
+int64_t sg_realtime_seconds(void);
+int64_t sg_realtime_ns(void);
+
+/// Sets a tty raw 8N1 at `baud` (a plain number such as 115200). Returns 0, or -1 with errno.
+int sg_tty_configure_raw(int fd, unsigned baud);
+
+#endif

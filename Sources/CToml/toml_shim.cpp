@@ -1,0 +1,1 @@
+extern "C" int sg_toml_version(void) { return 3; }

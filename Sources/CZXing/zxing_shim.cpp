@@ -1,0 +1,187 @@
+// The zxing-cpp 1.4 backend of scangate_zxing.h. Every C++ exception is caught here: none may
+// cross into Swift.
+#define ZX_USE_UTF8 1
+#include "scangate_zxing.h"
+
+#include "arena.h"
+
+#include <ReadBarcode.h>
+#include <ZXVersion.h>
+
+#include <cstring>
+#include <new>
+
+using namespace ZXing;
+
+struct sg_zx_decoder {
+  scangate::Arena arena;
+  uint64_t decodes = 0;
+  uint64_t engine_errors = 0;
+};
+
+namespace {
+
+struct FormatPair {
+  uint32_t ours;
+  BarcodeFormat theirs;
+};
+
+constexpr FormatPair kFormats[] = {
+    {SG_FORMAT_QR_CODE, BarcodeFormat::QRCode},   {SG_FORMAT_MICRO_QR_CODE, BarcodeFormat::MicroQRCode},
+    {SG_FORMAT_DATA_MATRIX, BarcodeFormat::DataMatrix}, {SG_FORMAT_AZTEC, BarcodeFormat::Aztec},
+    {SG_FORMAT_PDF417, BarcodeFormat::PDF417},   {SG_FORMAT_EAN8, BarcodeFormat::EAN8},
+    {SG_FORMAT_EAN13, BarcodeFormat::EAN13},     {SG_FORMAT_UPCA, BarcodeFormat::UPCA},
+    {SG_FORMAT_UPCE, BarcodeFormat::UPCE},       {SG_FORMAT_CODE39, BarcodeFormat::Code39},
+    {SG_FORMAT_CODE93, BarcodeFormat::Code93},   {SG_FORMAT_CODE128, BarcodeFormat::Code128},
+    {SG_FORMAT_CODABAR, BarcodeFormat::Codabar}, {SG_FORMAT_ITF, BarcodeFormat::ITF},
+};
+
+constexpr uint32_t kMatrixFormats = SG_FORMAT_QR_CODE | SG_FORMAT_MICRO_QR_CODE |
+                                    SG_FORMAT_DATA_MATRIX | SG_FORMAT_AZTEC | SG_FORMAT_PDF417;
+
+BarcodeFormats to_engine(uint32_t formats) {
+  BarcodeFormats out;
+  for (const auto &pair : kFormats)
+    if (formats & pair.ours) out |= pair.theirs;
+  return out;
+}
+
+uint32_t from_engine(BarcodeFormat format) {
+  for (const auto &pair : kFormats)
+    if (pair.theirs == format) return pair.ours;
+  return 0;
+}
+
+uint32_t content_of(ContentType type) {
+  switch (type) {
+  case ContentType::Text: return SG_CONTENT_TEXT;
+  case ContentType::Binary: return SG_CONTENT_BINARY;
+  case ContentType::Mixed: return SG_CONTENT_MIXED;
+  case ContentType::GS1: return SG_CONTENT_GS1;
+  case ContentType::ISO15434: return SG_CONTENT_ISO15434;
+  default: return SG_CONTENT_UNKNOWN_ECI;
+  }
+}
+
+/// Copies one engine result into a caller slot; false when the same symbol is already there.
+bool copy_result(const Result &result, sg_zx_result *slots, int32_t count) {
+  const ByteArray &bytes = result.bytes();
+  uint32_t format = from_engine(result.format());
+  for (int32_t i = 0; i < count; i++) {
+    if (slots[i].format == format && slots[i].bytes_total == bytes.size() &&
+        std::memcmp(slots[i].bytes, bytes.data(), slots[i].bytes_count) == 0)
+      return false;
+  }
+  sg_zx_result &slot = slots[count];
+  slot.format = format;
+  slot.content_type = content_of(result.contentType());
+  const Position &position = result.position();
+  for (int corner = 0; corner < 4; corner++) {
+    slot.corners[corner * 2] = position[corner].x;
+    slot.corners[corner * 2 + 1] = position[corner].y;
+  }
+  slot.orientation = result.orientation();
+  slot.mirrored = result.isMirrored() ? 1 : 0;
+  slot.bytes_total = static_cast<uint32_t>(bytes.size());
+  slot.bytes_count = slot.bytes_total < slot.bytes_capacity ? slot.bytes_total : slot.bytes_capacity;
+  slot.truncated = slot.bytes_count < slot.bytes_total ? 1 : 0;
+  if (slot.bytes_count > 0) std::memcpy(slot.bytes, bytes.data(), slot.bytes_count);
+  slot.text_count = 0;
+  if (slot.text != nullptr && slot.text_capacity > 0) {
+    std::string text = result.text();
+    size_t n = text.size() < slot.text_capacity ? text.size() : slot.text_capacity;
+    while (n > 0 && n < text.size() && (static_cast<uint8_t>(text[n]) & 0xC0) == 0x80) n--;
+    std::memcpy(slot.text, text.data(), n);
+    slot.text_count = static_cast<uint32_t>(n);
+  }
+  return true;
+}
+
+int32_t decode_inside_arena(const sg_zx_image &image, uint32_t formats, bool try_harder,
+                            sg_zx_result *results, int32_t capacity) {
+  ImageView view(image.origin, image.width, image.height, ImageFormat::Lum, image.row_stride,
+                 image.pixel_stride);
+  int32_t count = 0;
+  uint32_t matrix = formats & kMatrixFormats;
+  uint32_t linear = formats & ~kMatrixFormats;
+  if (matrix != 0) {
+    DecodeHints hints;
+    hints.setFormats(to_engine(matrix)).setTryHarder(try_harder).setTryRotate(try_harder);
+    hints.setMaxNumberOfSymbols(static_cast<uint8_t>(capacity > 255 ? 255 : capacity));
+    // Matrix symbols are merged by position only: the multi-symbol call is safe for them.
+    Results found = ReadBarcodes(view, hints);
+    for (const Result &result : found) {
+      if (count >= capacity) break;
+      if (result.isValid() && copy_result(result, results, count)) count++;
+    }
+  }
+  if (linear != 0 && count < capacity) {
+    DecodeHints hints;
+    hints.setFormats(to_engine(linear)).setTryHarder(try_harder).setTryRotate(try_harder);
+    // One linear symbol per pass, through the single-symbol call: with at most one result per
+    // pyramid layer the engine never compares two merged linear results, which is where
+    // zxing-cpp 1.4's `lineCount() == 1` assertion aborts the process.
+    Result result = ReadBarcode(view, hints);
+    if (result.isValid() && copy_result(result, results, count)) count++;
+  }
+  return count;
+}
+
+}  // namespace
+
+extern "C" {
+
+sg_zx_decoder *sg_zx_create(size_t arena_bytes) {
+  auto *decoder = new (std::nothrow) sg_zx_decoder();
+  if (decoder == nullptr) return nullptr;
+  if (!scangate::arena_init(decoder->arena, arena_bytes)) {
+    delete decoder;
+    return nullptr;
+  }
+  return decoder;
+}
+
+void sg_zx_destroy(sg_zx_decoder *decoder) {
+  if (decoder == nullptr) return;
+  scangate::arena_release(decoder->arena);
+  if (decoder->arena.base != nullptr) return;  // pinned statics keep the arena (and its owner) alive
+  delete decoder;
+}
+
+int32_t sg_zx_decode(sg_zx_decoder *decoder, sg_zx_image image, uint32_t formats,
+                     int32_t try_harder, sg_zx_result *results, int32_t capacity) {
+  if (decoder == nullptr || results == nullptr || capacity <= 0 || image.origin == nullptr ||
+      image.width <= 0 || image.height <= 0 || formats == 0)
+    return 0;
+  decoder->decodes++;
+  int32_t count = -1;
+  scangate::arena_begin(decoder->arena);
+  try {
+    count = decode_inside_arena(image, formats, try_harder != 0, results, capacity);
+  } catch (...) {
+    decoder->engine_errors++;
+    count = -1;
+  }
+  scangate::arena_end(decoder->arena);
+  return count;
+}
+
+void sg_zx_get_stats(const sg_zx_decoder *decoder, sg_zx_stats *out) {
+  if (decoder == nullptr || out == nullptr) return;
+  out->decodes = decoder->decodes;
+  out->arena_allocations = decoder->arena.allocations;
+  out->arena_overflows = decoder->arena.overflows;
+  out->arena_high_water = decoder->arena.high_water;
+  out->arena_pinned = decoder->arena.floor;
+  out->arena_capacity = decoder->arena.capacity;
+  out->engine_errors = decoder->engine_errors;
+}
+
+const char *sg_zx_engine_version(void) {
+#define SG_STR2(x) #x
+#define SG_STR(x) SG_STR2(x)
+  return "zxing-cpp " SG_STR(ZXING_VERSION_MAJOR) "." SG_STR(ZXING_VERSION_MINOR) "." SG_STR(
+      ZXING_VERSION_PATCH);
+}
+
+}  // extern "C"

@@ -1,0 +1,158 @@
+/// A rectangle of the frame, in pixels.
+public struct Region: Equatable, Sendable {
+  public var x: Int, y: Int, width: Int, height: Int
+  public init(x: Int, y: Int, width: Int, height: Int) {
+    self.x = x; self.y = y; self.width = width; self.height = height
+  }
+  /// This region clipped to a `width` × `height` frame; nil when nothing is left.
+  public func clipped(width w: Int, height h: Int) -> Region? {
+    let x0 = max(0, x), y0 = max(0, y)
+    let x1 = min(w, x + width), y1 = min(h, y + height)
+    return x1 > x0 && y1 > y0 ? Region(x: x0, y: y0, width: x1 - x0, height: y1 - y0) : nil
+  }
+  public func contains(x px: Int, y py: Int) -> Bool {
+    px >= x && py >= y && px < x + width && py < y + height
+  }
+}
+
+/// How the pipeline covers codes the engine cannot read upright: light-on-dark (phones in dark
+/// mode) and mirrored ones.
+public enum VariantMode: String, Sendable, CaseIterable {
+  /// Only the frame as captured.
+  case upright
+  /// Upright first; each further view only when the previous found nothing (same frame).
+  case retry
+  /// One view per frame, round-robin: flat cost per frame, up to N frames of extra latency.
+  case alternate
+}
+
+/// Pipeline settings, fixed at startup.
+public struct DecodeSettings: Equatable, Sendable {
+  public var formats: BarcodeFormats = .qrCode
+  public var region: Region? = nil
+  /// 1 = full resolution, 2 = average 2×2 blocks before decoding.
+  public var downscale = 1
+  public var variantMode: VariantMode = .retry
+  public var variants: [ImageVariant] = [.upright, .inverted, .mirrored]
+  public var tryHarder = true
+  public init() {}
+}
+
+/// Region of interest, downscale and inverted/mirrored views in front of a `CodeDecoder`.
+///
+/// Owns one scratch plane sized at startup for the largest frame; a transformed view is written
+/// there, the plain upright view is passed through without copying. Nothing allocates per frame.
+public struct DecodePipeline<Decoder: CodeDecoder & ~Copyable>: ~Copyable {
+  public var decoder: Decoder
+  public let settings: DecodeSettings
+  private let scratch: UnsafeMutableRawBufferPointer
+  private let variants: InlineArray<4, ImageVariant>
+  private let variantCount: Int
+  private var frameCounter = 0
+  /// Decode calls made per view, for the cost figures.
+  public private(set) var decodeCalls: UInt64 = 0
+
+  public init(decoder: consuming Decoder, settings: DecodeSettings, maxWidth: Int, maxHeight: Int) {
+    precondition(maxWidth > 0 && maxHeight > 0)
+    precondition(settings.downscale == 1 || settings.downscale == 2, "downscale is 1 or 2")
+    self.decoder = decoder
+    self.settings = settings
+    scratch = .allocate(byteCount: maxWidth * maxHeight, alignment: 64)
+    scratch.initializeMemory(as: UInt8.self, repeating: 0)
+    var v = InlineArray<4, ImageVariant>(repeating: .upright)
+    var n = 0
+    for variant in settings.variants.prefix(4) { v[n] = variant; n += 1 }
+    if n == 0 || settings.variantMode == .upright { v[0] = .upright; n = 1 }
+    variants = v
+    variantCount = n
+  }
+
+  deinit { scratch.deallocate() }
+
+  /// Decodes `frame` into `results` (cleared first). Corners come back in frame coordinates.
+  public mutating func decode(_ frame: LumaFrame, into results: inout DecodeResults) {
+    results.removeAll()
+    let g = frame.geometry
+    let region = settings.region?.clipped(width: g.width, height: g.height)
+      ?? Region(x: 0, y: 0, width: g.width, height: g.height)
+    switch settings.variantMode {
+    case .upright:
+      decodeView(frame, region: region, variant: .upright, into: &results)
+    case .retry:
+      for i in 0..<variantCount {
+        decodeView(frame, region: region, variant: variants[i], into: &results)
+        if results.count > 0 { break }
+      }
+    case .alternate:
+      let variant = variants[frameCounter % variantCount]
+      frameCounter &+= 1
+      decodeView(frame, region: region, variant: variant, into: &results)
+    }
+  }
+
+  private mutating func decodeView(
+    _ frame: LumaFrame, region: Region, variant: ImageVariant, into results: inout DecodeResults
+  ) {
+    let g = frame.geometry
+    let scale = settings.downscale
+    let start = results.count
+    decodeCalls &+= 1
+    if variant == .upright && scale == 1 {
+      // Zero-copy: a view of the region inside the frame.
+      let offset = region.y * g.rowStrideBytes + region.x * g.pixelStrideBytes
+      let view = LumaFrame(
+        bytes: UnsafeRawBufferPointer(rebasing: frame.bytes[offset...]),
+        geometry: FrameGeometry(width: region.width, height: region.height,
+                                rowStrideBytes: g.rowStrideBytes, pixelStrideBytes: g.pixelStrideBytes),
+        captured: frame.captured, sequence: frame.sequence)
+      decoder.decode(view, formats: settings.formats, into: &results)
+    } else {
+      let w = region.width / scale, h = region.height / scale
+      guard w > 0, h > 0, w * h <= scratch.count else { return }
+      writeTransformed(frame, region: region, variant: variant, scale: scale, width: w, height: h)
+      let view = LumaFrame(
+        bytes: UnsafeRawBufferPointer(rebasing: scratch[0..<(w * h)]),
+        geometry: .gray(width: w, height: h), captured: frame.captured, sequence: frame.sequence)
+      decoder.decode(view, formats: settings.formats, into: &results)
+      for i in start..<results.count {
+        results.update(i) { symbol in
+          symbol.variant = variant
+          for k in 0..<4 {
+            var x = symbol.corners[2 * k]
+            if variant.isMirrored { x = Int32(w - 1) - x }
+            symbol.corners[2 * k] = x * Int32(scale)
+            symbol.corners[2 * k + 1] = symbol.corners[2 * k + 1] * Int32(scale)
+          }
+        }
+      }
+    }
+    results.offsetCorners(from: start, dx: Int32(region.x), dy: Int32(region.y))
+  }
+
+  /// Writes the region, downscaled, inverted and/or mirrored, into the scratch plane.
+  private func writeTransformed(
+    _ frame: LumaFrame, region: Region, variant: ImageVariant, scale: Int, width w: Int, height h: Int
+  ) {
+    let g = frame.geometry
+    let src = frame.bytes
+    let invert: UInt8 = variant.isInverted ? 0xFF : 0
+    let mirror = variant.isMirrored
+    for y in 0..<h {
+      let dstRow = y * w
+      for x in 0..<w {
+        let sx = region.x + x * scale, sy = region.y + y * scale
+        var value: Int
+        if scale == 1 {
+          value = Int(src[sy * g.rowStrideBytes + sx * g.pixelStrideBytes])
+        } else {
+          let a = sy * g.rowStrideBytes + sx * g.pixelStrideBytes
+          let b = a + g.rowStrideBytes
+          value = (Int(src[a]) + Int(src[a + g.pixelStrideBytes]) + Int(src[b])
+            + Int(src[b + g.pixelStrideBytes]) + 2) >> 2
+        }
+        let dx = mirror ? w - 1 - x : x
+        scratch[dstRow + dx] = UInt8(truncatingIfNeeded: value) ^ invert
+      }
+    }
+  }
+}

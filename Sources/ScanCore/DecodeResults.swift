@@ -1,0 +1,142 @@
+/// How the decoder saw a symbol: which view of the frame it was read in.
+public enum ImageVariant: UInt8, Sendable, CaseIterable {
+  case upright = 0
+  case inverted = 1
+  case mirrored = 2
+  case invertedMirrored = 3
+
+  public var name: String {
+    switch self {
+    case .upright: "upright"
+    case .inverted: "inverted"
+    case .mirrored: "mirrored"
+    case .invertedMirrored: "inverted+mirrored"
+    }
+  }
+  public var isInverted: Bool { self == .inverted || self == .invertedMirrored }
+  public var isMirrored: Bool { self == .mirrored || self == .invertedMirrored }
+}
+
+/// The engine's classification of the payload bytes.
+public enum ContentType: UInt8, Sendable {
+  case text = 0, binary, mixed, gs1, iso15434, unknownECI
+}
+
+/// A decoded symbol's metadata; its payload bytes live in the owning `DecodeResults`.
+public struct DecodedSymbol: Sendable {
+  public var format: BarcodeFormats = []
+  public var contentType: ContentType = .text
+  /// x0 y0 x1 y1 x2 y2 x3 y3 in frame pixels: top-left, top-right, bottom-right, bottom-left.
+  public var corners: InlineArray<8, Int32> = .init(repeating: 0)
+  public var orientationDegrees: Int32 = 0
+  public var variant: ImageVariant = .upright
+  /// The symbol itself was mirrored (reported by the engine).
+  public var engineMirrored = false
+  public var byteCount = 0
+  /// Bytes of the payload's UTF-8 text form (character sets applied by the engine).
+  public var textByteCount = 0
+  /// The payload was longer than the slot; `byteCount` bytes were kept.
+  public var truncated = false
+  public init() {}
+}
+
+/// Fixed-capacity storage for one frame's decoded symbols, allocated once.
+///
+/// Capacity and per-symbol payload size are fixed at startup; decoding writes into these slots
+/// and never allocates.
+public struct DecodeResults: ~Copyable {
+  public let capacity: Int
+  public let payloadBytesMax: Int
+  public private(set) var count = 0
+  private let symbols: UnsafeMutableBufferPointer<DecodedSymbol>
+  private let payloads: UnsafeMutableRawBufferPointer
+  private let texts: UnsafeMutableRawBufferPointer
+
+  public init(capacity: Int, payloadBytesMax: Int) {
+    precondition(capacity > 0 && capacity <= 64, "result slots out of range")
+    precondition(payloadBytesMax > 0 && payloadBytesMax <= 8192, "payload size out of range")
+    self.capacity = capacity
+    self.payloadBytesMax = payloadBytesMax
+    symbols = .allocate(capacity: capacity)
+    symbols.initialize(repeating: DecodedSymbol())
+    payloads = .allocate(byteCount: capacity * payloadBytesMax, alignment: 16)
+    payloads.initializeMemory(as: UInt8.self, repeating: 0)
+    texts = .allocate(byteCount: capacity * payloadBytesMax, alignment: 16)
+    texts.initializeMemory(as: UInt8.self, repeating: 0)
+  }
+
+  deinit {
+    symbols.deallocate()
+    payloads.deallocate()
+    texts.deallocate()
+  }
+
+  public mutating func removeAll() { count = 0 }
+
+  public subscript(index: Int) -> DecodedSymbol {
+    precondition(index < count)
+    return symbols[index]
+  }
+
+  /// The payload bytes of symbol `index`.
+  public func payload(_ index: Int) -> UnsafeRawBufferPointer {
+    precondition(index < count)
+    return UnsafeRawBufferPointer(rebasing: payloads[(index * payloadBytesMax)..<(index * payloadBytesMax + symbols[index].byteCount)])
+  }
+
+  /// The payload of symbol `index` as UTF-8 text (for display and ground-truth comparison).
+  public func text(_ index: Int) -> UnsafeRawBufferPointer {
+    precondition(index < count)
+    return UnsafeRawBufferPointer(rebasing: texts[(index * payloadBytesMax)..<(index * payloadBytesMax + symbols[index].textByteCount)])
+  }
+
+  /// Raw storage of slot `index`'s text form, for a decoder adapter to write into.
+  public func textStorage(_ index: Int) -> UnsafeMutableRawBufferPointer {
+    precondition(index < capacity)
+    return UnsafeMutableRawBufferPointer(rebasing: texts[(index * payloadBytesMax)..<((index + 1) * payloadBytesMax)])
+  }
+
+  /// Raw storage of slot `index`'s payload, for a decoder adapter to write into.
+  public func payloadStorage(_ index: Int) -> UnsafeMutableRawBufferPointer {
+    precondition(index < capacity)
+    return UnsafeMutableRawBufferPointer(rebasing: payloads[(index * payloadBytesMax)..<((index + 1) * payloadBytesMax)])
+  }
+
+  /// Commits slot `count` (whose payload was written through `payloadStorage`), unless the
+  /// same payload in the same format is already present. Returns whether it was added.
+  @discardableResult
+  public mutating func commit(_ symbol: DecodedSymbol) -> Bool {
+    guard count < capacity else { return false }
+    let new = UnsafeRawBufferPointer(rebasing: payloads[(count * payloadBytesMax)..<(count * payloadBytesMax + symbol.byteCount)])
+    for i in 0..<count where symbols[i].format == symbol.format && symbols[i].byteCount == symbol.byteCount {
+      if bytesEqual(payload(i), new) { return false }
+    }
+    symbols[count] = symbol
+    count += 1
+    return true
+  }
+
+  /// Moves every symbol's corners by (dx, dy) from index `from` on (after decoding a region).
+  public mutating func offsetCorners(from start: Int, dx: Int32, dy: Int32) {
+    for i in start..<count {
+      for k in 0..<4 {
+        symbols[i].corners[2 * k] += dx
+        symbols[i].corners[2 * k + 1] += dy
+      }
+    }
+  }
+
+  /// Rewrites symbol `index`'s corners and variant (the pipeline maps mirrored views back).
+  public mutating func update(_ index: Int, _ body: (inout DecodedSymbol) -> Void) {
+    precondition(index < count)
+    body(&symbols[index])
+  }
+}
+
+/// Byte-wise equality of two buffers.
+@inline(__always)
+public func bytesEqual(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Bool {
+  guard a.count == b.count else { return false }
+  for i in 0..<a.count where a[i] != b[i] { return false }
+  return true
+}

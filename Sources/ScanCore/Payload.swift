@@ -1,0 +1,193 @@
+/// What a payload is, as ML Kit's scanner types it: a URL, Wi-Fi credentials, text or bytes.
+public enum PayloadKind: UInt8, Sendable {
+  case url = 0, wifi, text, bytes
+
+  public var name: String {
+    switch self {
+    case .url: "url"
+    case .wifi: "wifi"
+    case .text: "text"
+    case .bytes: "bytes"
+    }
+  }
+
+  /// Classifies raw payload bytes without allocating.
+  public static func classify(_ bytes: UnsafeRawBufferPointer) -> PayloadKind {
+    if hasPrefixIgnoringCase(bytes, "https://") || hasPrefixIgnoringCase(bytes, "http://") {
+      return isPrintableASCII(bytes) ? .url : .bytes
+    }
+    if hasPrefixIgnoringCase(bytes, "WIFI:") { return isValidUTF8Text(bytes) ? .wifi : .bytes }
+    return isValidUTF8Text(bytes) ? .text : .bytes
+  }
+}
+
+/// The fields of a `WIFI:` payload (the ZXing / ML Kit scheme `WIFI:S:<ssid>;T:<auth>;P:<pw>;;`).
+public struct WiFiCredentials: Equatable, Sendable {
+  public var ssid = ""
+  public var security = ""
+  public var password = ""
+  public var hidden = false
+
+  /// Parses the scheme's fields; backslash escapes `\;`, `\,`, `\:` and `\\`. Nil if not Wi-Fi.
+  public init?(_ text: String) {
+    guard text.uppercased().hasPrefix("WIFI:") else { return nil }
+    var fields: [(String, String)] = []
+    var key = "", value = "", inValue = false, escaped = false
+    for ch in text.dropFirst(5) {
+      if escaped { if inValue { value.append(ch) } else { key.append(ch) }; escaped = false; continue }
+      switch ch {
+      case "\\": escaped = true
+      case ":" where !inValue: inValue = true
+      case ";":
+        if !key.isEmpty { fields.append((key.uppercased(), value)) }
+        key = ""; value = ""; inValue = false
+      default: if inValue { value.append(ch) } else { key.append(ch) }
+      }
+    }
+    for (k, v) in fields {
+      switch k {
+      case "S": ssid = v
+      case "T": security = v
+      case "P": password = v
+      case "H": hidden = v.lowercased() == "true"
+      default: break
+      }
+    }
+  }
+}
+
+/// Percent-escaping of untrusted payload bytes: every byte outside printable ASCII, and space,
+/// `%` and `#`, becomes `%XX`. The same form is used in the allow-list file, on the console and
+/// in command output, so a scanned code can never put a control character on a terminal.
+public enum PayloadEscaping {
+  @inline(__always) static func needsEscape(_ b: UInt8) -> Bool {
+    b <= 0x20 || b >= 0x7F || b == UInt8(ascii: "%") || b == UInt8(ascii: "#")
+  }
+
+  private static let hex: InlineArray<16, UInt8> = [
+    48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 65, 66, 67, 68, 69, 70,
+  ]
+
+  /// Escapes `bytes` into `out`; stops before overflowing. Returns (bytes written, input consumed).
+  @discardableResult
+  public static func escape(_ bytes: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer)
+    -> (written: Int, consumed: Int)
+  {
+    var w = 0
+    var consumed = 0
+    for b in bytes {
+      if needsEscape(b) {
+        guard w + 3 <= out.count else { break }
+        out[w] = UInt8(ascii: "%")
+        out[w + 1] = hex[Int(b >> 4)]
+        out[w + 2] = hex[Int(b & 0xF)]
+        w += 3
+      } else {
+        guard w + 1 <= out.count else { break }
+        out[w] = b
+        w += 1
+      }
+      consumed += 1
+    }
+    return (w, consumed)
+  }
+
+  /// The escaped form as a String (allocates: for command-line output, not the frame path).
+  public static func escaped(_ bytes: UnsafeRawBufferPointer) -> String {
+    var s = ""
+    s.reserveCapacity(bytes.count)
+    for b in bytes {
+      if needsEscape(b) {
+        s.append("%")
+        s.append(Character(Unicode.Scalar(hex[Int(b >> 4)])))
+        s.append(Character(Unicode.Scalar(hex[Int(b & 0xF)])))
+      } else {
+        s.append(Character(Unicode.Scalar(b)))
+      }
+    }
+    return s
+  }
+
+  public static func escaped(_ bytes: [UInt8]) -> String {
+    bytes.withUnsafeBytes { escaped($0) }
+  }
+
+  /// Reverses `escape`. Throws on a bad escape, or on a byte that should have been escaped.
+  public static func unescape(_ text: Substring.UTF8View) throws(ParseError) -> [UInt8] {
+    var out: [UInt8] = []
+    out.reserveCapacity(text.count)
+    var it = text.makeIterator()
+    while let b = it.next() {
+      if b == UInt8(ascii: "%") {
+        guard let h = it.next(), let l = it.next(), let hv = hexValue(h), let lv = hexValue(l) else {
+          throw ParseError(message: "bad percent escape (want %XX with two hex digits)")
+        }
+        out.append(hv << 4 | lv)
+      } else if needsEscape(b) {
+        throw ParseError(message: "byte 0x\(String(b, radix: 16)) must be written as a %XX escape")
+      } else {
+        out.append(b)
+      }
+    }
+    return out
+  }
+
+  static func hexValue(_ b: UInt8) -> UInt8? {
+    switch b {
+    case UInt8(ascii: "0")...UInt8(ascii: "9"): b - UInt8(ascii: "0")
+    case UInt8(ascii: "a")...UInt8(ascii: "f"): b - UInt8(ascii: "a") + 10
+    case UInt8(ascii: "A")...UInt8(ascii: "F"): b - UInt8(ascii: "A") + 10
+    default: nil
+    }
+  }
+}
+
+func hasPrefixIgnoringCase(_ bytes: UnsafeRawBufferPointer, _ prefix: StaticString) -> Bool {
+  let n = prefix.utf8CodeUnitCount
+  guard bytes.count >= n else { return false }
+  let p = prefix.utf8Start
+  for i in 0..<n {
+    var b = bytes[i]
+    if b >= 0x41 && b <= 0x5A { b += 32 }
+    var q = p[i]
+    if q >= 0x41 && q <= 0x5A { q += 32 }
+    if b != q { return false }
+  }
+  return true
+}
+
+func isPrintableASCII(_ bytes: UnsafeRawBufferPointer) -> Bool {
+  for b in bytes where b < 0x21 || b > 0x7E { return false }
+  return true
+}
+
+/// Valid UTF-8 with no control characters other than tab, CR and LF.
+func isValidUTF8Text(_ bytes: UnsafeRawBufferPointer) -> Bool {
+  var i = 0
+  let n = bytes.count
+  while i < n {
+    let b = bytes[i]
+    if b < 0x80 {
+      if (b < 0x20 && b != 0x09 && b != 0x0A && b != 0x0D) || b == 0x7F { return false }
+      i += 1
+      continue
+    }
+    let length: Int
+    let minimum: UInt32
+    var scalar: UInt32
+    if b & 0xE0 == 0xC0 { length = 2; minimum = 0x80; scalar = UInt32(b & 0x1F) }
+    else if b & 0xF0 == 0xE0 { length = 3; minimum = 0x800; scalar = UInt32(b & 0x0F) }
+    else if b & 0xF8 == 0xF0 { length = 4; minimum = 0x10000; scalar = UInt32(b & 0x07) }
+    else { return false }
+    guard i + length <= n else { return false }
+    for k in 1..<length {
+      let c = bytes[i + k]
+      guard c & 0xC0 == 0x80 else { return false }
+      scalar = scalar << 6 | UInt32(c & 0x3F)
+    }
+    if scalar < minimum || scalar > 0x10FFFF || (scalar >= 0xD800 && scalar <= 0xDFFF) { return false }
+    if scalar >= 0x80 && scalar < 0xA0 { return false }  // C1 controls
+    i += length
+  }
+  return true
+}

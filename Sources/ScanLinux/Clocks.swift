@@ -1,0 +1,26 @@
+import CLinux
+import ScanCore
+
+/// CLOCK_MONOTONIC.
+public struct SystemMonotonicClock: MonotonicClock {
+  public init() {}
+  public func now() -> Instant { Instant(nanoseconds: sg_monotonic_ns()) }
+}
+
+/// CLOCK_REALTIME.
+public struct SystemWallClock: WallClock {
+  public init() {}
+  public func unixSeconds() -> Int64 { sg_realtime_seconds() }
+}
+
+/// SHA-256 through libsodium.
+public struct SodiumDigester: PayloadDigester {
+  public init() { precondition(sg_sodium_init() == 0, "libsodium could not start") }
+  public func sha256(_ bytes: UnsafeRawBufferPointer) -> Digest {
+    withUnsafeTemporaryAllocation(byteCount: 32, alignment: 8) { out in
+      let base = bytes.baseAddress?.assumingMemoryBound(to: UInt8.self)
+      sg_sha256(base ?? UnsafePointer(bitPattern: 1)!, bytes.count, out.baseAddress!.assumingMemoryBound(to: UInt8.self))
+      return Digest(bytes: UnsafeRawBufferPointer(out))
+    }
+  }
+}

@@ -1,0 +1,85 @@
+import CLinux
+import Glibc
+
+/// A file-level failure with a reason a person can act on.
+public struct FileError: Error, Equatable, CustomStringConvertible, Sendable {
+  public var path: String
+  public var reason: String
+  public var description: String { "\(path): \(reason)" }
+}
+
+/// Reads a whole regular file, refusing directories, devices and files over `maxBytes`.
+public func readWholeFile(_ path: String, maxBytes: Int) throws(FileError) -> [UInt8] {
+  let fd: Int32
+  do { fd = try syscall("open \(path)", { sg_open(path, O_RDONLY | O_CLOEXEC, 0) }) } catch {
+    throw FileError(path: path, reason: SystemError.describe(error.errno))
+  }
+  defer { close(fd) }
+  var st = stat()
+  guard fstat(fd, &st) == 0 else { throw FileError(path: path, reason: SystemError.describe(lastErrno())) }
+  if (st.st_mode & S_IFMT) == S_IFDIR { throw FileError(path: path, reason: "is a directory") }
+  if (st.st_mode & S_IFMT) != S_IFREG { throw FileError(path: path, reason: "not a regular file") }
+  if Int(st.st_size) > maxBytes {
+    throw FileError(path: path, reason: "file is \(st.st_size) bytes, over the \(maxBytes)-byte limit")
+  }
+  var bytes = [UInt8](repeating: 0, count: Int(st.st_size))
+  var filled = 0
+  while filled < bytes.count {
+    let n: Int
+    do {
+      n = try bytes.withUnsafeMutableBytes { (b) throws(SystemError) -> Int in
+        try syscall("read \(path)", { Glibc.read(fd, b.baseAddress! + filled, b.count - filled) })
+      }
+    } catch let error as SystemError {
+      throw FileError(path: path, reason: SystemError.describe(error.errno))
+    } catch { throw FileError(path: path, reason: "\(error)") }
+    if n == 0 { break }  // the file shrank while we read: keep what is there
+    filled += n
+  }
+  if filled < bytes.count { bytes.removeLast(bytes.count - filled) }
+  return bytes
+}
+
+/// Names in a directory (not "." and ".."), sorted.
+public func listDirectory(_ path: String) throws(FileError) -> [String] {
+  guard let dir = opendir(path) else { throw FileError(path: path, reason: SystemError.describe(lastErrno())) }
+  defer { closedir(dir) }
+  var names: [String] = []
+  while let entry = readdir(dir) {
+    let name = withUnsafePointer(to: entry.pointee.d_name) {
+      $0.withMemoryRebound(to: CChar.self, capacity: 256) { String(cString: $0) }
+    }
+    if name != "." && name != ".." { names.append(name) }
+  }
+  return names.sorted()
+}
+
+/// Whether `path` is a directory.
+public func isDirectory(_ path: String) -> Bool {
+  var st = stat()
+  return stat(path, &st) == 0 && (st.st_mode & S_IFMT) == S_IFDIR
+}
+
+/// Whether `path` exists.
+public func fileExists(_ path: String) -> Bool { access(path, F_OK) == 0 }
+
+/// Writes `bytes` to `path` atomically (temporary file, fsync, rename).
+public func writeFileAtomically(_ path: String, _ bytes: [UInt8]) throws(FileError) {
+  let temporary = path + ".tmp"
+  let fd = sg_open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+  guard fd >= 0 else { throw FileError(path: temporary, reason: SystemError.describe(lastErrno())) }
+  var written = 0
+  while written < bytes.count {
+    let n = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + written, $0.count - written) }
+    if n < 0 {
+      if lastErrno() == EINTR { continue }
+      let code = lastErrno()
+      close(fd)
+      throw FileError(path: temporary, reason: SystemError.describe(code))
+    }
+    written += n
+  }
+  fsync(fd)
+  close(fd)
+  guard rename(temporary, path) == 0 else { throw FileError(path: path, reason: SystemError.describe(lastErrno())) }
+}

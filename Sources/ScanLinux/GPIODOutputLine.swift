@@ -1,0 +1,37 @@
+import CGPIOD
+import CLinux
+import ScanCore
+
+/// A GPIO output line through libgpiod, requested for the owner's lifetime.
+///
+/// `deinit` drives the line inactive and releases it, on every exit path that runs Swift
+/// cleanup; if the process dies outright, the kernel releases the request and the line keeps
+/// its last driven value until another requester changes it (see the README's wiring notes).
+public struct GPIODOutputLine: OutputLine, ~Copyable {
+  private let line: OpaquePointer
+  public let chip: String
+  public let offset: UInt32
+
+  /// Requests `offset` on `chip` (path, name or label) as an output, initially inactive.
+  public init(chip: String, offset: UInt32, activeLow: Bool, consumer: String = "scangate") throws(GPIOError) {
+    guard let line = sg_gpio_request_output(chip, offset, activeLow ? 1 : 0, consumer) else {
+      throw GPIOError(errno: sg_errno(), operation: "request \(chip) line \(offset)")
+    }
+    self.line = line
+    self.chip = chip
+    self.offset = offset
+  }
+
+  deinit { sg_gpio_release(line) }
+
+  public mutating func set(_ level: LineLevel) throws(GPIOError) {
+    if sg_gpio_set(line, level == .active ? 1 : 0) != 0 {
+      throw GPIOError(errno: sg_errno(), operation: "set \(chip) line \(offset)")
+    }
+  }
+
+  /// Drives the line inactive and releases it now.
+  public consuming func close() {}
+
+  public static var libraryVersion: String { String(cString: sg_gpio_library_version()) }
+}

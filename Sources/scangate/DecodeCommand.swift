@@ -1,0 +1,223 @@
+import Glibc
+import ScanCore
+import ScanLinux
+
+/// `scangate decode`: barcodes in image files, and the accuracy harness (`--expect DIR`).
+enum DecodeCommand {
+  static let imageExtensions: Set<String> = ["png", "jpg", "jpeg", "gif", "pgm", "ppm", "pnm", "bmp"]
+
+  static func run(_ arguments: [String]) -> Int32 {
+    do {
+      let options = try Options(
+        arguments, valued: ["formats", "expect", "variant", "variants", "size", "max-pixels", "results"],
+        known: ["json", "fast"])
+      var settings = DecodeSettings()
+      settings.formats = try BarcodeFormats.parse(options.value("formats") ?? "all")
+      settings.tryHarder = !options.flag("fast")
+      if let mode = options.value("variants") {
+        guard let m = VariantMode(rawValue: mode) else {
+          throw ParseError(message: "--variants is one of upright, retry, alternate")
+        }
+        settings.variantMode = m
+      }
+      let reader = ImageFileReader(
+        maxPixels: try options.integer("max-pixels", default: 40_000_000, range: 1...400_000_000))
+      let capacity = try options.integer("results", default: 16, range: 1...64)
+      if let directory = options.value("expect") {
+        return try expect(directory: directory, options: options, settings: settings, reader: reader)
+      }
+      guard !options.positionals.isEmpty else { throw ParseError(message: "no image files given") }
+      return decodeFiles(options.positionals, json: options.flag("json"), settings: settings,
+                         reader: reader, capacity: capacity)
+    } catch {
+      writeStandardError("scangate decode: \(error)\n")
+      return 2
+    }
+  }
+
+  /// Decodes one image with a fresh pipeline sized for it.
+  static func decode(
+    _ image: GrayImage, settings: DecodeSettings, capacity: Int, _ body: (borrowing DecodeResults) -> Void
+  ) {
+    let decoder: ZXingDecoder
+    do {
+      decoder = try ZXingDecoder(arenaBytes: 0, capacity: capacity, tryHarder: settings.tryHarder)
+    } catch {
+      writeStandardError("scangate: \(error)\n")
+      exit(1)
+    }
+    var pipeline = DecodePipeline(decoder: decoder, settings: settings, maxWidth: image.width, maxHeight: image.height)
+    var results = DecodeResults(capacity: capacity, payloadBytesMax: 4096)
+    image.withFrame { pipeline.decode($0, into: &results) }
+    body(results)
+  }
+
+  static func decodeFiles(
+    _ paths: [String], json: Bool, settings: DecodeSettings, reader: ImageFileReader, capacity: Int
+  ) -> Int32 {
+    var status: Int32 = 0
+    for path in paths {
+      let image: GrayImage
+      do { image = try reader.read(path) } catch {
+        writeStandardError("scangate decode: \(error)\n")
+        if json { print("{\"file\":\(jsonString(path)),\"error\":\(jsonString(error.reason))}") }
+        status = 1
+        continue
+      }
+      decode(image, settings: settings, capacity: capacity) { results in
+        if results.count == 0 {
+          print(json ? "{\"file\":\(jsonString(path)),\"codes\":0}" : "\(path): no code found")
+        }
+        for i in 0..<results.count {
+          print(json ? jsonLine(path, results, i) : textLine(path, results, i))
+        }
+      }
+    }
+    return status
+  }
+
+  static func textLine(_ path: String, _ results: borrowing DecodeResults, _ i: Int) -> String {
+    let symbol = results[i]
+    let payload = results.payload(i)
+    var line = "\(path): \(symbol.format.name) \(PayloadKind.classify(payload).name) "
+    line += PayloadEscaping.escaped(payload)
+    if symbol.variant != .upright { line += " [\(symbol.variant.name)]" }
+    if symbol.truncated { line += " [truncated]" }
+    return line
+  }
+
+  static func jsonLine(_ path: String, _ results: borrowing DecodeResults, _ i: Int) -> String {
+    let symbol = results[i]
+    let payload = results.payload(i)
+    let kind = PayloadKind.classify(payload)
+    let text = String(decoding: results.text(i), as: UTF8.self)
+    var corners: [String] = []
+    for k in 0..<8 { corners.append(String(symbol.corners[k])) }
+    var line = "{\"file\":\(jsonString(path)),\"format\":\"\(symbol.format.name)\",\"kind\":\"\(kind.name)\""
+    line += ",\"text\":\(jsonString(text)),\"escaped\":\(jsonString(PayloadEscaping.escaped(payload)))"
+    line += ",\"bytes_hex\":\"\(hexString(payload))\",\"corners\":[\(corners.joined(separator: ","))]"
+    line += ",\"orientation\":\(symbol.orientationDegrees),\"inverted\":\(symbol.variant.isInverted)"
+    line += ",\"mirrored\":\(symbol.variant.isMirrored != symbol.engineMirrored),\"truncated\":\(symbol.truncated)"
+    if kind == .wifi, let wifi = WiFiCredentials(text) {
+      line += ",\"wifi\":{\"ssid\":\(jsonString(wifi.ssid)),\"security\":\(jsonString(wifi.security)),\"hidden\":\(wifi.hidden)}"
+    }
+    return line + "}"
+  }
+
+  // MARK: - Accuracy harness
+
+  /// One image with its expected payload.
+  struct Sample {
+    var image: String
+    var expected: [UInt8]
+    var isText: Bool
+  }
+
+  /// Per-set outcome of the harness.
+  struct SetResult {
+    var name: String
+    var passed = 0
+    var total = 0
+    var unreadable = 0
+    var falsePositives = 0
+    var milliseconds: [Double] = []
+  }
+
+  static func samples(in directory: String) -> [Sample] {
+    guard let names = try? listDirectory(directory) else { return [] }
+    var out: [Sample] = []
+    for name in names {
+      guard let dot = name.lastIndex(of: "."), imageExtensions.contains(name[name.index(after: dot)...].lowercased())
+      else { continue }
+      let stem = String(name[..<dot])
+      let base = directory + "/" + stem
+      if let bin = try? readWholeFile(base + ".bin", maxBytes: 1 << 20) {
+        out.append(Sample(image: directory + "/" + name, expected: bin, isText: false))
+      } else if let txt = try? readWholeFile(base + ".txt", maxBytes: 1 << 20) {
+        out.append(Sample(image: directory + "/" + name, expected: txt, isText: true))
+      } else {
+        out.append(Sample(image: directory + "/" + name, expected: [], isText: true))  // expects no code
+      }
+    }
+    return out
+  }
+
+  static func expect(
+    directory: String, options: Options, settings: DecodeSettings, reader: ImageFileReader
+  ) throws(ParseError) -> Int32 {
+    let variant = options.value("variant") ?? "upright"
+    guard ["upright", "inverted", "mirrored"].contains(variant) else {
+      throw ParseError(message: "--variant is one of upright, inverted, mirrored")
+    }
+    var size: (Int, Int)? = nil
+    if let text = options.value("size") {
+      let parts = text.split(separator: "x").compactMap { Int($0) }
+      guard parts.count == 2, parts[0] > 0, parts[1] > 0 else { throw ParseError(message: "--size is WxH, e.g. 640x480") }
+      size = (parts[0], parts[1])
+    }
+    var sets: [String] = []
+    if !samples(in: directory).isEmpty { sets.append(directory) }
+    if let names = try? listDirectory(directory) {
+      for name in names where isDirectory(directory + "/" + name) { sets.append(directory + "/" + name) }
+    }
+    guard !sets.isEmpty else { throw ParseError(message: "no images with expected .txt/.bin under \(directory)") }
+    let clock = SystemMonotonicClock()
+    var all: [SetResult] = []
+    print("set                      passed / total   rate     median ms  (variant \(variant), formats \(settings.formats.listDescription))")
+    for set in sets {
+      let name = set == directory ? "." : String(set.dropFirst(directory.count + 1))
+      var result = SetResult(name: name)
+      for sample in samples(in: set) {
+        guard var image = try? reader.read(sample.image) else { result.unreadable += 1; continue }
+        if let (w, h) = size { image = image.fitted(width: w, height: h) }
+        if variant == "inverted" { image = image.inverted() }
+        if variant == "mirrored" { image = image.mirrored() }
+        let decoder: ZXingDecoder
+        do { decoder = try ZXingDecoder(arenaBytes: 0, capacity: 16, tryHarder: settings.tryHarder) } catch {
+          throw ParseError(message: "\(error)")
+        }
+        var pipeline = DecodePipeline(decoder: decoder, settings: settings, maxWidth: image.width, maxHeight: image.height)
+        var results = DecodeResults(capacity: 16, payloadBytesMax: 8192)
+        let start = clock.now()
+        image.withFrame { pipeline.decode($0, into: &results) }
+        result.milliseconds.append(Double(clock.now().microseconds(since: start)) / 1000)
+        if sample.expected.isEmpty {
+          // No ground truth: only the false-positive sets say "there is no code here".
+          if name.hasPrefix("falsepositives") { result.falsePositives += results.count }
+          continue
+        }
+        result.total += 1
+        var hit = false
+        for i in 0..<results.count {
+          let got = sample.isText ? results.text(i) : results.payload(i)
+          if sample.expected.withUnsafeBytes({ bytesEqual(got, $0) }) { hit = true }
+        }
+        if hit { result.passed += 1 }
+      }
+      let label = name.padding(toLength: 24)
+      let counts = "\(result.passed) / \(result.total)".padding(toLength: 16, left: true)
+      var line = "\(label) \(counts)   \(formatPercent(result.passed, result.total).padding(toLength: 6, left: true))"
+      line += "   \(formatMilliseconds(median(result.milliseconds)).padding(toLength: 8, left: true))"
+      if result.falsePositives > 0 { line += "   false positives: \(result.falsePositives)" }
+      if result.unreadable > 0 { line += "   unreadable files: \(result.unreadable)" }
+      print(line)
+      flushStandardOutput()
+      all.append(result)
+    }
+    let passed = all.reduce(0) { $0 + $1.passed }, total = all.reduce(0) { $0 + $1.total }
+    let times = all.flatMap(\.milliseconds)
+    print("TOTAL".padding(toLength: 24) + " " + "\(passed) / \(total)".padding(toLength: 16, left: true)
+      + "   " + formatPercent(passed, total).padding(toLength: 6, left: true)
+      + "   " + formatMilliseconds(median(times)).padding(toLength: 8, left: true)
+      + "   false positives: \(all.reduce(0) { $0 + $1.falsePositives })")
+    return 0
+  }
+}
+
+extension String {
+  /// Pads with spaces to `length` (on the left when `left`); never truncates.
+  func padding(toLength length: Int, left: Bool = false) -> String {
+    count >= length ? self : (left ? String(repeating: " ", count: length - count) + self
+      : self + String(repeating: " ", count: length - count))
+  }
+}

@@ -1,0 +1,121 @@
+import Glibc
+import ScanCore
+
+/// Writes to standard error without buffering.
+func writeStandardError(_ text: String) {
+  var text = text
+  text.withUTF8 { _ = write(2, $0.baseAddress, $0.count) }
+}
+
+/// Flushes standard output (print buffers when not a terminal).
+func flushStandardOutput() { fflush(nil) }
+
+/// A small command-line option reader: `--flag`, `--key value`, `--key=value`, positionals.
+struct Options {
+  private(set) var flags: Set<String> = []
+  private(set) var values: [String: String] = [:]
+  private(set) var positionals: [String] = []
+
+  /// `valued` lists the options that take a value; anything else starting with `--` is a flag.
+  init(_ arguments: [String], valued: Set<String>, known: Set<String>) throws(ParseError) {
+    var i = 0
+    while i < arguments.count {
+      let a = arguments[i]
+      if a == "--" {
+        positionals.append(contentsOf: arguments[(i + 1)...])
+        break
+      }
+      if a.hasPrefix("--") {
+        var name = String(a.dropFirst(2))
+        var value: String? = nil
+        if let eq = name.firstIndex(of: "=") {
+          value = String(name[name.index(after: eq)...])
+          name = String(name[..<eq])
+        }
+        if valued.contains(name) {
+          if value == nil {
+            i += 1
+            guard i < arguments.count else { throw ParseError(message: "--\(name) needs a value") }
+            value = arguments[i]
+          }
+          values[name] = value
+        } else if known.contains(name) {
+          flags.insert(name)
+        } else {
+          throw ParseError(message: "unknown option --\(name)")
+        }
+      } else {
+        positionals.append(a)
+      }
+      i += 1
+    }
+  }
+
+  func flag(_ name: String) -> Bool { flags.contains(name) }
+  func value(_ name: String) -> String? { values[name] }
+  func integer(_ name: String, default fallback: Int, range: ClosedRange<Int>) throws(ParseError) -> Int {
+    guard let text = values[name] else { return fallback }
+    guard let n = Int(text), range.contains(n) else {
+      throw ParseError(message: "--\(name) wants a whole number in \(range.lowerBound)...\(range.upperBound), got '\(text)'")
+    }
+    return n
+  }
+}
+
+/// JSON string literal for `bytes` interpreted as UTF-8 (invalid sequences replaced).
+func jsonString(_ text: String) -> String {
+  var out = "\""
+  for scalar in text.unicodeScalars {
+    switch scalar {
+    case "\"": out += "\\\""
+    case "\\": out += "\\\\"
+    case "\n": out += "\\n"
+    case "\r": out += "\\r"
+    case "\t": out += "\\t"
+    default:
+      if scalar.value < 0x20 || scalar.value == 0x7F || (scalar.value >= 0x80 && scalar.value < 0xA0)
+        || scalar.value == 0x2028 || scalar.value == 0x2029
+      {
+        let hex = String(scalar.value, radix: 16)
+        out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+      } else {
+        out.unicodeScalars.append(scalar)
+      }
+    }
+  }
+  return out + "\""
+}
+
+/// Lowercase hex of `bytes`.
+func hexString(_ bytes: UnsafeRawBufferPointer) -> String {
+  let digits = Array("0123456789abcdef")
+  var s = ""
+  s.reserveCapacity(bytes.count * 2)
+  for b in bytes {
+    s.append(digits[Int(b >> 4)])
+    s.append(digits[Int(b & 0xF)])
+  }
+  return s
+}
+
+/// Milliseconds with two decimals.
+func formatMilliseconds(_ ms: Double) -> String {
+  let hundredths = Int((ms * 100).rounded())
+  let fraction = hundredths % 100
+  return "\(hundredths / 100).\(fraction < 10 ? "0" : "")\(fraction)"
+}
+
+/// A percentage with one decimal.
+func formatPercent(_ part: Int, _ whole: Int) -> String {
+  guard whole > 0 else { return "-" }
+  let tenths = Int((Double(part) * 1000 / Double(whole)).rounded())
+  return "\(tenths / 10).\(tenths % 10)%"
+}
+
+/// The median of `values` (0 for none).
+func median(_ values: [Double]) -> Double {
+  guard !values.isEmpty else { return 0 }
+  let sorted = values.sorted()
+  let mid = sorted.count / 2
+  return sorted.count % 2 == 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2
+}

@@ -1,0 +1,3 @@
+#include <stdint.h>
+void alloc_counter_reset(void);
+uint64_t alloc_counter_mallocs(void);
