@@ -34,8 +34,8 @@ let package = Package(
     .target(name: "CLinux", linkerSettings: [.linkedLibrary("sodium")]),
     .target(
       name: "CToml",
-      cxxSettings: [.unsafeFlags(["-std=c++17", "-O1"])],
-      linkerSettings: [.linkedLibrary("stdc++")]),
+      cxxSettings: [.define("TOML_HEADER_ONLY", to: "0"), .define("TOML_SHARED_LIB", to: "1")],
+      linkerSettings: [.linkedLibrary("tomlplusplus"), .linkedLibrary("stdc++")]),
 
     // MARK: The only Swift target that imports C.
     .target(

@@ -1,0 +1,118 @@
+/// A buzzer pattern: alternating on/off durations in milliseconds, starting with on.
+public struct BuzzerPattern: Equatable, Sendable {
+  public static let stepsMax = 8
+  public var steps: InlineArray<8, UInt16>
+  public var count: Int
+
+  public init(_ durations: [Int]) {
+    precondition(!durations.isEmpty && durations.count <= Self.stepsMax, "1 to 8 steps")
+    steps = .init(repeating: 0)
+    for (i, d) in durations.enumerated() { steps[i] = UInt16(clamping: d) }
+    count = durations.count
+  }
+  public static func == (a: BuzzerPattern, b: BuzzerPattern) -> Bool {
+    guard a.count == b.count else { return false }
+    for i in 0..<a.count where a.steps[i] != b.steps[i] { return false }
+    return true
+  }
+  public static let grant = BuzzerPattern([120])
+  public static let deny = BuzzerPattern([80, 80, 80, 80, 80])
+  public static let fault = BuzzerPattern([600, 200, 600])
+  /// Total length in milliseconds.
+  public var totalMilliseconds: Int {
+    var t = 0
+    for i in 0..<count { t += Int(steps[i]) }
+    return t
+  }
+}
+
+/// Actuation settings.
+public struct ActuationSettings: Equatable, Sendable {
+  /// The relay's hard cap: no pulse, however requested, holds it active longer than this.
+  public static let relayPulseMillisecondsCap = 30_000
+  public var relayPulseMilliseconds = 3_000
+  public var relayPulseMillisecondsMax = 10_000
+  public var grantPattern = BuzzerPattern.grant
+  public var denyPattern = BuzzerPattern.deny
+  public var faultPattern = BuzzerPattern.fault
+  public init() {}
+}
+
+/// The relay and buzzer timeline, computed against the monotonic clock (never slept).
+///
+/// The loop asks `levels(at:)` on every tick and drives the lines to what it returns; the
+/// relay's continuous active time never exceeds `relayPulseMillisecondsMax` (itself capped).
+public struct Actuator: Sendable {
+  public let settings: ActuationSettings
+  private var relayActiveSince: Instant? = nil
+  private var relayActiveUntil = Instant(nanoseconds: 0)
+  private var pattern = BuzzerPattern.grant
+  private var patternStart: Instant? = nil
+
+  public init(settings: ActuationSettings) {
+    self.settings = settings
+  }
+
+  var relayCapMilliseconds: Int {
+    min(settings.relayPulseMillisecondsMax, ActuationSettings.relayPulseMillisecondsCap)
+  }
+
+  /// Starts (or extends) a relay pulse of `milliseconds` (default: the configured pulse),
+  /// clamped so the relay's continuous active time stays within the cap.
+  public mutating func pulseRelay(at now: Instant, milliseconds: Int? = nil) {
+    let requested = max(1, min(milliseconds ?? settings.relayPulseMilliseconds, relayCapMilliseconds))
+    let since = (relayActiveSince != nil && now < relayActiveUntil) ? relayActiveSince! : now
+    let capEnd = since.adding(milliseconds: relayCapMilliseconds)
+    let wanted = now.adding(milliseconds: requested)
+    relayActiveSince = since
+    relayActiveUntil = min(max(wanted, now < relayActiveUntil ? relayActiveUntil : wanted), capEnd)
+  }
+
+  /// Ends any relay pulse now.
+  public mutating func releaseRelay() {
+    relayActiveSince = nil
+    relayActiveUntil = Instant(nanoseconds: 0)
+  }
+
+  /// Starts a buzzer pattern, replacing any running one.
+  public mutating func play(_ pattern: BuzzerPattern, at now: Instant) {
+    self.pattern = pattern
+    patternStart = now
+  }
+
+  /// The level each line should have at `now`.
+  public mutating func levels(at now: Instant) -> (relay: LineLevel, buzzer: LineLevel) {
+    var relay = LineLevel.inactive
+    if relayActiveSince != nil {
+      if now < relayActiveUntil { relay = .active } else { relayActiveSince = nil }
+    }
+    var buzzer = LineLevel.inactive
+    if let start = patternStart {
+      var elapsed = now.milliseconds(since: start)
+      var step = 0
+      while step < pattern.count && elapsed >= Int(pattern.steps[step]) {
+        elapsed -= Int(pattern.steps[step])
+        step += 1
+      }
+      if step >= pattern.count { patternStart = nil } else if step % 2 == 0 { buzzer = .active }
+    }
+    return (relay, buzzer)
+  }
+
+  /// The next instant at which a level may change (nil when idle): the loop's timer deadline.
+  public func nextChange(after now: Instant) -> Instant? {
+    var next: Instant? = nil
+    if relayActiveSince != nil && now < relayActiveUntil { next = relayActiveUntil }
+    if let start = patternStart {
+      var t = start
+      for i in 0..<pattern.count {
+        t = t.adding(milliseconds: Int(pattern.steps[i]))
+        if now < t {
+          next = next.map { min($0, t) } ?? t
+          break
+        }
+      }
+    }
+    return next
+  }
+}

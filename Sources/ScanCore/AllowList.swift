@@ -1,0 +1,284 @@
+/// Why a payload was granted or denied.
+public enum Verdict: UInt8, Sendable, Equatable {
+  case granted = 0
+  case deniedUnknown = 1
+  case deniedExpired = 2
+  case deniedNotYetValid = 3
+
+  public var isGranted: Bool { self == .granted }
+  public var name: String {
+    switch self {
+    case .granted: "granted"
+    case .deniedUnknown: "denied-unknown"
+    case .deniedExpired: "denied-expired"
+    case .deniedNotYetValid: "denied-not-yet-valid"
+    }
+  }
+}
+
+/// Bounds the allow-list is checked against at load time.
+public struct AllowListLimits: Equatable, Sendable {
+  public var entriesMax: Int
+  public var fileBytesMax: Int
+  public var lineBytesMax: Int
+  public static let labelBytesMax = 48
+  public init(entriesMax: Int = 10_000, fileBytesMax: Int = 8 << 20, lineBytesMax: Int = 8_192) {
+    self.entriesMax = entriesMax
+    self.fileBytesMax = fileBytesMax
+    self.lineBytesMax = lineBytesMax
+  }
+}
+
+/// A load failure naming the line and the reason; the live list stays in force.
+public struct AllowListError: Error, Equatable, Sendable, CustomStringConvertible {
+  public var line: Int
+  public var reason: String
+  public init(line: Int, reason: String) {
+    self.line = line
+    self.reason = reason
+  }
+  public var description: String { line > 0 ? "line \(line): \(reason)" : reason }
+}
+
+/// One allow-list table: digests in fixed open-addressing slots, allocated once.
+///
+/// `text:` entries are stored by their SHA-256 too, so the table holds one kind of key and a
+/// lookup is one digest plus a probe sequence.
+public struct AllowListTable: ~Copyable {
+  public let entriesMax: Int
+  public private(set) var count = 0
+  private let slotMask: Int
+  private let slots: UnsafeMutableBufferPointer<Int32>  // entry index + 1; 0 = empty
+  private let digests: UnsafeMutableBufferPointer<Digest>
+  private let validFrom: UnsafeMutableBufferPointer<Int64>
+  private let validUntil: UnsafeMutableBufferPointer<Int64>
+  private let labels: UnsafeMutableRawBufferPointer
+  private let labelLengths: UnsafeMutableBufferPointer<UInt8>
+
+  public init(entriesMax: Int) {
+    precondition(entriesMax > 0 && entriesMax <= 1_000_000)
+    self.entriesMax = entriesMax
+    var slotCount = 16
+    while slotCount < entriesMax * 2 { slotCount <<= 1 }
+    slotMask = slotCount - 1
+    slots = .allocate(capacity: slotCount)
+    slots.initialize(repeating: 0)
+    digests = .allocate(capacity: entriesMax)
+    digests.initialize(repeating: .zero)
+    validFrom = .allocate(capacity: entriesMax)
+    validFrom.initialize(repeating: .min)
+    validUntil = .allocate(capacity: entriesMax)
+    validUntil.initialize(repeating: .max)
+    labels = .allocate(byteCount: entriesMax * AllowListLimits.labelBytesMax, alignment: 8)
+    labels.initializeMemory(as: UInt8.self, repeating: 0)
+    labelLengths = .allocate(capacity: entriesMax)
+    labelLengths.initialize(repeating: 0)
+  }
+
+  deinit {
+    slots.deallocate(); digests.deallocate(); validFrom.deallocate(); validUntil.deallocate()
+    labels.deallocate(); labelLengths.deallocate()
+  }
+
+  /// Bytes this table holds, for the memory budget.
+  public static func bytes(entriesMax: Int) -> Int {
+    var slotCount = 16
+    while slotCount < entriesMax * 2 { slotCount <<= 1 }
+    return slotCount * 4 + entriesMax * (32 + 8 + 8 + AllowListLimits.labelBytesMax + 1)
+  }
+
+  public mutating func removeAll() {
+    slots.update(repeating: 0)
+    count = 0
+  }
+
+  /// Index of the entry with `digest`, if any.
+  public func find(_ digest: Digest) -> Int? {
+    var i = Int(truncatingIfNeeded: digest.bucketSeed) & slotMask
+    for _ in 0...slotMask {
+      let s = slots[i]
+      if s == 0 { return nil }
+      if digests[Int(s) - 1] == digest { return Int(s) - 1 }
+      i = (i + 1) & slotMask
+    }
+    return nil
+  }
+
+  /// Adds an entry; false when the digest is already present. Precondition: not full.
+  mutating func insert(_ digest: Digest, from: Int64, until: Int64, label: [UInt8]) -> Bool {
+    precondition(count < entriesMax)
+    if find(digest) != nil { return false }
+    let index = count
+    digests[index] = digest
+    validFrom[index] = from
+    validUntil[index] = until
+    let n = min(label.count, AllowListLimits.labelBytesMax)
+    for k in 0..<n { labels[index * AllowListLimits.labelBytesMax + k] = label[k] }
+    labelLengths[index] = UInt8(n)
+    var i = Int(truncatingIfNeeded: digest.bucketSeed) & slotMask
+    while slots[i] != 0 { i = (i + 1) & slotMask }
+    slots[i] = Int32(index + 1)
+    count += 1
+    return true
+  }
+
+  /// The decision for `digest` at wall time `now`, with the entry's index when it matched.
+  public func decide(_ digest: Digest, nowUnixSeconds now: Int64) -> (Verdict, Int?) {
+    guard let index = find(digest) else { return (.deniedUnknown, nil) }
+    if now < validFrom[index] { return (.deniedNotYetValid, index) }
+    if now >= validUntil[index] { return (.deniedExpired, index) }
+    return (.granted, index)
+  }
+
+  /// The label bytes (escaped form, as written in the file) of entry `index`.
+  public func label(_ index: Int) -> UnsafeRawBufferPointer {
+    UnsafeRawBufferPointer(rebasing: labels[(index * AllowListLimits.labelBytesMax)..<(index * AllowListLimits.labelBytesMax + Int(labelLengths[index]))])
+  }
+}
+
+/// The live allow-list and its spare: reload parses into the spare, then swaps.
+public struct AllowList: ~Copyable {
+  private var tables: InlineArray<2, AllowListTable>
+  private var liveIndex = 0
+  public let limits: AllowListLimits
+  /// Increments on every successful load.
+  public private(set) var version = 0
+  /// Why the last load failed (nil after a success).
+  public private(set) var lastError: AllowListError? = nil
+  /// Wall time of the last successful load.
+  public private(set) var loadedAtUnixSeconds: Int64 = 0
+
+  public init(limits: AllowListLimits) {
+    self.limits = limits
+    tables = InlineArray { _ in AllowListTable(entriesMax: limits.entriesMax) }
+  }
+
+  public var count: Int { tables[liveIndex].count }
+
+  public func decide(_ digest: Digest, nowUnixSeconds now: Int64) -> (Verdict, Int?) {
+    tables[liveIndex].decide(digest, nowUnixSeconds: now)
+  }
+
+  /// Copies entry `index`'s label into `out`; returns the byte count.
+  public func copyLabel(_ index: Int, into out: UnsafeMutableRawBufferPointer) -> Int {
+    let label = tables[liveIndex].label(index)
+    let n = min(label.count, out.count)
+    out.copyMemory(from: UnsafeRawBufferPointer(rebasing: label[0..<n]))
+    return n
+  }
+
+  /// Parses `text` into the spare table and makes it live. On any error the live list is
+  /// untouched and the error is returned (and kept in `lastError`).
+  @discardableResult
+  public mutating func load(
+    _ text: [UInt8], digester: some PayloadDigester, nowUnixSeconds: Int64
+  ) -> AllowListError? {
+    let spare = 1 - liveIndex
+    let error = AllowListParser.parse(text, limits: limits, digester: digester, into: &tables[spare])
+    if let error {
+      lastError = error
+      return error
+    }
+    liveIndex = spare
+    version += 1
+    lastError = nil
+    loadedAtUnixSeconds = nowUnixSeconds
+    return nil
+  }
+
+  /// Records a failure that happened before parsing (the file could not be read).
+  public mutating func recordFailure(_ error: AllowListError) { lastError = error }
+}
+
+/// The allow-list file format (docs/allow-list.md).
+public enum AllowListParser {
+  public static func parse(
+    _ text: [UInt8], limits: AllowListLimits, digester: some PayloadDigester, into table: inout AllowListTable
+  ) -> AllowListError? {
+    table.removeAll()
+    if text.count > limits.fileBytesMax {
+      return AllowListError(line: 0, reason: "file is \(text.count) bytes, over the \(limits.fileBytesMax)-byte limit")
+    }
+    var lineNumber = 0
+    var start = 0
+    while start < text.count {
+      var end = start
+      while end < text.count && text[end] != 0x0A { end += 1 }
+      lineNumber += 1
+      if end - start > limits.lineBytesMax {
+        return AllowListError(line: lineNumber, reason: "line longer than \(limits.lineBytesMax) bytes")
+      }
+      if let error = parseLine(text[start..<end], lineNumber: lineNumber, limits: limits, digester: digester, into: &table) {
+        return error
+      }
+      start = end + 1
+    }
+    return nil
+  }
+
+  static func parseLine(
+    _ raw: ArraySlice<UInt8>, lineNumber: Int, limits: AllowListLimits, digester: some PayloadDigester,
+    into table: inout AllowListTable
+  ) -> AllowListError? {
+    var line = raw
+    if let hash = line.firstIndex(of: UInt8(ascii: "#")) { line = line[..<hash] }
+    if line.last == 0x0D { line = line.dropLast() }
+    guard let string = String(validating: line, as: UTF8.self) else {
+      return AllowListError(line: lineNumber, reason: "not valid UTF-8")
+    }
+    let fields = string.split(whereSeparator: { $0 == " " || $0 == "\t" })
+    guard let match = fields.first else { return nil }  // blank or comment
+    func fail(_ why: String) -> AllowListError { AllowListError(line: lineNumber, reason: why) }
+    for scalar in string.unicodeScalars where scalar.value < 0x20 && scalar != "\t" && scalar != "\r" {
+      return fail("control character in line (escape payload bytes as %XX)")
+    }
+
+    let digest: Digest
+    if match.hasPrefix("text:") {
+      let bytes: [UInt8]
+      do { bytes = try PayloadEscaping.unescape(match.dropFirst(5).utf8) } catch { return fail("text: \(error.message)") }
+      if bytes.isEmpty { return fail("empty payload after text:") }
+      digest = bytes.withUnsafeBytes { digester.sha256($0) }
+    } else if match.hasPrefix("sha256:") {
+      let hex = Array(match.dropFirst(7).utf8)
+      guard hex.count == 64 else { return fail("sha256: wants 64 hex digits, got \(hex.count)") }
+      var bytes = [UInt8](repeating: 0, count: 32)
+      for i in 0..<32 {
+        guard let h = PayloadEscaping.hexValue(hex[2 * i]), let l = PayloadEscaping.hexValue(hex[2 * i + 1]) else {
+          return fail("sha256: '\(match.dropFirst(7))' is not hex")
+        }
+        bytes[i] = h << 4 | l
+      }
+      digest = bytes.withUnsafeBytes { Digest(bytes: $0) }
+    } else {
+      return fail("entry must start with text: or sha256:, got '\(match.prefix(40))'")
+    }
+
+    var from = Int64.min, until = Int64.max
+    var label: [UInt8] = []
+    var seen: Set<Substring> = []
+    for field in fields.dropFirst() {
+      guard let eq = field.firstIndex(of: "=") else { return fail("expected key=value, got '\(field.prefix(40))'") }
+      let key = field[..<eq], value = field[field.index(after: eq)...]
+      guard seen.insert(key).inserted else { return fail("key '\(key)' given twice") }
+      switch key {
+      case "label":
+        do { _ = try PayloadEscaping.unescape(value.utf8) } catch { return fail("label: \(error.message)") }
+        guard value.utf8.count <= AllowListLimits.labelBytesMax else {
+          return fail("label longer than \(AllowListLimits.labelBytesMax) bytes")
+        }
+        label = Array(value.utf8)
+      case "from":
+        do { from = try RFC3339.parse(value) } catch { return fail("from: \(error.message)") }
+      case "until":
+        do { until = try RFC3339.parse(value) } catch { return fail("until: \(error.message)") }
+      default:
+        return fail("unknown key '\(key)' (known: label, from, until)")
+      }
+    }
+    if from != .min && until != .max && until <= from { return fail("until is not after from") }
+    if table.count >= limits.entriesMax { return fail("more than \(limits.entriesMax) entries (allow_list.entries_max)") }
+    if !table.insert(digest, from: from, until: until, label: label) { return fail("duplicate entry") }
+    return nil
+  }
+}

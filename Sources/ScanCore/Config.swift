@@ -1,0 +1,281 @@
+/// A value read from config.toml.
+public enum ConfigValue: Equatable, Sendable {
+  case string(String)
+  case integer(Int64)
+  case real(Double)
+  case boolean(Bool)
+  case list([ConfigValue])
+
+  var display: String {
+    switch self {
+    case .string(let s): "\"\(s)\""
+    case .integer(let i): "\(i)"
+    case .real(let d): "\(d)"
+    case .boolean(let b): "\(b)"
+    case .list(let l): "[" + l.map(\.display).joined(separator: ", ") + "]"
+    }
+  }
+}
+
+/// One key of the file with its value and line.
+public struct ConfigEntry: Equatable, Sendable {
+  public var key: String
+  public var value: ConfigValue
+  public var line: Int
+  public init(key: String, value: ConfigValue, line: Int) {
+    self.key = key
+    self.value = value
+    self.line = line
+  }
+}
+
+/// A configuration error naming the key and line.
+public struct ConfigError: Error, Equatable, Sendable, CustomStringConvertible {
+  public var key: String
+  public var line: Int
+  public var reason: String
+  public init(key: String, line: Int, reason: String) {
+    self.key = key
+    self.line = line
+    self.reason = reason
+  }
+  public var description: String { line > 0 ? "line \(line): \(key): \(reason)" : "\(key): \(reason)" }
+}
+
+/// Every problem found in one configuration file.
+public struct ConfigErrors: Error, Equatable, Sendable, CustomStringConvertible {
+  public var errors: [ConfigError]
+  public init(errors: [ConfigError]) { self.errors = errors }
+  public var description: String { errors.map(\.description).joined(separator: "\n") }
+}
+
+/// Where frames come from.
+public enum CameraSourceKind: String, Sendable, CaseIterable { case v4l2, replay }
+/// The pixel format asked of the camera.
+public enum CameraPixelFormat: String, Sendable, CaseIterable { case auto, grey, yuyv, mjpeg }
+/// Which GPIO backend drives the lines.
+public enum GPIOBackend: String, Sendable, CaseIterable { case gpiod, sim }
+
+/// The whole configuration, with every default (config.toml documents each key).
+public struct ScanConfig: Equatable, Sendable {
+  // [camera]
+  public var cameraSource = CameraSourceKind.v4l2
+  public var cameraDevice = "/dev/video0"
+  public var cameraWidth = 640
+  public var cameraHeight = 480
+  public var cameraFPS = 30
+  public var cameraFormat = CameraPixelFormat.auto
+  public var cameraBuffers = 4
+  public var mjpegHalfScale = false
+  public var replayPath = ""
+  public var replayFPS = 0
+  public var replayLoop = true
+  public var reopenBackoffMillisecondsMax = 1_000
+  public var frameTimeoutMilliseconds = 2_000
+  // [decoder], [presence], [gpio] timing, result slots
+  public var engine = EngineSettings()
+  public var decoderArenaKiB = 16_384
+  // [allow_list]
+  public var allowListPath = "/etc/scangate/allow-list.txt"
+  public var allowListWatch = true
+  // [gpio]
+  public var gpioBackend = GPIOBackend.gpiod
+  public var gpioChip = "gpiochip0"
+  public var relayLine = 17
+  public var relayActiveLow = false
+  public var buzzerLine = 27
+  public var buzzerActiveLow = false
+  // [events]
+  public var eventRingCapacity = 4_096
+
+  public init() {}
+}
+
+/// config.toml's schema: every key, its type, range and default, and where it lands.
+public enum ConfigSchema {
+  enum Kind: Sendable {
+    case integer(ClosedRange<Int>)
+    case boolean
+    case string
+    case choice([String])
+    case integers(ClosedRange<Int>, count: ClosedRange<Int>)
+    case choices([String], count: ClosedRange<Int>)
+  }
+
+  struct Key: Sendable {
+    var name: String
+    var kind: Kind
+    var apply: @Sendable (inout ScanConfig, ConfigValue) -> Void
+  }
+
+  static func int(_ v: ConfigValue) -> Int { if case .integer(let i) = v { return Int(i) }; return 0 }
+  static func bool(_ v: ConfigValue) -> Bool { if case .boolean(let b) = v { return b }; return false }
+  static func str(_ v: ConfigValue) -> String { if case .string(let s) = v { return s }; return "" }
+  static func ints(_ v: ConfigValue) -> [Int] { if case .list(let l) = v { return l.map(int) }; return [] }
+  static func strs(_ v: ConfigValue) -> [String] { if case .list(let l) = v { return l.map(str) }; return [] }
+
+  static let variantNames = ImageVariant.allCases.map(\.name)
+  static let formatNames = ["all", "matrix"] + BarcodeFormats.names.map(\.name)
+
+  static let keys: [Key] = [
+    Key(name: "camera.source", kind: .choice(CameraSourceKind.allCases.map(\.rawValue))) { $0.cameraSource = CameraSourceKind(rawValue: str($1))! },
+    Key(name: "camera.device", kind: .string) { $0.cameraDevice = str($1) },
+    Key(name: "camera.width", kind: .integer(160...4096)) { $0.cameraWidth = int($1) },
+    Key(name: "camera.height", kind: .integer(120...4096)) { $0.cameraHeight = int($1) },
+    Key(name: "camera.fps", kind: .integer(1...120)) { $0.cameraFPS = int($1) },
+    Key(name: "camera.format", kind: .choice(CameraPixelFormat.allCases.map(\.rawValue))) { $0.cameraFormat = CameraPixelFormat(rawValue: str($1))! },
+    Key(name: "camera.buffers", kind: .integer(2...8)) { $0.cameraBuffers = int($1) },
+    Key(name: "camera.mjpeg_half_scale", kind: .boolean) { $0.mjpegHalfScale = bool($1) },
+    Key(name: "camera.replay_path", kind: .string) { $0.replayPath = str($1) },
+    Key(name: "camera.replay_fps", kind: .integer(0...1000)) { $0.replayFPS = int($1) },
+    Key(name: "camera.replay_loop", kind: .boolean) { $0.replayLoop = bool($1) },
+    Key(name: "camera.reopen_backoff_ms_max", kind: .integer(100...10_000)) { $0.reopenBackoffMillisecondsMax = int($1) },
+    Key(name: "camera.frame_timeout_ms", kind: .integer(100...30_000)) { $0.frameTimeoutMilliseconds = int($1) },
+
+    Key(name: "decoder.formats", kind: .choices(formatNames, count: 1...16)) {
+      $0.engine.decode.formats = (try? BarcodeFormats.parse(strs($1).joined(separator: ","))) ?? .qrCode
+    },
+    Key(name: "decoder.variant_mode", kind: .choice(VariantMode.allCases.map(\.rawValue))) { $0.engine.decode.variantMode = VariantMode(rawValue: str($1))! },
+    Key(name: "decoder.variants", kind: .choices(variantNames, count: 1...4)) { c, v in
+      c.engine.decode.variants = strs(v).compactMap { n in ImageVariant.allCases.first { $0.name == n } }
+    },
+    Key(name: "decoder.try_harder", kind: .boolean) { $0.engine.decode.tryHarder = bool($1) },
+    Key(name: "decoder.downscale", kind: .integer(1...2)) { $0.engine.decode.downscale = int($1) },
+    Key(name: "decoder.roi", kind: .integers(0...4096, count: 4...4)) {
+      let r = ints($1)
+      $0.engine.decode.region = Region(x: r[0], y: r[1], width: r[2], height: r[3])
+    },
+    Key(name: "decoder.results_max", kind: .integer(1...64)) { $0.engine.resultsCapacity = int($1) },
+    Key(name: "decoder.payload_bytes_max", kind: .integer(16...8192)) { $0.engine.payloadBytesMax = int($1) },
+    Key(name: "decoder.arena_kib", kind: .integer(0...262_144)) { $0.decoderArenaKiB = int($1) },
+
+    Key(name: "presence.confirm_frames", kind: .integer(1...30)) { $0.engine.presence.confirmFrames = int($1) },
+    Key(name: "presence.leave_after_ms", kind: .integer(50...60_000)) { $0.engine.presence.leaveAfterMilliseconds = int($1) },
+    Key(name: "presence.cooldown_ms", kind: .integer(0...600_000)) { $0.engine.presence.cooldownMilliseconds = int($1) },
+    Key(name: "presence.repeat_ms", kind: .integer(0...600_000)) { $0.engine.presence.repeatMilliseconds = int($1) },
+    Key(name: "presence.slots", kind: .integer(1...1024)) { $0.engine.presenceSlots = int($1) },
+
+    Key(name: "allow_list.path", kind: .string) { $0.allowListPath = str($1) },
+    Key(name: "allow_list.entries_max", kind: .integer(1...1_000_000)) { $0.engine.allowList.entriesMax = int($1) },
+    Key(name: "allow_list.watch", kind: .boolean) { $0.allowListWatch = bool($1) },
+
+    Key(name: "gpio.backend", kind: .choice(GPIOBackend.allCases.map(\.rawValue))) { $0.gpioBackend = GPIOBackend(rawValue: str($1))! },
+    Key(name: "gpio.chip", kind: .string) { $0.gpioChip = str($1) },
+    Key(name: "gpio.relay_line", kind: .integer(0...1023)) { $0.relayLine = int($1) },
+    Key(name: "gpio.relay_active_low", kind: .boolean) { $0.relayActiveLow = bool($1) },
+    Key(name: "gpio.buzzer_line", kind: .integer(0...1023)) { $0.buzzerLine = int($1) },
+    Key(name: "gpio.buzzer_active_low", kind: .boolean) { $0.buzzerActiveLow = bool($1) },
+    Key(name: "gpio.relay_pulse_ms", kind: .integer(50...ActuationSettings.relayPulseMillisecondsCap)) { $0.engine.actuation.relayPulseMilliseconds = int($1) },
+    Key(name: "gpio.relay_pulse_ms_max", kind: .integer(50...ActuationSettings.relayPulseMillisecondsCap)) { $0.engine.actuation.relayPulseMillisecondsMax = int($1) },
+    Key(name: "gpio.grant_pattern", kind: .integers(1...5_000, count: 1...8)) { $0.engine.actuation.grantPattern = BuzzerPattern(ints($1)) },
+    Key(name: "gpio.deny_pattern", kind: .integers(1...5_000, count: 1...8)) { $0.engine.actuation.denyPattern = BuzzerPattern(ints($1)) },
+    Key(name: "gpio.fault_pattern", kind: .integers(1...5_000, count: 1...8)) { $0.engine.actuation.faultPattern = BuzzerPattern(ints($1)) },
+
+    Key(name: "events.ring_capacity", kind: .integer(64...1_048_576)) { $0.eventRingCapacity = int($1) },
+  ]
+
+  /// Every key the file may contain.
+  public static var keyNames: [String] { keys.map(\.name) }
+
+  /// Builds a configuration from the file's entries. Collects every error (unknown keys,
+  /// wrong types, out-of-range values, inconsistent combinations), each naming key and line.
+  public static func build(_ entries: [ConfigEntry]) -> Result<ScanConfig, ConfigErrors> {
+    var config = ScanConfig()
+    var errors: [ConfigError] = []
+    var seen: Set<String> = []
+    for entry in entries {
+      guard let key = keys.first(where: { $0.name == entry.key }) else {
+        var hint = ""
+        if let section = entry.key.split(separator: ".").first,
+          case let known = keys.filter({ $0.name.hasPrefix(section + ".") }).map(\.name), !known.isEmpty
+        {
+          hint = " (known in [\(section)]: " + known.map { String($0.dropFirst(section.count + 1)) }.joined(separator: ", ") + ")"
+        }
+        errors.append(ConfigError(key: entry.key, line: entry.line, reason: "unknown key\(hint)"))
+        continue
+      }
+      seen.insert(entry.key)
+      if let problem = check(entry.value, against: key.kind) {
+        errors.append(ConfigError(key: entry.key, line: entry.line, reason: "\(problem), got \(entry.value.display)"))
+        continue
+      }
+      key.apply(&config, entry.value)
+    }
+    let line: (String) -> Int = { name in entries.first { $0.key == name }?.line ?? 0 }
+    let a = config.engine.actuation
+    if a.relayPulseMilliseconds > a.relayPulseMillisecondsMax {
+      errors.append(ConfigError(key: "gpio.relay_pulse_ms", line: line("gpio.relay_pulse_ms"),
+        reason: "\(a.relayPulseMilliseconds) exceeds gpio.relay_pulse_ms_max (\(a.relayPulseMillisecondsMax))"))
+    }
+    if let r = config.engine.decode.region,
+      r.width < 16 || r.height < 16 || r.x + r.width > config.cameraWidth || r.y + r.height > config.cameraHeight
+    {
+      errors.append(ConfigError(key: "decoder.roi", line: line("decoder.roi"),
+        reason: "[x, y, width, height] must lie inside the \(config.cameraWidth)×\(config.cameraHeight) frame and be at least 16×16"))
+    }
+    if config.gpioBackend == .gpiod && config.relayLine == config.buzzerLine {
+      errors.append(ConfigError(key: "gpio.buzzer_line", line: line("gpio.buzzer_line"), reason: "same line as gpio.relay_line"))
+    }
+    if config.cameraSource == .replay && config.replayPath.isEmpty {
+      errors.append(ConfigError(key: "camera.replay_path", line: line("camera.source"), reason: "camera.source = \"replay\" needs camera.replay_path"))
+    }
+    _ = seen
+    return errors.isEmpty ? .success(config) : .failure(ConfigErrors(errors: errors))
+  }
+
+  static func check(_ value: ConfigValue, against kind: Kind) -> String? {
+    switch (kind, value) {
+    case (.integer(let range), .integer(let i)):
+      return range.contains(Int(i)) ? nil : "wants an integer in \(range.lowerBound)...\(range.upperBound)"
+    case (.integer(let range), _):
+      return "wants an integer in \(range.lowerBound)...\(range.upperBound)"
+    case (.boolean, .boolean): return nil
+    case (.boolean, _): return "wants true or false"
+    case (.string, .string(let s)): return s.utf8.count <= 4096 ? nil : "string longer than 4096 bytes"
+    case (.string, _): return "wants a string"
+    case (.choice(let names), .string(let s)):
+      return names.contains(s) ? nil : "wants one of " + names.map { "\"\($0)\"" }.joined(separator: ", ")
+    case (.choice(let names), _): return "wants one of " + names.map { "\"\($0)\"" }.joined(separator: ", ")
+    case (.integers(let range, let count), .list(let items)):
+      guard count.contains(items.count) else { return "wants \(count.lowerBound)...\(count.upperBound) integers" }
+      for item in items {
+        guard case .integer(let i) = item, range.contains(Int(i)) else {
+          return "wants integers in \(range.lowerBound)...\(range.upperBound)"
+        }
+      }
+      return nil
+    case (.integers(let range, let count), _):
+      return "wants a list of \(count.lowerBound)...\(count.upperBound) integers in \(range.lowerBound)...\(range.upperBound)"
+    case (.choices(let names, let count), .list(let items)):
+      guard count.contains(items.count) else { return "wants a list of \(count.lowerBound)...\(count.upperBound) names" }
+      for item in items {
+        guard case .string(let s) = item, names.contains(s) else {
+          return "wants names from " + names.joined(separator: ", ")
+        }
+      }
+      return nil
+    case (.choices(let names, _), _): return "wants a list of names from " + names.joined(separator: ", ")
+    }
+  }
+}
+
+/// The memory the configuration commits to at startup, line by line.
+public struct MemoryBudget: Sendable {
+  public var lines: [(name: String, bytes: Int)]
+  public var totalBytes: Int { lines.reduce(0) { $0 + $1.bytes } }
+
+  public init(_ c: ScanConfig) {
+    let frame = c.cameraWidth * c.cameraHeight
+    let e = c.engine
+    lines = [
+      ("camera buffers (driver mmap, YUYV worst case)", c.cameraBuffers * frame * 2),
+      ("gray plane (MJPEG decode target)", frame),
+      ("decoder scratch plane (inverted/mirrored/downscaled views)", frame),
+      ("decoder C++ arena", c.decoderArenaKiB * 1024),
+      ("result slots (\(e.resultsCapacity) × \(e.payloadBytesMax) B × payload+text)", e.resultsCapacity * (e.payloadBytesMax * 2 + 64)),
+      ("allow-list tables (live + spare, \(e.allowList.entriesMax) entries)", 2 * AllowListTable.bytes(entriesMax: e.allowList.entriesMax)),
+      ("presence slots (\(e.presenceSlots))", e.presenceSlots * 96),
+      ("event ring (\(c.eventRingCapacity) × \(MemoryLayout<ScanEvent>.stride) B)", c.eventRingCapacity * MemoryLayout<ScanEvent>.stride),
+    ]
+  }
+}

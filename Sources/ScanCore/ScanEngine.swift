@@ -1,0 +1,264 @@
+/// Counters and latency histograms of the loop (fixed size).
+public struct ScanStats: Sendable {
+  public var frames: UInt64 = 0
+  public var framesWithCodes: UInt64 = 0
+  public var symbols: UInt64 = 0
+  public var grants: UInt64 = 0
+  public var denies: UInt64 = 0
+  public var manualOpens: UInt64 = 0
+  public var gpioErrors: UInt64 = 0
+  public var truncatedPayloads: UInt64 = 0
+  /// Time spent in the decoder per frame.
+  public var decode = LatencyHistogram()
+  /// Frame capture to decision.
+  public var frameToDecision = LatencyHistogram()
+  /// Frame capture to the relay's (or, on a deny, the buzzer's) first edge.
+  public var frameToEdge = LatencyHistogram()
+  public init() {}
+}
+
+/// Everything the engine is configured with.
+public struct EngineSettings: Equatable, Sendable {
+  public var decode = DecodeSettings()
+  public var presence = PresenceSettings()
+  public var actuation = ActuationSettings()
+  public var resultsCapacity = 8
+  public var payloadBytesMax = 1_024
+  public var allowList = AllowListLimits()
+  public var presenceSlots = 32
+  public init() {}
+}
+
+/// The product's heart, free of I/O: frame → decode → presence → decision → actuation →
+/// event. The Linux loop (and the simulator) own the devices' file descriptors and call
+/// `process` for each frame and `tick` whenever the actuator's next deadline passes.
+///
+/// Generic over the seams so every call is statically dispatched; nothing in `process` or
+/// `tick` allocates.
+public struct ScanEngine<
+  Decoder: CodeDecoder & ~Copyable, Relay: OutputLine & ~Copyable, Buzzer: OutputLine & ~Copyable,
+  Clock: MonotonicClock, Wall: WallClock, Digester: PayloadDigester
+>: ~Copyable {
+  public var pipeline: DecodePipeline<Decoder>
+  public var results: DecodeResults
+  public var presence: PresenceTracker
+  public var actuator: Actuator
+  public var allowList: AllowList
+  public private(set) var relay: Relay
+  public private(set) var buzzer: Buzzer
+  public private(set) var relayLevel = LineLevel.inactive
+  public private(set) var buzzerLevel = LineLevel.inactive
+  public var stats = ScanStats()
+  public let events: EventRing
+  public let clock: Clock
+  public let wall: Wall
+  public let digester: Digester
+  public let settings: EngineSettings
+  /// Capture time of the frame whose decision is waiting for its first edge.
+  private var pendingEdgeFrom: Instant? = nil
+  /// The last decision, for STATUS and snapshots.
+  public private(set) var lastDecision: ScanEvent? = nil
+
+  public init(
+    settings: EngineSettings, decoder: consuming Decoder, relay: consuming Relay, buzzer: consuming Buzzer,
+    clock: Clock, wall: Wall, digester: Digester, events: EventRing, maxWidth: Int, maxHeight: Int
+  ) {
+    self.settings = settings
+    pipeline = DecodePipeline(decoder: decoder, settings: settings.decode, maxWidth: maxWidth, maxHeight: maxHeight)
+    results = DecodeResults(capacity: settings.resultsCapacity, payloadBytesMax: settings.payloadBytesMax)
+    presence = PresenceTracker(settings: settings.presence, capacity: settings.presenceSlots)
+    actuator = Actuator(settings: settings.actuation)
+    allowList = AllowList(limits: settings.allowList)
+    self.relay = relay
+    self.buzzer = buzzer
+    self.clock = clock
+    self.wall = wall
+    self.digester = digester
+    self.events = events
+  }
+
+  /// Runs one frame through the pipeline and acts on what it finds.
+  public mutating func process(_ frame: LumaFrame) {
+    stats.frames &+= 1
+    let decodeStart = clock.now()
+    pipeline.decode(frame, into: &results)
+    let decoded = clock.now()
+    stats.decode.record(microseconds: decoded.microseconds(since: decodeStart))
+    if results.count > 0 { stats.framesWithCodes &+= 1 }
+    for i in 0..<results.count {
+      stats.symbols &+= 1
+      let symbol = results[i]
+      if symbol.truncated { stats.truncatedPayloads &+= 1 }
+      let payload = results.payload(i)
+      let digest = digester.sha256(payload)
+      guard presence.observe(digest, at: decoded) == .entered else { continue }
+      decide(symbol: symbol, payload: payload, digest: digest, captured: frame.captured, decoded: decoded)
+    }
+    let now = clock.now()
+    presence.sweep(at: now) { digest in
+      var e = ScanEvent()
+      e.kind = .left
+      e.digest = digest
+      e.monotonic = now
+      e.wallNanoseconds = wall.unixSeconds() * 1_000_000_000
+      events.append(e)
+    }
+    tick()
+  }
+
+  private mutating func decide(
+    symbol: DecodedSymbol, payload: UnsafeRawBufferPointer, digest: Digest, captured: Instant, decoded: Instant
+  ) {
+    let (verdict, entry) = allowList.decide(digest, nowUnixSeconds: wall.unixSeconds())
+    let decided = clock.now()
+    if verdict.isGranted {
+      stats.grants &+= 1
+      actuator.pulseRelay(at: decided)
+      actuator.play(settings.actuation.grantPattern, at: decided)
+    } else {
+      stats.denies &+= 1
+      actuator.play(settings.actuation.denyPattern, at: decided)
+    }
+    stats.frameToDecision.record(microseconds: decided.microseconds(since: captured))
+    pendingEdgeFrom = captured
+    var e = ScanEvent()
+    e.kind = .decision
+    e.verdict = verdict
+    e.format = symbol.format
+    e.variant = symbol.variant
+    e.digest = digest
+    e.monotonic = decided
+    e.wallNanoseconds = wall.unixSeconds() * 1_000_000_000
+    e.decodeMicroseconds = UInt32(clamping: decoded.microseconds(since: captured))
+    e.decideMicroseconds = UInt32(clamping: decided.microseconds(since: captured))
+    e.setPayload(payload)
+    if let entry {
+      withUnsafeTemporaryAllocation(byteCount: ScanEvent.labelBytesMax, alignment: 1) { buffer in
+        let n = allowList.copyLabel(entry, into: buffer)
+        e.setLabel(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
+      }
+    }
+    // Drive the first edge now, so the event can carry frame-to-edge latency.
+    tick()
+    if let edge = lastEdgeMicroseconds { e.edgeMicroseconds = edge }
+    lastEdgeMicroseconds = nil
+    events.append(e)
+    lastDecision = e
+  }
+
+  private var lastEdgeMicroseconds: UInt32? = nil
+
+  /// Drives the lines to the actuator's levels for now. Call whenever `nextDeadline` passes.
+  public mutating func tick() {
+    let now = clock.now()
+    let levels = actuator.levels(at: now)
+    var edged = false
+    if levels.relay != relayLevel {
+      do throws(GPIOError) {
+        try relay.set(levels.relay)
+        relayLevel = levels.relay
+        edged = levels.relay == .active
+      } catch { recordGPIOFault(error) }
+    }
+    if levels.buzzer != buzzerLevel {
+      do throws(GPIOError) {
+        try buzzer.set(levels.buzzer)
+        buzzerLevel = levels.buzzer
+        if !edged && levels.buzzer == .active && !actuatorHasRelay(now) { edged = true }
+      } catch { recordGPIOFault(error) }
+    }
+    if edged, let from = pendingEdgeFrom {
+      let edgeAt = clock.now()
+      stats.frameToEdge.record(microseconds: edgeAt.microseconds(since: from))
+      lastEdgeMicroseconds = UInt32(clamping: edgeAt.microseconds(since: from))
+      pendingEdgeFrom = nil
+    }
+  }
+
+  private func actuatorHasRelay(_ now: Instant) -> Bool { relayLevel == .active }
+
+  private mutating func recordGPIOFault(_ error: GPIOError) {
+    stats.gpioErrors &+= 1
+    var e = ScanEvent()
+    e.kind = .fault
+    e.code = FaultCode.gpio.rawValue
+    e.monotonic = clock.now()
+    e.wallNanoseconds = wall.unixSeconds() * 1_000_000_000
+    events.append(e)
+  }
+
+  /// When `tick` must next run (nil when nothing is scheduled).
+  public func nextDeadline() -> Instant? { actuator.nextChange(after: clock.now()) }
+
+  /// What the decision on `payload` would be now; nothing is actuated or recorded.
+  public func check(_ payload: UnsafeRawBufferPointer) -> Verdict {
+    allowList.decide(digester.sha256(payload), nowUnixSeconds: wall.unixSeconds()).0
+  }
+
+  /// A manual relay pulse (console OPEN), capped like every pulse.
+  public mutating func openManually(milliseconds: Int?) {
+    let now = clock.now()
+    stats.manualOpens &+= 1
+    actuator.pulseRelay(at: now, milliseconds: milliseconds)
+    actuator.play(settings.actuation.grantPattern, at: now)
+    var e = ScanEvent()
+    e.kind = .manualOpen
+    e.monotonic = now
+    e.wallNanoseconds = wall.unixSeconds() * 1_000_000_000
+    e.code = UInt16(clamping: milliseconds ?? settings.actuation.relayPulseMilliseconds)
+    events.append(e)
+    tick()
+  }
+
+  /// Plays a pattern (faults, self-test).
+  public mutating func play(_ pattern: BuzzerPattern) {
+    actuator.play(pattern, at: clock.now())
+    tick()
+  }
+
+  /// Records a fault or state change.
+  public mutating func record(_ kind: EventKind, code: UInt16) {
+    var e = ScanEvent()
+    e.kind = kind
+    e.code = code
+    e.monotonic = clock.now()
+    e.wallNanoseconds = wall.unixSeconds() * 1_000_000_000
+    events.append(e)
+  }
+
+  /// Drives both lines inactive (shutdown, fatal error). Safe to call more than once.
+  public mutating func releaseOutputs() {
+    actuator.releaseRelay()
+    try? relay.set(.inactive)
+    try? buzzer.set(.inactive)
+    relayLevel = .inactive
+    buzzerLevel = .inactive
+  }
+}
+
+/// Codes carried by fault and state events.
+public enum FaultCode: UInt16, Sendable {
+  case gpio = 1
+  case cameraLost = 2
+  case cameraRestored = 3
+  case allowListRejected = 4
+  case allowListLoaded = 5
+  case logWriteFailed = 6
+  case logRecovered = 7
+  case started = 8
+  case stopping = 9
+
+  public var name: String {
+    switch self {
+    case .gpio: "gpio-error"
+    case .cameraLost: "camera-lost"
+    case .cameraRestored: "camera-restored"
+    case .allowListRejected: "allow-list-rejected"
+    case .allowListLoaded: "allow-list-loaded"
+    case .logWriteFailed: "log-write-failed"
+    case .logRecovered: "log-recovered"
+    case .started: "started"
+    case .stopping: "stopping"
+    }
+  }
+}

@@ -1,0 +1,82 @@
+import ScanCore
+
+/// A frame source that plays gray frames held in memory, with scripted failures: the
+/// simulator's camera. Frames are copied in at init; lending one allocates nothing.
+public struct ScriptedFrameSource: FrameSource {
+  /// What the source does at one step of its script.
+  public enum Step: Equatable, Sendable {
+    /// Lend frame `index`.
+    case frame(Int)
+    /// Report no frame within the timeout.
+    case timeout
+    /// Fail as a camera that was unplugged would.
+    case lost(errno: Int32)
+  }
+
+  public let width: Int
+  public let height: Int
+  private let pixels: UnsafeMutableRawBufferPointer
+  private let frameCount: Int
+  private let script: [Step]
+  private var position = 0
+  public let loops: Bool
+  private var sequence: UInt64 = 0
+  private let clock: any MonotonicClock
+  /// Advance the manual clock by this much per step (0 leaves it alone).
+  public var advanceMicrosecondsPerStep = 0
+  private let manual: ManualClock?
+  public private(set) var droppedFrames: UInt64 = 0
+  public private(set) var lentFrames: UInt64 = 0
+
+  /// - Parameters:
+  ///   - frames: gray frames, each `width * height` bytes.
+  ///   - script: the order of frames and failures; nil plays every frame in order.
+  public init(
+    width: Int, height: Int, frames: [[UInt8]], script: [Step]? = nil, loops: Bool,
+    clock: any MonotonicClock
+  ) {
+    precondition(!frames.isEmpty && frames.allSatisfy { $0.count == width * height })
+    self.width = width
+    self.height = height
+    frameCount = frames.count
+    let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: width * height * frames.count, alignment: 64)
+    for (i, frame) in frames.enumerated() {
+      frame.withUnsafeBytes { buffer.baseAddress!.advanced(by: i * width * height).copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
+    }
+    pixels = buffer
+    let count = frames.count
+    self.script = script ?? (0..<count).map { Step.frame($0) }
+    self.loops = loops
+    self.clock = clock
+    manual = clock as? ManualClock
+  }
+
+  /// Frees the frame storage. (A struct cannot have a deinit while Copyable.)
+  public func release() { pixels.deallocate() }
+
+  public var isFinished: Bool { !loops && position >= script.count }
+
+  public mutating func withNextFrame<R>(
+    timeoutMilliseconds: Int, _ body: (LumaFrame) -> R
+  ) throws(CaptureError) -> R? {
+    if position >= script.count {
+      guard loops else { throw .endOfStream }
+      position = 0
+    }
+    let step = script[position]
+    position += 1
+    if advanceMicrosecondsPerStep > 0 { manual?.advance(microseconds: advanceMicrosecondsPerStep) }
+    switch step {
+    case .timeout: return nil
+    case .lost(let code): throw .deviceLost(errno: code)
+    case .frame(let index):
+      sequence += 1
+      lentFrames += 1
+      let start = index * width * height
+      let frame = LumaFrame(
+        bytes: UnsafeRawBufferPointer(rebasing: pixels[start..<(start + width * height)]),
+        geometry: .gray(width: width, height: height), captured: clock.now(), sequence: sequence)
+      return body(frame)
+    }
+  }
+}
