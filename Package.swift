@@ -40,7 +40,7 @@ let package = Package(
     // MARK: The only Swift target that imports C.
     .target(
       name: "ScanLinux",
-      dependencies: ["ScanCore", "CZXing", "CImageIO", "CV4L2", "CGPIOD", "CLinux", "CToml"],
+      dependencies: ["ScanCore", "ScanSim", "CZXing", "CImageIO", "CV4L2", "CGPIOD", "CLinux", "CToml"],
       swiftSettings: swiftSettings),
 
     .executableTarget(

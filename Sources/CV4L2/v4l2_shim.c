@@ -1,24 +1,146 @@
 #include "scangate_v4l2.h"
-#include <libv4l2.h>
-#include <sys/mman.h>
+
+#include <errno.h>
 #include <fcntl.h>
+#include <libv4l2.h>
+#include <linux/videodev2.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
 
-int sg_v4l2_open(const char *path, int flags) { return v4l2_open(path, flags); }
-int sg_v4l2_close(int fd) { return v4l2_close(fd); }
-int sg_v4l2_ioctl(int fd, unsigned long request, void *argument) { return v4l2_ioctl(fd, request, argument); }
-void *sg_v4l2_mmap(size_t length, int fd, int64_t offset) {
-  return v4l2_mmap(NULL, length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, offset);
-}
-int sg_v4l2_munmap(void *address, size_t length) { return v4l2_munmap(address, length); }
-
-const unsigned long SG_VIDIOC_QUERYCAP = VIDIOC_QUERYCAP, SG_VIDIOC_S_FMT = VIDIOC_S_FMT,
-    SG_VIDIOC_G_FMT = VIDIOC_G_FMT, SG_VIDIOC_REQBUFS = VIDIOC_REQBUFS,
-    SG_VIDIOC_QUERYBUF = VIDIOC_QUERYBUF, SG_VIDIOC_QBUF = VIDIOC_QBUF, SG_VIDIOC_DQBUF = VIDIOC_DQBUF,
-    SG_VIDIOC_STREAMON = VIDIOC_STREAMON, SG_VIDIOC_STREAMOFF = VIDIOC_STREAMOFF,
-    SG_VIDIOC_S_PARM = VIDIOC_S_PARM, SG_VIDIOC_ENUM_FMT = VIDIOC_ENUM_FMT,
-    SG_VIDIOC_ENUM_FRAMESIZES = VIDIOC_ENUM_FRAMESIZES;
 const uint32_t SG_PIX_FMT_GREY = V4L2_PIX_FMT_GREY, SG_PIX_FMT_YUYV = V4L2_PIX_FMT_YUYV,
-    SG_PIX_FMT_MJPEG = V4L2_PIX_FMT_MJPEG, SG_PIX_FMT_JPEG = V4L2_PIX_FMT_JPEG;
-const uint32_t SG_V4L2_CAP_VIDEO_CAPTURE = V4L2_CAP_VIDEO_CAPTURE,
-    SG_V4L2_CAP_STREAMING = V4L2_CAP_STREAMING, SG_V4L2_CAP_DEVICE_CAPS = V4L2_CAP_DEVICE_CAPS;
-const void *const SG_MAP_FAILED = MAP_FAILED;
+               SG_PIX_FMT_MJPEG = V4L2_PIX_FMT_MJPEG, SG_PIX_FMT_JPEG = V4L2_PIX_FMT_JPEG;
+
+int sg_v4l2_open(const char *path) { return v4l2_open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC); }
+int sg_v4l2_close(int fd) { return v4l2_close(fd); }
+
+int sg_v4l2_query(int fd, char *driver, size_t driver_capacity, char *card, size_t card_capacity,
+                  int *capture_streaming) {
+  struct v4l2_capability cap;
+  memset(&cap, 0, sizeof cap);
+  if (v4l2_ioctl(fd, VIDIOC_QUERYCAP, &cap) != 0) return -1;
+  snprintf(driver, driver_capacity, "%s", (const char *)cap.driver);
+  snprintf(card, card_capacity, "%s", (const char *)cap.card);
+  uint32_t caps = (cap.capabilities & V4L2_CAP_DEVICE_CAPS) ? cap.device_caps : cap.capabilities;
+  *capture_streaming = (caps & V4L2_CAP_VIDEO_CAPTURE) && (caps & V4L2_CAP_STREAMING);
+  return 0;
+}
+
+int sg_v4l2_enum_format(int fd, uint32_t index, uint32_t *fourcc) {
+  struct v4l2_fmtdesc desc;
+  memset(&desc, 0, sizeof desc);
+  desc.index = index;
+  desc.type = V4L2_BUF_TYPE_VIDEO_CAPTURE;
+  if (v4l2_ioctl(fd, VIDIOC_ENUM_FMT, &desc) != 0) return -1;
+  // libv4l2 adds emulated formats it converts in software; ScanGate wants only native ones.
+  if (desc.flags & V4L2_FMT_FLAG_EMULATED) *fourcc = 0;
+  else *fourcc = desc.pixelformat;
+  return 0;
+}
+
+int sg_v4l2_enum_size(int fd, uint32_t fourcc, uint32_t index, uint32_t *width, uint32_t *height) {
+  struct v4l2_frmsizeenum size;
+  memset(&size, 0, sizeof size);
+  size.index = index;
+  size.pixel_format = fourcc;
+  if (v4l2_ioctl(fd, VIDIOC_ENUM_FRAMESIZES, &size) != 0) return -1;
+  if (size.type == V4L2_FRMSIZE_TYPE_DISCRETE) {
+    *width = size.discrete.width;
+    *height = size.discrete.height;
+  } else {
+    *width = size.stepwise.max_width;
+    *height = size.stepwise.max_height;
+  }
+  return 0;
+}
+
+int sg_v4l2_set_format(int fd, uint32_t fourcc, uint32_t width, uint32_t height, uint32_t *out_fourcc,
+                       uint32_t *out_width, uint32_t *out_height, uint32_t *bytes_per_line,
+                       uint32_t *size_image) {
+  struct v4l2_format fmt;
+  memset(&fmt, 0, sizeof fmt);
+  fmt.type = V4L2_BUF_TYPE_VIDEO_CAPTURE;
+  fmt.fmt.pix.width = width;
+  fmt.fmt.pix.height = height;
+  fmt.fmt.pix.pixelformat = fourcc;
+  fmt.fmt.pix.field = V4L2_FIELD_NONE;
+  if (v4l2_ioctl(fd, VIDIOC_S_FMT, &fmt) != 0) return -1;
+  if (v4l2_ioctl(fd, VIDIOC_G_FMT, &fmt) != 0) return -1;
+  *out_fourcc = fmt.fmt.pix.pixelformat;
+  *out_width = fmt.fmt.pix.width;
+  *out_height = fmt.fmt.pix.height;
+  *bytes_per_line = fmt.fmt.pix.bytesperline;
+  *size_image = fmt.fmt.pix.sizeimage;
+  return 0;
+}
+
+int sg_v4l2_set_fps(int fd, uint32_t fps) {
+  struct v4l2_streamparm parm;
+  memset(&parm, 0, sizeof parm);
+  parm.type = V4L2_BUF_TYPE_VIDEO_CAPTURE;
+  parm.parm.capture.timeperframe.numerator = 1;
+  parm.parm.capture.timeperframe.denominator = fps;
+  return v4l2_ioctl(fd, VIDIOC_S_PARM, &parm);
+}
+
+int sg_v4l2_request_buffers(int fd, uint32_t count) {
+  struct v4l2_requestbuffers req;
+  memset(&req, 0, sizeof req);
+  req.count = count;
+  req.type = V4L2_BUF_TYPE_VIDEO_CAPTURE;
+  req.memory = V4L2_MEMORY_MMAP;
+  if (v4l2_ioctl(fd, VIDIOC_REQBUFS, &req) != 0) return -1;
+  return (int)req.count;
+}
+
+int sg_v4l2_map_buffer(int fd, uint32_t index, void **address, size_t *length) {
+  struct v4l2_buffer buf;
+  memset(&buf, 0, sizeof buf);
+  buf.type = V4L2_BUF_TYPE_VIDEO_CAPTURE;
+  buf.memory = V4L2_MEMORY_MMAP;
+  buf.index = index;
+  if (v4l2_ioctl(fd, VIDIOC_QUERYBUF, &buf) != 0) return -1;
+  void *p = v4l2_mmap(NULL, buf.length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, buf.m.offset);
+  if (p == MAP_FAILED) return -1;
+  *address = p;
+  *length = buf.length;
+  return 0;
+}
+
+int sg_v4l2_unmap(void *address, size_t length) { return v4l2_munmap(address, length); }
+
+int sg_v4l2_queue(int fd, uint32_t index) {
+  struct v4l2_buffer buf;
+  memset(&buf, 0, sizeof buf);
+  buf.type = V4L2_BUF_TYPE_VIDEO_CAPTURE;
+  buf.memory = V4L2_MEMORY_MMAP;
+  buf.index = index;
+  return v4l2_ioctl(fd, VIDIOC_QBUF, &buf);
+}
+
+int sg_v4l2_dequeue(int fd, uint32_t *index, uint32_t *bytes_used, uint64_t *timestamp_ns,
+                    uint32_t *sequence) {
+  struct v4l2_buffer buf;
+  memset(&buf, 0, sizeof buf);
+  buf.type = V4L2_BUF_TYPE_VIDEO_CAPTURE;
+  buf.memory = V4L2_MEMORY_MMAP;
+  if (v4l2_ioctl(fd, VIDIOC_DQBUF, &buf) != 0) return -1;
+  *index = buf.index;
+  *bytes_used = buf.bytesused;
+  *timestamp_ns = (uint64_t)buf.timestamp.tv_sec * 1000000000ull + (uint64_t)buf.timestamp.tv_usec * 1000ull;
+  *sequence = buf.sequence;
+  return 0;
+}
+
+int sg_v4l2_stream(int fd, int on) {
+  int type = V4L2_BUF_TYPE_VIDEO_CAPTURE;
+  return v4l2_ioctl(fd, on ? VIDIOC_STREAMON : VIDIOC_STREAMOFF, &type);
+}
+
+void sg_v4l2_fourcc_name(uint32_t fourcc, char out[5]) {
+  for (int i = 0; i < 4; i++) {
+    char c = (char)((fourcc >> (8 * i)) & 0xFF);
+    out[i] = (c >= 0x20 && c < 0x7F) ? c : '?';
+  }
+  out[4] = 0;
+}

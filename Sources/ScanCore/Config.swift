@@ -73,8 +73,16 @@ public struct ScanConfig: Equatable, Sendable {
   public var reopenBackoffMillisecondsMax = 1_000
   public var frameTimeoutMilliseconds = 2_000
   // [decoder], [presence], [gpio] timing, result slots
-  public var engine = EngineSettings()
+  public var engine = ScanConfig.readerDefaults()
   public var decoderArenaKiB = 16_384
+
+  /// Defaults differ from a bare `EngineSettings` only where a door reader wants them to.
+  static func readerDefaults() -> EngineSettings {
+    var e = EngineSettings()
+    // Flat CPU cost per frame: one view per frame, round-robin (see README, decoder views).
+    e.decode.variantMode = .alternate
+    return e
+  }
   // [allow_list]
   public var allowListPath = "/etc/scangate/allow-list.txt"
   public var allowListWatch = true

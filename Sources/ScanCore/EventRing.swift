@@ -9,6 +9,8 @@ public enum EventKind: UInt8, Sendable {
   case command = 5
   case authFailure = 6
   case manualOpen = 7
+  /// A GPIO line changed level: `code` is `EdgeCode` (line and level).
+  case edge = 8
 
   public var name: String {
     switch self {
@@ -19,7 +21,18 @@ public enum EventKind: UInt8, Sendable {
     case .command: "command"
     case .authFailure: "auth-failure"
     case .manualOpen: "manual-open"
+    case .edge: "edge"
     }
+  }
+}
+
+/// Which line an edge event is about, and its new level.
+public enum EdgeCode {
+  public static let relay: UInt16 = 0x10
+  public static let buzzer: UInt16 = 0x20
+  public static func code(line: UInt16, level: LineLevel) -> UInt16 { line | UInt16(level.rawValue) }
+  public static func describe(_ code: UInt16) -> String {
+    (code & 0xF0 == relay ? "relay" : "buzzer") + (code & 1 == 1 ? " active" : " inactive")
   }
 }
 

@@ -138,15 +138,23 @@ public struct ScanEngine<
         e.setLabel(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
       }
     }
-    // Drive the first edge now, so the event can carry frame-to-edge latency.
+    // Drive the first edge now, so the event can carry frame-to-edge latency; the edge events
+    // are held back so the log reads decision first, then its edges.
+    holdingEdges = true
     tick()
+    holdingEdges = false
     if let edge = lastEdgeMicroseconds { e.edgeMicroseconds = edge }
     lastEdgeMicroseconds = nil
     events.append(e)
+    for i in 0..<heldEdgeCount { events.append(heldEdges[i]) }
+    heldEdgeCount = 0
     lastDecision = e
   }
 
   private var lastEdgeMicroseconds: UInt32? = nil
+  private var holdingEdges = false
+  private var heldEdges = InlineArray<2, ScanEvent>(repeating: ScanEvent())
+  private var heldEdgeCount = 0
 
   /// Drives the lines to the actuator's levels for now. Call whenever `nextDeadline` passes.
   public mutating func tick() {
@@ -158,13 +166,15 @@ public struct ScanEngine<
         try relay.set(levels.relay)
         relayLevel = levels.relay
         edged = levels.relay == .active
+        recordEdge(line: EdgeCode.relay, level: levels.relay, at: now)
       } catch { recordGPIOFault(error) }
     }
     if levels.buzzer != buzzerLevel {
       do throws(GPIOError) {
         try buzzer.set(levels.buzzer)
         buzzerLevel = levels.buzzer
-        if !edged && levels.buzzer == .active && !actuatorHasRelay(now) { edged = true }
+        if levels.buzzer == .active { edged = true }
+        recordEdge(line: EdgeCode.buzzer, level: levels.buzzer, at: now)
       } catch { recordGPIOFault(error) }
     }
     if edged, let from = pendingEdgeFrom {
@@ -175,7 +185,19 @@ public struct ScanEngine<
     }
   }
 
-  private func actuatorHasRelay(_ now: Instant) -> Bool { relayLevel == .active }
+  private mutating func recordEdge(line: UInt16, level: LineLevel, at now: Instant) {
+    var e = ScanEvent()
+    e.kind = .edge
+    e.code = EdgeCode.code(line: line, level: level)
+    e.monotonic = now
+    e.wallNanoseconds = wall.unixSeconds() * 1_000_000_000
+    if holdingEdges && heldEdgeCount < 2 {
+      heldEdges[heldEdgeCount] = e
+      heldEdgeCount += 1
+    } else {
+      events.append(e)
+    }
+  }
 
   private mutating func recordGPIOFault(_ error: GPIOError) {
     stats.gpioErrors &+= 1

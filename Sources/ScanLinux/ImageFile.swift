@@ -39,6 +39,7 @@ public struct GrayImage: Sendable {
   /// Scaled with bilinear filtering to fit `maxWidth` × `maxHeight` (keeping the aspect ratio),
   /// then padded with the border gray to exactly that size: a camera-sized frame.
   public func fitted(width maxWidth: Int, height maxHeight: Int, pad: UInt8 = 255) -> GrayImage {
+    if width == maxWidth && height == maxHeight { return self }
     let scale = min(Double(maxWidth) / Double(width), Double(maxHeight) / Double(height), 1.0)
     let w = max(1, Int(Double(width) * scale)), h = max(1, Int(Double(height) * scale))
     var out = [UInt8](repeating: pad, count: maxWidth * maxHeight)

@@ -1,4 +1,81 @@
+import Glibc
+import ScanCore
+import ScanLinux
+
 /// Commands beyond decode and version.
 enum ExtraCommands {
-  static func run(_ command: String, _ arguments: [String]) -> Int32? { nil }
+  static func run(_ command: String, _ arguments: [String]) -> Int32? {
+    switch command {
+    case "run": return RunCommand.run(arguments)
+    case "demo": return DemoCommand.run(arguments)
+    case "check-config": return CheckConfigCommand.run(arguments)
+    default: return nil
+    }
+  }
+
+  /// Loads the configuration named by `--config` (default ./config.toml), reporting every error.
+  static func loadConfig(_ options: Options) -> ScanConfig? {
+    let path = options.value("config") ?? "config.toml"
+    do { return try ConfigLoader.load(path: path) } catch {
+      for e in error.errors { writeStandardError("scangate: \(path): \(e)\n") }
+      return nil
+    }
+  }
+}
+
+enum RunCommand {
+  static func run(_ arguments: [String]) -> Int32 {
+    do {
+      let options = try Options(arguments, valued: ["config", "frames"], known: ["quiet-edges"])
+      guard let config = ExtraCommands.loadConfig(options) else { return 1 }
+      var serviceOptions = Service.Options()
+      serviceOptions.maxFrames = UInt64(try options.integer("frames", default: 0, range: 0...Int.max))
+      if options.flag("quiet-edges") { serviceOptions.skipping = [.edge] }
+      return Service.run(config, options: serviceOptions)
+    } catch {
+      writeStandardError("scangate run: \(error)\n")
+      return 2
+    }
+  }
+}
+
+enum CheckConfigCommand {
+  static func run(_ arguments: [String]) -> Int32 {
+    do {
+      let options = try Options(arguments, valued: ["config"], known: [])
+      let path = options.value("config") ?? "config.toml"
+      guard let config = ExtraCommands.loadConfig(options) else { return 1 }
+      print("\(path): OK")
+      var status: Int32 = 0
+      // The allow-list, parsed exactly as the service would.
+      var list = AllowList(limits: config.engine.allowList)
+      do {
+        let bytes = try AllowListFile.read(config.allowListPath, maxBytes: config.engine.allowList.fileBytesMax)
+        if let error = list.load(bytes, digester: SodiumDigester(), nowUnixSeconds: SystemWallClock().unixSeconds()) {
+          print("\(config.allowListPath): \(error)")
+          status = 1
+        } else {
+          print("\(config.allowListPath): \(list.count) entries")
+        }
+      } catch {
+        print("allow-list: \(error)")
+        status = 1
+      }
+      print("source: \(config.cameraSource.rawValue) \(config.cameraSource == .v4l2 ? config.cameraDevice : config.replayPath) "
+        + "\(config.cameraWidth)x\(config.cameraHeight) format \(config.cameraFormat.rawValue)")
+      print("decoder: \(ZXingDecoder.engineVersion), formats \(config.engine.decode.formats.listDescription), "
+        + "views \(config.engine.decode.variantMode.rawValue) over \(config.engine.decode.variants.map(\.name).joined(separator: ","))")
+      print("gpio: \(config.gpioBackend.rawValue) \(config.gpioChip) relay line \(config.relayLine)\(config.relayActiveLow ? " (active-low)" : "") "
+        + "buzzer line \(config.buzzerLine)\(config.buzzerActiveLow ? " (active-low)" : ""), pulse \(config.engine.actuation.relayPulseMilliseconds) ms "
+        + "(max \(config.engine.actuation.relayPulseMillisecondsMax) ms)")
+      print("memory budget (allocated at startup):")
+      let budget = MemoryBudget(config)
+      for line in budget.lines { print("  " + String(line.bytes / 1024).padding(toLength: 8, left: true) + " KiB  " + line.name) }
+      print("  " + String(budget.totalBytes / 1024).padding(toLength: 8, left: true) + " KiB  total")
+      return status
+    } catch {
+      writeStandardError("scangate check-config: \(error)\n")
+      return 2
+    }
+  }
 }

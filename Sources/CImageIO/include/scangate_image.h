@@ -30,3 +30,13 @@ int32_t sg_qr_render(const uint8_t *data, size_t size, int32_t scale, int32_t ma
                      size_t capacity);
 
 #endif
+
+/// A JPEG decompressor kept for the camera's lifetime (MJPEG frames).
+typedef void *sg_jpeg_handle;
+sg_jpeg_handle sg_jpeg_create(void);
+void sg_jpeg_destroy(sg_jpeg_handle handle);
+/// Decodes a JPEG frame to gray into `out` (row stride `width`), optionally at 1/`scale_denominator`
+/// (1 or 2). Writes the decoded size. Returns 0, or -1 (corrupt frame, or larger than `capacity`).
+int32_t sg_jpeg_decode_frame(sg_jpeg_handle handle, const uint8_t *data, size_t size,
+                             int32_t scale_denominator, uint8_t *out, size_t capacity,
+                             int32_t *width, int32_t *height);

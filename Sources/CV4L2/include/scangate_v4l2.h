@@ -1,20 +1,43 @@
-// V4L2 through libv4l2 for Swift: the variadic calls wrapped, the function-like macros exported.
+// V4L2 capture through libv4l2, one ioctl per function, for Swift (libv4l2's calls are variadic
+// and the VIDIOC_* / V4L2_PIX_FMT_* macros are function-like, so Swift cannot use them directly).
+// Every function returns -1 with errno set on failure; policy lives in ScanLinux/Errno.swift.
 #ifndef SCANGATE_V4L2_H
 #define SCANGATE_V4L2_H
-#include <stdint.h>
 #include <stddef.h>
-#include <linux/videodev2.h>
+#include <stdint.h>
 
-int sg_v4l2_open(const char *path, int flags);
-int sg_v4l2_close(int fd);
-int sg_v4l2_ioctl(int fd, unsigned long request, void *argument);
-void *sg_v4l2_mmap(size_t length, int fd, int64_t offset);
-int sg_v4l2_munmap(void *address, size_t length);
-
-extern const unsigned long SG_VIDIOC_QUERYCAP, SG_VIDIOC_S_FMT, SG_VIDIOC_G_FMT, SG_VIDIOC_REQBUFS,
-    SG_VIDIOC_QUERYBUF, SG_VIDIOC_QBUF, SG_VIDIOC_DQBUF, SG_VIDIOC_STREAMON, SG_VIDIOC_STREAMOFF,
-    SG_VIDIOC_S_PARM, SG_VIDIOC_ENUM_FMT, SG_VIDIOC_ENUM_FRAMESIZES;
 extern const uint32_t SG_PIX_FMT_GREY, SG_PIX_FMT_YUYV, SG_PIX_FMT_MJPEG, SG_PIX_FMT_JPEG;
-extern const uint32_t SG_V4L2_CAP_VIDEO_CAPTURE, SG_V4L2_CAP_STREAMING, SG_V4L2_CAP_DEVICE_CAPS;
-extern const void *const SG_MAP_FAILED;
+
+/// v4l2_open with O_RDWR | O_NONBLOCK | O_CLOEXEC.
+int sg_v4l2_open(const char *path);
+int sg_v4l2_close(int fd);
+
+/// VIDIOC_QUERYCAP: driver and card names; `capture_streaming` is 1 when the node can capture
+/// with mmap streaming.
+int sg_v4l2_query(int fd, char *driver, size_t driver_capacity, char *card, size_t card_capacity,
+                  int *capture_streaming);
+/// VIDIOC_ENUM_FMT entry `index`: its fourcc. -1 with EINVAL past the last.
+int sg_v4l2_enum_format(int fd, uint32_t index, uint32_t *fourcc);
+/// VIDIOC_ENUM_FRAMESIZES entry `index` for `fourcc` (discrete sizes; stepwise gives the max).
+int sg_v4l2_enum_size(int fd, uint32_t fourcc, uint32_t index, uint32_t *width, uint32_t *height);
+/// VIDIOC_S_FMT then the driver's answer: size, row bytes, buffer bytes.
+int sg_v4l2_set_format(int fd, uint32_t fourcc, uint32_t width, uint32_t height, uint32_t *out_fourcc,
+                       uint32_t *out_width, uint32_t *out_height, uint32_t *bytes_per_line,
+                       uint32_t *size_image);
+/// VIDIOC_S_PARM frame interval 1/fps (drivers may ignore it; not an error for ScanGate).
+int sg_v4l2_set_fps(int fd, uint32_t fps);
+/// VIDIOC_REQBUFS (MMAP): returns the count granted.
+int sg_v4l2_request_buffers(int fd, uint32_t count);
+/// VIDIOC_QUERYBUF + mmap: the mapping of buffer `index`.
+int sg_v4l2_map_buffer(int fd, uint32_t index, void **address, size_t *length);
+int sg_v4l2_unmap(void *address, size_t length);
+/// VIDIOC_QBUF of buffer `index`.
+int sg_v4l2_queue(int fd, uint32_t index);
+/// VIDIOC_DQBUF (non-blocking fd: -1 with EAGAIN when none is ready).
+int sg_v4l2_dequeue(int fd, uint32_t *index, uint32_t *bytes_used, uint64_t *timestamp_ns,
+                    uint32_t *sequence);
+/// VIDIOC_STREAMON / VIDIOC_STREAMOFF.
+int sg_v4l2_stream(int fd, int on);
+/// The fourcc as four characters.
+void sg_v4l2_fourcc_name(uint32_t fourcc, char out[5]);
 #endif

@@ -1,0 +1,28 @@
+import Glibc
+import ScanCore
+
+/// Reads the allow-list file for a (re)load, making sure it did not change while being read
+/// (a writer that truncates and rewrites in place would otherwise hand us half a file).
+public enum AllowListFile {
+  public static func read(_ path: String, maxBytes: Int) throws(AllowListError) -> [UInt8] {
+    var before = stat()
+    guard stat(path, &before) == 0 else {
+      throw AllowListError(line: 0, reason: "\(path): \(SystemError.describe(lastErrno()))")
+    }
+    let bytes: [UInt8]
+    do { bytes = try readWholeFile(path, maxBytes: maxBytes) } catch {
+      throw AllowListError(line: 0, reason: error.description)
+    }
+    var after = stat()
+    guard stat(path, &after) == 0 else {
+      throw AllowListError(line: 0, reason: "\(path): \(SystemError.describe(lastErrno()))")
+    }
+    if before.st_ino != after.st_ino || before.st_size != after.st_size
+      || before.st_mtim.tv_sec != after.st_mtim.tv_sec || before.st_mtim.tv_nsec != after.st_mtim.tv_nsec
+      || after.st_size != bytes.count
+    {
+      throw AllowListError(line: 0, reason: "\(path) changed while it was being read; will retry")
+    }
+    return bytes
+  }
+}

@@ -1,0 +1,88 @@
+import Glibc
+import ScanCore
+import Synchronization
+
+/// Prints the loop's events to standard output from a thread of its own, so formatting and
+/// writing (which allocate and may block on a slow journal or terminal) never run on the loop.
+public final class EventPrinter: @unchecked Sendable {
+  private let ring: EventRing
+  private let start: Instant
+  private let clock: any MonotonicClock
+  private let stopFlag = Atomic<Bool>(false)
+  private let printedUpTo = Atomic<UInt64>(0)
+  private var thread = pthread_t()
+  private var running = false
+  /// Kinds not printed (e.g. edges, when only decisions matter).
+  public let skipping: Set<EventKind>
+
+  public init(ring: EventRing, start: Instant, clock: any MonotonicClock, skipping: Set<EventKind> = []) {
+    self.ring = ring
+    self.start = start
+    self.clock = clock
+    self.skipping = skipping
+  }
+
+  /// Starts the printing thread.
+  public func startThread() {
+    let context = Unmanaged.passRetained(self).toOpaque()
+    let rc = pthread_create(&thread, nil, { raw in
+      let printer = Unmanaged<EventPrinter>.fromOpaque(raw!).takeRetainedValue()
+      printer.body()
+      return nil
+    }, context)
+    precondition(rc == 0, "cannot start the event printer thread")
+    running = true
+  }
+
+  /// Prints what is left, then stops the thread.
+  public func stop() {
+    guard running else { return }
+    stopFlag.store(true, ordering: .releasing)
+    pthread_join(thread, nil)
+    running = false
+  }
+
+  /// Everything up to this sequence has been printed.
+  public var printedSequence: UInt64 { printedUpTo.load(ordering: .acquiring) }
+
+  private func body() {
+    var next: UInt64 = 1
+    while true {
+      let stopping = stopFlag.load(ordering: .acquiring)
+      next = drain(from: next)
+      if stopping { break }
+      usleep(20_000)
+    }
+  }
+
+  private func drain(from first: UInt64) -> UInt64 {
+    var next = first
+    var lost: UInt64 = 0
+    while true {
+      switch ring.read(next) {
+      case .notYet:
+        if lost > 0 { emit("(\(lost) events overwritten before they could be printed)") }
+        printedUpTo.store(next - 1, ordering: .releasing)
+        return next
+      case .overwritten:
+        lost += 1
+      case .event(let e):
+        if lost > 0 { emit("(\(lost) events overwritten before they could be printed)"); lost = 0 }
+        if !skipping.contains(e.kind) { emit(EventText.line(e, since: start)) }
+      }
+      next += 1
+    }
+  }
+
+  private func emit(_ line: String) {
+    var text = line + "\n"
+    text.withUTF8 { bytes in
+      var offset = 0
+      while offset < bytes.count {
+        let n = write(1, bytes.baseAddress! + offset, bytes.count - offset)
+        if n < 0 { if errno == EINTR { continue }; return }
+        offset += n
+      }
+    }
+  }
+}

@@ -1,0 +1,95 @@
+import ScanCore
+import ScanSim
+
+/// A frame source the run loop can poll: either a descriptor that becomes readable, or a
+/// source that paces itself and says when its next frame is due.
+public protocol LoopFrameSource: FrameSource, ~Copyable {
+  /// The descriptor to poll for a frame, or -1 for a self-paced source.
+  var pollDescriptor: Int32 { get }
+  /// Milliseconds until a self-paced source has its next frame (0: now).
+  func millisecondsUntilReady(at now: Instant) -> Int
+  /// One line for STATUS: device or path, format and size.
+  var summary: String { get }
+}
+
+extension V4L2FrameSource: LoopFrameSource {
+  public var pollDescriptor: Int32 { descriptor }
+  public func millisecondsUntilReady(at now: Instant) -> Int { 0 }
+  public var summary: String {
+    "\(description.path) \(description.card) \(description.fourcc) \(description.width)x\(description.height) \(description.buffers) buffers"
+  }
+}
+
+/// Replays image files (a directory, sorted by name) or a raw 8-bit gray file (frames of
+/// width × height back to back) at a frame rate, or as fast as the loop takes them; looped or once.
+/// Files are decoded and fitted to the frame size once, at open.
+public struct ReplayFrameSource: LoopFrameSource {
+  private var frames: ScriptedFrameSource
+  public let path: String
+  public let framesPerSecond: Int
+  private let clock: any MonotonicClock
+  private var nextDue: Instant
+  public let frameCount: Int
+
+  public init(
+    path: String, width: Int, height: Int, framesPerSecond: Int, loops: Bool, clock: any MonotonicClock
+  ) throws(CaptureError) {
+    let images: [[UInt8]]
+    if isDirectory(path) {
+      let names: [String]
+      do { names = try listDirectory(path) } catch { throw .formatRejected(error.description) }
+      let reader = ImageFileReader()
+      var loaded: [[UInt8]] = []
+      for name in names {
+        guard let dot = name.lastIndex(of: "."),
+          ["png", "jpg", "jpeg", "pgm", "ppm", "gif", "bmp"].contains(name[name.index(after: dot)...].lowercased())
+        else { continue }
+        do { loaded.append(try reader.read(path + "/" + name).fitted(width: width, height: height).pixels) } catch {
+          throw .formatRejected(error.description)
+        }
+      }
+      images = loaded
+    } else {
+      let bytes: [UInt8]
+      do { bytes = try readWholeFile(path, maxBytes: 1 << 30) } catch { throw .formatRejected(error.description) }
+      let size = width * height
+      guard bytes.count >= size, bytes.count % size == 0 else {
+        throw .formatRejected("\(path): \(bytes.count) bytes is not a whole number of \(width)×\(height) gray frames")
+      }
+      images = stride(from: 0, to: bytes.count, by: size).map { Array(bytes[$0..<($0 + size)]) }
+    }
+    guard !images.isEmpty else { throw .formatRejected("\(path): no frames to replay") }
+    frames = ScriptedFrameSource(width: width, height: height, frames: images, loops: loops, clock: clock)
+    self.path = path
+    self.framesPerSecond = framesPerSecond
+    self.clock = clock
+    nextDue = clock.now()
+    frameCount = images.count
+  }
+
+  public var droppedFrames: UInt64 { 0 }
+  public var pollDescriptor: Int32 { -1 }
+  public var summary: String {
+    "replay \(path) \(frameCount) frames \(frames.width)x\(frames.height) at \(framesPerSecond == 0 ? "full speed" : "\(framesPerSecond) fps")"
+  }
+
+  public func millisecondsUntilReady(at now: Instant) -> Int {
+    framesPerSecond == 0 || nextDue <= now ? 0 : max(1, (Int(nextDue.nanoseconds - now.nanoseconds) + 999_999) / 1_000_000)
+  }
+
+  public mutating func withNextFrame<R>(
+    timeoutMilliseconds: Int, _ body: (LumaFrame) -> R
+  ) throws(CaptureError) -> R? {
+    let now = clock.now()
+    if framesPerSecond > 0 {
+      guard nextDue <= now else { return nil }
+      let period = UInt64(1_000_000_000 / framesPerSecond)
+      nextDue.nanoseconds += period
+      if nextDue < now { nextDue = now }  // fell behind: do not burst to catch up
+    }
+    return try frames.withNextFrame(timeoutMilliseconds: 0, body)
+  }
+
+  /// Frees the frame storage.
+  public func release() { frames.release() }
+}

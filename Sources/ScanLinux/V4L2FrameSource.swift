@@ -1,0 +1,236 @@
+import CImageIO
+import CLinux
+import CV4L2
+import Glibc
+import ScanCore
+
+/// What the camera was opened with.
+public struct CameraDescription: Equatable, Sendable {
+  public var path: String
+  public var driver: String
+  public var card: String
+  public var fourcc: String
+  public var width: Int
+  public var height: Int
+  public var buffers: Int
+}
+
+/// Settings for opening a V4L2 camera.
+public struct CameraSettings: Equatable, Sendable {
+  public var path: String
+  public var width: Int
+  public var height: Int
+  public var fps: Int
+  public var format: CameraPixelFormat
+  public var buffers: Int
+  public var mjpegHalfScale: Bool
+  public init(path: String, width: Int, height: Int, fps: Int, format: CameraPixelFormat, buffers: Int, mjpegHalfScale: Bool = false) {
+    self.path = path; self.width = width; self.height = height; self.fps = fps
+    self.format = format; self.buffers = buffers; self.mjpegHalfScale = mjpegHalfScale
+  }
+}
+
+/// A V4L2 camera streaming into mmap'd driver buffers through libv4l2, in a native format
+/// (GREY or YUYV read in place; MJPEG decoded to gray into a plane allocated at open).
+///
+/// `withNextFrame` drains the queue and lends only the newest frame (older ones go straight
+/// back to the driver and count as drops). `deinit` stops streaming, unmaps and closes.
+public struct V4L2FrameSource: FrameSource, ~Copyable {
+  public let description: CameraDescription
+  public let descriptor: Int32
+  private let fourcc: UInt32
+  private let bytesPerLine: Int
+  private let mappings: UnsafeMutableBufferPointer<(address: UnsafeMutableRawPointer, length: Int)>
+  private let grayPlane: UnsafeMutableRawBufferPointer
+  private let jpeg: sg_jpeg_handle?
+  private let halfScale: Bool
+  public private(set) var droppedFrames: UInt64 = 0
+  public private(set) var corruptFrames: UInt64 = 0
+
+  /// Opens, negotiates and starts streaming. Throws `.deviceLost` (with errno) when the device
+  /// is missing or fails, `.formatRejected` when it has no usable native format.
+  public init(_ settings: CameraSettings) throws(CaptureError) {
+    let fd = sg_v4l2_open(settings.path)
+    guard fd >= 0 else { throw .deviceLost(errno: sg_errno()) }
+    var driver = [CChar](repeating: 0, count: 32), card = [CChar](repeating: 0, count: 64)
+    var streaming: Int32 = 0
+    func fail(_ error: CaptureError) -> CaptureError { _ = sg_v4l2_close(fd); return error }
+    guard sg_v4l2_query(fd, &driver, driver.count, &card, card.count, &streaming) == 0 else {
+      throw fail(.deviceLost(errno: sg_errno()))
+    }
+    guard streaming != 0 else { throw fail(.formatRejected("\(settings.path) cannot capture with mmap streaming")) }
+
+    // Native formats the device offers, in ScanGate's order of preference.
+    var offered: Set<UInt32> = []
+    var index: UInt32 = 0
+    var code: UInt32 = 0
+    while index < 256 && sg_v4l2_enum_format(fd, index, &code) == 0 {
+      if code != 0 { offered.insert(code) }
+      index += 1
+    }
+    let wanted: [UInt32]
+    switch settings.format {
+    case .auto: wanted = [SG_PIX_FMT_GREY, SG_PIX_FMT_YUYV, SG_PIX_FMT_MJPEG, SG_PIX_FMT_JPEG]
+    case .grey: wanted = [SG_PIX_FMT_GREY]
+    case .yuyv: wanted = [SG_PIX_FMT_YUYV]
+    case .mjpeg: wanted = [SG_PIX_FMT_MJPEG, SG_PIX_FMT_JPEG]
+    }
+    guard let chosen = wanted.first(where: { offered.contains($0) }) else {
+      throw fail(.formatRejected("\(settings.path) offers none of the formats asked for (\(settings.format.rawValue)); it offers \(offered.map(Self.name).sorted().joined(separator: ", "))"))
+    }
+    var gotFourcc: UInt32 = 0, w: UInt32 = 0, h: UInt32 = 0, bpl: UInt32 = 0, sizeImage: UInt32 = 0
+    guard sg_v4l2_set_format(fd, chosen, UInt32(settings.width), UInt32(settings.height), &gotFourcc, &w, &h, &bpl, &sizeImage) == 0 else {
+      throw fail(.deviceLost(errno: sg_errno()))
+    }
+    guard gotFourcc == chosen else { throw fail(.formatRejected("driver switched \(Self.name(chosen)) to \(Self.name(gotFourcc))")) }
+    guard Int(w) <= settings.width && Int(h) <= settings.height else {
+      throw fail(.formatRejected("driver chose \(w)×\(h), larger than the configured \(settings.width)×\(settings.height); configure a size the camera offers (scangate probe lists them)"))
+    }
+    let isYUYV = chosen == SG_PIX_FMT_YUYV
+    let isJPEG = chosen == SG_PIX_FMT_MJPEG || chosen == SG_PIX_FMT_JPEG
+    // Buggy-driver paranoia (the kernel's capture example does the same).
+    let minimumLine = Int(w) * (isYUYV ? 2 : 1)
+    let rowBytes = isJPEG ? Int(w) : max(Int(bpl), minimumLine)
+    _ = sg_v4l2_set_fps(fd, UInt32(settings.fps))
+    let granted = sg_v4l2_request_buffers(fd, UInt32(settings.buffers))
+    guard granted >= 2 else {
+      let code = granted < 0 ? sg_errno() : ENOMEM
+      throw fail(.deviceLost(errno: code))
+    }
+    let maps = UnsafeMutableBufferPointer<(address: UnsafeMutableRawPointer, length: Int)>.allocate(capacity: Int(granted))
+    var mapped = 0
+    func unwind() {
+      for i in 0..<mapped { _ = sg_v4l2_unmap(maps[i].address, maps[i].length) }
+      maps.deallocate()
+    }
+    for i in 0..<Int(granted) {
+      var address: UnsafeMutableRawPointer? = nil
+      var length = 0
+      guard sg_v4l2_map_buffer(fd, UInt32(i), &address, &length) == 0, let address else {
+        let code = sg_errno()
+        unwind()
+        throw fail(.deviceLost(errno: code))
+      }
+      guard isJPEG || length >= (Int(h) - 1) * rowBytes + minimumLine else {
+        _ = sg_v4l2_unmap(address, length)
+        unwind()
+        throw fail(.formatRejected("driver buffer of \(length) bytes is smaller than a \(w)×\(h) frame"))
+      }
+      maps[i] = (address, length)
+      mapped += 1
+    }
+    for i in 0..<Int(granted) where sg_v4l2_queue(fd, UInt32(i)) != 0 {
+      let code = sg_errno()
+      unwind()
+      throw fail(.deviceLost(errno: code))
+    }
+    guard sg_v4l2_stream(fd, 1) == 0 else {
+      let code = sg_errno()
+      unwind()
+      throw fail(.deviceLost(errno: code))
+    }
+    descriptor = fd
+    fourcc = chosen
+    bytesPerLine = rowBytes
+    mappings = maps
+    halfScale = settings.mjpegHalfScale
+    grayPlane = .allocate(byteCount: isJPEG ? Int(w) * Int(h) : 1, alignment: 64)
+    grayPlane.initializeMemory(as: UInt8.self, repeating: 0)
+    jpeg = isJPEG ? sg_jpeg_create() : nil
+    let driverName = driver.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+    let cardName = card.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+    description = CameraDescription(
+      path: settings.path, driver: driverName, card: cardName, fourcc: Self.name(chosen),
+      width: Int(w) / (isJPEG && settings.mjpegHalfScale ? 2 : 1), height: Int(h) / (isJPEG && settings.mjpegHalfScale ? 2 : 1),
+      buffers: Int(granted))
+    self.width = Int(w)
+    self.height = Int(h)
+  }
+
+  private let width: Int
+  private let height: Int
+
+  deinit {
+    _ = sg_v4l2_stream(descriptor, 0)
+    for i in 0..<mappings.count { _ = sg_v4l2_unmap(mappings[i].address, mappings[i].length) }
+    mappings.deallocate()
+    grayPlane.deallocate()
+    sg_jpeg_destroy(jpeg)
+    _ = sg_v4l2_close(descriptor)
+  }
+
+  /// Stops streaming and releases the device now.
+  public consuming func close() {}
+
+  static func name(_ fourcc: UInt32) -> String {
+    var out: (CChar, CChar, CChar, CChar, CChar) = (0, 0, 0, 0, 0)
+    return withUnsafeMutableBytes(of: &out) { raw in
+      let p = raw.baseAddress!.assumingMemoryBound(to: CChar.self)
+      sg_v4l2_fourcc_name(fourcc, p)
+      return String(cString: p)
+    }
+  }
+
+  public mutating func withNextFrame<R>(
+    timeoutMilliseconds: Int, _ body: (LumaFrame) -> R
+  ) throws(CaptureError) -> R? {
+    var pfd = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+    let ready: Int32
+    do { ready = try syscall("poll camera", { poll(&pfd, 1, Int32(timeoutMilliseconds)) }) } catch {
+      throw .deviceLost(errno: error.errno)
+    }
+    if ready == 0 { return nil }
+    if pfd.revents & Int16(POLLERR | POLLHUP | POLLNVAL) != 0 && pfd.revents & Int16(POLLIN) == 0 {
+      throw .deviceLost(errno: ENODEV)
+    }
+    // Drain: keep only the newest buffer, requeue the rest at once.
+    var newest: (index: UInt32, used: UInt32, timestamp: UInt64, sequence: UInt32)? = nil
+    for _ in 0..<mappings.count {
+      var index: UInt32 = 0, used: UInt32 = 0, timestamp: UInt64 = 0, sequence: UInt32 = 0
+      let outcome: IOResult<Int32>
+      do { outcome = try syscallRetrying("VIDIOC_DQBUF", { sg_v4l2_dequeue(descriptor, &index, &used, &timestamp, &sequence) }) } catch {
+        if let older = newest { _ = sg_v4l2_queue(descriptor, older.index) }
+        throw .deviceLost(errno: error.errno)
+      }
+      guard case .done = outcome else { break }
+      precondition(Int(index) < mappings.count, "driver returned buffer index out of range")
+      if let older = newest {
+        droppedFrames &+= 1
+        try requeue(older.index)
+      }
+      newest = (index, used, timestamp, sequence)
+    }
+    guard let frame = newest else { return nil }
+    let captured = Instant(nanoseconds: frame.timestamp == 0 ? sg_monotonic_ns() : frame.timestamp)
+    let mapping = mappings[Int(frame.index)]
+    let result: R?
+    if let jpeg {
+      var w: Int32 = 0, h: Int32 = 0
+      let rc = sg_jpeg_decode_frame(jpeg, mapping.address.assumingMemoryBound(to: UInt8.self), Int(frame.used),
+                                    halfScale ? 2 : 1, grayPlane.baseAddress!.assumingMemoryBound(to: UInt8.self),
+                                    grayPlane.count, &w, &h)
+      if rc != 0 {
+        corruptFrames &+= 1
+        result = nil
+      } else {
+        result = body(LumaFrame(
+          bytes: UnsafeRawBufferPointer(rebasing: grayPlane[0..<(Int(w) * Int(h))]),
+          geometry: .gray(width: Int(w), height: Int(h)), captured: captured, sequence: UInt64(frame.sequence)))
+      }
+    } else {
+      let isYUYV = fourcc == SG_PIX_FMT_YUYV
+      let geometry = FrameGeometry(width: width, height: height, rowStrideBytes: bytesPerLine, pixelStrideBytes: isYUYV ? 2 : 1)
+      result = body(LumaFrame(
+        bytes: UnsafeRawBufferPointer(start: mapping.address, count: mapping.length),
+        geometry: geometry, captured: captured, sequence: UInt64(frame.sequence)))
+    }
+    try requeue(frame.index)
+    return result
+  }
+
+  private func requeue(_ index: UInt32) throws(CaptureError) {
+    do { _ = try syscall("VIDIOC_QBUF", { sg_v4l2_queue(descriptor, index) }) } catch {
+      throw .deviceLost(errno: error.errno)
+    }
+  }
+}

@@ -1,0 +1,135 @@
+import Glibc
+import ScanCore
+import ScanLinux
+
+/// `scangate demo`: the real loop on a machine with no camera or GPIO. It generates QR codes
+/// (some on the allow-list, some not, some inverted or mirrored as phone screens show them),
+/// writes them as 640×480 frames and an allow-list into a temporary folder, replays them through
+/// the same engine and loop `run` uses, drives simulated GPIO, and prints each decision and edge.
+enum DemoCommand {
+  struct Scene {
+    var payload: [UInt8]
+    var variant: ImageVariant
+    var note: String
+  }
+
+  static let scenes: [Scene] = [
+    Scene(payload: Array("ALICE-0001".utf8), variant: .upright, note: "on the list"),
+    Scene(payload: Array("MALLORY-9999".utf8), variant: .upright, note: "not on the list"),
+    Scene(payload: Array("DAVE-0004".utf8), variant: .inverted, note: "on the list, dark-mode phone (light on dark)"),
+    Scene(payload: Array("BOB-0002".utf8), variant: .upright, note: "on the list, pass expired"),
+    Scene(payload: Array("ERIN-0005".utf8), variant: .mirrored, note: "on the list, mirrored"),
+    Scene(payload: Array("CAROL-0003".utf8), variant: .upright, note: "on the list, not valid yet"),
+    Scene(payload: Array("EVIL\r\nOK \u{1b}[2J".utf8), variant: .upright, note: "not on the list, control characters (shown escaped)"),
+  ]
+
+  static let allowList = """
+    # ScanGate demo allow-list (format: docs/allow-list.md)
+    text:ALICE-0001 label=alice
+    text:DAVE-0004  label=dave
+    text:BOB-0002   label=bob until=2020-01-01T00:00:00Z
+    text:ERIN-0005  label=erin
+    text:CAROL-0003 label=carol from=2099-01-01T00:00:00Z
+
+    """
+
+  static func run(_ arguments: [String]) -> Int32 {
+    do {
+      let options = try Options(arguments, valued: ["config", "fps", "dir", "frames"], known: ["keep"])
+      let fps = try options.integer("fps", default: 15, range: 1...240)
+      var config = ScanConfig()
+      if options.value("config") != nil {
+        guard let loaded = ExtraCommands.loadConfig(options) else { return 1 }
+        config = loaded
+      }
+      let directory = options.value("dir") ?? makeTemporaryDirectory()
+      let width = 640, height = 480
+      // Each code stays in view for 0.6 s, then the view is empty for 1 s (so it leaves).
+      let codeFrames = max(3, fps * 6 / 10), gapFrames = max(2, fps)
+      var index = 0
+      func emit(_ pixels: [UInt8]) throws(FileError) {
+        index += 1
+        let name = directory + "/frame-" + String(1000 + index).dropFirst() + ".pgm"
+        var bytes = Array("P5\n\(width) \(height)\n255\n".utf8)
+        bytes += pixels
+        try writeFileAtomically(name, bytes)
+      }
+      let empty = background(width: width, height: height)
+      for _ in 0..<gapFrames { try emit(empty) }
+      for (n, scene) in scenes.enumerated() {
+        guard let code = renderQRCode(scene.payload, scale: 7) else { continue }
+        let frame = place(code, variant: scene.variant, on: empty, width: width, height: height, shift: n * 23)
+        for _ in 0..<codeFrames { try emit(frame) }
+        for _ in 0..<gapFrames { try emit(empty) }
+      }
+      try writeFileAtomically(directory + "/allow-list.txt", Array(allowList.utf8))
+
+      config.cameraSource = .replay
+      config.replayPath = directory
+      config.replayFPS = fps
+      config.replayLoop = false
+      config.cameraWidth = width
+      config.cameraHeight = height
+      config.gpioBackend = .sim
+      config.allowListPath = directory + "/allow-list.txt"
+      config.allowListWatch = false
+      print("ScanGate demo: \(index) frames of \(width)x\(height) at \(fps) fps from \(directory), simulated GPIO")
+      print("decoder \(ZXingDecoder.engineVersion), views \(config.engine.decode.variantMode.rawValue) over "
+        + config.engine.decode.variants.map(\.name).joined(separator: ","))
+      for scene in scenes {
+        print("  code " + PayloadEscaping.escaped(scene.payload) + " (\(scene.variant.name)): \(scene.note)")
+      }
+      flushStandardOutput()
+      var serviceOptions = Service.Options()
+      serviceOptions.maxFrames = UInt64(try options.integer("frames", default: 0, range: 0...Int.max))
+      let status = Service.run(config, options: serviceOptions)
+      if !options.flag("keep") && options.value("dir") == nil { removeDirectory(directory) }
+      return status
+    } catch let error as FileError {
+      writeStandardError("scangate demo: \(error)\n")
+      return 1
+    } catch {
+      writeStandardError("scangate demo: \(error)\n")
+      return 2
+    }
+  }
+
+  /// A softly lit wall: a gentle gradient, so frames are not flat white.
+  static func background(width: Int, height: Int) -> [UInt8] {
+    var pixels = [UInt8](repeating: 0, count: width * height)
+    for y in 0..<height {
+      for x in 0..<width { pixels[y * width + x] = UInt8(170 + (x * 40) / width + (y * 20) / height) }
+    }
+    return pixels
+  }
+
+  /// Puts a code on the background as a phone would show it.
+  static func place(_ code: GrayImage, variant: ImageVariant, on base: [UInt8], width: Int, height: Int, shift: Int) -> [UInt8] {
+    var shown = code
+    if variant.isMirrored { shown = shown.mirrored() }
+    if variant.isInverted { shown = shown.inverted() }
+    var out = base
+    let ox = (width - shown.width) / 2 + shift - 60, oy = (height - shown.height) / 2
+    for y in 0..<shown.height where y + oy >= 0 && y + oy < height {
+      for x in 0..<shown.width where x + ox >= 0 && x + ox < width {
+        let v = Int(shown.pixels[y * shown.width + x])
+        out[(y + oy) * width + x + ox] = UInt8(v == 0 ? 25 : min(255, v - 10))  // a screen is never pure black
+      }
+    }
+    return out
+  }
+
+  static func makeTemporaryDirectory() -> String {
+    var template = Array("/tmp/scangate-demo-XXXXXX".utf8CString)
+    return template.withUnsafeMutableBufferPointer { buffer in
+      guard let p = mkdtemp(buffer.baseAddress!) else { return "/tmp" }
+      return String(cString: p)
+    }
+  }
+
+  static func removeDirectory(_ path: String) {
+    guard let names = try? listDirectory(path) else { return }
+    for name in names { unlink(path + "/" + name) }
+    rmdir(path)
+  }
+}

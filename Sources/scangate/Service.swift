@@ -1,0 +1,102 @@
+import Glibc
+import ScanCore
+import ScanLinux
+import ScanSim
+
+/// Builds the service from a configuration and runs it until a signal (or the frame limit).
+enum Service {
+  struct Options {
+    var maxFrames: UInt64 = 0
+    var skipping: Set<EventKind> = []
+    var quiet = false
+  }
+
+  static func cameraSettings(_ c: ScanConfig) -> CameraSettings {
+    CameraSettings(path: c.cameraDevice, width: c.cameraWidth, height: c.cameraHeight, fps: c.cameraFPS,
+                   format: c.cameraFormat, buffers: c.cameraBuffers, mjpegHalfScale: c.mjpegHalfScale)
+  }
+
+  /// Runs with the configured source and GPIO backend. Returns the exit status.
+  static func run(_ config: ScanConfig, options: Options) -> Int32 {
+    let clock = SystemMonotonicClock()
+    switch config.gpioBackend {
+    case .sim:
+      let relay = RecordingOutputLine(name: "relay", clock: clock)
+      let buzzer = RecordingOutputLine(name: "buzzer", clock: clock)
+      return withSource(config, options: options, relay: relay, buzzer: buzzer)
+    case .gpiod:
+      do {
+        let relay = try GPIODOutputLine(chip: config.gpioChip, offset: UInt32(config.relayLine), activeLow: config.relayActiveLow)
+        let buzzer = try GPIODOutputLine(chip: config.gpioChip, offset: UInt32(config.buzzerLine), activeLow: config.buzzerActiveLow)
+        return withSource(config, options: options, relay: relay, buzzer: buzzer)
+      } catch {
+        writeStandardError("scangate: cannot request GPIO lines: \(error.operation): \(SystemError.describe(error.errno))\n")
+        return 1
+      }
+    }
+  }
+
+  static func withSource<R: OutputLine & ~Copyable, B: OutputLine & ~Copyable>(
+    _ config: ScanConfig, options: Options, relay: consuming R, buzzer: consuming B
+  ) -> Int32 {
+    switch config.cameraSource {
+    case .v4l2:
+      let settings = cameraSettings(config)
+      return serve(config, options: options, relay: relay, buzzer: buzzer) { () throws(CaptureError) in
+        try V4L2FrameSource(settings)
+      }
+    case .replay:
+      let clock = SystemMonotonicClock()
+      return serve(config, options: options, relay: relay, buzzer: buzzer) { () throws(CaptureError) in
+        try ReplayFrameSource(path: config.replayPath, width: config.cameraWidth, height: config.cameraHeight,
+                              framesPerSecond: config.replayFPS, loops: config.replayLoop, clock: clock)
+      }
+    }
+  }
+
+  static func serve<S: LoopFrameSource & ~Copyable, R: OutputLine & ~Copyable, B: OutputLine & ~Copyable>(
+    _ config: ScanConfig, options: Options, relay: consuming R, buzzer: consuming B,
+    openSource: @escaping () throws(CaptureError) -> S
+  ) -> Int32 {
+    let clock = SystemMonotonicClock()
+    let decoder: ZXingDecoder
+    do {
+      decoder = try ZXingDecoder(arenaBytes: config.decoderArenaKiB * 1024, capacity: config.engine.resultsCapacity,
+                                 tryHarder: config.engine.decode.tryHarder)
+    } catch {
+      writeStandardError("scangate: \(error)\n")
+      return 1
+    }
+    let ring = EventRing(capacity: config.eventRingCapacity)
+    let engine = ScanEngine(
+      settings: config.engine, decoder: decoder, relay: relay, buzzer: buzzer, clock: clock, wall: SystemWallClock(),
+      digester: SodiumDigester(), events: ring, maxWidth: config.cameraWidth, maxHeight: config.cameraHeight)
+    var settings = LoopSettings()
+    settings.allowListPath = config.allowListPath
+    settings.watchAllowList = config.allowListWatch
+    settings.frameTimeoutMilliseconds = config.frameTimeoutMilliseconds
+    settings.reopenBackoffMillisecondsMax = config.reopenBackoffMillisecondsMax
+    settings.maxFrames = options.maxFrames
+    var loop = RunLoop(engine: engine, settings: settings, openSource: openSource)
+    let printer = EventPrinter(ring: ring, start: loop.startedAt, clock: clock, skipping: options.skipping)
+    if let error = loop.reloadAllowList() {
+      writeStandardError("scangate: allow-list \(config.allowListPath): \(error); denying every code until it loads\n")
+    }
+    printer.startThread()
+    loop.run()
+    printer.stop()
+    if !options.quiet { printSummary(loop.engine.stats, elapsed: clock.now().microseconds(since: loop.startedAt), loop: loop) }
+    return 0
+  }
+
+  static func printSummary<S: LoopFrameSource & ~Copyable, D: CodeDecoder & ~Copyable, R: OutputLine & ~Copyable, B: OutputLine & ~Copyable>(
+    _ s: ScanStats, elapsed: UInt64, loop: borrowing RunLoop<S, D, R, B, SystemMonotonicClock, SystemWallClock, SodiumDigester>
+  ) {
+    let seconds = Double(elapsed) / 1_000_000
+    let fps = seconds > 0 ? Double(s.frames) / seconds : 0
+    print("summary: \(s.frames) frames in \(formatMilliseconds(seconds * 1000)) ms (\(formatMilliseconds(fps)) fps), "
+      + "\(s.grants) granted, \(s.denies) denied, \(loop.droppedFrames) dropped, \(loop.cameraLosses) camera losses")
+    print("latency: decode p50 \(s.decode.percentile(0.5)) µs p99 \(s.decode.percentile(0.99)) µs; "
+      + "frame-to-edge p50 \(s.frameToEdge.percentile(0.5)) µs p99 \(s.frameToEdge.percentile(0.99)) µs")
+  }
+}
