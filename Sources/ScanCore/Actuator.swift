@@ -30,6 +30,8 @@ public struct BuzzerPattern: Equatable, Sendable {
 public struct ActuationSettings: Equatable, Sendable {
   /// The relay's hard cap: no pulse, however requested, holds it active longer than this.
   public static let relayPulseMillisecondsCap = 30_000
+  /// After a relay period that ran into its cap, pulses are refused for this long.
+  public static let relayRestMilliseconds = 1_000
   public var relayPulseMilliseconds = 3_000
   public var relayPulseMillisecondsMax = 10_000
   public var grantPattern = BuzzerPattern.grant
@@ -40,12 +42,18 @@ public struct ActuationSettings: Equatable, Sendable {
 
 /// The relay and buzzer timeline, computed against the monotonic clock (never slept).
 ///
-/// The loop asks `levels(at:)` on every tick and drives the lines to what it returns; the
-/// relay's continuous active time never exceeds `relayPulseMillisecondsMax` (itself capped).
+/// The loop asks `levels(at:)` on every tick and drives the lines to what it returns. A relay
+/// period (from the first pulse until the relay is next seen inactive) never lasts longer than
+/// `relayPulseMillisecondsMax` (itself capped), however many pulses arrive; a period that ran
+/// into the cap is followed by `relayRestMilliseconds` in which pulses are refused, so the
+/// strike really releases.
 public struct Actuator: Sendable {
   public let settings: ActuationSettings
-  private var relayActiveSince: Instant? = nil
-  private var relayActiveUntil = Instant(nanoseconds: 0)
+  private var relayUntil = Instant(nanoseconds: 0)
+  private var periodCapEnd: Instant? = nil
+  private var restUntil = Instant(nanoseconds: 0)
+  /// Pulses refused because the relay was resting after a capped period.
+  public private(set) var refusedPulses: UInt64 = 0
   private var pattern = BuzzerPattern.grant
   private var patternStart: Instant? = nil
 
@@ -58,21 +66,34 @@ public struct Actuator: Sendable {
   }
 
   /// Starts (or extends) a relay pulse of `milliseconds` (default: the configured pulse),
-  /// clamped so the relay's continuous active time stays within the cap.
-  public mutating func pulseRelay(at now: Instant, milliseconds: Int? = nil) {
+  /// clamped so the current relay period stays within the cap. Returns false when refused.
+  @discardableResult
+  public mutating func pulseRelay(at now: Instant, milliseconds: Int? = nil) -> Bool {
+    if now < restUntil {
+      refusedPulses &+= 1
+      return false
+    }
     let requested = max(1, min(milliseconds ?? settings.relayPulseMilliseconds, relayCapMilliseconds))
-    let since = (relayActiveSince != nil && now < relayActiveUntil) ? relayActiveSince! : now
-    let capEnd = since.adding(milliseconds: relayCapMilliseconds)
-    let wanted = now.adding(milliseconds: requested)
-    relayActiveSince = since
-    relayActiveUntil = min(max(wanted, now < relayActiveUntil ? relayActiveUntil : wanted), capEnd)
+    if periodCapEnd == nil {
+      periodCapEnd = now.adding(milliseconds: relayCapMilliseconds)
+      relayUntil = now
+    }
+    guard let capEnd = periodCapEnd, now < capEnd else {
+      refusedPulses &+= 1
+      return false
+    }
+    relayUntil = min(max(relayUntil, now.adding(milliseconds: requested)), capEnd)
+    return true
   }
 
   /// Ends any relay pulse now.
   public mutating func releaseRelay() {
-    relayActiveSince = nil
-    relayActiveUntil = Instant(nanoseconds: 0)
+    periodCapEnd = nil
+    relayUntil = Instant(nanoseconds: 0)
   }
+
+  /// Whether the relay should be active at `now`.
+  public func relayActive(at now: Instant) -> Bool { periodCapEnd != nil && now < relayUntil }
 
   /// Starts a buzzer pattern, replacing any running one.
   public mutating func play(_ pattern: BuzzerPattern, at now: Instant) {
@@ -83,8 +104,13 @@ public struct Actuator: Sendable {
   /// The level each line should have at `now`.
   public mutating func levels(at now: Instant) -> (relay: LineLevel, buzzer: LineLevel) {
     var relay = LineLevel.inactive
-    if relayActiveSince != nil {
-      if now < relayActiveUntil { relay = .active } else { relayActiveSince = nil }
+    if let capEnd = periodCapEnd {
+      if now < relayUntil {
+        relay = .active
+      } else {
+        if relayUntil >= capEnd { restUntil = now.adding(milliseconds: ActuationSettings.relayRestMilliseconds) }
+        periodCapEnd = nil
+      }
     }
     var buzzer = LineLevel.inactive
     if let start = patternStart {
@@ -102,7 +128,7 @@ public struct Actuator: Sendable {
   /// The next instant at which a level may change (nil when idle): the loop's timer deadline.
   public func nextChange(after now: Instant) -> Instant? {
     var next: Instant? = nil
-    if relayActiveSince != nil && now < relayActiveUntil { next = relayActiveUntil }
+    if relayActive(at: now) { next = relayUntil }
     if let start = patternStart {
       var t = start
       for i in 0..<pattern.count {

@@ -228,6 +228,7 @@ public enum ConfigSchema {
       errors.append(ConfigError(key: "camera.replay_path", line: line("camera.source"), reason: "camera.source = \"replay\" needs camera.replay_path"))
     }
     _ = seen
+    errors.sort { $0.line < $1.line }
     return errors.isEmpty ? .success(config) : .failure(ConfigErrors(errors: errors))
   }
 

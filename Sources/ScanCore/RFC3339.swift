@@ -55,6 +55,11 @@ public enum RFC3339 {
     return "\(y)-\(two(m))-\(two(d))T\(two(rest / 3600)):\(two(rest / 60 % 60)):\(two(rest % 60))Z"
   }
 
+  /// Days since 1970-01-01 of a civil date (exposed for tests).
+  public static func daysFromCivilForTesting(_ year: Int, _ month: Int, _ day: Int) -> Int64 {
+    Int64(daysFromCivil(year: year, month: month, day: day))
+  }
+
   static func isLeap(_ y: Int) -> Bool { (y % 4 == 0 && y % 100 != 0) || y % 400 == 0 }
   static func daysIn(month: Int, year: Int) -> Int {
     switch month {
