@@ -94,6 +94,12 @@ public struct ScanEngine<
       guard presence.observe(digest, at: decoded) == .entered else { continue }
       decide(symbol: symbol, payload: payload, digest: digest, captured: frame.captured, decoded: decoded)
     }
+    sweepPresence()
+    tick()
+  }
+
+  /// Ends the presence of codes no longer seen (also while no frames arrive, e.g. camera lost).
+  public mutating func sweepPresence() {
     let now = clock.now()
     presence.sweep(at: now) { digest in
       var e = ScanEvent()
@@ -103,7 +109,6 @@ public struct ScanEngine<
       e.wallNanoseconds = wall.unixSeconds() * 1_000_000_000
       events.append(e)
     }
-    tick()
   }
 
   private mutating func decide(

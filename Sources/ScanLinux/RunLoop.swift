@@ -186,6 +186,7 @@ public struct RunLoop<
     }
     if selfPacedReady || (cameraSlot >= 0 && pollSet[cameraSlot].revents != 0) { captureFrame() }
     checkFrameTimeout()
+    engine.sweepPresence()
     engine.tick()
   }
 

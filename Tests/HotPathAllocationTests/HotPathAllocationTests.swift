@@ -1,0 +1,151 @@
+import CAllocCounter
+import Glibc
+import ScanCore
+import ScanLinux
+import ScanSim
+import Testing
+
+/// The fixed-memory promise, measured: after warm-up, frames that are captured, decoded
+/// (by the real zxing-cpp engine), decided and actuated make no heap allocation at all on the
+/// loop's thread. malloc, calloc, realloc and the aligned allocators are counted per thread by
+/// the CAllocCounter interposer linked into this test binary.
+@Suite(.serialized) struct HotPathAllocationTests {
+  static let width = 640, height = 480
+
+  /// Frames cycling through: empty, a listed code, empty, an unknown code, an inverted listed code.
+  static func frames() -> [[UInt8]] {
+    func place(_ payload: String, inverted: Bool) -> [UInt8] {
+      var code = renderQRCode(Array(payload.utf8), scale: 6)!
+      if inverted { code = code.inverted() }
+      var pixels = [UInt8](repeating: 180, count: width * height)
+      let ox = 200, oy = 100
+      for y in 0..<code.height { for x in 0..<code.width { pixels[(y + oy) * width + x + ox] = code.pixels[y * code.width + x] } }
+      return pixels
+    }
+    let empty = [UInt8](repeating: 180, count: width * height)
+    return [empty, place("ALICE-0001", inverted: false), place("MALLORY-9999", inverted: false), place("DAVE-0004", inverted: true)]
+  }
+
+  /// 10 frames per scene: empty, ALICE, empty, MALLORY, empty, DAVE (inverted).
+  static let script: [ScriptedFrameSource.Step] =
+    [0, 1, 0, 2, 0, 3].flatMap { Array(repeating: ScriptedFrameSource.Step.frame($0), count: 10) }
+
+  static func settings() -> EngineSettings {
+    var s = EngineSettings()
+    s.decode.variantMode = .retry
+    s.presence.leaveAfterMilliseconds = 100
+    s.presence.cooldownMilliseconds = 0
+    s.actuation.relayPulseMilliseconds = 200
+    return s
+  }
+
+  @Test("engine with the real decoder: 0 allocations over 1,200 frames after warm-up")
+  func engineDoesNotAllocate() throws {
+    let clock = ManualClock()
+    let relay = RecordingOutputLine(name: "relay", clock: clock, capacity: 100_000)
+    let buzzer = RecordingOutputLine(name: "buzzer", clock: clock, capacity: 100_000)
+    let ring = EventRing(capacity: 1024)
+    let decoder = try ZXingDecoder(arenaBytes: 16 << 20, capacity: 8)
+    var engine = ScanEngine(
+      settings: Self.settings(), decoder: decoder, relay: relay, buzzer: buzzer, clock: clock, wall: clock,
+      digester: SodiumDigester(), events: ring, maxWidth: Self.width, maxHeight: Self.height)
+    _ = engine.allowList.load(Array("text:ALICE-0001\ntext:DAVE-0004\n".utf8), digester: SodiumDigester(), nowUnixSeconds: clock.unixSeconds())
+    var source = ScriptedFrameSource(width: Self.width, height: Self.height, frames: Self.frames(), script: Self.script, loops: true, clock: clock)
+    defer { source.release() }
+
+    func run(_ frames: Int) throws {
+      for _ in 0..<frames {
+        _ = try source.withNextFrame(timeoutMilliseconds: 0) { engine.process($0) }
+        for _ in 0..<33 {
+          clock.advance(milliseconds: 1)
+          engine.tick()
+        }
+      }
+    }
+    try run(240)  // warm-up: every scene, view and decision path at least once
+    let grantsBefore = engine.stats.grants, deniesBefore = engine.stats.denies
+    alloc_counter_reset()
+    try run(1_200)
+    let allocations = alloc_counter_mallocs()
+    let bytes = alloc_counter_bytes()
+    #expect(allocations == 0, "\(allocations) allocations (\(bytes) bytes) in 1,200 frames")
+    // The measured frames really exercised decode → decision → actuation.
+    #expect(engine.stats.grants - grantsBefore >= 40)
+    #expect(engine.stats.denies - deniesBefore >= 20)
+    #expect(engine.pipeline.decoder.stats.arenaOverflows == 0)
+    #expect(relay.edgeCount > 0)
+  }
+
+  @Test("the run loop (poll, replay source, engine, GPIO) allocates nothing per iteration")
+  func runLoopDoesNotAllocate() throws {
+    let directory = "/tmp/scangate-alloc-\(getpid())"
+    mkdir(directory, 0o755)
+    defer {
+      for name in (try? listDirectory(directory)) ?? [] { unlink(directory + "/" + name) }
+      rmdir(directory)
+    }
+    var raw: [UInt8] = []
+    let frames = Self.frames()
+    for step in Self.script { if case .frame(let i) = step { raw += frames[i] } }
+    try writeFileAtomically(directory + "/frames.gray", raw)
+    try writeFileAtomically(directory + "/allow-list.txt", Array("text:ALICE-0001\ntext:DAVE-0004\n".utf8))
+
+    let clock = SystemMonotonicClock()
+    let relay = RecordingOutputLine(name: "relay", clock: clock, capacity: 100_000)
+    let buzzer = RecordingOutputLine(name: "buzzer", clock: clock, capacity: 100_000)
+    var settings = Self.settings()
+    settings.presence.leaveAfterMilliseconds = 50
+    let engine = ScanEngine(
+      settings: settings, decoder: try ZXingDecoder(arenaBytes: 16 << 20, capacity: 8), relay: relay, buzzer: buzzer,
+      clock: clock, wall: SystemWallClock(), digester: SodiumDigester(), events: EventRing(capacity: 1024),
+      maxWidth: Self.width, maxHeight: Self.height)
+    var loopSettings = LoopSettings()
+    loopSettings.allowListPath = directory + "/allow-list.txt"
+    loopSettings.handleSignals = false
+    let path = directory + "/frames.gray"
+    var loop = RunLoop(engine: engine, settings: loopSettings) { () throws(CaptureError) in
+      try ReplayFrameSource(path: path, width: Self.width, height: Self.height, framesPerSecond: 0, loops: true, clock: clock)
+    }
+    #expect(loop.reloadAllowList() == nil)
+    for _ in 0..<240 { loop.runOnce(maximumWaitMilliseconds: 5) }
+    let framesBefore = loop.engine.stats.frames
+    alloc_counter_reset()
+    for _ in 0..<1_200 { loop.runOnce(maximumWaitMilliseconds: 5) }
+    let allocations = alloc_counter_mallocs()
+    #expect(allocations == 0, "\(allocations) allocations in 1,200 loop iterations")
+    #expect(loop.engine.stats.frames - framesBefore >= 1_000)
+    #expect(loop.engine.stats.grants > 0)
+  }
+}
+
+/// The counter itself: it must see Swift and C++ allocations, or a 0 above would mean nothing.
+@Suite struct AllocationCounterTests {
+  @Test("a Swift array allocation is counted")
+  func countsSwift() {
+    alloc_counter_reset()
+    let array = [Int](repeating: 7, count: Int(getpid() % 2) + 100)
+    #expect(alloc_counter_mallocs() >= 1)
+    #expect(array.count >= 100)
+  }
+
+  @Test("the engine's C++ allocations are counted when the arena is off, and are gone with it on")
+  func countsEngine() throws {
+    let image = renderQRCode(Array("COUNT".utf8), scale: 4)!
+    var withoutArena = try ZXingDecoder(arenaBytes: 0, capacity: 4)
+    var withArena = try ZXingDecoder(arenaBytes: 8 << 20, capacity: 4)
+    var results = DecodeResults(capacity: 4, payloadBytesMax: 64)
+    for _ in 0..<3 {
+      image.withFrame { withoutArena.decode($0, formats: .qrCode, into: &results) }
+      image.withFrame { withArena.decode($0, formats: .qrCode, into: &results) }
+    }
+    alloc_counter_reset()
+    image.withFrame { withoutArena.decode($0, formats: .qrCode, into: &results) }
+    let plain = alloc_counter_mallocs()
+    alloc_counter_reset()
+    image.withFrame { withArena.decode($0, formats: .qrCode, into: &results) }
+    let arena = alloc_counter_mallocs()
+    #expect(plain > 10, "zxing-cpp made \(plain) allocations without the arena")
+    #expect(arena == 0)
+    #expect(results.count == 1)
+  }
+}
