@@ -74,7 +74,7 @@ public struct ScanConfig: Equatable, Sendable {
   public var frameTimeoutMilliseconds = 2_000
   // [decoder], [presence], [gpio] timing, result slots
   public var engine = ScanConfig.readerDefaults()
-  public var decoderArenaKiB = 16_384
+  public var decoderArenaKiB = 4_096
 
   /// Defaults differ from a bare `EngineSettings` only where a door reader wants them to.
   static func readerDefaults() -> EngineSettings {

@@ -22,7 +22,9 @@ public func readWholeFile(_ path: String, maxBytes: Int) throws(FileError) -> [U
   if Int(st.st_size) > maxBytes {
     throw FileError(path: path, reason: "file is \(st.st_size) bytes, over the \(maxBytes)-byte limit")
   }
-  var bytes = [UInt8](repeating: 0, count: Int(st.st_size))
+  // Files under /proc and /sys report size 0: read those until EOF, up to maxBytes.
+  let sized = st.st_size > 0
+  var bytes = [UInt8](repeating: 0, count: sized ? Int(st.st_size) : min(maxBytes, 65_536))
   var filled = 0
   while filled < bytes.count {
     let n: Int

@@ -20,6 +20,12 @@ extension V4L2FrameSource: LoopFrameSource {
   }
 }
 
+extension ScriptedFrameSource: LoopFrameSource {
+  public var pollDescriptor: Int32 { -1 }
+  public func millisecondsUntilReady(at now: Instant) -> Int { 0 }
+  public var summary: String { "scripted \(width)x\(height), as fast as the loop takes frames" }
+}
+
 /// Replays image files (a directory, sorted by name) or a raw 8-bit gray file (frames of
 /// width × height back to back) at a frame rate, or as fast as the loop takes them; looped or once.
 /// Files are decoded and fitted to the frame size once, at open.

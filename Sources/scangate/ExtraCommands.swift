@@ -9,6 +9,7 @@ enum ExtraCommands {
     case "run": return RunCommand.run(arguments)
     case "demo": return DemoCommand.run(arguments)
     case "check-config": return CheckConfigCommand.run(arguments)
+    case "soak": return SoakCommand.run(arguments)
     default: return nil
     }
   }

@@ -5,12 +5,6 @@ import ScanSim
 import Synchronization
 import Testing
 
-extension ScriptedFrameSource: LoopFrameSource {
-  public var pollDescriptor: Int32 { -1 }
-  public func millisecondsUntilReady(at now: Instant) -> Int { 0 }
-  public var summary: String { "scripted \(width)x\(height)" }
-}
-
 /// The Linux loop with scripted frame sources and real timers, files and inotify.
 @Suite(.serialized) struct RunLoopTests {
   typealias Loop = RunLoop<ScriptedFrameSource, FixtureDecoder, RecordingOutputLine, RecordingOutputLine, SystemMonotonicClock, SystemWallClock, FixtureDigester>

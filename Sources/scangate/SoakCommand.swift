@@ -1,0 +1,108 @@
+import Glibc
+import ScanCore
+import ScanLinux
+import ScanSim
+
+/// `scangate soak`: the fixed-memory soak benchmark. Replays generated 640×480 scenes (listed,
+/// unknown and inverted QR codes between empty frames) through the real loop (poll, replay
+/// source, zxing-cpp, presence, decisions, simulated GPIO) as fast as it will go, and prints
+/// resident memory every `--every` frames as CSV, then throughput and latency percentiles.
+enum SoakCommand {
+  static func run(_ arguments: [String]) -> Int32 {
+    do {
+      let options = try Options(arguments, valued: ["frames", "every", "variants", "histogram"], known: [])
+      let frameLimit = try options.integer("frames", default: 100_000, range: 1...100_000_000)
+      let every = try options.integer("every", default: max(1, frameLimit / 20), range: 1...100_000_000)
+      let width = 640, height = 480
+      let directory = DemoCommand.makeTemporaryDirectory()
+      defer { DemoCommand.removeDirectory(directory) }
+      let empty = DemoCommand.background(width: width, height: height)
+      var frameImages = [empty]
+      var script: [ScriptedFrameSource.Step] = []
+      let scenes: [(String, ImageVariant)] = [("ALICE-0001", .upright), ("MALLORY-9999", .upright), ("DAVE-0004", .inverted)]
+      for (n, scene) in scenes.enumerated() {
+        let code = renderQRCode(Array(scene.0.utf8), scale: 6)!
+        frameImages.append(DemoCommand.place(code, variant: scene.1, on: empty, width: width, height: height, shift: n * 30))
+        script += Array(repeating: .frame(n + 1), count: 10)
+        script += Array(repeating: .frame(0), count: 200)  // long enough (> leave_after_ms) for the code to leave
+      }
+      try writeFileAtomically(directory + "/allow-list.txt", Array("text:ALICE-0001\ntext:DAVE-0004\n".utf8))
+
+      var config = ScanConfig()
+      config.gpioBackend = .sim
+      config.allowListPath = directory + "/allow-list.txt"
+      config.allowListWatch = false
+      config.engine.presence.leaveAfterMilliseconds = 50
+      config.engine.presence.cooldownMilliseconds = 0
+      config.engine.actuation.relayPulseMilliseconds = 100
+      if let mode = options.value("variants") {
+        guard let m = VariantMode(rawValue: mode) else { throw ParseError(message: "--variants is upright, retry or alternate") }
+        config.engine.decode.variantMode = m
+      }
+      let clock = SystemMonotonicClock()
+      let relay = RecordingOutputLine(name: "relay", clock: clock, capacity: 16)
+      let buzzer = RecordingOutputLine(name: "buzzer", clock: clock, capacity: 16)
+      let engine = ScanEngine(
+        settings: config.engine,
+        decoder: try ZXingDecoder(arenaBytes: config.decoderArenaKiB * 1024, capacity: config.engine.resultsCapacity),
+        relay: relay, buzzer: buzzer, clock: clock, wall: SystemWallClock(), digester: SodiumDigester(),
+        events: EventRing(capacity: config.eventRingCapacity), maxWidth: width, maxHeight: height)
+      var settings = LoopSettings()
+      settings.allowListPath = config.allowListPath
+      settings.watchAllowList = false
+      settings.handleSignals = true
+      let frames = frameImages, steps = script
+      frameImages = []
+      var loop = RunLoop(engine: engine, settings: settings) { () throws(CaptureError) in
+        ScriptedFrameSource(width: width, height: height, frames: frames, script: steps, loops: true, clock: clock)
+      }
+      if let error = loop.reloadAllowList() { throw ParseError(message: "allow-list: \(error)") }
+      print("frames,rss_kib,seconds,grants,denies")
+      let start = clock.now()
+      var nextReport: UInt64 = 0
+      var rssFirst = 0, rssLast = 0
+      while loop.engine.stats.frames < UInt64(frameLimit) && !loop.stopRequested {
+        loop.runOnce(maximumWaitMilliseconds: 10)
+        let done = loop.engine.stats.frames
+        if done >= nextReport {
+          let rss = residentKiB()
+          if nextReport == 0 { rssFirst = rss }
+          rssLast = rss
+          let s = loop.engine.stats
+          print("\(done),\(rss),\(formatMilliseconds(Double(clock.now().microseconds(since: start)) / 1_000_000)),\(s.grants),\(s.denies)")
+          flushStandardOutput()
+          nextReport += UInt64(every)
+        }
+      }
+      let s = loop.engine.stats
+      let seconds = Double(clock.now().microseconds(since: start)) / 1_000_000
+      let arena = loop.engine.pipeline.decoder.stats
+      rssLast = residentKiB()
+      print("# \(s.frames) frames in \(formatMilliseconds(seconds * 1000)) ms: \(formatMilliseconds(Double(s.frames) / seconds)) frames/s on one core, views \(config.engine.decode.variantMode.rawValue)")
+      print("# rss first \(rssFirst) KiB, last \(rssLast) KiB; decisions \(s.grants) granted, \(s.denies) denied")
+      print("# decode p50 \(s.decode.percentile(0.5)) µs p99 \(s.decode.percentile(0.99)) µs; frame-to-edge p50 \(s.frameToEdge.percentile(0.5)) µs p99 \(s.frameToEdge.percentile(0.99)) µs")
+      print("# decoder arena: high water \(arena.arenaHighWaterBytes / 1024) KiB of \(arena.arenaCapacityBytes / 1024) KiB, pinned \(arena.arenaPinnedBytes / 1024) KiB, overflows \(arena.arenaOverflows)")
+      if let path = options.value("histogram") {
+        var text = "upper_us,frame_to_edge,decode\n"
+        var rows: [UInt64: (UInt32, UInt32)] = [:]
+        for (bound, n) in s.frameToEdge.nonEmptyBuckets { rows[bound, default: (0, 0)].0 = n }
+        for (bound, n) in s.decode.nonEmptyBuckets { rows[bound, default: (0, 0)].1 = n }
+        for bound in rows.keys.sorted() { text += "\(bound),\(rows[bound]!.0),\(rows[bound]!.1)\n" }
+        try writeFileAtomically(path, Array(text.utf8))
+      }
+      loop.finish()
+      return 0
+    } catch {
+      writeStandardError("scangate soak: \(error)\n")
+      return 2
+    }
+  }
+
+  /// Resident set size from /proc/self/statm, in KiB.
+  static func residentKiB() -> Int {
+    guard let bytes = try? readWholeFile("/proc/self/statm", maxBytes: 4096) else { return 0 }
+    let fields = String(decoding: bytes, as: UTF8.self).split(separator: " ")
+    guard fields.count > 1, let pages = Int(fields[1]) else { return 0 }
+    return pages * Int(sysconf(Int32(_SC_PAGESIZE))) / 1024
+  }
+}

@@ -1,0 +1,35 @@
+#!/bin/bash
+# Installs what ScanGate needs to build, test and run on Debian 12 (Raspberry Pi OS bookworm),
+# from Debian's archive only. Idempotent: does nothing when everything is there.
+# Run as root (or through sudo).
+set -euo pipefail
+
+PACKAGES=(
+  pkg-config
+  libzxing-dev         # the barcode engine (zxing-cpp 1.4 on bookworm)
+  libv4l-dev           # camera capture (libv4l2)
+  libgpiod-dev         # GPIO character device (libgpiod 1.6, v1 API)
+  libturbojpeg0-dev    # JPEG files and MJPEG cameras
+  libstb-dev           # PNG/PNM/GIF files, PNG snapshots
+  libsqlite3-dev       # the audit log
+  libsodium-dev        # SHA-256 of payloads, constant-time compares
+  libtomlplusplus-dev  # config.toml
+  libqrencode-dev      # QR fixtures for tests and the demo
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
+  $SUDO apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+if ! command -v swift >/dev/null 2>&1 && [ ! -x /opt/swift/usr/bin/swift ]; then
+  echo "setup: no Swift toolchain found (swift on PATH or /opt/swift); install Swift 6.x first" >&2
+  exit 1
+fi
+echo "setup: ok ($(dpkg-query -W -f='libzxing-dev ${Version}, ' libzxing-dev)$(dpkg-query -W -f='libgpiod-dev ${Version}' libgpiod-dev))"
