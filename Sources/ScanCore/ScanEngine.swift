@@ -256,8 +256,13 @@ public struct ScanEngine<
   /// Drives both lines inactive (shutdown, fatal error). Safe to call more than once.
   public mutating func releaseOutputs() {
     actuator.releaseRelay()
-    try? relay.set(.inactive)
-    try? buzzer.set(.inactive)
+    let now = clock.now()
+    // Set both even when they already read inactive: a failed earlier write may have left the
+    // line in another state than `relayLevel` says.
+    do throws(GPIOError) { try relay.set(.inactive) } catch { recordGPIOFault(error) }
+    do throws(GPIOError) { try buzzer.set(.inactive) } catch { recordGPIOFault(error) }
+    if relayLevel == .active { recordEdge(line: EdgeCode.relay, level: .inactive, at: now) }
+    if buzzerLevel == .active { recordEdge(line: EdgeCode.buzzer, level: .inactive, at: now) }
     relayLevel = .inactive
     buzzerLevel = .inactive
   }
