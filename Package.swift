@@ -19,6 +19,7 @@ let package = Package(
     // MARK: Pure Swift (imports no C).
     .target(name: "ScanCore", swiftSettings: swiftSettings),
     .target(name: "ScanSim", dependencies: ["ScanCore"], swiftSettings: swiftSettings),
+    .target(name: "ScanConsole", dependencies: ["ScanCore"], swiftSettings: swiftSettings),
 
     // MARK: Thin C/C++ bindings (one library each).
     .target(
@@ -40,18 +41,19 @@ let package = Package(
     // MARK: The only Swift target that imports C.
     .target(
       name: "ScanLinux",
-      dependencies: ["ScanCore", "ScanSim", "CZXing", "CImageIO", "CV4L2", "CGPIOD", "CLinux", "CToml"],
+      dependencies: ["ScanCore", "ScanConsole", "ScanSim", "CZXing", "CImageIO", "CV4L2", "CGPIOD", "CLinux", "CToml"],
       swiftSettings: swiftSettings),
 
     .executableTarget(
-      name: "scangate", dependencies: ["ScanCore", "ScanSim", "ScanLinux"],
+      name: "scangate", dependencies: ["ScanCore", "ScanConsole", "ScanSim", "ScanLinux"],
       swiftSettings: swiftSettings),
 
     // MARK: Tests.
     .target(name: "CAllocCounter", path: "Tests/CAllocCounter"),
     .testTarget(name: "ScanCoreTests", dependencies: ["ScanCore", "ScanSim"], swiftSettings: swiftSettings),
+    .testTarget(name: "ScanConsoleTests", dependencies: ["ScanCore", "ScanConsole", "ScanSim"], swiftSettings: swiftSettings),
     .testTarget(
-      name: "ScanLinuxTests", dependencies: ["ScanCore", "ScanSim", "ScanLinux"],
+      name: "ScanLinuxTests", dependencies: ["ScanCore", "ScanConsole", "ScanSim", "ScanLinux"],
       swiftSettings: swiftSettings),
     .testTarget(
       name: "HotPathAllocationTests",

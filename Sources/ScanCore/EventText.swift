@@ -1,44 +1,78 @@
-/// Human-readable event lines for logs, the demo and the console (allocates: never on the
-/// frame path). Payloads and labels are always percent-escaped.
+/// Event lines for logs, the demo and the console. Payloads and labels are always
+/// percent-escaped, so a scanned code never puts a control character on a terminal.
 public enum EventText {
-  /// `#12 +3.456s decision granted qr label=alice payload=ALICE-0001 decode=1.20ms edge=1.31ms`
-  public static func line(_ e: ScanEvent, since start: Instant) -> String {
+  /// Writes `#12 +3.456s decision granted qr label=alice payload=ALICE-0001 ...` (no newline)
+  /// into `w` without allocating.
+  public static func write(_ e: ScanEvent, since start: Instant, into w: inout ByteWriter) {
     let t = e.monotonic.microseconds(since: start)
-    var s = "#\(e.sequence) +\(t / 1_000_000).\(pad3(t / 1000 % 1000))s \(e.kind.name)"
+    w.write("#")
+    w.write(e.sequence)
+    w.write(" +")
+    w.writeFixed(t, scale: 1_000_000, decimals: 3)
+    w.write("s ")
+    w.write(e.kind.name)
     switch e.kind {
     case .decision:
-      s += " \(e.verdict.name) \(e.format.name)"
-      if e.variant != .upright { s += " [\(e.variant.name)]" }
-      if e.labelCount > 0 { s += " label=" + e.withLabel { String(decoding: $0, as: UTF8.self) } }
-      s += " payload=" + e.withPayload { PayloadEscaping.escaped($0) } + (e.payloadTruncated ? "…" : "")
-      s += " sha256=" + digestPrefix(e.digest)
-      s += " decode=\(milliseconds(e.decodeMicroseconds))ms"
-      if e.edgeMicroseconds > 0 { s += " edge=\(milliseconds(e.edgeMicroseconds))ms" }
+      w.write(" ")
+      w.write(e.verdict.name)
+      w.write(" ")
+      w.write(e.format.name)
+      if e.variant != .upright {
+        w.write(" [")
+        w.write(e.variant.name)
+        w.write("]")
+      }
+      if e.labelCount > 0 {
+        w.write(" label=")
+        e.withLabel { w.writeEscaped($0) }
+      }
+      w.write(" payload=")
+      e.withPayload { w.writeEscaped($0) }
+      if e.payloadTruncated { w.write("...") }
+      w.write(" sha256=")
+      w.writeHex(e.digest, bytes: 8)
+      w.write(" decode=")
+      w.writeFixed(UInt64(e.decodeMicroseconds), scale: 1000, decimals: 2)
+      w.write("ms")
+      if e.edgeMicroseconds > 0 {
+        w.write(" edge=")
+        w.writeFixed(UInt64(e.edgeMicroseconds), scale: 1000, decimals: 2)
+        w.write("ms")
+      }
     case .left:
-      s += " sha256=" + digestPrefix(e.digest)
+      w.write(" sha256=")
+      w.writeHex(e.digest, bytes: 8)
     case .edge:
-      s += " " + EdgeCode.describe(e.code)
+      w.write(e.code & 0xF0 == EdgeCode.relay ? " relay" : " buzzer")
+      w.write(e.code & 1 == 1 ? " active" : " inactive")
     case .fault, .state:
-      s += " " + (FaultCode(rawValue: e.code)?.name ?? "code-\(e.code)")
+      w.write(" ")
+      if let code = FaultCode(rawValue: e.code) { w.write(code.name) } else { w.write("code-"); w.write(e.code) }
     case .manualOpen:
-      s += " relay \(e.code)ms"
+      w.write(" relay ")
+      w.write(e.code)
+      w.write("ms")
     case .command, .authFailure:
-      s += " " + e.withPayload { PayloadEscaping.escaped($0) }
+      w.write(" ")
+      e.withPayload { w.writeEscaped($0) }
     }
-    return s
   }
 
-  static func pad3(_ n: UInt64) -> String { n < 10 ? "00\(n)" : n < 100 ? "0\(n)" : "\(n)" }
-  static func milliseconds(_ us: UInt32) -> String { "\(us / 1000).\(pad3(UInt64(us % 1000)).prefix(2))" }
+  /// The same line as a String (allocates: for the event printer thread and tests).
+  public static func line(_ e: ScanEvent, since start: Instant) -> String {
+    withUnsafeTemporaryAllocation(byteCount: 512, alignment: 1) { buffer in
+      var w = ByteWriter(buffer)
+      write(e, since: start, into: &w)
+      return String(decoding: w.written, as: UTF8.self)
+    }
+  }
+
   /// The first 8 bytes of a digest in hex.
   public static func digestPrefix(_ d: Digest) -> String {
-    let digits = Array("0123456789abcdef")
-    var s = ""
-    for i in 0..<8 {
-      let b = d.byte(i)
-      s.append(digits[Int(b >> 4)])
-      s.append(digits[Int(b & 0xF)])
+    withUnsafeTemporaryAllocation(byteCount: 16, alignment: 1) { buffer in
+      var w = ByteWriter(buffer)
+      w.writeHex(d, bytes: 8)
+      return String(decoding: w.written, as: UTF8.self)
     }
-    return s
   }
 }

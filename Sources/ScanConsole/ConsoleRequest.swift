@@ -1,0 +1,186 @@
+import ScanCore
+
+/// The console's verbs.
+public enum ConsoleVerb: UInt8, CaseIterable, Sendable {
+  case help, version, status, stats, last, watch, check, log, auth, quit
+  case open, reload, selftest, snapshot
+
+  public var name: String {
+    switch self {
+    case .help: "HELP"
+    case .version: "VERSION"
+    case .status: "STATUS"
+    case .stats: "STATS"
+    case .last: "LAST"
+    case .watch: "WATCH"
+    case .check: "CHECK"
+    case .log: "LOG"
+    case .auth: "AUTH"
+    case .quit: "QUIT"
+    case .open: "OPEN"
+    case .reload: "RELOAD"
+    case .selftest: "SELFTEST"
+    case .snapshot: "SNAPSHOT"
+    }
+  }
+
+  /// Commands that change state or act on the door: they need AUTH.
+  public var needsOperator: Bool { self == .open || self == .reload || self == .selftest }
+
+  /// One line of HELP.
+  public var usage: StaticString {
+    switch self {
+    case .help: "HELP                this list"
+    case .version: "VERSION             software, decoder and GPIO library versions"
+    case .status: "STATUS              camera, GPIO, allow-list, decoder and console state"
+    case .stats: "STATS               counters and latency percentiles"
+    case .last: "LAST [n]            the last n decisions (default 5, max 50)"
+    case .watch: "WATCH ON|OFF        event lines (starting with '! ') on this connection"
+    case .check: "CHECK <payload>     the decision on a payload (percent-escaped), without acting"
+    case .log: "LOG [n]             the last n audit log records (default 10, max 100)"
+    case .auth: "AUTH <secret>       become operator on this connection"
+    case .quit: "QUIT                close this connection"
+    case .open: "OPEN [ms]           operator: pulse the relay (capped)"
+    case .reload: "RELOAD              operator: reload the allow-list now"
+    case .selftest: "SELFTEST            operator: play every buzzer pattern, pulse the relay 200 ms"
+    case .snapshot: "SNAPSHOT [TEXT]     the latest frame (PNG path, or TEXT: ASCII art for serial)"
+    }
+  }
+}
+
+/// A console error: code and message, as sent in `ERR <code> <message>`.
+public struct ConsoleError: Error, Equatable, Sendable {
+  public var code: Int
+  public var message: StaticString
+  public init(_ code: Int, _ message: StaticString) {
+    self.code = code
+    self.message = message
+  }
+  public static func == (a: ConsoleError, b: ConsoleError) -> Bool {
+    a.code == b.code && a.message.description == b.message.description
+  }
+  public static let malformed = ConsoleError(400, "control character or non-ASCII byte in line")
+  public static let unknownVerb = ConsoleError(400, "unknown command (HELP lists them)")
+  public static let badArgument = ConsoleError(400, "bad argument (HELP shows the form)")
+  public static let tooManyArguments = ConsoleError(400, "too many arguments")
+  public static let badEscape = ConsoleError(400, "bad payload: write bytes as %XX")
+  public static let needsAuth = ConsoleError(401, "operator command: AUTH first")
+  public static let lineTooLong = ConsoleError(413, "line too long (max 512 bytes)")
+}
+
+/// A parsed command line. Arguments stay in the caller's line buffer or in fixed storage:
+/// parsing allocates nothing.
+public struct ConsoleRequest: Sendable {
+  public var verb: ConsoleVerb
+  /// The numeric argument (LAST, LOG, OPEN), if one was given.
+  public var number: Int? = nil
+  /// WATCH ON / OFF; SNAPSHOT TEXT.
+  public var flag = false
+
+  public static let numberMax = 3_600_000
+
+  /// Parses one line. CHECK's payload and AUTH's secret are unescaped into `argument`
+  /// (which must hold at least 512 bytes); `argumentCount` gets their length.
+  public static func parse(
+    _ line: UnsafeRawBufferPointer, argument: UnsafeMutableRawBufferPointer, argumentCount: inout Int
+  ) -> Result<ConsoleRequest, ConsoleError>? {
+    argumentCount = 0
+    for b in line where (b < 0x20 && b != 0x09) || b >= 0x7F { return .failure(.malformed) }
+    // Words: at most three (verb and two arguments), split on spaces and tabs.
+    var starts = InlineArray<3, Int>(repeating: 0)
+    var ends = InlineArray<3, Int>(repeating: 0)
+    var words = 0
+    var i = 0
+    while i < line.count {
+      while i < line.count && (line[i] == 0x20 || line[i] == 0x09) { i += 1 }
+      guard i < line.count else { break }
+      guard words < 3 else { return .failure(.tooManyArguments) }
+      starts[words] = i
+      while i < line.count && line[i] != 0x20 && line[i] != 0x09 { i += 1 }
+      ends[words] = i
+      words += 1
+    }
+    guard words > 0 else { return nil }  // an empty line: no reply
+    func word(_ k: Int) -> UnsafeRawBufferPointer { UnsafeRawBufferPointer(rebasing: line[starts[k]..<ends[k]]) }
+    guard let verb = ConsoleVerb.allCases.first(where: { equalsIgnoringCase(word(0), $0.name) }) else {
+      return .failure(.unknownVerb)
+    }
+    var request = ConsoleRequest(verb: verb)
+    switch verb {
+    case .help, .version, .status, .stats, .quit, .reload, .selftest:
+      guard words == 1 else { return .failure(.tooManyArguments) }
+    case .last, .log, .open:
+      guard words <= 2 else { return .failure(.tooManyArguments) }
+      if words == 2 {
+        guard let n = parseNumber(word(1)), n > 0 else { return .failure(.badArgument) }
+        request.number = n
+      }
+    case .watch:
+      guard words == 2 else { return .failure(.badArgument) }
+      if equalsIgnoringCase(word(1), "ON") { request.flag = true }
+      else if equalsIgnoringCase(word(1), "OFF") { request.flag = false }
+      else { return .failure(.badArgument) }
+    case .snapshot:
+      guard words <= 2 else { return .failure(.tooManyArguments) }
+      if words == 2 {
+        guard equalsIgnoringCase(word(1), "TEXT") else { return .failure(.badArgument) }
+        request.flag = true
+      }
+    case .check, .auth:
+      guard words == 2 else { return .failure(.badArgument) }
+      guard let n = unescape(word(1), into: argument) else { return .failure(.badEscape) }
+      argumentCount = n
+    }
+    return .success(request)
+  }
+
+  static func equalsIgnoringCase(_ word: UnsafeRawBufferPointer, _ name: String) -> Bool {
+    var k = 0
+    for b in name.utf8 {
+      guard k < word.count else { return false }
+      var c = word[k]
+      if c >= 0x61 && c <= 0x7A { c -= 32 }
+      guard c == b else { return false }
+      k += 1
+    }
+    return k == word.count
+  }
+
+  static func parseNumber(_ word: UnsafeRawBufferPointer) -> Int? {
+    guard !word.isEmpty, word.count <= 8 else { return nil }
+    var n = 0
+    for b in word {
+      guard b >= 48 && b <= 57 else { return nil }
+      n = n * 10 + Int(b - 48)
+    }
+    return n <= numberMax ? n : nil
+  }
+
+  /// Percent-unescapes `word` into `out`; nil on a bad escape.
+  static func unescape(_ word: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer) -> Int? {
+    var n = 0
+    var i = 0
+    while i < word.count {
+      guard n < out.count else { return nil }
+      if word[i] == UInt8(ascii: "%") {
+        guard i + 2 < word.count, let h = hex(word[i + 1]), let l = hex(word[i + 2]) else { return nil }
+        out[n] = h << 4 | l
+        i += 3
+      } else {
+        out[n] = word[i]
+        i += 1
+      }
+      n += 1
+    }
+    return n
+  }
+
+  static func hex(_ b: UInt8) -> UInt8? {
+    switch b {
+    case 48...57: b - 48
+    case 65...70: b - 55
+    case 97...102: b - 87
+    default: nil
+    }
+  }
+}

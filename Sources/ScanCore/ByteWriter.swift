@@ -1,0 +1,92 @@
+/// Appends text and numbers to a fixed byte buffer without allocating: console replies, event
+/// lines and log text are built with it. Writing past the end sets `overflowed` and stops.
+public struct ByteWriter: ~Copyable {
+  public let buffer: UnsafeMutableRawBufferPointer
+  public private(set) var count = 0
+  public private(set) var overflowed = false
+
+  public init(_ buffer: UnsafeMutableRawBufferPointer) { self.buffer = buffer }
+
+  public var written: UnsafeRawBufferPointer { UnsafeRawBufferPointer(rebasing: buffer[0..<count]) }
+  public var remaining: Int { buffer.count - count }
+
+  @inline(__always) public mutating func byte(_ b: UInt8) {
+    guard count < buffer.count else { overflowed = true; return }
+    buffer[count] = b
+    count += 1
+  }
+
+  public mutating func write(_ text: StaticString) {
+    text.withUTF8Buffer { for b in $0 { byte(b) } }
+  }
+
+  /// Writes a String's UTF-8 bytes (no allocation for native strings).
+  public mutating func write(_ text: String) {
+    for b in text.utf8 { byte(b) }
+  }
+
+  public mutating func write(bytes: UnsafeRawBufferPointer) {
+    for b in bytes { byte(b) }
+  }
+
+  /// Writes `bytes` percent-escaped (PayloadEscaping): safe on any terminal.
+  public mutating func writeEscaped(_ bytes: UnsafeRawBufferPointer) {
+    let room = UnsafeMutableRawBufferPointer(rebasing: buffer[count...])
+    let (written, consumed) = PayloadEscaping.escape(bytes, into: room)
+    count += written
+    if consumed < bytes.count { overflowed = true }
+  }
+
+  public mutating func write<T: BinaryInteger>(_ value: T) {
+    if value < 0 {
+      byte(UInt8(ascii: "-"))
+      write(UInt64(truncatingIfNeeded: -Int64(value)))
+      return
+    }
+    var v = UInt64(value)
+    var digits: InlineArray<20, UInt8> = .init(repeating: 0)
+    var n = 0
+    repeat {
+      digits[n] = UInt8(48 + v % 10)
+      v /= 10
+      n += 1
+    } while v > 0
+    while n > 0 {
+      n -= 1
+      byte(digits[n])
+    }
+  }
+
+  /// `value` / 10^`decimals` with exactly `decimals` decimals (e.g. µs as ms with 2 decimals).
+  public mutating func writeFixed(_ value: UInt64, scale: UInt64, decimals: Int) {
+    write(value / scale)
+    guard decimals > 0 else { return }
+    byte(UInt8(ascii: "."))
+    var fraction = value % scale
+    var divisor = scale
+    for _ in 0..<decimals {
+      divisor /= 10
+      guard divisor > 0 else { byte(48); continue }
+      byte(UInt8(48 + fraction / divisor))
+      fraction %= divisor
+    }
+  }
+
+  /// Lowercase hex of the first `count` bytes of a digest.
+  public mutating func writeHex(_ digest: Digest, bytes count: Int) {
+    for i in 0..<count {
+      let b = digest.byte(i)
+      byte(hexDigit(b >> 4))
+      byte(hexDigit(b & 0xF))
+    }
+  }
+
+  public mutating func newline() { byte(0x0A) }
+
+  public mutating func reset() {
+    count = 0
+    overflowed = false
+  }
+
+  @inline(__always) func hexDigit(_ v: UInt8) -> UInt8 { v < 10 ? 48 + v : 87 + v }
+}

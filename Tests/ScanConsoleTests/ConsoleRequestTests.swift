@@ -1,0 +1,105 @@
+import ScanConsole
+import ScanCore
+import ScanSim
+import Testing
+
+@Suite struct ConsoleRequestTests {
+  func parse(_ text: String) -> (Result<ConsoleRequest, ConsoleError>?, [UInt8]) {
+    var storage = [UInt8](repeating: 0, count: 512)
+    var count = 0
+    let result = Array(text.utf8).withUnsafeBytes { line in
+      storage.withUnsafeMutableBytes { ConsoleRequest.parse(line, argument: $0, argumentCount: &count) }
+    }
+    return (result, Array(storage[0..<count]))
+  }
+
+  func request(_ text: String) -> ConsoleRequest? {
+    if case .success(let r)? = parse(text).0 { return r }
+    return nil
+  }
+
+  func error(_ text: String) -> ConsoleError? {
+    if case .failure(let e)? = parse(text).0 { return e }
+    return nil
+  }
+
+  @Test("verbs are case-insensitive; words split on spaces and tabs")
+  func verbs() {
+    #expect(request("status")?.verb == .status)
+    #expect(request("  StAtUs  ")?.verb == .status)
+    #expect(request("LAST\t12")?.number == 12)
+    #expect(request("last")?.number == nil)
+    #expect(request("WATCH on")?.flag == true)
+    #expect(request("watch OFF")?.flag == false)
+    #expect(request("OPEN 2500")?.number == 2500)
+    #expect(request("snapshot text")?.flag == true)
+    #expect(parse("   ").0 == nil)
+  }
+
+  @Test("CHECK and AUTH arguments are percent-unescaped")
+  func arguments() {
+    let (result, argument) = parse("CHECK EVIL%0D%0AOK%20%1B[2J")
+    if case .success(let r)? = result { #expect(r.verb == .check) } else { Issue.record("not parsed") }
+    #expect(argument == Array("EVIL\r\nOK \u{1b}[2J".utf8))
+    #expect(parse("AUTH s3cret").1 == Array("s3cret".utf8))
+  }
+
+  @Test("malformed lines are rejected whole", arguments: [
+    ("STATUS\u{0}", 400), ("STA\u{1b}[2JTUS", 400), ("OPEN\r", 400), ("BOGUS", 400), ("OPEN 1 2 3", 400),
+    ("LAST x", 400), ("LAST 0", 400), ("OPEN 99999999", 400), ("WATCH maybe", 400), ("WATCH", 400),
+    ("CHECK %zz", 400), ("CHECK", 400), ("STATUS now", 400), ("caf\u{e9}", 400),
+  ])
+  func rejects(text: String, code: Int) {
+    #expect(error(text)?.code == code, "\(text)")
+  }
+
+  @Test("operator verbs are marked")
+  func operatorVerbs() {
+    #expect(ConsoleVerb.allCases.filter(\.needsOperator) == [.open, .reload, .selftest])
+  }
+}
+
+@Suite struct AuthGateTests {
+  let peer = PeerKey(high: 1, low: 2)
+
+  @Test("failures back off exponentially, then lock out; success clears")
+  func backoffAndLockout() {
+    let clock = ManualClock()
+    var settings = AuthGate.Settings()
+    settings.failuresMax = 4
+    settings.lockoutSeconds = 60
+    var gate = AuthGate(settings: settings)
+    #expect(gate.admit(peer, at: clock.now()) == .allowed)
+    gate.recordFailure(peer, at: clock.now())
+    #expect(gate.admit(peer, at: clock.now()) == .backingOff(milliseconds: 1_001))
+    clock.advance(milliseconds: 1_000)
+    #expect(gate.admit(peer, at: clock.now()) == .allowed)
+    gate.recordFailure(peer, at: clock.now())
+    clock.advance(milliseconds: 1_500)
+    #expect(gate.admit(peer, at: clock.now()) == .backingOff(milliseconds: 501))  // 2 s after the 2nd
+    clock.advance(milliseconds: 500)
+    gate.recordFailure(peer, at: clock.now())
+    clock.advance(milliseconds: 4_000)
+    gate.recordFailure(peer, at: clock.now())  // the 4th: locked out
+    if case .lockedOut(let ms) = gate.admit(peer, at: clock.now()) { #expect(ms > 59_000) } else { Issue.record("not locked") }
+    // Another peer is not affected.
+    #expect(gate.admit(PeerKey(high: 9, low: 9), at: clock.now()) == .allowed)
+    clock.advance(milliseconds: 60_001)
+    #expect(gate.admit(peer, at: clock.now()) == .allowed)
+    gate.recordFailure(peer, at: clock.now())
+    gate.recordSuccess(peer)
+    #expect(gate.admit(peer, at: clock.now()) == .allowed)
+  }
+
+  @Test("a full table reuses the record idle longest, never grows")
+  func bounded() {
+    let clock = ManualClock()
+    var gate = AuthGate(settings: AuthGate.Settings(), capacity: 4)
+    for i in 0..<10 {
+      gate.recordFailure(PeerKey(high: 0, low: UInt64(i)), at: clock.now())
+      clock.advance(milliseconds: 10)
+    }
+    #expect(gate.admit(PeerKey(high: 0, low: 9), at: clock.now()) != .allowed)
+    #expect(gate.admit(PeerKey(high: 0, low: 0), at: clock.now()) == .allowed)
+  }
+}
