@@ -93,3 +93,7 @@ int sg_tty_configure_raw(int fd, unsigned baud) {
   if (cfsetispeed(&t, speed) != 0 || cfsetospeed(&t, speed) != 0) return -1;
   return tcsetattr(fd, TCSANOW, &t);
 }
+
+int sg_accept_nonblocking(int listener, struct sockaddr *address, socklen_t *length) {
+  return accept4(listener, address, length, SOCK_NONBLOCK | SOCK_CLOEXEC);
+}

@@ -1,11 +1,11 @@
 /// A buzzer pattern: alternating on/off durations in milliseconds, starting with on.
 public struct BuzzerPattern: Equatable, Sendable {
-  public static let stepsMax = 8
-  public var steps: InlineArray<8, UInt16>
+  public static let stepsMax = 16
+  public var steps: InlineArray<16, UInt16>
   public var count: Int
 
   public init(_ durations: [Int]) {
-    precondition(!durations.isEmpty && durations.count <= Self.stepsMax, "1 to 8 steps")
+    precondition(!durations.isEmpty && durations.count <= Self.stepsMax, "1 to 16 steps")
     steps = .init(repeating: 0)
     for (i, d) in durations.enumerated() { steps[i] = UInt16(clamping: d) }
     count = durations.count
@@ -18,6 +18,15 @@ public struct BuzzerPattern: Equatable, Sendable {
   public static let grant = BuzzerPattern([120])
   public static let deny = BuzzerPattern([80, 80, 80, 80, 80])
   public static let fault = BuzzerPattern([600, 200, 600])
+
+  /// `a`, a pause, then `b` (clipped to 16 steps): for the console's SELFTEST.
+  public static func sequence(_ a: BuzzerPattern, pause: Int, _ b: BuzzerPattern) -> BuzzerPattern {
+    var steps: [Int] = []
+    for i in 0..<a.count { steps.append(Int(a.steps[i])) }
+    if steps.count % 2 == 1 { steps.append(pause) } else { steps[steps.count - 1] += pause }
+    for i in 0..<b.count { steps.append(Int(b.steps[i])) }
+    return BuzzerPattern(Array(steps.prefix(stepsMax)))
+  }
   /// Total length in milliseconds.
   public var totalMilliseconds: Int {
     var t = 0

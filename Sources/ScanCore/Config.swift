@@ -95,6 +95,16 @@ public struct ScanConfig: Equatable, Sendable {
   public var buzzerActiveLow = false
   // [events]
   public var eventRingCapacity = 4_096
+  // [console]
+  public var consoleListen = ["127.0.0.1:4570"]
+  public var consoleClientsMax = 16
+  public var consoleIdleTimeoutSeconds = 300
+  public var consoleClientOutputBytes = 16_384
+  public var consoleSerialPath = ""
+  public var consoleSerialBaud = 115_200
+  public var consoleSecretFile = ""
+  public var consoleAuthFailuresMax = 5
+  public var consoleAuthLockoutSeconds = 300
 
   public init() {}
 }
@@ -108,6 +118,7 @@ public enum ConfigSchema {
     case choice([String])
     case integers(ClosedRange<Int>, count: ClosedRange<Int>)
     case choices([String], count: ClosedRange<Int>)
+    case strings(count: ClosedRange<Int>)
   }
 
   struct Key: Sendable {
@@ -180,6 +191,18 @@ public enum ConfigSchema {
     Key(name: "gpio.fault_pattern", kind: .integers(1...5_000, count: 1...8)) { $0.engine.actuation.faultPattern = BuzzerPattern(ints($1)) },
 
     Key(name: "events.ring_capacity", kind: .integer(64...1_048_576)) { $0.eventRingCapacity = int($1) },
+
+    Key(name: "console.listen", kind: .strings(count: 0...8)) { $0.consoleListen = strs($1) },
+    Key(name: "console.clients_max", kind: .integer(1...256)) { $0.consoleClientsMax = int($1) },
+    Key(name: "console.idle_timeout_s", kind: .integer(10...86_400)) { $0.consoleIdleTimeoutSeconds = int($1) },
+    Key(name: "console.client_output_bytes", kind: .integer(4_096...1_048_576)) { $0.consoleClientOutputBytes = int($1) },
+    Key(name: "console.serial_path", kind: .string) { $0.consoleSerialPath = str($1) },
+    Key(name: "console.serial_baud", kind: .choice(["9600", "19200", "38400", "57600", "115200", "230400", "460800", "921600"])) {
+      $0.consoleSerialBaud = Int(str($1))!
+    },
+    Key(name: "console.secret_file", kind: .string) { $0.consoleSecretFile = str($1) },
+    Key(name: "console.auth_failures_max", kind: .integer(1...100)) { $0.consoleAuthFailuresMax = int($1) },
+    Key(name: "console.auth_lockout_s", kind: .integer(1...86_400)) { $0.consoleAuthLockoutSeconds = int($1) },
   ]
 
   /// Every key the file may contain.
@@ -264,6 +287,12 @@ public enum ConfigSchema {
       }
       return nil
     case (.choices(let names, _), _): return "wants a list of names from " + names.joined(separator: ", ")
+    case (.strings(let count), .list(let items)):
+      guard count.contains(items.count) else { return "wants a list of \(count.lowerBound)...\(count.upperBound) strings" }
+      for item in items { guard case .string = item else { return "wants a list of strings" } }
+      return nil
+    case (.strings(let count), _): return "wants a list of \(count.lowerBound)...\(count.upperBound) strings"
+
     }
   }
 }
@@ -285,6 +314,8 @@ public struct MemoryBudget: Sendable {
       ("allow-list tables (live + spare, \(e.allowList.entriesMax) entries)", 2 * AllowListTable.bytes(entriesMax: e.allowList.entriesMax)),
       ("presence slots (\(e.presenceSlots))", e.presenceSlots * 96),
       ("event ring (\(c.eventRingCapacity) × \(MemoryLayout<ScanEvent>.stride) B)", c.eventRingCapacity * MemoryLayout<ScanEvent>.stride),
+      ("console (\(c.consoleClientsMax) TCP + 1 serial client: 512 B line, 2 KiB queue, \(c.consoleClientOutputBytes) B output)",
+       (c.consoleClientsMax + 1) * (513 + 2_048 + c.consoleClientOutputBytes)),
     ]
   }
 }

@@ -102,6 +102,34 @@ public protocol FrameSource: ~Copyable {
 public protocol CodeDecoder: ~Copyable {
   /// Decodes `view` (a frame, or a region of one) into `results` (cleared first).
   mutating func decode(_ view: LumaFrame, formats: BarcodeFormats, into results: inout DecodeResults)
+  /// The engine's counters, when it keeps any.
+  var engineStats: DecoderStats? { get }
+}
+
+extension CodeDecoder where Self: ~Copyable {
+  public var engineStats: DecoderStats? { nil }
+}
+
+/// A decoder's counters: calls, and how its allocation arena is used.
+public struct DecoderStats: Equatable, Sendable {
+  public var decodes: UInt64
+  /// Allocations served from the arena.
+  public var arenaAllocations: UInt64
+  /// Allocations that did not fit and went to malloc (each one breaks the fixed-memory promise).
+  public var arenaOverflows: UInt64
+  /// The most arena bytes one decode used.
+  public var arenaHighWaterBytes: Int
+  /// Bytes kept for engine objects that outlive a decode (its lazily created statics).
+  public var arenaPinnedBytes: Int
+  public var arenaCapacityBytes: Int
+  /// Decode calls that ended in a caught engine exception.
+  public var engineErrors: UInt64
+  public init(decodes: UInt64, arenaAllocations: UInt64, arenaOverflows: UInt64, arenaHighWaterBytes: Int,
+              arenaPinnedBytes: Int, arenaCapacityBytes: Int, engineErrors: UInt64) {
+    self.decodes = decodes; self.arenaAllocations = arenaAllocations; self.arenaOverflows = arenaOverflows
+    self.arenaHighWaterBytes = arenaHighWaterBytes; self.arenaPinnedBytes = arenaPinnedBytes
+    self.arenaCapacityBytes = arenaCapacityBytes; self.engineErrors = engineErrors
+  }
 }
 
 /// The level of a digital output, before any active-low inversion the adapter applies.

@@ -60,19 +60,34 @@ public struct RunLoop<
   private let allowListName: String
   private let pollSet: UnsafeMutableBufferPointer<pollfd>
   private let inotifyBuffer: UnsafeMutableRawBufferPointer
-  /// Called for extra descriptors (the console) — set by the owner.
   public private(set) var droppedFrames: UInt64 = 0
+  /// The technician console, served by this loop (nil: none).
+  public let console: ConsoleServer?
+  /// Frames per second over the last second, × 100.
+  public private(set) var framesPerSecondTimes100 = 0
+  private var fpsWindowStart: Instant
+  private var fpsWindowFrames: UInt64 = 0
+  /// Scratch for console arguments (CHECK payloads, AUTH secrets).
+  let consoleArgument: UnsafeMutableRawBufferPointer
+  /// Extra status lines the owner supplies (the audit log's state), and the log reader.
+  public var auditLog: (any AuditLogAccess)? = nil
 
-  public init(engine: consuming Engine, settings: LoopSettings, openSource: @escaping () throws(CaptureError) -> Source) {
+  public init(
+    engine: consuming Engine, settings: LoopSettings, console: ConsoleServer? = nil,
+    openSource: @escaping () throws(CaptureError) -> Source
+  ) {
     self.engine = engine
+    self.console = console
     self.openSource = openSource
     self.settings = settings
     let now = self.engine.clock.now()
     reopenAt = now
     lastFrameAt = now
     startedAt = now
+    fpsWindowStart = now
+    consoleArgument = .allocate(byteCount: ConsoleServer.lineBytesMax, alignment: 8)
     signalDescriptor = settings.handleSignals ? sg_signalfd_open() : -1
-    pollSet = .allocate(capacity: 8)
+    pollSet = .allocate(capacity: 8 + (console?.pollCapacity ?? 0))
     pollSet.initialize(repeating: pollfd(fd: -1, events: 0, revents: 0))
     inotifyBuffer = .allocate(byteCount: 4096, alignment: 8)
     var name = ""
@@ -99,6 +114,7 @@ public struct RunLoop<
     if inotifyDescriptor >= 0 { Glibc.close(inotifyDescriptor) }
     pollSet.deallocate()
     inotifyBuffer.deallocate()
+    consoleArgument.deallocate()
   }
 
   /// Loads the allow-list from its file. On failure the live list stays and the error is kept
@@ -168,6 +184,10 @@ public struct RunLoop<
     if let retry = allowListRetryAt {
       wait = min(wait, retry <= now ? 0 : Int((retry.nanoseconds - now.nanoseconds) / 1_000_000) + 1)
     }
+    if let console {
+      console.registerPoll(pollSet, count: &count)
+      wait = console.waitMilliseconds(cap: wait)
+    }
     if camera != nil && cameraState == .streaming {
       let silence = now.milliseconds(since: lastFrameAt)
       wait = min(wait, max(0, settings.frameTimeoutMilliseconds - silence))
@@ -188,6 +208,12 @@ public struct RunLoop<
     checkFrameTimeout()
     engine.sweepPresence()
     engine.tick()
+    if let console {
+      console.service(pollSet)
+      console.drainLines { client, line in executeConsoleLine(console, client: client, line: line) }
+      console.broadcast(engine.events, since: startedAt)
+    }
+    updateFramesPerSecond()
   }
 
   private mutating func captureFrame() {
@@ -294,6 +320,16 @@ public struct RunLoop<
       i += 1
     }
     return i == length || inotifyBuffer[start + i] == 0
+  }
+
+  private mutating func updateFramesPerSecond() {
+    let now = engine.clock.now()
+    let elapsed = now.milliseconds(since: fpsWindowStart)
+    guard elapsed >= 1_000 else { return }
+    let frames = engine.stats.frames - fpsWindowFrames
+    framesPerSecondTimes100 = Int(frames * 100_000 / UInt64(elapsed))
+    fpsWindowStart = now
+    fpsWindowFrames = engine.stats.frames
   }
 
   /// Whether a camera (or replay) is open now.

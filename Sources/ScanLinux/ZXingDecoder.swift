@@ -73,6 +73,8 @@ public struct ZXingDecoder: CodeDecoder, ~Copyable {
     }
   }
 
+  public var engineStats: DecoderStats? { stats }
+
   /// Engine and arena counters.
   public var stats: DecoderStats {
     var s = sg_zx_stats()
@@ -87,18 +89,3 @@ public struct ZXingDecoder: CodeDecoder, ~Copyable {
   public static var engineVersion: String { String(cString: sg_zx_engine_version()) }
 }
 
-/// The decoder's counters: calls, and how its C++ allocation arena is used.
-public struct DecoderStats: Equatable, Sendable {
-  public var decodes: UInt64
-  /// C++ allocations served from the arena.
-  public var arenaAllocations: UInt64
-  /// C++ allocations that did not fit and went to malloc (each one breaks the fixed-memory promise).
-  public var arenaOverflows: UInt64
-  /// The most arena bytes one decode used.
-  public var arenaHighWaterBytes: Int
-  /// Bytes kept for engine objects that outlive a decode (its lazily created statics).
-  public var arenaPinnedBytes: Int
-  public var arenaCapacityBytes: Int
-  /// Decode calls that ended in a caught C++ exception.
-  public var engineErrors: UInt64
-}

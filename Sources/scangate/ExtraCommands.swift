@@ -10,6 +10,7 @@ enum ExtraCommands {
     case "demo": return DemoCommand.run(arguments)
     case "check-config": return CheckConfigCommand.run(arguments)
     case "soak": return SoakCommand.run(arguments)
+    case "console": return ConsoleCommand.run(arguments)
     default: return nil
     }
   }

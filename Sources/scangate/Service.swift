@@ -77,7 +77,20 @@ enum Service {
     settings.frameTimeoutMilliseconds = config.frameTimeoutMilliseconds
     settings.reopenBackoffMillisecondsMax = config.reopenBackoffMillisecondsMax
     settings.maxFrames = options.maxFrames
-    var loop = RunLoop(engine: engine, settings: settings, openSource: openSource)
+    var console: ConsoleServer? = nil
+    if !config.consoleListen.isEmpty || !config.consoleSerialPath.isEmpty {
+      do {
+        console = try ConsoleServer(settings: ConsoleSettings(config))
+        for address in console!.boundAddresses { print("console listening on \(address)") }
+        if !config.consoleSerialPath.isEmpty { print("console on serial \(config.consoleSerialPath) at \(config.consoleSerialBaud) baud") }
+        if let problem = console!.secretProblem { print("console: operator commands disabled: \(problem)") }
+        flushStandardOutput()
+      } catch {
+        // The door matters more than the console: run without it, loudly.
+        writeStandardError("scangate: console disabled: \(error)\n")
+      }
+    }
+    var loop = RunLoop(engine: engine, settings: settings, console: console, openSource: openSource)
     let printer = EventPrinter(ring: ring, start: loop.startedAt, clock: clock, skipping: options.skipping)
     if let error = loop.reloadAllowList() {
       writeStandardError("scangate: allow-list \(config.allowListPath): \(error); denying every code until it loads\n")

@@ -46,4 +46,9 @@ int64_t sg_realtime_ns(void);
 /// Sets a tty raw 8N1 at `baud` (a plain number such as 115200). Returns 0, or -1 with errno.
 int sg_tty_configure_raw(int fd, unsigned baud);
 
+
+
+#include <sys/socket.h>
+/// accept4(2) with SOCK_NONBLOCK | SOCK_CLOEXEC (a GNU extension the Glibc module hides).
+int sg_accept_nonblocking(int listener, struct sockaddr *address, socklen_t *length);
 #endif

@@ -1,0 +1,9 @@
+import ScanCore
+
+/// What the loop's console needs from the audit log (implemented by the SQLite log).
+public protocol AuditLogAccess: AnyObject {
+  /// One STATUS line about the log (path, records, faults).
+  func writeStatus(into w: inout ByteWriter)
+  /// Writes the newest `count` records, oldest first, one `| ` body line each; returns lines written.
+  func writeRecent(_ count: Int, into w: inout ByteWriter) -> Int
+}

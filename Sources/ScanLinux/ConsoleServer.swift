@@ -1,0 +1,529 @@
+import CLinux
+import Glibc
+import ScanConsole
+import ScanCore
+
+/// Console transport settings.
+public struct ConsoleSettings: Sendable {
+  public var listen: [String] = ["127.0.0.1:4570"]
+  public var clientsMax = 16
+  public var idleTimeoutSeconds = 300
+  public var clientOutputBytes = 16_384
+  public var serialPath = ""
+  public var serialBaud = 115_200
+  public var secretFile = ""
+  public var auth = AuthGate.Settings()
+  public init() {}
+
+  public init(_ c: ScanConfig) {
+    listen = c.consoleListen
+    clientsMax = c.consoleClientsMax
+    idleTimeoutSeconds = c.consoleIdleTimeoutSeconds
+    clientOutputBytes = c.consoleClientOutputBytes
+    serialPath = c.consoleSerialPath
+    serialBaud = c.consoleSerialBaud
+    secretFile = c.consoleSecretFile
+    auth.failuresMax = c.consoleAuthFailuresMax
+    auth.lockoutSeconds = c.consoleAuthLockoutSeconds
+  }
+}
+
+/// The console's transports: TCP listeners and clients, and one serial port, all polled by the
+/// run loop (no thread per client). Every buffer is allocated at init: a 512-byte line framer,
+/// a queue of complete lines and a fixed output buffer per client slot.
+///
+/// A client whose output buffer cannot take a whole reply or event (it does not read) is
+/// disconnected; nothing blocks the loop or grows. A serial port that fails (adapter unplugged)
+/// is closed and reopened with backoff.
+public final class ConsoleServer {
+  /// One connection (a TCP client, or the serial port in the last slot).
+  struct Client {
+    var fd: Int32 = -1
+    var peer = PeerKey(high: 0, low: 0)
+    var isSerial = false
+    var isOperator = false
+    var watching = false
+    var closeWhenFlushed = false
+    var lastActivity = Instant(nanoseconds: 0)
+    var outputStart = 0
+    var outputEnd = 0
+    var queued = 0           // complete lines waiting in the queue
+    var queueBytes = 0       // bytes used in the queue
+  }
+
+  public static let lineBytesMax = 512
+  static let queueBytes = 2_048
+
+  public let settings: ConsoleSettings
+  public private(set) var listenerDescriptors: [Int32] = []
+  /// Where each listener is bound ("127.0.0.1:4570"), ports resolved.
+  public private(set) var boundAddresses: [String] = []
+  /// Why the operator secret is unavailable (nil when one is loaded).
+  public private(set) var secretProblem: String?
+  public private(set) var droppedClients: UInt64 = 0
+  public private(set) var rejectedClients: UInt64 = 0
+  public private(set) var serialReopens: UInt64 = 0
+  public private(set) var serialError: Int32 = 0
+
+  private var secretDigest: InlineArray<32, UInt8> = .init(repeating: 0)
+  var gate: AuthGate
+  let slotCount: Int
+  var clients: UnsafeMutableBufferPointer<Client>
+  private let framers: UnsafeMutablePointer<LineFramer>
+  private let output: UnsafeMutableRawBufferPointer
+  private let queue: UnsafeMutableRawBufferPointer
+  private let readBuffer: UnsafeMutableRawBufferPointer
+  private let pollIndex: UnsafeMutableBufferPointer<Int32>
+  private var serialRetryAt = Instant(nanoseconds: 0)
+  private var serialBackoffMilliseconds = 250
+  private let clock: SystemMonotonicClock
+  /// The ring position WATCH clients have been sent up to.
+  var eventCursor: UInt64 = 0
+
+  public init(settings: ConsoleSettings, clock: SystemMonotonicClock = SystemMonotonicClock()) throws(SystemError) {
+    self.settings = settings
+    self.clock = clock
+    gate = AuthGate(settings: settings.auth)
+    slotCount = settings.clientsMax + 1  // the last slot is the serial port's
+    clients = .allocate(capacity: slotCount)
+    clients.initialize(repeating: Client())
+    framers = .allocate(capacity: slotCount)
+    for i in 0..<slotCount { (framers + i).initialize(to: LineFramer(capacity: Self.lineBytesMax)) }
+    output = .allocate(byteCount: slotCount * settings.clientOutputBytes, alignment: 64)
+    output.initializeMemory(as: UInt8.self, repeating: 0)
+    queue = .allocate(byteCount: slotCount * Self.queueBytes, alignment: 64)
+    queue.initializeMemory(as: UInt8.self, repeating: 0)
+    readBuffer = .allocate(byteCount: 4_096, alignment: 64)
+    guard settings.listen.count <= 8 else { throw SystemError(errno: EINVAL, operation: "console.listen: at most 8 addresses") }
+    pollIndex = .allocate(capacity: slotCount + 8)
+    pollIndex.initialize(repeating: -1)
+    loadSecret()
+    for address in settings.listen {
+      let (fd, bound) = try Self.listen(on: address)
+      listenerDescriptors.append(fd)
+      boundAddresses.append(bound)
+    }
+    if !settings.serialPath.isEmpty { openSerial() }
+  }
+
+  deinit {
+    for fd in listenerDescriptors { close(fd) }
+    for i in 0..<slotCount where clients[i].fd >= 0 { close(clients[i].fd) }
+    for i in 0..<slotCount { (framers + i).deinitialize(count: 1) }
+    framers.deallocate()
+    clients.deallocate()
+    output.deallocate()
+    queue.deallocate()
+    readBuffer.deallocate()
+    pollIndex.deallocate()
+  }
+
+  // MARK: - Secret
+
+  private func loadSecret() {
+    guard !settings.secretFile.isEmpty else {
+      secretProblem = "no console.secret_file configured"
+      return
+    }
+    var st = stat()
+    guard stat(settings.secretFile, &st) == 0 else {
+      secretProblem = "\(settings.secretFile): \(SystemError.describe(lastErrno()))"
+      return
+    }
+    guard st.st_uid == 0 || st.st_uid == geteuid() else {
+      secretProblem = "\(settings.secretFile) must be owned by root or the service user"
+      return
+    }
+    guard st.st_mode & 0o077 == 0 else {
+      secretProblem = "\(settings.secretFile) is readable by group or others (chmod 600 it)"
+      return
+    }
+    guard var bytes = try? readWholeFile(settings.secretFile, maxBytes: 4_096) else {
+      secretProblem = "\(settings.secretFile) cannot be read"
+      return
+    }
+    while let last = bytes.last, last == 0x0A || last == 0x0D { bytes.removeLast() }
+    guard bytes.count >= 8 else {
+      secretProblem = "\(settings.secretFile): the secret is shorter than 8 bytes"
+      return
+    }
+    let digest = bytes.withUnsafeBytes { SodiumDigester().sha256($0) }
+    for i in 0..<32 { secretDigest[i] = digest.byte(i) }
+    secretProblem = nil
+  }
+
+  /// Compares `secret` with the configured one in constant time.
+  func secretMatches(_ secret: UnsafeRawBufferPointer) -> Bool {
+    guard secretProblem == nil else { return false }
+    let candidate = SodiumDigester().sha256(secret)
+    var a = InlineArray<32, UInt8>(repeating: 0)
+    for i in 0..<32 { a[i] = candidate.byte(i) }
+    return withUnsafeBytes(of: a) { x in
+      withUnsafeBytes(of: secretDigest) { y in
+        sg_secure_compare(x.baseAddress!.assumingMemoryBound(to: UInt8.self), y.baseAddress!.assumingMemoryBound(to: UInt8.self), 32) == 0
+      }
+    }
+  }
+
+  // MARK: - Listening
+
+  /// Parses "host:port" / "[v6]:port" and binds a non-blocking listener.
+  static func listen(on address: String) throws(SystemError) -> (Int32, String) {
+    var host = address, port = ""
+    if address.hasPrefix("["), let close = address.firstIndex(of: "]") {
+      host = String(address[address.index(after: address.startIndex)..<close])
+      port = String(address[address.index(after: close)...].dropFirst())
+    } else if let colon = address.lastIndex(of: ":") {
+      host = String(address[..<colon])
+      port = String(address[address.index(after: colon)...])
+    }
+    guard let portNumber = UInt16(port) else {
+      throw SystemError(errno: EINVAL, operation: "console.listen \"\(address)\": want host:port or [v6]:port")
+    }
+    var v4 = in_addr(), v6 = in6_addr()
+    let isV6: Bool
+    if inet_pton(AF_INET, host, &v4) == 1 { isV6 = false }
+    else if inet_pton(AF_INET6, host, &v6) == 1 { isV6 = true }
+    else { throw SystemError(errno: EINVAL, operation: "console.listen \"\(address)\": not an IPv4 or IPv6 address") }
+    let fd = socket(isV6 ? AF_INET6 : AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+    guard fd >= 0 else { throw SystemError(errno: lastErrno(), operation: "socket for \(address)") }
+    var one: Int32 = 1
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+    var rc: Int32
+    if isV6 {
+      setsockopt(fd, Int32(IPPROTO_IPV6), IPV6_V6ONLY, &one, socklen_t(MemoryLayout<Int32>.size))
+      var sa = sockaddr_in6()
+      sa.sin6_family = sa_family_t(AF_INET6)
+      sa.sin6_port = portNumber.bigEndian
+      sa.sin6_addr = v6
+      rc = withUnsafePointer(to: &sa) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in6>.size)) } }
+    } else {
+      var sa = sockaddr_in()
+      sa.sin_family = sa_family_t(AF_INET)
+      sa.sin_port = portNumber.bigEndian
+      sa.sin_addr = v4
+      rc = withUnsafePointer(to: &sa) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+    }
+    if rc == 0 { rc = Glibc.listen(fd, 64) }
+    guard rc == 0 else {
+      let code = lastErrno()
+      close(fd)
+      throw SystemError(errno: code, operation: "listen on \(address)")
+    }
+    var bound = sockaddr_storage()
+    var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+    _ = withUnsafeMutablePointer(to: &bound) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
+    let boundPort = withUnsafePointer(to: &bound) { p -> UInt16 in
+      isV6 ? p.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { UInt16(bigEndian: $0.pointee.sin6_port) }
+        : p.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { UInt16(bigEndian: $0.pointee.sin_port) }
+    }
+    return (fd, isV6 ? "[\(host)]:\(boundPort)" : "\(host):\(boundPort)")
+  }
+
+  // MARK: - Serial
+
+  var serialSlot: Int { slotCount - 1 }
+
+  private func openSerial() {
+    let fd = sg_open(settings.serialPath, O_RDWR | O_NOCTTY | O_NONBLOCK | O_CLOEXEC, 0)
+    guard fd >= 0 else {
+      serialError = lastErrno()
+      scheduleSerialRetry()
+      return
+    }
+    if sg_tty_configure_raw(fd, UInt32(settings.serialBaud)) != 0 {
+      serialError = lastErrno()
+      close(fd)
+      scheduleSerialRetry()
+      return
+    }
+    serialError = 0
+    serialBackoffMilliseconds = 250
+    attach(fd: fd, peer: .serial, slot: serialSlot, serial: true)
+  }
+
+  private func scheduleSerialRetry() {
+    serialRetryAt = clock.now().adding(milliseconds: serialBackoffMilliseconds)
+    serialBackoffMilliseconds = min(serialBackoffMilliseconds * 2, 2_000)
+  }
+
+  // MARK: - Clients
+
+  private func attach(fd: Int32, peer: PeerKey, slot: Int, serial: Bool) {
+    clients[slot] = Client(fd: fd, peer: peer, isSerial: serial, lastActivity: clock.now())
+    framers[slot].reset()
+    write(slot) { w in
+      w.write("! scangate ")
+      w.write(ScanGateVersion.string)
+      w.write(" console ready; HELP lists commands\n")
+    }
+  }
+
+  /// Closes slot `i` (a serial port is reopened later).
+  func disconnect(_ i: Int, dropped: Bool = false) {
+    guard clients[i].fd >= 0 else { return }
+    close(clients[i].fd)
+    if dropped { droppedClients &+= 1 }
+    let wasSerial = clients[i].isSerial
+    clients[i] = Client()
+    framers[i].reset()
+    if wasSerial {
+      serialReopens &+= 1
+      scheduleSerialRetry()
+    }
+  }
+
+  /// Connected TCP clients and whether the serial port is open.
+  public var connectedClients: Int {
+    var n = 0
+    for i in 0..<slotCount where clients[i].fd >= 0 && !clients[i].isSerial { n += 1 }
+    return n
+  }
+  public var watchingClients: Int {
+    var n = 0
+    for i in 0..<slotCount where clients[i].fd >= 0 && clients[i].watching { n += 1 }
+    return n
+  }
+  public var serialOpen: Bool { clients[serialSlot].fd >= 0 }
+
+  // MARK: - Output
+
+  /// Appends one whole reply or event to client `i`'s output through `body`. If it does not fit,
+  /// the client is disconnected (it is not reading); partial replies are never sent.
+  func write(_ i: Int, _ body: (inout ByteWriter) -> Void) {
+    guard clients[i].fd >= 0 else { return }
+    let size = settings.clientOutputBytes
+    let base = i * size
+    // Compact so all free space is at the end.
+    if clients[i].outputStart > 0 {
+      let pending = clients[i].outputEnd - clients[i].outputStart
+      if pending > 0 {
+        (output.baseAddress! + base).copyMemory(from: output.baseAddress! + base + clients[i].outputStart, byteCount: pending)
+      }
+      clients[i].outputStart = 0
+      clients[i].outputEnd = pending
+    }
+    let free = UnsafeMutableRawBufferPointer(rebasing: output[(base + clients[i].outputEnd)..<(base + size)])
+    var w = ByteWriter(free)
+    body(&w)
+    if w.overflowed {
+      disconnect(i, dropped: true)
+      return
+    }
+    clients[i].outputEnd += w.count
+    flush(i)
+  }
+
+  /// Sends what client `i` has pending, as far as the socket takes it now.
+  func flush(_ i: Int) {
+    while clients[i].fd >= 0 && clients[i].outputStart < clients[i].outputEnd {
+      let base = i * settings.clientOutputBytes
+      let start = output.baseAddress! + base + clients[i].outputStart
+      let length = clients[i].outputEnd - clients[i].outputStart
+      let fd = clients[i].fd
+      let n: IOResult<Int>
+      do {
+        n = try syscallRetrying("console write", {
+          clients[i].isSerial ? Glibc.write(fd, start, length) : send(fd, start, length, Int32(MSG_NOSIGNAL))
+        })
+      } catch {
+        disconnect(i)
+        return
+      }
+      guard case .done(let sent) = n else { return }
+      clients[i].outputStart += sent
+    }
+    if clients[i].fd >= 0 && clients[i].outputStart == clients[i].outputEnd {
+      clients[i].outputStart = 0
+      clients[i].outputEnd = 0
+      if clients[i].closeWhenFlushed { disconnect(i) }
+    }
+  }
+
+  // MARK: - Polling
+
+  /// Adds the console's descriptors to `set` from `count` on.
+  public func registerPoll(_ set: UnsafeMutableBufferPointer<pollfd>, count: inout Int) {
+    var k = 0
+    for fd in listenerDescriptors where count < set.count {
+      set[count] = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+      pollIndex[k] = Int32(count)
+      count += 1
+      k += 1
+    }
+    for i in 0..<slotCount {
+      let slot = listenerDescriptors.count + i
+      pollIndex[slot] = -1
+      guard clients[i].fd >= 0, count < set.count else { continue }
+      var events = Int16(0)
+      if clients[i].queueBytes + Self.lineBytesMax + 2 <= Self.queueBytes { events |= Int16(POLLIN) }
+      if clients[i].outputStart < clients[i].outputEnd { events |= Int16(POLLOUT) }
+      set[count] = pollfd(fd: clients[i].fd, events: events, revents: 0)
+      pollIndex[slot] = Int32(count)
+      count += 1
+    }
+  }
+
+  /// Descriptors the console may add to a poll set at most.
+  public var pollCapacity: Int { listenerDescriptors.count + slotCount }
+
+  /// Milliseconds until the console needs the loop again (serial reopen), capped at `cap`.
+  public func waitMilliseconds(cap: Int) -> Int {
+    guard !settings.serialPath.isEmpty, !serialOpen else { return cap }
+    let now = clock.now()
+    return serialRetryAt <= now ? 0 : min(cap, Int((serialRetryAt.nanoseconds - now.nanoseconds) / 1_000_000) + 1)
+  }
+
+  /// Handles what poll reported: accepts, reads into the line queues, flushes, closes idle
+  /// clients, reopens the serial port.
+  public func service(_ set: UnsafeMutableBufferPointer<pollfd>) {
+    let now = clock.now()
+    for (k, fd) in listenerDescriptors.enumerated() {
+      let index = Int(pollIndex[k])
+      if index >= 0 && set[index].revents & Int16(POLLIN) != 0 { acceptAll(fd) }
+    }
+    for i in 0..<slotCount {
+      let index = Int(pollIndex[listenerDescriptors.count + i])
+      guard index >= 0, clients[i].fd >= 0, clients[i].fd == set[index].fd else { continue }
+      let revents = set[index].revents
+      if revents & Int16(POLLOUT) != 0 { flush(i) }
+      if revents & Int16(POLLIN | POLLHUP | POLLERR) != 0 { readClient(i, now: now) }
+    }
+    for i in 0..<slotCount where clients[i].fd >= 0 && !clients[i].isSerial {
+      if now.milliseconds(since: clients[i].lastActivity) > settings.idleTimeoutSeconds * 1000 {
+        write(i) { $0.write("! idle timeout, closing\n") }
+        disconnect(i)
+      }
+    }
+    if !settings.serialPath.isEmpty && !serialOpen && now >= serialRetryAt { openSerial() }
+  }
+
+  private func acceptAll(_ listener: Int32) {
+    for _ in 0..<16 {
+      var address = sockaddr_storage()
+      var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+      let fd = withUnsafeMutablePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { sg_accept_nonblocking(listener, $0, &length) }
+      }
+      if fd < 0 { return }  // EAGAIN: none left; other errors: try again next time
+      var slot = -1
+      for i in 0..<(slotCount - 1) where clients[i].fd < 0 { slot = i; break }
+      guard slot >= 0 else {
+        rejectedClients &+= 1
+        let message: StaticString = "ERR 503 too many clients\n"
+        _ = message.withUTF8Buffer { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        close(fd)
+        continue
+      }
+      attach(fd: fd, peer: Self.peerKey(address), slot: slot, serial: false)
+    }
+  }
+
+  static func peerKey(_ address: sockaddr_storage) -> PeerKey {
+    var a = address
+    return withUnsafePointer(to: &a) { p -> PeerKey in
+      if p.pointee.ss_family == sa_family_t(AF_INET6) {
+        return p.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { s in
+          withUnsafeBytes(of: s.pointee.sin6_addr) { b in
+            PeerKey(high: b.load(fromByteOffset: 0, as: UInt64.self), low: b.load(fromByteOffset: 8, as: UInt64.self))
+          }
+        }
+      }
+      return p.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { s in
+        PeerKey(high: 0, low: 0xFFFF_0000_0000 | UInt64(s.pointee.sin_addr.s_addr))
+      }
+    }
+  }
+
+  private func readClient(_ i: Int, now: Instant) {
+    let fd = clients[i].fd
+    let n: IOResult<Int>
+    do { n = try syscallRetrying("console read", { Glibc.read(fd, readBuffer.baseAddress, min(readBuffer.count, Self.queueBytes - clients[i].queueBytes)) }) } catch {
+      disconnect(i)
+      return
+    }
+    guard case .done(let count) = n else { return }
+    if count == 0 {
+      disconnect(i)  // end of stream (or, for a tty, the other side hung up)
+      return
+    }
+    clients[i].lastActivity = now
+    framers[i].feed(UnsafeRawBufferPointer(rebasing: readBuffer[0..<count])) { out in
+      switch out {
+      case .line(let line): enqueue(i, line: line, overlong: false)
+      case .overlong: enqueue(i, line: UnsafeRawBufferPointer(start: nil, count: 0), overlong: true)
+      }
+    }
+  }
+
+  /// Queues a complete line as [length: UInt16][bytes]; an overlong line as length 0xFFFF.
+  private func enqueue(_ i: Int, line: UnsafeRawBufferPointer, overlong: Bool) {
+    let base = i * Self.queueBytes + clients[i].queueBytes
+    guard clients[i].queueBytes + 2 + line.count <= Self.queueBytes else {
+      // Cannot happen: reads are sized to the free queue space. Treat it as a protocol error.
+      disconnect(i, dropped: true)
+      return
+    }
+    queue.storeBytes(of: overlong ? UInt16.max : UInt16(line.count), toByteOffset: base, as: UInt16.self)
+    if !line.isEmpty { (queue.baseAddress! + base + 2).copyMemory(from: line.baseAddress!, byteCount: line.count) }
+    clients[i].queueBytes += 2 + line.count
+    clients[i].queued += 1
+  }
+
+  /// Calls `body` for every queued line of every client, oldest first, then empties the queues.
+  /// An overlong line comes as `nil`.
+  public func drainLines(_ body: (Int, UnsafeRawBufferPointer?) -> Void) {
+    for i in 0..<slotCount where clients[i].queued > 0 {
+      var offset = i * Self.queueBytes
+      let end = offset + clients[i].queueBytes
+      while offset < end && clients[i].fd >= 0 {
+        let length = Int(queue.load(fromByteOffset: offset, as: UInt16.self))
+        if length == Int(UInt16.max) {
+          body(i, nil)
+          offset += 2
+        } else {
+          body(i, UnsafeRawBufferPointer(rebasing: queue[(offset + 2)..<(offset + 2 + length)]))
+          offset += 2 + length
+        }
+      }
+      clients[i].queued = 0
+      clients[i].queueBytes = 0
+    }
+  }
+
+  /// Sends every new event to the clients that are watching. Events are formatted straight
+  /// into each client's output buffer; nothing is allocated.
+  public func broadcast(_ ring: EventRing, since start: Instant) {
+    if eventCursor == 0 { eventCursor = ring.lastSequence }  // new console: from now on
+    let last = ring.lastSequence
+    guard last > eventCursor else { return }
+    var anyWatching = false
+    for i in 0..<slotCount where clients[i].fd >= 0 && clients[i].watching { anyWatching = true }
+    guard anyWatching else {
+      eventCursor = last
+      return
+    }
+    var sequence = eventCursor + 1
+    while sequence <= last {
+      switch ring.read(sequence) {
+      case .event(let e):
+        for i in 0..<slotCount where clients[i].fd >= 0 && clients[i].watching {
+          write(i) { w in
+            w.write("! ")
+            EventText.write(e, since: start, into: &w)
+            w.newline()
+          }
+        }
+      case .overwritten:
+        for i in 0..<slotCount where clients[i].fd >= 0 && clients[i].watching {
+          write(i) { $0.write("! (events overwritten before they could be sent)\n") }
+        }
+        sequence = max(sequence, last > UInt64(ring.capacity) ? last - UInt64(ring.capacity) + 2 : sequence)
+      case .notYet:
+        break
+      }
+      sequence += 1
+    }
+    eventCursor = last
+  }
+}

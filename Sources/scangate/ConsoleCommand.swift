@@ -1,0 +1,130 @@
+import CLinux
+import Glibc
+import ScanCore
+import ScanLinux
+
+/// `scangate console`: a small client for people without nc, socat or picocom. Sends each line
+/// of standard input, prints everything the reader sends. `--command` sends one command and
+/// exits with its status (0 for OK, 1 for ERR) for scripts.
+enum ConsoleCommand {
+  static func run(_ arguments: [String]) -> Int32 {
+    do {
+      let options = try Options(arguments, valued: ["tcp", "serial", "baud", "command", "timeout"], known: [])
+      let fd: Int32
+      if let path = options.value("serial") {
+        fd = sg_open(path, O_RDWR | O_NOCTTY | O_CLOEXEC, 0)
+        guard fd >= 0 else { throw ParseError(message: "\(path): \(SystemError.describe(sg_errno()))") }
+        let baud = try options.integer("baud", default: 115_200, range: 300...4_000_000)
+        guard sg_tty_configure_raw(fd, UInt32(baud)) == 0 else {
+          throw ParseError(message: "\(path): cannot set \(baud) baud raw 8N1: \(SystemError.describe(sg_errno()))")
+        }
+      } else {
+        fd = try connect(options.value("tcp") ?? "127.0.0.1:4570")
+      }
+      defer { close(fd) }
+      if let command = options.value("command") {
+        return oneShot(fd, command, timeoutSeconds: try options.integer("timeout", default: 10, range: 1...3600))
+      }
+      return interactive(fd)
+    } catch {
+      writeStandardError("scangate console: \(error)\n")
+      return 2
+    }
+  }
+
+  static func connect(_ address: String) throws(ParseError) -> Int32 {
+    var host = address, port = "4570"
+    if address.hasPrefix("["), let close = address.firstIndex(of: "]") {
+      host = String(address[address.index(after: address.startIndex)..<close])
+      port = String(address[address.index(after: close)...].dropFirst())
+    } else if let colon = address.lastIndex(of: ":") {
+      host = String(address[..<colon])
+      port = String(address[address.index(after: colon)...])
+    }
+    var hints = addrinfo()
+    hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+    var list: UnsafeMutablePointer<addrinfo>? = nil
+    guard getaddrinfo(host, port, &hints, &list) == 0, let first = list else {
+      throw ParseError(message: "cannot resolve \(address)")
+    }
+    defer { freeaddrinfo(list) }
+    var info: UnsafeMutablePointer<addrinfo>? = first
+    var lastError: Int32 = 0
+    while let i = info {
+      let fd = socket(i.pointee.ai_family, i.pointee.ai_socktype | Int32(SOCK_CLOEXEC.rawValue), i.pointee.ai_protocol)
+      if fd >= 0 && Glibc.connect(fd, i.pointee.ai_addr, i.pointee.ai_addrlen) == 0 { return fd }
+      lastError = sg_errno()
+      if fd >= 0 { close(fd) }
+      info = i.pointee.ai_next
+    }
+    throw ParseError(message: "connect \(address): \(SystemError.describe(lastError))")
+  }
+
+  static func send(_ fd: Int32, _ text: String) -> Bool {
+    var text = text
+    return text.withUTF8 { bytes in
+      var offset = 0
+      while offset < bytes.count {
+        let n = Glibc.write(fd, bytes.baseAddress! + offset, bytes.count - offset)
+        if n < 0 { if sg_errno() == EINTR { continue }; return false }
+        offset += n
+      }
+      return true
+    }
+  }
+
+  /// Sends `command`, prints lines until its status line; 0 on OK, 1 on ERR.
+  static func oneShot(_ fd: Int32, _ command: String, timeoutSeconds: Int) -> Int32 {
+    guard send(fd, command + "\n") else { return 2 }
+    var pending: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 4096)
+    let deadline = SystemMonotonicClock().now().adding(milliseconds: timeoutSeconds * 1000)
+    while SystemMonotonicClock().now() < deadline {
+      var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+      if poll(&p, 1, 200) <= 0 { continue }
+      let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+      if n <= 0 { return 2 }
+      pending += buffer[0..<n]
+      while let newline = pending.firstIndex(of: 0x0A) {
+        var line = Array(pending[..<newline])
+        pending.removeSubrange(...newline)
+        if line.last == 0x0D { line.removeLast() }
+        let text = String(decoding: line, as: UTF8.self)
+        if text.hasPrefix("!") { continue }  // the greeting and events
+        print(text)
+        if text.hasPrefix("OK") { return 0 }
+        if text.hasPrefix("ERR") { return 1 }
+      }
+    }
+    writeStandardError("scangate console: no reply within \(timeoutSeconds) s\n")
+    return 2
+  }
+
+  static func interactive(_ fd: Int32) -> Int32 {
+    var buffer = [UInt8](repeating: 0, count: 4096)
+    var inputOpen = true
+    while true {
+      var set = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0), pollfd(fd: inputOpen ? 0 : -1, events: Int16(POLLIN), revents: 0)]
+      if poll(&set, 2, -1) < 0 { if sg_errno() == EINTR { continue }; return 2 }
+      if set[0].revents != 0 {
+        let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+        if n <= 0 { return 0 }  // the reader closed the connection
+        buffer.withUnsafeBytes { _ = Glibc.write(1, $0.baseAddress, n) }
+      }
+      if set[1].revents != 0 {
+        let n = buffer.withUnsafeMutableBytes { Glibc.read(0, $0.baseAddress, $0.count) }
+        if n <= 0 {
+          inputOpen = false
+          shutdown(fd, Int32(SHUT_WR))
+          continue
+        }
+        var offset = 0
+        while offset < n {
+          let w = buffer.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + offset, n - offset) }
+          if w <= 0 { return 2 }
+          offset += w
+        }
+      }
+    }
+  }
+}
