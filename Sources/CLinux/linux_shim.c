@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <time.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 void sg_sha256(const uint8_t *data, size_t size, uint8_t out[32]) {
@@ -96,4 +97,14 @@ int sg_tty_configure_raw(int fd, unsigned baud) {
 
 int sg_accept_nonblocking(int listener, struct sockaddr *address, socklen_t *length) {
   return accept4(listener, address, length, SOCK_NONBLOCK | SOCK_CLOEXEC);
+}
+
+int sg_open_pty(char *slave_path, size_t capacity) {
+  int master = posix_openpt(O_RDWR | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+  if (master < 0) return -1;
+  if (grantpt(master) != 0 || unlockpt(master) != 0 || ptsname_r(master, slave_path, capacity) != 0) {
+    close(master);
+    return -1;
+  }
+  return master;
 }

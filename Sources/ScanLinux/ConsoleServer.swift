@@ -477,7 +477,7 @@ public final class ConsoleServer {
       var offset = i * Self.queueBytes
       let end = offset + clients[i].queueBytes
       while offset < end && clients[i].fd >= 0 {
-        let length = Int(queue.load(fromByteOffset: offset, as: UInt16.self))
+        let length = Int(queue.loadUnaligned(fromByteOffset: offset, as: UInt16.self))
         if length == Int(UInt16.max) {
           body(i, nil)
           offset += 2

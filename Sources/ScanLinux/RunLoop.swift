@@ -302,7 +302,7 @@ public struct RunLoop<
       if n <= 0 { break }
       var offset = 0
       while offset + 16 <= n {
-        let length = Int(inotifyBuffer.load(fromByteOffset: offset + 12, as: UInt32.self))
+        let length = Int(inotifyBuffer.loadUnaligned(fromByteOffset: offset + 12, as: UInt32.self))
         let nameStart = offset + 16
         if length > 0 && nameStart + length <= n {
           relevant = relevant || nameMatches(start: nameStart, length: length)

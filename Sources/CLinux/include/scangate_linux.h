@@ -51,4 +51,8 @@ int sg_tty_configure_raw(int fd, unsigned baud);
 #include <sys/socket.h>
 /// accept4(2) with SOCK_NONBLOCK | SOCK_CLOEXEC (a GNU extension the Glibc module hides).
 int sg_accept_nonblocking(int listener, struct sockaddr *address, socklen_t *length);
+
+/// Opens a pseudo-terminal pair's master side (non-blocking) and writes the slave's path:
+/// a serial port stand-in for tests. Returns the master fd, or -1.
+int sg_open_pty(char *slave_path, size_t capacity);
 #endif

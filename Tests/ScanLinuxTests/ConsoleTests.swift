@@ -1,0 +1,339 @@
+import CLinux
+import Glibc
+import ScanConsole
+import ScanCore
+import ScanLinux
+import ScanSim
+import Testing
+
+/// The console on real transports: TCP on loopback and a pty pair for serial, served by the real
+/// run loop (stepped on the test's thread between sends and reads).
+@Suite(.serialized) struct ConsoleTests {
+  typealias Loop = RunLoop<ScriptedFrameSource, FixtureDecoder, RecordingOutputLine, RecordingOutputLine, SystemMonotonicClock, SystemWallClock, FixtureDigester>
+
+  final class Rig: @unchecked Sendable {
+    let clock = SystemMonotonicClock()
+    let relay: RecordingOutputLine
+    let buzzer: RecordingOutputLine
+    let directory = temporaryDirectory("console")
+    var loop: Loop
+    let port: UInt16
+
+    init(consoleSettings: (inout ConsoleSettings) -> Void = { _ in }, secret: String? = "correct horse battery",
+         payloads: [[UInt8]] = [Array("ALICE".utf8)], script: [ScriptedFrameSource.Step] = [.frame(0)]) {
+      relay = RecordingOutputLine(name: "relay", clock: clock, capacity: 100_000)
+      buzzer = RecordingOutputLine(name: "buzzer", clock: clock, capacity: 100_000)
+      writeFile(directory + "/allow-list.txt", "text:ALICE label=alice\n")
+      var settings = ConsoleSettings()
+      settings.listen = ["127.0.0.1:0"]
+      if let secret {
+        writeFile(directory + "/secret", secret + "\n")
+        chmod(directory + "/secret", 0o600)
+        settings.secretFile = directory + "/secret"
+      }
+      settings.auth.failuresMax = 3
+      settings.auth.lockoutSeconds = 60
+      consoleSettings(&settings)
+      let console = try! ConsoleServer(settings: settings)
+      port = UInt16(console.boundAddresses.first.map { $0.split(separator: ":").last! }.flatMap { UInt16($0) } ?? 0)
+      var engineSettings = EngineSettings()
+      engineSettings.actuation.relayPulseMillisecondsMax = 5_000
+      let engine = ScanEngine(
+        settings: engineSettings, decoder: FixtureDecoder(payloads: payloads), relay: relay, buzzer: buzzer, clock: clock,
+        wall: SystemWallClock(), digester: FixtureDigester(), events: EventRing(capacity: 4096), maxWidth: 64, maxHeight: 48)
+      var loopSettings = LoopSettings()
+      loopSettings.allowListPath = directory + "/allow-list.txt"
+      loopSettings.handleSignals = false
+      let frames = (0...payloads.count).map { FixtureDecoder.frame(width: 64, height: 48, naming: $0) }
+      let clock = self.clock
+      loop = Loop(engine: engine, settings: loopSettings, console: console) { () throws(CaptureError) in
+        ScriptedFrameSource(width: 64, height: 48, frames: frames, script: script, loops: true, clock: clock)
+      }
+      _ = loop.reloadAllowList()
+    }
+
+    deinit { removeTree(directory) }
+
+    func step(_ times: Int = 1) {
+      for _ in 0..<times { loop.runOnce(maximumWaitMilliseconds: 2) }
+    }
+
+    func connect() -> TestClient {
+      let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+      var sa = sockaddr_in()
+      sa.sin_family = sa_family_t(AF_INET)
+      sa.sin_port = port.bigEndian
+      sa.sin_addr.s_addr = inet_addr("127.0.0.1")
+      let rc = withUnsafePointer(to: &sa) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+      precondition(rc == 0, "connect failed")
+      _ = sg_fcntl_int(fd, F_SETFL, sg_fcntl_int(fd, F_GETFL, 0) | O_NONBLOCK)
+      let client = TestClient(fd: fd, rig: self)
+      _ = client.readUntil { $0.contains("console ready") }
+      return client
+    }
+  }
+
+  /// A client socket; reads step the loop until the expected text arrives.
+  final class TestClient {
+    let fd: Int32
+    unowned let rig: Rig
+    var received: [UInt8] = []
+    init(fd: Int32, rig: Rig) {
+      self.fd = fd
+      self.rig = rig
+    }
+    deinit { close(fd) }
+
+    /// Sends `bytes` in chunks, stepping the loop in between. Stops early if the reader
+    /// closed the connection; returns whether everything was sent.
+    @discardableResult
+    func send(_ bytes: [UInt8], chunk: Int = 1 << 20) -> Bool {
+      var offset = 0
+      for _ in 0..<100_000 where offset < bytes.count {
+        let n = bytes[offset..<min(bytes.count, offset + chunk)].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        if n > 0 { offset += n } else if n < 0 && errno != EAGAIN && errno != EINTR { return false }
+        rig.step()
+      }
+      return offset == bytes.count
+    }
+    @discardableResult func send(_ text: String, chunk: Int = 1 << 20) -> Bool { send(Array(text.utf8), chunk: chunk) }
+
+    /// Reads (stepping the loop) until `done` holds for the text received so far, or 5 s pass.
+    @discardableResult
+    func readUntil(_ done: (String) -> Bool) -> String {
+      let end = SystemMonotonicClock().now().adding(milliseconds: 5_000)
+      var buffer = [UInt8](repeating: 0, count: 65_536)
+      while SystemMonotonicClock().now() < end {
+        rig.step()
+        let n = buffer.withUnsafeMutableBytes { Glibc.recv(fd, $0.baseAddress, $0.count, 0) }
+        if n > 0 { received += buffer[0..<n] }
+        if n == 0 { break }
+        if done(text) { break }
+      }
+      return text
+    }
+    var text: String { String(decoding: received, as: UTF8.self) }
+    func statusLines() -> [Substring] { text.split(separator: "\n").filter { $0.hasPrefix("OK") || $0.hasPrefix("ERR") } }
+    func clear() { received = [] }
+    /// Sends `line` and returns the reply (body and status) once its status line arrived.
+    func command(_ line: String) -> [Substring] {
+      clear()
+      send(line + "\n")
+      readUntil { t in t.split(separator: "\n").contains { $0.hasPrefix("OK") || $0.hasPrefix("ERR") } }
+      return text.split(separator: "\n").filter { !$0.hasPrefix("!") }
+    }
+  }
+
+  @Test("one byte at a time, or many commands in one write; LF and CRLF")
+  func chunking() {
+    let rig = Rig()
+    let client = rig.connect()
+    client.send("version\r\n", chunk: 1)
+    client.readUntil { $0.contains("OK scangate") }
+    #expect(client.statusLines().count == 1)
+    client.clear()
+    let many = String(repeating: "VERSION\nstatus\r\n", count: 100)
+    client.send(many, chunk: 4_096)
+    client.readUntil { $0.split(separator: "\n").filter { $0.hasPrefix("OK") }.count >= 200 }
+    #expect(client.statusLines().count == 200)
+    #expect(client.statusLines().allSatisfy { $0.hasPrefix("OK") })
+  }
+
+  @Test("an overlong line is rejected whole; nothing of it runs; the next line works")
+  func overlong() {
+    let rig = Rig()
+    let client = rig.connect()
+    #expect(client.command("AUTH correct%20horse%20battery").last == "OK operator")
+    let reply = client.command("OPEN " + String(repeating: "9", count: 600))
+    #expect(reply.last == "ERR 413 line too long (max 512 bytes)")
+    // "OPEN" past the limit must not become a command either.
+    let reply2 = client.command(String(repeating: " ", count: 510) + "XXOPEN")
+    #expect(reply2.last?.hasPrefix("ERR 413") == true)
+    rig.step(50)
+    #expect(rig.relay.edges.isEmpty)
+    #expect(client.command("VERSION").last?.hasPrefix("OK scangate") == true)
+  }
+
+  @Test("NUL, binary garbage and escape sequences are rejected, never crash or echo raw")
+  func garbage() {
+    let rig = Rig()
+    let client = rig.connect()
+    client.clear()
+    var garbage: [UInt8] = [0, 1, 2, 0xFF, 0xFE, 0x1B, 0x5B, 0x32, 0x4A, 0x0A]
+    garbage += Array("STA\u{0}TUS\n".utf8) + [0x80, 0x81, 0x0D, 0x0A]
+    for seed in 0..<50 { garbage += (0..<97).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ seed &* 7) } }
+    garbage += [0x0A]
+    client.send(garbage, chunk: 333)
+    client.send("VERSION\n")
+    client.readUntil { $0.contains("OK scangate") }
+    #expect(client.statusLines().filter { $0.hasPrefix("ERR 400") }.count >= 3)
+    #expect(!client.received.contains(0x1B) && !client.received.contains(0))
+  }
+
+  @Test("a scanned payload with CRLF, a fake OK and ANSI escapes reaches WATCH and LAST escaped")
+  func hostilePayload() {
+    let evil = Array("X\r\nOK operator\u{1b}[2J\u{1b}]0;pwned\u{7}".utf8)
+    let rig = Rig(payloads: [evil], script: [.frame(1)])
+    let client = rig.connect()
+    #expect(client.command("WATCH ON").last == "OK watching")
+    client.clear()
+    client.readUntil { $0.contains("decision denied-unknown") }
+    let last = client.command("LAST 1")
+    #expect(last.first?.contains("payload=X%0D%0AOK%20operator%1B[2J%1B]0;pwned%07") == true, "\(last)")
+    #expect(!client.received.contains(0x1B) && !client.received.contains(0x07))
+    #expect(!client.text.split(separator: "\n").contains("OK operator"))
+    let check = client.command("CHECK X%0D%0AOK")
+    #expect(check.last == "OK denied-unknown payload=X%0D%0AOK")
+  }
+
+  @Test("operator commands need AUTH; wrong secrets back off, then lock out; OPEN is capped")
+  func authentication() {
+    let rig = Rig()
+    let client = rig.connect()
+    #expect(client.command("OPEN").last == "ERR 401 operator command: AUTH first")
+    #expect(client.command("AUTH wrong-secret").last == "ERR 403 wrong secret")
+    #expect(client.command("AUTH correct%20horse%20battery").last?.hasPrefix("ERR 429") == true)  // backing off
+    // The backoff is per address: a second connection from 127.0.0.1 is held too.
+    let other = rig.connect()
+    #expect(other.command("AUTH correct%20horse%20battery").last?.hasPrefix("ERR 429") == true)
+    usleep(1_100_000)
+    #expect(client.command("AUTH correct%20horse%20battery").last == "OK operator")
+    let open = client.command("OPEN 60000")
+    #expect(open.last?.hasSuffix("open 5000 ms") == true, "\(open)")
+    #expect(client.command("RELOAD").last?.contains("allow-list version 2") == true)
+    #expect(other.command("RELOAD").last == "ERR 401 operator command: AUTH first")
+    rig.step(20)
+    #expect(rig.relay.level == .active)
+  }
+
+  @Test("repeated failures lock the address out")
+  func lockout() {
+    let rig = Rig { $0.auth.firstBackoffMilliseconds = 1 }
+    let client = rig.connect()
+    for _ in 0..<3 {
+      _ = client.command("AUTH nope-nope")
+      usleep(5_000)
+    }
+    #expect(client.command("AUTH correct%20horse%20battery").last?.hasPrefix("ERR 423") == true)
+  }
+
+  @Test("with no secret file every AUTH fails: there is no default secret")
+  func noSecret() {
+    let rig = Rig(secret: nil)
+    let client = rig.connect()
+    #expect(client.command("AUTH anything-at-all").last == "ERR 403 no operator secret is configured")
+  }
+
+  @Test("a secret file readable by others is refused")
+  func looseSecret() {
+    let rig = Rig { settings in
+      let path = settings.secretFile
+      chmod(path, 0o644)
+    }
+    let client = rig.connect()
+    let status = client.command("STATUS")
+    #expect(status.contains { $0.contains("readable by group or others") })
+  }
+
+  @Test("64 idle clients are served; one more is refused; the loop keeps scanning")
+  func manyClients() {
+    let rig = Rig(consoleSettings: { $0.clientsMax = 64 }, script: [.frame(0)])
+    var clients: [TestClient] = []
+    for _ in 0..<64 { clients.append(rig.connect()) }
+    #expect(rig.loop.console!.connectedClients == 64)
+    let framesBefore = rig.loop.engine.stats.frames
+    let extra = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    var sa = sockaddr_in()
+    sa.sin_family = sa_family_t(AF_INET)
+    sa.sin_port = rig.port.bigEndian
+    sa.sin_addr.s_addr = inet_addr("127.0.0.1")
+    _ = withUnsafePointer(to: &sa) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(extra, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+    rig.step(20)
+    var buffer = [UInt8](repeating: 0, count: 256)
+    let n = buffer.withUnsafeMutableBytes { recv(extra, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+    #expect(n > 0 && String(decoding: buffer[0..<max(0, n)], as: UTF8.self).hasPrefix("ERR 503 too many clients"))
+    close(extra)
+    #expect(clients[63].command("STATUS").last == "OK status 6 lines")
+    #expect(rig.loop.engine.stats.frames > framesBefore)
+  }
+
+  @Test("a client that never reads is dropped when its buffer fills; the loop is never blocked")
+  func slowClient() {
+    let rig = Rig(consoleSettings: { $0.clientOutputBytes = 4_096 })
+    let reader = rig.connect()
+    let hog = rig.connect()
+    var small: Int32 = 4_096
+    setsockopt(hog.fd, SOL_SOCKET, SO_RCVBUF, &small, socklen_t(MemoryLayout<Int32>.size))
+    let framesBefore = rig.loop.engine.stats.frames
+    // Ask for megabytes of replies and never read them.
+    for _ in 0..<200 {
+      if !hog.send(String(repeating: "HELP\n", count: 50)) { break }
+    }
+    rig.step(200)
+    #expect(rig.loop.console!.droppedClients >= 1)
+    #expect(rig.loop.engine.stats.frames > framesBefore + 100)
+    #expect(reader.command("VERSION").last?.hasPrefix("OK scangate") == true)
+  }
+
+  @Test("serial through a pty: raw 8N1, commands and replies, and a reopen after unplugging")
+  func serial() throws {
+    func makePty() -> (Int32, String) {
+      var name = [CChar](repeating: 0, count: 128)
+      let master = sg_open_pty(&name, name.count)
+      precondition(master >= 0)
+      return (master, name.withUnsafeBufferPointer { String(cString: $0.baseAddress!) })
+    }
+    let link = temporaryDirectory("tty") + "/ttyUSB"
+    var (master, path) = makePty()
+    symlink(path, link)
+    let rig = Rig { $0.serialPath = link }
+    func exchange(_ line: String) -> String {
+      _ = line.utf8CString.withUnsafeBufferPointer { write(master, $0.baseAddress, $0.count - 1) }
+      var got: [UInt8] = []
+      var buffer = [UInt8](repeating: 0, count: 4096)
+      for _ in 0..<2_000 {
+        rig.step()
+        let n = buffer.withUnsafeMutableBytes { read(master, $0.baseAddress, $0.count) }
+        if n > 0 { got += buffer[0..<n] }
+        let text = String(decoding: got, as: UTF8.self)
+        if text.contains("\nOK") || text.contains("\nERR") || text.hasPrefix("OK") || text.hasPrefix("ERR") { return text }
+      }
+      return String(decoding: got, as: UTF8.self)
+    }
+    rig.step(5)
+    #expect(rig.loop.console!.serialOpen)
+    #expect(exchange("STATUS\r\n").contains("OK status"))
+    // Unplug: the pty goes away. The console closes it and keeps retrying.
+    close(master)
+    unlink(link)
+    rig.step(100)
+    #expect(!rig.loop.console!.serialOpen)
+    // Plug back in (a new device node behind the same stable name).
+    (master, path) = makePty()
+    symlink(path, link)
+    for _ in 0..<300 where !rig.loop.console!.serialOpen {
+      rig.step()
+      usleep(10_000)
+    }
+    #expect(rig.loop.console!.serialOpen)
+    #expect(exchange("VERSION\n").contains("OK scangate"))
+    close(master)
+    unlink(link)
+  }
+
+  @Test("every command and failed AUTH is an event with a sequence number; the secret is masked")
+  func audit() {
+    let rig = Rig()
+    let client = rig.connect()
+    _ = client.command("AUTH correct%20horse%20battery")
+    _ = client.command("OPEN 100")
+    var commands: [String] = []
+    var s: UInt64 = 1
+    while case .event(let e) = rig.loop.engine.events.read(s) {
+      if e.kind == .command { commands.append(e.withPayload { String(decoding: $0, as: UTF8.self) }) }
+      s += 1
+    }
+    #expect(commands == ["AUTH ****", "OPEN 100"])
+    #expect(client.text.contains("OK #"))
+  }
+}
