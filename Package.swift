@@ -45,7 +45,7 @@ let package = Package(
       swiftSettings: swiftSettings),
 
     .executableTarget(
-      name: "scangate", dependencies: ["ScanCore", "ScanConsole", "ScanSim", "ScanLinux"],
+      name: "scangate", dependencies: ["ScanCore", "ScanConsole", "ScanSim", "ScanLinux", "CLinux"],
       swiftSettings: swiftSettings),
 
     // MARK: Tests.

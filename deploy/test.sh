@@ -1,9 +1,31 @@
 #!/bin/bash
 # ScanGate's test suite: everything CI runs, in order. Needs deploy/setup.sh first.
-set -euo pipefail
+#   1. swift test: unit, adapter, console, corpus (when ../shared/corpus exists) and allocation tests
+#   2. fuzz/run: the parsers under libFuzzer for a fixed budget (FUZZ_SECONDS, default 30 each)
+# Ends with one line "suite: N passed, M failed" counting tests and stages.
+set -uo pipefail
 cd "$(dirname "$0")/.."
 command -v swift >/dev/null 2>&1 || export PATH=/opt/swift/usr/bin:$PATH
 
-# Unit, adapter, corpus (when ../shared/corpus exists) and allocation tests.
-swift build --build-tests
-swift test --skip-build
+passed=0; failed=0
+stage() {  # name, command...
+  local name=$1; shift
+  echo "== $name"
+  if "$@"; then echo "== $name: ok"; return 0; fi
+  echo "== $name: FAILED"; return 1
+}
+
+log=$(mktemp)
+if stage "swift test" bash -c "swift build --build-tests && swift test --skip-build 2>&1 | tee '$log'; exit \${PIPESTATUS[0]}"; then
+  n=$(grep -oE 'Test run with [0-9]+ tests' "$log" | tail -1 | grep -oE '[0-9]+')
+  passed=$((passed + ${n:-0}))
+else
+  n=$(grep -oE 'with [0-9]+ issues?' "$log" | tail -1 | grep -oE '[0-9]+')
+  failed=$((failed + ${n:-1}))
+fi
+rm -f "$log"
+
+if stage "fuzz" fuzz/run "${FUZZ_SECONDS:-30}"; then passed=$((passed + 2)); else failed=$((failed + 1)); fi
+
+echo "suite: $passed passed, $failed failed"
+[ $failed = 0 ]

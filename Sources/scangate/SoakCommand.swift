@@ -2,6 +2,7 @@ import Glibc
 import ScanCore
 import ScanLinux
 import ScanSim
+import Synchronization
 
 /// `scangate soak`: the fixed-memory soak benchmark. Replays generated 640×480 scenes (listed,
 /// unknown and inverted QR codes between empty frames) through the real loop (poll, replay
@@ -10,7 +11,8 @@ import ScanSim
 enum SoakCommand {
   static func run(_ arguments: [String]) -> Int32 {
     do {
-      let options = try Options(arguments, valued: ["frames", "every", "variants", "histogram"], known: [])
+      let options = try Options(arguments, valued: ["frames", "every", "variants", "histogram", "console-clients"], known: [])
+      let consoleClients = try options.integer("console-clients", default: -1, range: -1...1_000)
       let frameLimit = try options.integer("frames", default: 100_000, range: 1...100_000_000)
       let every = try options.integer("every", default: max(1, frameLimit / 20), range: 1...100_000_000)
       let width = 640, height = 480
@@ -53,11 +55,23 @@ enum SoakCommand {
       settings.handleSignals = true
       let frames = frameImages, steps = script
       frameImages = []
-      var loop = RunLoop(engine: engine, settings: settings) { () throws(CaptureError) in
+      var console: ConsoleServer? = nil
+      var load: ConsoleLoad? = nil
+      if consoleClients >= 0 {
+        var consoleSettings = ConsoleSettings()
+        consoleSettings.listen = ["127.0.0.1:0"]
+        consoleSettings.clientsMax = consoleClients + 2
+        let server = try ConsoleServer(settings: consoleSettings)
+        console = server
+        let port = UInt16(server.boundAddresses[0].split(separator: ":").last!)!
+        load = ConsoleLoad(port: port, idle: consoleClients)
+      }
+      var loop = RunLoop(engine: engine, settings: settings, console: console) { () throws(CaptureError) in
         ScriptedFrameSource(width: width, height: height, frames: frames, script: steps, loops: true, clock: clock)
       }
       if let error = loop.reloadAllowList() { throw ParseError(message: "allow-list: \(error)") }
       print("frames,rss_kib,seconds,grants,denies")
+      load?.start()
       let start = clock.now()
       var nextReport: UInt64 = 0
       var rssFirst = 0, rssLast = 0
@@ -76,6 +90,11 @@ enum SoakCommand {
       }
       let s = loop.engine.stats
       let seconds = Double(clock.now().microseconds(since: start)) / 1_000_000
+      load?.stop()
+      if let load {
+        print("# console: \(consoleClients) idle clients, 1 watching (\(load.watchedLines.load(ordering: .relaxed)) event lines), "
+          + "STATUS round trips \(formatMilliseconds(Double(load.commands.load(ordering: .relaxed)) / seconds)) per second")
+      }
       let arena = loop.engine.pipeline.decoder.stats
       rssLast = residentKiB()
       print("# \(s.frames) frames in \(formatMilliseconds(seconds * 1000)) ms: \(formatMilliseconds(Double(s.frames) / seconds)) frames/s on one core, views \(config.engine.decode.variantMode.rawValue)")
