@@ -33,6 +33,7 @@ let package = Package(
     .target(name: "CV4L2", linkerSettings: [.linkedLibrary("v4l2")]),
     .target(name: "CGPIOD", linkerSettings: [.linkedLibrary("gpiod")]),
     .target(name: "CLinux", linkerSettings: [.linkedLibrary("sodium")]),
+    .target(name: "CSQLite", linkerSettings: [.linkedLibrary("sqlite3")]),
     .target(
       name: "CToml",
       cxxSettings: [.define("TOML_HEADER_ONLY", to: "0"), .define("TOML_SHARED_LIB", to: "1")],
@@ -41,7 +42,7 @@ let package = Package(
     // MARK: The only Swift target that imports C.
     .target(
       name: "ScanLinux",
-      dependencies: ["ScanCore", "ScanConsole", "ScanSim", "CZXing", "CImageIO", "CV4L2", "CGPIOD", "CLinux", "CToml"],
+      dependencies: ["ScanCore", "ScanConsole", "ScanSim", "CZXing", "CImageIO", "CV4L2", "CGPIOD", "CLinux", "CToml", "CSQLite"],
       swiftSettings: swiftSettings),
 
     .executableTarget(

@@ -95,6 +95,12 @@ public struct ScanConfig: Equatable, Sendable {
   public var buzzerActiveLow = false
   // [events]
   public var eventRingCapacity = 4_096
+  // [log]
+  public var logPath = "/var/lib/scangate/audit.db"
+  public var logCommitIntervalMilliseconds = 200
+  public var logRetainRecords = 1_000_000
+  public var logRetainDays = 365
+  public var logRawPayloads = false
   // [console]
   public var consoleListen = ["127.0.0.1:4570"]
   public var consoleClientsMax = 16
@@ -191,6 +197,12 @@ public enum ConfigSchema {
     Key(name: "gpio.fault_pattern", kind: .integers(1...5_000, count: 1...8)) { $0.engine.actuation.faultPattern = BuzzerPattern(ints($1)) },
 
     Key(name: "events.ring_capacity", kind: .integer(64...1_048_576)) { $0.eventRingCapacity = int($1) },
+
+    Key(name: "log.path", kind: .string) { $0.logPath = str($1) },
+    Key(name: "log.commit_interval_ms", kind: .integer(10...10_000)) { $0.logCommitIntervalMilliseconds = int($1) },
+    Key(name: "log.retain_records", kind: .integer(1_000...100_000_000)) { $0.logRetainRecords = int($1) },
+    Key(name: "log.retain_days", kind: .integer(1...3_650)) { $0.logRetainDays = int($1) },
+    Key(name: "log.raw_payloads", kind: .boolean) { $0.logRawPayloads = bool($1) },
 
     Key(name: "console.listen", kind: .strings(count: 0...8)) { $0.consoleListen = strs($1) },
     Key(name: "console.clients_max", kind: .integer(1...256)) { $0.consoleClientsMax = int($1) },

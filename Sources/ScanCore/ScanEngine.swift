@@ -106,7 +106,7 @@ public struct ScanEngine<
       e.kind = .left
       e.digest = digest
       e.monotonic = now
-      e.wallNanoseconds = wall.unixSeconds() * 1_000_000_000
+      e.wallNanoseconds = wall.unixNanoseconds()
       events.append(e)
     }
   }
@@ -133,7 +133,7 @@ public struct ScanEngine<
     e.variant = symbol.variant
     e.digest = digest
     e.monotonic = decided
-    e.wallNanoseconds = wall.unixSeconds() * 1_000_000_000
+    e.wallNanoseconds = wall.unixNanoseconds()
     e.decodeMicroseconds = UInt32(clamping: decoded.microseconds(since: captured))
     e.decideMicroseconds = UInt32(clamping: decided.microseconds(since: captured))
     e.setPayload(payload)
@@ -195,7 +195,7 @@ public struct ScanEngine<
     e.kind = .edge
     e.code = EdgeCode.code(line: line, level: level)
     e.monotonic = now
-    e.wallNanoseconds = wall.unixSeconds() * 1_000_000_000
+    e.wallNanoseconds = wall.unixNanoseconds()
     if holdingEdges && heldEdgeCount < 2 {
       heldEdges[heldEdgeCount] = e
       heldEdgeCount += 1
@@ -210,7 +210,7 @@ public struct ScanEngine<
     e.kind = .fault
     e.code = FaultCode.gpio.rawValue
     e.monotonic = clock.now()
-    e.wallNanoseconds = wall.unixSeconds() * 1_000_000_000
+    e.wallNanoseconds = wall.unixNanoseconds()
     events.append(e)
   }
 
@@ -231,7 +231,7 @@ public struct ScanEngine<
     var e = ScanEvent()
     e.kind = .manualOpen
     e.monotonic = now
-    e.wallNanoseconds = wall.unixSeconds() * 1_000_000_000
+    e.wallNanoseconds = wall.unixNanoseconds()
     e.code = UInt16(clamping: milliseconds ?? settings.actuation.relayPulseMilliseconds)
     events.append(e)
     tick()
@@ -249,7 +249,7 @@ public struct ScanEngine<
     e.kind = kind
     e.code = code
     e.monotonic = clock.now()
-    e.wallNanoseconds = wall.unixSeconds() * 1_000_000_000
+    e.wallNanoseconds = wall.unixNanoseconds()
     events.append(e)
   }
 

@@ -31,6 +31,12 @@ public protocol MonotonicClock {
 /// Wall-clock time for validity windows and log records: seconds since the Unix epoch.
 public protocol WallClock {
   func unixSeconds() -> Int64
+  /// Nanoseconds since the Unix epoch (defaults to whole seconds).
+  func unixNanoseconds() -> Int64
+}
+
+extension WallClock {
+  public func unixNanoseconds() -> Int64 { unixSeconds() * 1_000_000_000 }
 }
 
 /// Where a frame's luma bytes sit in memory, and how to walk them.

@@ -6,4 +6,8 @@ public protocol AuditLogAccess: AnyObject {
   func writeStatus(into w: inout ByteWriter)
   /// Writes the newest `count` records, oldest first, one `| ` body line each; returns lines written.
   func writeRecent(_ count: Int, into w: inout ByteWriter) -> Int
+  /// Every loggable event up to this ring sequence is durable; the console shows no later event.
+  var committedSequence: UInt64 { get }
+  /// Whether the log cannot write now.
+  var isFaulted: Bool { get }
 }

@@ -11,6 +11,7 @@ public struct SystemMonotonicClock: MonotonicClock {
 public struct SystemWallClock: WallClock {
   public init() {}
   public func unixSeconds() -> Int64 { sg_realtime_seconds() }
+  public func unixNanoseconds() -> Int64 { sg_realtime_ns() }
 }
 
 /// SHA-256 through libsodium.

@@ -493,9 +493,11 @@ public final class ConsoleServer {
 
   /// Sends every new event to the clients that are watching. Events are formatted straight
   /// into each client's output buffer; nothing is allocated.
-  public func broadcast(_ ring: EventRing, since start: Instant) {
+  /// With `upTo`, nothing later is sent (the audit log's committed position: an event a
+  /// client has seen is one the log already holds).
+  public func broadcast(_ ring: EventRing, since start: Instant, upTo limit: UInt64? = nil) {
     if eventCursor == 0 { eventCursor = ring.lastSequence }  // new console: from now on
-    let last = ring.lastSequence
+    let last = min(ring.lastSequence, limit ?? .max)
     guard last > eventCursor else { return }
     var anyWatching = false
     for i in 0..<slotCount where clients[i].fd >= 0 && clients[i].watching { anyWatching = true }

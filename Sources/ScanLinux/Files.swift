@@ -6,6 +6,10 @@ public struct FileError: Error, Equatable, CustomStringConvertible, Sendable {
   public var path: String
   public var reason: String
   public var description: String { "\(path): \(reason)" }
+  public init(path: String, reason: String) {
+    self.path = path
+    self.reason = reason
+  }
 }
 
 /// Reads a whole regular file, refusing directories, devices and files over `maxBytes`.

@@ -35,7 +35,7 @@ extension RunLoop where Source: ~Copyable, Decoder: ~Copyable, Relay: ~Copyable,
     e.kind = .command
     e.code = code
     e.monotonic = engine.clock.now()
-    e.wallNanoseconds = engine.wall.unixSeconds() * 1_000_000_000
+    e.wallNanoseconds = engine.wall.unixNanoseconds()
     if verb == .auth {
       let masked: StaticString = "AUTH ****"
       e.setPayload(UnsafeRawBufferPointer(start: masked.utf8Start, count: masked.utf8CodeUnitCount))

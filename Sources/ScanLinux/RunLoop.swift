@@ -71,6 +71,7 @@ public struct RunLoop<
   let consoleArgument: UnsafeMutableRawBufferPointer
   /// Extra status lines the owner supplies (the audit log's state), and the log reader.
   public var auditLog: (any AuditLogAccess)? = nil
+  private var auditLogFaulted = false
 
   public init(
     engine: consuming Engine, settings: LoopSettings, console: ConsoleServer? = nil,
@@ -211,8 +212,9 @@ public struct RunLoop<
     if let console {
       console.service(pollSet)
       console.drainLines { client, line in executeConsoleLine(console, client: client, line: line) }
-      console.broadcast(engine.events, since: startedAt)
+      console.broadcast(engine.events, since: startedAt, upTo: auditLog?.committedSequence)
     }
+    checkAuditLog()
     updateFramesPerSecond()
   }
 
@@ -320,6 +322,16 @@ public struct RunLoop<
       i += 1
     }
     return i == length || inotifyBuffer[start + i] == 0
+  }
+
+  /// Reports the audit log's faults and recoveries (event, fault buzzer pattern).
+  private mutating func checkAuditLog() {
+    guard let log = auditLog else { return }
+    let faulted = log.isFaulted
+    guard faulted != auditLogFaulted else { return }
+    auditLogFaulted = faulted
+    engine.record(faulted ? .fault : .state, code: (faulted ? FaultCode.logWriteFailed : FaultCode.logRecovered).rawValue)
+    if faulted { engine.play(engine.settings.actuation.faultPattern) }
   }
 
   private mutating func updateFramesPerSecond() {

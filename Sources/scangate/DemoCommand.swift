@@ -43,6 +43,9 @@ enum DemoCommand {
         config = loaded
       }
       let directory = options.value("dir") ?? makeTemporaryDirectory()
+      if !isDirectory(directory) && mkdir(directory, 0o755) != 0 {
+        throw ParseError(message: "\(directory): \(SystemError.describe(errno))")
+      }
       let width = 640, height = 480
       // Each code stays in view for 0.6 s, then the view is empty for 1 s (so it leaves).
       let codeFrames = max(3, fps * 6 / 10), gapFrames = max(2, fps)
@@ -73,6 +76,8 @@ enum DemoCommand {
       config.gpioBackend = .sim
       config.allowListPath = directory + "/allow-list.txt"
       config.allowListWatch = false
+      config.logPath = directory + "/audit.db"
+      config.consoleListen = []
       print("ScanGate demo: \(index) frames of \(width)x\(height) at \(fps) fps from \(directory), simulated GPIO")
       print("decoder \(ZXingDecoder.engineVersion), views \(config.engine.decode.variantMode.rawValue) over "
         + config.engine.decode.variants.map(\.name).joined(separator: ","))

@@ -11,6 +11,7 @@ enum ExtraCommands {
     case "check-config": return CheckConfigCommand.run(arguments)
     case "soak": return SoakCommand.run(arguments)
     case "console": return ConsoleCommand.run(arguments)
+    case "log": return LogCommand.run(arguments)
     default: return nil
     }
   }

@@ -91,12 +91,24 @@ enum Service {
       }
     }
     var loop = RunLoop(engine: engine, settings: settings, console: console, openSource: openSource)
+    var auditLog: AuditLog? = nil
+    if !config.logPath.isEmpty {
+      var logSettings = AuditLogSettings(path: config.logPath)
+      logSettings.commitIntervalMilliseconds = config.logCommitIntervalMilliseconds
+      logSettings.retainRecords = Int64(config.logRetainRecords)
+      logSettings.retainDays = config.logRetainDays
+      logSettings.rawPayloads = config.logRawPayloads
+      auditLog = AuditLog(settings: logSettings, ring: ring)
+      loop.auditLog = auditLog
+    }
     let printer = EventPrinter(ring: ring, start: loop.startedAt, clock: clock, skipping: options.skipping)
     if let error = loop.reloadAllowList() {
       writeStandardError("scangate: allow-list \(config.allowListPath): \(error); denying every code until it loads\n")
     }
     printer.startThread()
+    auditLog?.start()
     loop.run()
+    auditLog?.stop()  // everything the loop recorded, its last events included, is written
     printer.stop()
     if !options.quiet { printSummary(loop.engine.stats, elapsed: clock.now().microseconds(since: loop.startedAt), loop: loop) }
     return 0

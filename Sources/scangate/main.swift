@@ -16,6 +16,10 @@ let usage = """
     check-config [--config FILE]  validate config.toml and the allow-list, print the memory budget
     console [--tcp HOST:PORT | --serial PATH [--baud N]] [--command LINE]
                                   talk to a running reader's console (docs/console.md)
+    log [--config FILE | --db FILE] [--since TIME] [--limit N] [--json]
+                                  read the audit log
+    log verify [--config FILE | --db FILE]
+                                  check the audit log's hash chain and sequence
     soak [--frames N]             the fixed-memory soak benchmark
     version                       print versions
 

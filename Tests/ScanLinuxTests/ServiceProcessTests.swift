@@ -63,6 +63,32 @@ import Testing
     #expect(child.wait() == 0)
   }
 
+  @Test("the audit log end to end: LOG on the console, scangate log and log verify")
+  func auditLog() {
+    let (dir, config) = setUp(pulse: 100)
+    defer { removeTree(dir) }
+    let base = String(decoding: try! readWholeFile(config, maxBytes: 1 << 16), as: UTF8.self)
+    writeFile(config, base + "\n[log]\npath = \"\(dir)/audit.db\"\ncommit_interval_ms = 50\n[console]\nlisten = [\"127.0.0.1:0\"]\n")
+    let child = Child.start([scangateBinary, "run", "--config", config])
+    #expect(child.waitForOutput("decision granted"))
+    let port = child.output.split(separator: "\n").first { $0.hasPrefix("console listening on 127.0.0.1:") }?
+      .split(separator: ":").last.map(String.init) ?? "0"
+    usleep(300_000)
+    let (status, reply) = runCommand([scangateBinary, "console", "--tcp", "127.0.0.1:" + port, "--command", "LOG 5"])
+    #expect(status == 0, "\(reply)")
+    #expect(reply.contains("decision granted qr label=alice"))
+    #expect(reply.contains("OK log"))
+    kill(child.pid, SIGTERM)
+    #expect(child.wait() == 0)
+    let (verifyStatus, verifyOutput) = runCommand([scangateBinary, "log", "verify", "--db", dir + "/audit.db"])
+    #expect(verifyStatus == 0 && verifyOutput.contains("hash chain intact"), "\(verifyOutput)")
+    let (_, json) = runCommand([scangateBinary, "log", "--json", "--db", dir + "/audit.db"])
+    #expect(json.contains(#""kind":"decision","verdict":"granted""#))
+    #expect(json.contains(#""kind":"command""#) && json.contains(#""payload":"LOG%205""#))
+    #expect(json.contains(#""detail":"stopping""#))
+    #expect(!json.contains("ALICE-0001"))  // no raw payloads unless configured
+  }
+
   @Test("check-config names the key and line of every error")
   func checkConfigErrors() {
     let dir = temporaryDirectory("cfg")

@@ -1,0 +1,115 @@
+/// One record of the durable audit log: what an event says, in the form that is stored and
+/// hash-chained. Built from a `ScanEvent` by the log writer (off the frame path).
+public struct AuditRecord: Equatable, Sendable {
+  /// The log's own sequence number: gapless from 1 for the life of the file.
+  public var sequence: Int64
+  /// Which start of the service wrote it (a counter kept in the file).
+  public var run: Int64
+  /// The loop's event sequence within that run (what the console shows as `#N`).
+  public var eventSequence: Int64
+  public var wallNanoseconds: Int64
+  public var kind: String
+  public var verdict: String
+  public var format: String
+  public var variant: String
+  /// SHA-256 of the raw payload, hex (empty when the record is not about a payload).
+  public var digest: String
+  public var label: String
+  /// The payload, percent-escaped; empty unless the configuration asks for raw payloads
+  /// (commands are always kept: they are what the technician typed, secrets masked).
+  public var payload: String
+  public var code: Int64
+  public var detail: String
+  public var decodeMicroseconds: Int64
+  public var decideMicroseconds: Int64
+  public var edgeMicroseconds: Int64
+
+  public init(sequence: Int64, run: Int64, eventSequence: Int64, wallNanoseconds: Int64, kind: String,
+              verdict: String = "", format: String = "", variant: String = "", digest: String = "", label: String = "",
+              payload: String = "", code: Int64 = 0, detail: String = "", decodeMicroseconds: Int64 = 0,
+              decideMicroseconds: Int64 = 0, edgeMicroseconds: Int64 = 0) {
+    self.sequence = sequence; self.run = run; self.eventSequence = eventSequence
+    self.wallNanoseconds = wallNanoseconds; self.kind = kind; self.verdict = verdict; self.format = format
+    self.variant = variant; self.digest = digest; self.label = label; self.payload = payload; self.code = code
+    self.detail = detail; self.decodeMicroseconds = decodeMicroseconds; self.decideMicroseconds = decideMicroseconds
+    self.edgeMicroseconds = edgeMicroseconds
+  }
+
+  /// Whether an event of this kind goes to the log (edges and "left" are not audit facts).
+  public static func isLogged(_ kind: EventKind) -> Bool {
+    switch kind {
+    case .decision, .fault, .state, .command, .authFailure, .manualOpen: true
+    case .edge, .left: false
+    }
+  }
+
+  /// The record for `event`, with sequence and run filled in by the writer.
+  public init(_ e: ScanEvent, sequence: Int64, run: Int64, keepPayload: Bool) {
+    self.init(sequence: sequence, run: run, eventSequence: Int64(e.sequence), wallNanoseconds: e.wallNanoseconds, kind: e.kind.name)
+    switch e.kind {
+    case .decision:
+      verdict = e.verdict.name
+      format = e.format.name
+      variant = e.variant.name
+      digest = Self.hex(e.digest)
+      label = e.withLabel { String(decoding: $0, as: UTF8.self) }
+      if keepPayload { payload = e.withPayload { PayloadEscaping.escaped($0) } + (e.payloadTruncated ? "..." : "") }
+      decodeMicroseconds = Int64(e.decodeMicroseconds)
+      decideMicroseconds = Int64(e.decideMicroseconds)
+      edgeMicroseconds = Int64(e.edgeMicroseconds)
+    case .command, .authFailure:
+      payload = e.withPayload { PayloadEscaping.escaped($0) }
+      code = Int64(e.code)
+    case .fault, .state:
+      code = Int64(e.code)
+      detail = FaultCode(rawValue: e.code)?.name ?? "code-\(e.code)"
+    case .manualOpen:
+      code = Int64(e.code)
+    case .edge, .left:
+      code = Int64(e.code)
+    }
+  }
+
+  /// The bytes the hash chain covers: every field, in order, unambiguously separated.
+  public var canonicalBytes: [UInt8] {
+    var fields: [String] = [
+      String(sequence), String(run), String(eventSequence), String(wallNanoseconds), kind, verdict, format, variant,
+      digest, label, payload, String(code), detail, String(decodeMicroseconds), String(decideMicroseconds),
+      String(edgeMicroseconds),
+    ]
+    // Escaping keeps a field from forging the separator: every field is printable ASCII here.
+    fields = fields.map { PayloadEscaping.escaped(Array($0.utf8)) }
+    return Array(fields.joined(separator: " ").utf8)
+  }
+
+  /// hash(n) = SHA-256(hash(n-1) ‖ canonical bytes of record n).
+  public func chainedHash(previous: [UInt8], digester: some PayloadDigester) -> [UInt8] {
+    let input = previous + canonicalBytes
+    let d = input.withUnsafeBytes { digester.sha256($0) }
+    return (0..<32).map { d.byte($0) }
+  }
+
+  static func hex(_ d: Digest) -> String {
+    let digits = Array("0123456789abcdef")
+    var s = ""
+    for i in 0..<32 {
+      s.append(digits[Int(d.byte(i) >> 4)])
+      s.append(digits[Int(d.byte(i) & 0xF)])
+    }
+    return s
+  }
+
+  /// A one-line human form (for `scangate log` and the console's LOG).
+  public var line: String {
+    var s = "\(sequence) \(RFC3339.format(wallNanoseconds / 1_000_000_000)) run \(run) #\(eventSequence) \(kind)"
+    if !verdict.isEmpty { s += " \(verdict) \(format)" }
+    if !variant.isEmpty && variant != "upright" { s += " [\(variant)]" }
+    if !label.isEmpty { s += " label=\(label)" }
+    if !digest.isEmpty { s += " sha256=\(digest.prefix(16))" }
+    if !payload.isEmpty { s += " \(kind == "decision" ? "payload=" : "")\(payload)" }
+    if !detail.isEmpty { s += " \(detail)" }
+    if kind == "manual-open" { s += " relay \(code)ms" }
+    if kind == "decision" { s += " edge=\(edgeMicroseconds)us" }
+    return s
+  }
+}

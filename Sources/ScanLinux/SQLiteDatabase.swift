@@ -1,0 +1,97 @@
+import CSQLite
+import ScanCore
+
+/// A SQLite failure: the result code, its meaning, and SQLite's message.
+public struct SQLiteError: Error, CustomStringConvertible, Sendable {
+  public var code: Int32
+  public var message: String
+  public var description: String { "sqlite: \(message) (code \(code))" }
+  /// The primary result code (extended codes carry the primary one in their low byte).
+  public var primary: Int32 { code & 0xFF }
+  public var isDiskFull: Bool { primary == SQLITE_FULL }
+  public var isReadOnly: Bool { primary == SQLITE_READONLY || primary == SQLITE_CANTOPEN || primary == SQLITE_PERM }
+  public var isCorrupt: Bool { primary == SQLITE_CORRUPT || primary == SQLITE_NOTADB }
+  public var isIOError: Bool { primary == SQLITE_IOERR }
+}
+
+/// One SQLite connection (a thin wrapper: statements are prepared per call site and reused).
+public final class SQLiteDatabase {
+  let handle: OpaquePointer
+  public let path: String
+
+  /// Opens `path`; `readOnly` opens without creating or writing.
+  public init(path: String, readOnly: Bool = false) throws(SQLiteError) {
+    var db: OpaquePointer? = nil
+    let flags = readOnly ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)
+    let rc = sqlite3_open_v2(path, &db, flags | SQLITE_OPEN_NOMUTEX, nil)
+    guard rc == SQLITE_OK, let db else {
+      let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "cannot open"
+      if let db { sqlite3_close_v2(db) }
+      throw SQLiteError(code: rc, message: "\(path): \(message)")
+    }
+    handle = db
+    self.path = path
+    sqlite3_extended_result_codes(db, 1)
+    sqlite3_busy_timeout(db, 2_000)
+  }
+
+  deinit { sqlite3_close_v2(handle) }
+
+  func error(_ rc: Int32) -> SQLiteError {
+    SQLiteError(code: rc, message: String(cString: sqlite3_errmsg(handle)))
+  }
+
+  /// Runs SQL with no results.
+  public func execute(_ sql: String) throws(SQLiteError) {
+    let rc = sqlite3_exec(handle, sql, nil, nil, nil)
+    if rc != SQLITE_OK { throw error(rc) }
+  }
+
+  public func prepare(_ sql: String) throws(SQLiteError) -> Statement {
+    var statement: OpaquePointer? = nil
+    let rc = sqlite3_prepare_v2(handle, sql, -1, &statement, nil)
+    guard rc == SQLITE_OK, let statement else { throw error(rc) }
+    return Statement(statement, database: self)
+  }
+
+  /// A prepared statement.
+  public final class Statement {
+    let handle: OpaquePointer
+    let database: SQLiteDatabase
+    init(_ handle: OpaquePointer, database: SQLiteDatabase) {
+      self.handle = handle
+      self.database = database
+    }
+    deinit { sqlite3_finalize(handle) }
+
+    public func reset() {
+      sqlite3_reset(handle)
+      sqlite3_clear_bindings(handle)
+    }
+    public func bind(_ index: Int32, _ value: Int64) { sqlite3_bind_int64(handle, index, value) }
+    public func bind(_ index: Int32, _ value: String) {
+      var text = value
+      text.withUTF8 { _ = sg_sqlite_bind_text(handle, index, UnsafeRawPointer($0.baseAddress!).assumingMemoryBound(to: CChar.self), Int32($0.count)) }
+    }
+    public func bind(_ index: Int32, bytes: [UInt8]) {
+      bytes.withUnsafeBytes { _ = sg_sqlite_bind_blob(handle, index, $0.baseAddress, Int32($0.count)) }
+    }
+    /// Steps once: true when a row is available, false when done.
+    public func step() throws(SQLiteError) -> Bool {
+      let rc = sqlite3_step(handle)
+      if rc == SQLITE_ROW { return true }
+      if rc == SQLITE_DONE { return false }
+      throw database.error(rc)
+    }
+    public func int(_ column: Int32) -> Int64 { sqlite3_column_int64(handle, column) }
+    public func text(_ column: Int32) -> String {
+      guard let p = sqlite3_column_text(handle, column) else { return "" }
+      return String(cString: p)
+    }
+    public func bytes(_ column: Int32) -> [UInt8] {
+      let n = Int(sqlite3_column_bytes(handle, column))
+      guard n > 0, let p = sqlite3_column_blob(handle, column) else { return [] }
+      return Array(UnsafeRawBufferPointer(start: p, count: n))
+    }
+  }
+}
