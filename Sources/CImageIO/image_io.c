@@ -19,6 +19,8 @@
 
 #define STB_IMAGE_WRITE_IMPLEMENTATION
 #include <stb_image_write.h>
+#include <stb_easy_font.h>
+#include <stdlib.h>
 
 static void set_error(char *error, size_t capacity, const char *message) {
   if (error == NULL || capacity == 0) return;
@@ -161,3 +163,75 @@ int32_t sg_jpeg_decode_frame(sg_jpeg_handle handle, const uint8_t *data, size_t 
   *height = sh;
   return 0;
 }
+
+typedef struct png_sink {
+  uint8_t *data;
+  size_t size, capacity;
+  int failed;
+} png_sink;
+
+static void png_append(void *context, void *bytes, int size) {
+  png_sink *sink = context;
+  if (sink->failed || size <= 0) return;
+  if (sink->size + (size_t)size > sink->capacity) {
+    size_t capacity = sink->capacity ? sink->capacity * 2 : 65536;
+    while (capacity < sink->size + (size_t)size) capacity *= 2;
+    uint8_t *grown = realloc(sink->data, capacity);
+    if (grown == NULL) { sink->failed = 1; return; }
+    sink->data = grown;
+    sink->capacity = capacity;
+  }
+  memcpy(sink->data + sink->size, bytes, (size_t)size);
+  sink->size += (size_t)size;
+}
+
+uint8_t *sg_png_encode(const uint8_t *pixels, int32_t width, int32_t height, int32_t components,
+                       size_t *size) {
+  png_sink sink = {0};
+  if (!stbi_write_png_to_func(png_append, &sink, width, height, components, pixels, width * components) || sink.failed) {
+    free(sink.data);
+    *size = 0;
+    return NULL;
+  }
+  *size = sink.size;
+  return sink.data;
+}
+
+void sg_free(void *p) { free(p); }
+
+int32_t sg_image_decode_rgb(const uint8_t *data, size_t size, uint8_t *out, size_t out_capacity,
+                            int32_t width, int32_t height) {
+  int w = 0, h = 0, components = 0;
+  stbi_uc *pixels = stbi_load_from_memory(data, (int)size, &w, &h, &components, 3);
+  if (pixels == NULL) return -1;
+  if (w != width || h != height || (size_t)w * (size_t)h * 3 > out_capacity) {
+    stbi_image_free(pixels);
+    return -1;
+  }
+  memcpy(out, pixels, (size_t)w * (size_t)h * 3);
+  stbi_image_free(pixels);
+  return 0;
+}
+
+int32_t sg_draw_text(uint8_t *rgb, int32_t width, int32_t height, int32_t x, int32_t y,
+                     const char *text, uint8_t r, uint8_t g, uint8_t b, int32_t scale) {
+  static char vertices[16 * 4 * 1200];  /* one caller at a time: the snapshot thread */
+  int quads = stb_easy_font_print(0, 0, (char *)text, NULL, vertices, sizeof vertices);
+  for (int q = 0; q < quads; q++) {
+    float *v0 = (float *)(vertices + (q * 4 + 0) * 16);
+    float *v2 = (float *)(vertices + (q * 4 + 2) * 16);
+    int qx0 = x + (int)(v0[0] * scale), qy0 = y + (int)(v0[1] * scale);
+    int qx1 = x + (int)(v2[0] * scale), qy1 = y + (int)(v2[1] * scale);
+    for (int py = qy0; py < qy1; py++) {
+      if (py < 0 || py >= height) continue;
+      for (int px = qx0; px < qx1; px++) {
+        if (px < 0 || px >= width) continue;
+        uint8_t *p = rgb + ((size_t)py * (size_t)width + (size_t)px) * 3;
+        p[0] = r; p[1] = g; p[2] = b;
+      }
+    }
+  }
+  return stb_easy_font_width((char *)text) * scale;
+}
+
+int32_t sg_text_width(const char *text, int32_t scale) { return stb_easy_font_width((char *)text) * scale; }

@@ -83,6 +83,26 @@ public struct ByteWriter: ~Copyable {
 
   public mutating func newline() { byte(0x0A) }
 
+  /// Writes `bytes` as standard base64 (RFC 4648, with padding).
+  public mutating func writeBase64(_ bytes: UnsafeRawBufferPointer) {
+    let alphabet: StaticString = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+    let a = alphabet.utf8Start
+    var i = 0
+    while i + 3 <= bytes.count {
+      let v = UInt32(bytes[i]) << 16 | UInt32(bytes[i + 1]) << 8 | UInt32(bytes[i + 2])
+      byte(a[Int(v >> 18)]); byte(a[Int(v >> 12 & 63)]); byte(a[Int(v >> 6 & 63)]); byte(a[Int(v & 63)])
+      i += 3
+    }
+    let rest = bytes.count - i
+    if rest == 1 {
+      let v = UInt32(bytes[i]) << 16
+      byte(a[Int(v >> 18)]); byte(a[Int(v >> 12 & 63)]); byte(61); byte(61)
+    } else if rest == 2 {
+      let v = UInt32(bytes[i]) << 16 | UInt32(bytes[i + 1]) << 8
+      byte(a[Int(v >> 18)]); byte(a[Int(v >> 12 & 63)]); byte(a[Int(v >> 6 & 63)]); byte(61)
+    }
+  }
+
   public mutating func reset() {
     count = 0
     overflowed = false

@@ -70,12 +70,13 @@ public struct DecodePipeline<Decoder: CodeDecoder & ~Copyable>: ~Copyable {
   deinit { scratch.deallocate() }
 
   /// Decodes `frame` into `results` (cleared first). Corners come back in frame coordinates.
-  public mutating func decode(_ frame: LumaFrame, into results: inout DecodeResults) {
+  /// `mode` overrides the configured variant mode for this frame (a snapshot wants every view).
+  public mutating func decode(_ frame: LumaFrame, into results: inout DecodeResults, mode: VariantMode? = nil) {
     results.removeAll()
     let g = frame.geometry
     let region = settings.region?.clipped(width: g.width, height: g.height)
       ?? Region(x: 0, y: 0, width: g.width, height: g.height)
-    switch settings.variantMode {
+    switch mode ?? settings.variantMode {
     case .upright:
       decodeView(frame, region: region, variant: .upright, into: &results)
     case .retry:

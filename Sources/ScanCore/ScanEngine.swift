@@ -58,6 +58,15 @@ public struct ScanEngine<
   private var pendingEdgeFrom: Instant? = nil
   /// The last decision, for STATUS and snapshots.
   public private(set) var lastDecision: ScanEvent? = nil
+  /// Exposure of a recent frame (sampled every 16 frames).
+  public private(set) var exposure = ExposureMetrics()
+  /// Size and sharpness of the last code decided on (aiming hints).
+  public private(set) var lastCodeGeometry = CodeGeometry()
+  /// The aiming aid's frame: filled from the next frame when `captureSnapshot` is set.
+  public let snapshot: SnapshotBuffer
+  public var captureSnapshot = false
+  /// Set when `snapshot` holds a frame captured since the request; the owner clears it.
+  public var snapshotCaptured = false
 
   public init(
     settings: EngineSettings, decoder: consuming Decoder, relay: consuming Relay, buzzer: consuming Buzzer,
@@ -75,11 +84,14 @@ public struct ScanEngine<
     self.wall = wall
     self.digester = digester
     self.events = events
+    snapshot = SnapshotBuffer(maxWidth: maxWidth, maxHeight: maxHeight)
+    snapshot.region = settings.decode.region
   }
 
   /// Runs one frame through the pipeline and acts on what it finds.
   public mutating func process(_ frame: LumaFrame) {
     stats.frames &+= 1
+    if stats.frames & 15 == 1 { exposure = ExposureMetrics(frame) }
     let decodeStart = clock.now()
     pipeline.decode(frame, into: &results)
     let decoded = clock.now()
@@ -93,9 +105,42 @@ public struct ScanEngine<
       let digest = digester.sha256(payload)
       guard presence.observe(digest, at: decoded) == .entered else { continue }
       decide(symbol: symbol, payload: payload, digest: digest, captured: frame.captured, decoded: decoded)
+      lastCodeGeometry = CodeGeometry(frame, corners: symbol.corners)
     }
+    if captureSnapshot { captureSnapshotFrame(frame) }
     sweepPresence()
     tick()
+  }
+
+  /// Copies this frame and what was found in it into the snapshot buffer (no allocation).
+  private mutating func captureSnapshotFrame(_ frame: LumaFrame) {
+    captureSnapshot = false
+    if results.count == 0 && settings.decode.variantMode == .alternate {
+      // This frame had one view; the picture should show every code any view can read.
+      pipeline.decode(frame, into: &results, mode: .retry)
+    }
+    snapshot.copy(frame)
+    snapshot.wallNanoseconds = wall.unixNanoseconds()
+    snapshot.exposure = ExposureMetrics(frame)
+    if let last = lastDecision {
+      snapshot.lastDecision = last.verdict
+      snapshot.lastLabelCount = Int(last.labelCount)
+      snapshot.lastLabel = last.label
+    }
+    for i in 0..<results.count {
+      var s = SnapshotSymbol()
+      let symbol = results[i]
+      s.format = symbol.format
+      s.corners = symbol.corners
+      s.variant = symbol.variant
+      let payload = results.payload(i)
+      s.verdict = allowList.decide(digester.sha256(payload), nowUnixSeconds: wall.unixSeconds()).0
+      s.geometry = CodeGeometry(frame, corners: symbol.corners)
+      s.payloadCount = min(payload.count, 48)
+      for k in 0..<s.payloadCount { s.payload[k] = payload[k] }
+      snapshot.append(s)
+    }
+    snapshotCaptured = true
   }
 
   /// Ends the presence of codes no longer seen (also while no frames arrive, e.g. camera lost).

@@ -79,6 +79,11 @@ public final class ConsoleServer {
   private let clock: SystemMonotonicClock
   /// The ring position WATCH clients have been sent up to.
   var eventCursor: UInt64 = 0
+  /// A bulk reply being sent in bounded steps (a PNG snapshot as base64 body lines).
+  private var bulkClient = -1
+  private var bulkData: [UInt8] = []
+  private var bulkOffset = 0
+  private var bulkTrailer = ""
 
   public init(settings: ConsoleSettings, clock: SystemMonotonicClock = SystemMonotonicClock()) throws(SystemError) {
     self.settings = settings
@@ -314,6 +319,55 @@ public final class ConsoleServer {
     flush(i)
   }
 
+  // MARK: - Bulk replies
+
+  /// Starts sending `data` to client `i` as base64 body lines, then `trailer` as the status line.
+  /// Lines go out as buffer space frees up, so a large reply never needs a large buffer.
+  func startBulk(_ i: Int, data: [UInt8], trailer: String) {
+    bulkClient = i
+    bulkData = data
+    bulkOffset = 0
+    bulkTrailer = trailer
+    pumpBulk()
+  }
+
+  /// Whether a bulk reply is still being sent.
+  public var bulkActive: Bool { bulkClient >= 0 }
+
+  private func pumpBulk() {
+    let i = bulkClient
+    guard i >= 0 else { return }
+    guard clients[i].fd >= 0 else { endBulk(); return }
+    let lineBytes = 57  // 76 base64 characters
+    while bulkOffset < bulkData.count {
+      let free = settings.clientOutputBytes - (clients[i].outputEnd - clients[i].outputStart)
+      guard free >= 160 else { return }  // wait for POLLOUT
+      let end = min(bulkData.count, bulkOffset + lineBytes)
+      let start = bulkOffset
+      bulkData.withUnsafeBytes { raw in
+        write(i) { w in
+          w.write("| ")
+          w.writeBase64(UnsafeRawBufferPointer(rebasing: raw[start..<end]))
+          w.newline()
+        }
+      }
+      bulkOffset = end
+      guard clients[i].fd >= 0 else { endBulk(); return }
+    }
+    let trailer = bulkTrailer
+    write(i) { w in
+      w.write(trailer)
+      w.newline()
+    }
+    endBulk()
+  }
+
+  private func endBulk() {
+    bulkClient = -1
+    bulkData = []
+    bulkOffset = 0
+  }
+
   /// Sends what client `i` has pending, as far as the socket takes it now.
   func flush(_ i: Int) {
     while clients[i].fd >= 0 && clients[i].outputStart < clients[i].outputEnd {
@@ -357,7 +411,7 @@ public final class ConsoleServer {
       guard clients[i].fd >= 0, count < set.count else { continue }
       var events = Int16(0)
       if clients[i].queueBytes + Self.lineBytesMax + 2 <= Self.queueBytes { events |= Int16(POLLIN) }
-      if clients[i].outputStart < clients[i].outputEnd { events |= Int16(POLLOUT) }
+      if clients[i].outputStart < clients[i].outputEnd || i == bulkClient { events |= Int16(POLLOUT) }
       set[count] = pollfd(fd: clients[i].fd, events: events, revents: 0)
       pollIndex[slot] = Int32(count)
       count += 1
@@ -386,7 +440,10 @@ public final class ConsoleServer {
       let index = Int(pollIndex[listenerDescriptors.count + i])
       guard index >= 0, clients[i].fd >= 0, clients[i].fd == set[index].fd else { continue }
       let revents = set[index].revents
-      if revents & Int16(POLLOUT) != 0 { flush(i) }
+      if revents & Int16(POLLOUT) != 0 {
+        flush(i)
+        if i == bulkClient { pumpBulk() }
+      }
       if revents & Int16(POLLIN | POLLHUP | POLLERR) != 0 { readClient(i, now: now) }
     }
     for i in 0..<slotCount where clients[i].fd >= 0 && !clients[i].isSerial {
@@ -473,7 +530,8 @@ public final class ConsoleServer {
   /// Calls `body` for every queued line of every client, oldest first, then empties the queues.
   /// An overlong line comes as `nil`.
   public func drainLines(_ body: (Int, UnsafeRawBufferPointer?) -> Void) {
-    for i in 0..<slotCount where clients[i].queued > 0 {
+    // A client receiving a bulk reply gets its next reply after it: its lines wait.
+    for i in 0..<slotCount where clients[i].queued > 0 && i != bulkClient {
       var offset = i * Self.queueBytes
       let end = offset + clients[i].queueBytes
       while offset < end && clients[i].fd >= 0 {

@@ -166,7 +166,20 @@ extension RunLoop where Source: ~Copyable, Decoder: ~Copyable, Relay: ~Copyable,
         w.write(" selftest: grant, deny and fault patterns, relay 200 ms\n")
       }
     case .snapshot:
-      console.write(client) { $0.write("ERR 503 snapshots are not available in this build\n") }
+      guard snapshotPhase == .idle, !console.bulkActive else {
+        console.write(client) { $0.write("ERR 503 a snapshot is being taken; try again\n") }
+        return
+      }
+      guard hasCamera else {
+        console.write(client) { $0.write("ERR 503 no camera frames (camera ") }
+        console.write(client) { w in w.write(cameraState.name); w.write(")\n") }
+        return
+      }
+      engine.captureSnapshot = true
+      snapshotPhase = .capturing
+      snapshotClient = client
+      snapshotText = request.flag
+      snapshotDeadline = engine.clock.now().adding(milliseconds: 3_000)
     }
   }
 
@@ -202,6 +215,48 @@ extension RunLoop where Source: ~Copyable, Decoder: ~Copyable, Relay: ~Copyable,
     let noSecret = console.secretProblem != nil
     console.write(client) { w in
       w.write(noSecret ? "ERR 403 no operator secret is configured\n" : "ERR 403 wrong secret\n")
+    }
+  }
+
+  // MARK: - SNAPSHOT
+
+  /// Moves a snapshot along: captured by the engine on the next frame, then written as text at
+  /// once, or rendered to PNG on the snapshot thread and streamed in bounded steps.
+  mutating func advanceSnapshot(_ console: ConsoleServer) {
+    switch snapshotPhase {
+    case .idle:
+      return
+    case .capturing:
+      if engine.snapshotCaptured {
+        engine.snapshotCaptured = false
+        engine.snapshot.framesPerSecondTimes100 = framesPerSecondTimes100
+        if snapshotText {
+          let snapshot = engine.snapshot
+          console.write(snapshotClient) { w in
+            let lines = SnapshotText.write(snapshot, into: &w)
+            w.write("OK snapshot text 80x40, ")
+            w.write(lines)
+            w.write(" lines\n")
+          }
+          snapshotPhase = .idle
+        } else {
+          snapshotWorker?.render()
+          snapshotPhase = .rendering
+        }
+      } else if engine.clock.now() >= snapshotDeadline {
+        engine.captureSnapshot = false
+        console.write(snapshotClient) { $0.write("ERR 503 no frame within 3 s\n") }
+        snapshotPhase = .idle
+      }
+    case .rendering:
+      guard let outcome = snapshotWorker?.take(), outcome.finished else { return }
+      snapshotPhase = .idle
+      guard let png = outcome.png else {
+        console.write(snapshotClient) { $0.write("ERR 500 the snapshot could not be encoded\n") }
+        return
+      }
+      let s = engine.snapshot
+      console.startBulk(snapshotClient, data: png, trailer: "OK snapshot png \(s.width)x\(s.height) \(png.count) bytes base64")
     }
   }
 
@@ -276,6 +331,27 @@ extension RunLoop where Source: ~Copyable, Decoder: ~Copyable, Relay: ~Copyable,
         w.newline()
         lines += 1
       }
+      w.write("| aim last code ")
+      let g = engine.lastCodeGeometry
+      if g.modulePixelsTimes10 > 0 {
+        w.writeFixed(UInt64(g.modulePixelsTimes10), scale: 10, decimals: 1)
+        w.write(" px/module")
+        w.write(g.modulePixelsTimes10 < 20 ? " (too small: move closer; 2 needed)" : " (2 needed)")
+        w.write(", sharpness ")
+        w.write(g.sharpnessPercent)
+        w.write("%")
+        if g.sharpnessPercent < 25 { w.write(" (blurred: refocus)") }
+      } else {
+        w.write("none yet")
+      }
+      w.write("; brightness ")
+      w.write(engine.exposure.meanBrightness)
+      w.write(", clipped ")
+      w.writeFixed(UInt64(engine.exposure.clippedPerMille), scale: 10, decimals: 1)
+      w.write("%")
+      if engine.exposure.clippedPerMille > 100 { w.write(" (glare or too dark: adjust light or exposure)") }
+      w.newline()
+      lines += 1
       w.write("| presence ")
       w.write(engine.presence.presentCount)
       w.write(" code(s) in view")
@@ -420,3 +496,8 @@ func writeSanitized(_ text: String, into w: inout ByteWriter) {
   }
 }
 
+
+/// Where a console snapshot is.
+enum SnapshotPhase {
+  case idle, capturing, rendering
+}

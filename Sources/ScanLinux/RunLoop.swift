@@ -72,6 +72,12 @@ public struct RunLoop<
   /// Extra status lines the owner supplies (the audit log's state), and the log reader.
   public var auditLog: (any AuditLogAccess)? = nil
   private var auditLogFaulted = false
+  /// The aiming aid: renders PNG snapshots off the loop (created with the console).
+  let snapshotWorker: SnapshotWorker?
+  var snapshotPhase = SnapshotPhase.idle
+  var snapshotClient = -1
+  var snapshotText = false
+  var snapshotDeadline = Instant(nanoseconds: 0)
 
   public init(
     engine: consuming Engine, settings: LoopSettings, console: ConsoleServer? = nil,
@@ -80,6 +86,7 @@ public struct RunLoop<
     self.engine = engine
     self.console = console
     self.openSource = openSource
+    snapshotWorker = console == nil ? nil : SnapshotWorker(buffer: self.engine.snapshot)
     self.settings = settings
     let now = self.engine.clock.now()
     reopenAt = now
@@ -116,6 +123,7 @@ public struct RunLoop<
     pollSet.deallocate()
     inotifyBuffer.deallocate()
     consoleArgument.deallocate()
+    snapshotWorker?.stop()
   }
 
   /// Loads the allow-list from its file. On failure the live list stays and the error is kept
@@ -188,6 +196,7 @@ public struct RunLoop<
     if let console {
       console.registerPoll(pollSet, count: &count)
       wait = console.waitMilliseconds(cap: wait)
+      if snapshotPhase == .rendering { wait = min(wait, 10) }
     }
     if camera != nil && cameraState == .streaming {
       let silence = now.milliseconds(since: lastFrameAt)
@@ -212,6 +221,7 @@ public struct RunLoop<
     if let console {
       console.service(pollSet)
       console.drainLines { client, line in executeConsoleLine(console, client: client, line: line) }
+      advanceSnapshot(console)
       console.broadcast(engine.events, since: startedAt, upTo: auditLog?.committedSequence)
     }
     checkAuditLog()

@@ -10,17 +10,7 @@ enum ConsoleCommand {
   static func run(_ arguments: [String]) -> Int32 {
     do {
       let options = try Options(arguments, valued: ["tcp", "serial", "baud", "command", "timeout"], known: [])
-      let fd: Int32
-      if let path = options.value("serial") {
-        fd = sg_open(path, O_RDWR | O_NOCTTY | O_CLOEXEC, 0)
-        guard fd >= 0 else { throw ParseError(message: "\(path): \(SystemError.describe(sg_errno()))") }
-        let baud = try options.integer("baud", default: 115_200, range: 300...4_000_000)
-        guard sg_tty_configure_raw(fd, UInt32(baud)) == 0 else {
-          throw ParseError(message: "\(path): cannot set \(baud) baud raw 8N1: \(SystemError.describe(sg_errno()))")
-        }
-      } else {
-        fd = try connect(options.value("tcp") ?? "127.0.0.1:4570")
-      }
+      let fd = try open(options)
       defer { close(fd) }
       if let command = options.value("command") {
         return oneShot(fd, command, timeoutSeconds: try options.integer("timeout", default: 10, range: 1...3600))
@@ -73,31 +63,55 @@ enum ConsoleCommand {
     }
   }
 
-  /// Sends `command`, prints lines until its status line; 0 on OK, 1 on ERR.
-  static func oneShot(_ fd: Int32, _ command: String, timeoutSeconds: Int) -> Int32 {
-    guard send(fd, command + "\n") else { return 2 }
+  /// Sends `command` and collects the reply: body lines (without "| ") and the status line.
+  /// Nil when the connection failed or no status line came in time.
+  static func exchange(_ fd: Int32, _ command: String, timeoutSeconds: Int) -> (body: [String], status: String)? {
+    guard send(fd, command + "\n") else { return nil }
     var pending: [UInt8] = []
-    var buffer = [UInt8](repeating: 0, count: 4096)
+    var body: [String] = []
+    var buffer = [UInt8](repeating: 0, count: 65_536)
     let deadline = SystemMonotonicClock().now().adding(milliseconds: timeoutSeconds * 1000)
     while SystemMonotonicClock().now() < deadline {
       var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
       if poll(&p, 1, 200) <= 0 { continue }
       let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
-      if n <= 0 { return 2 }
+      if n <= 0 { return nil }
       pending += buffer[0..<n]
-      while let newline = pending.firstIndex(of: 0x0A) {
-        var line = Array(pending[..<newline])
-        pending.removeSubrange(...newline)
-        if line.last == 0x0D { line.removeLast() }
-        let text = String(decoding: line, as: UTF8.self)
-        if text.hasPrefix("!") { continue }  // the greeting and events
-        print(text)
-        if text.hasPrefix("OK") { return 0 }
-        if text.hasPrefix("ERR") { return 1 }
+      var start = 0
+      while let newline = pending[start...].firstIndex(of: 0x0A) {
+        var end = newline
+        if end > start && pending[end - 1] == 0x0D { end -= 1 }
+        let text = String(decoding: pending[start..<end], as: UTF8.self)
+        start = newline + 1
+        if text.hasPrefix("OK") || text.hasPrefix("ERR") { return (body, text) }
+        if text.hasPrefix("| ") { body.append(String(text.dropFirst(2))) }
       }
+      pending.removeFirst(start)
     }
     writeStandardError("scangate console: no reply within \(timeoutSeconds) s\n")
-    return 2
+    return nil
+  }
+
+  /// Sends `command`, prints its reply; 0 on OK, 1 on ERR, 2 when there was none.
+  static func oneShot(_ fd: Int32, _ command: String, timeoutSeconds: Int) -> Int32 {
+    guard let reply = exchange(fd, command, timeoutSeconds: timeoutSeconds) else { return 2 }
+    for line in reply.body { print("| " + line) }
+    print(reply.status)
+    return reply.status.hasPrefix("OK") ? 0 : 1
+  }
+
+  /// Opens the console named by `--tcp` or `--serial` (default TCP 127.0.0.1:4570).
+  static func open(_ options: Options) throws(ParseError) -> Int32 {
+    if let path = options.value("serial") {
+      let fd = sg_open(path, O_RDWR | O_NOCTTY | O_CLOEXEC, 0)
+      guard fd >= 0 else { throw ParseError(message: "\(path): \(SystemError.describe(sg_errno()))") }
+      let baud = try options.integer("baud", default: 115_200, range: 300...4_000_000)
+      guard sg_tty_configure_raw(fd, UInt32(baud)) == 0 else {
+        throw ParseError(message: "\(path): cannot set \(baud) baud raw 8N1: \(SystemError.describe(sg_errno()))")
+      }
+      return fd
+    }
+    return try connect(options.value("tcp") ?? "127.0.0.1:4570")
   }
 
   static func interactive(_ fd: Int32) -> Int32 {

@@ -1,6 +1,7 @@
 import Glibc
 import ScanCore
 import ScanLinux
+import ScanSim
 
 /// `scangate demo`: the real loop on a machine with no camera or GPIO. It generates QR codes
 /// (some on the allow-list, some not, some inverted or mirrored as phone screens show them),
@@ -35,7 +36,8 @@ enum DemoCommand {
 
   static func run(_ arguments: [String]) -> Int32 {
     do {
-      let options = try Options(arguments, valued: ["config", "fps", "dir", "frames"], known: ["keep"])
+      let options = try Options(arguments, valued: ["config", "fps", "dir", "frames", "snapshot"], known: ["keep"])
+      if let prefix = options.value("snapshot") { return try snapshot(prefix: prefix) }
       let fps = try options.integer("fps", default: 15, range: 1...240)
       var config = ScanConfig()
       if options.value("config") != nil {
@@ -97,6 +99,45 @@ enum DemoCommand {
       writeStandardError("scangate demo: \(error)\n")
       return 2
     }
+  }
+
+  /// `--snapshot PREFIX`: one demo scene (a listed code, an unknown one, a region of interest)
+  /// through the engine's snapshot capture and both renderers: PREFIX.png and PREFIX.txt.
+  static func snapshot(prefix: String) throws -> Int32 {
+    let width = 640, height = 480
+    var frame = background(width: width, height: height)
+    let alice = renderQRCode(Array("ALICE-0001".utf8), scale: 6)!
+    let mallory = renderQRCode(Array("MALLORY\r\nOK".utf8), scale: 5)!
+    frame = place(alice, variant: .upright, on: frame, width: width, height: height, shift: -40)
+    for y in 0..<mallory.height {
+      for x in 0..<mallory.width where 330 + x < width {
+        frame[(300 + y) * width + 430 + x] = mallory.pixels[y * mallory.width + x] == 0 ? 30 : 235
+      }
+    }
+    var settings = ScanConfig().engine
+    settings.decode.region = Region(x: 40, y: 30, width: 560, height: 420)
+    let clock = SystemMonotonicClock()
+    var engine = ScanEngine(
+      settings: settings, decoder: try ZXingDecoder(arenaBytes: 4 << 20, capacity: 8),
+      relay: RecordingOutputLine(name: "relay", clock: clock), buzzer: RecordingOutputLine(name: "buzzer", clock: clock),
+      clock: clock, wall: SystemWallClock(), digester: SodiumDigester(), events: EventRing(capacity: 64),
+      maxWidth: width, maxHeight: height)
+    _ = engine.allowList.load(Array(allowList.utf8), digester: SodiumDigester(), nowUnixSeconds: SystemWallClock().unixSeconds())
+    engine.captureSnapshot = true
+    frame.withUnsafeBytes { raw in
+      engine.process(LumaFrame(bytes: raw, geometry: .gray(width: width, height: height), captured: clock.now(), sequence: 1))
+    }
+    engine.snapshot.framesPerSecondTimes100 = 3000
+    guard let png = SnapshotRenderer.png(engine.snapshot) else { throw ParseError(message: "the snapshot could not be encoded") }
+    try writeFileAtomically(prefix + ".png", png)
+    let text = withUnsafeTemporaryAllocation(byteCount: 16_384, alignment: 1) { buffer -> String in
+      var w = ByteWriter(buffer)
+      _ = SnapshotText.write(engine.snapshot, into: &w)
+      return String(decoding: w.written, as: UTF8.self)
+    }
+    try writeFileAtomically(prefix + ".txt", Array(text.utf8))
+    print("\(prefix).png, \(prefix).txt: \(engine.snapshot.symbolCount) codes")
+    return 0
   }
 
   /// A softly lit wall: a gentle gradient, so frames are not flat white.

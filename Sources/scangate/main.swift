@@ -20,6 +20,8 @@ let usage = """
                                   read the audit log
     log verify [--config FILE | --db FILE]
                                   check the audit log's hash chain and sequence
+    snapshot --out FILE.png | --text [--tcp HOST:PORT | --serial PATH]
+                                  the aiming aid: what the camera sees, zone and codes marked
     soak [--frames N]             the fixed-memory soak benchmark
     version                       print versions
 

@@ -149,3 +149,28 @@ import Testing
     #expect(results.count == 1)
   }
 }
+
+/// The aiming aid's capture runs on the frame path: it must not allocate either.
+@Suite struct SnapshotAllocationTests {
+  @Test("capturing a snapshot frame (copy, codes, verdicts, geometry) allocates nothing")
+  func captureDoesNotAllocate() throws {
+    let clock = ManualClock()
+    var engine = ScanEngine(
+      settings: EngineSettings(), decoder: try ZXingDecoder(arenaBytes: 8 << 20, capacity: 8),
+      relay: RecordingOutputLine(name: "relay", clock: clock), buzzer: RecordingOutputLine(name: "buzzer", clock: clock),
+      clock: clock, wall: clock, digester: SodiumDigester(), events: EventRing(capacity: 64), maxWidth: 640, maxHeight: 480)
+    let frames = HotPathAllocationTests.frames()
+    for round in 0..<3 {
+      frames[1].withUnsafeBytes { raw in
+        engine.captureSnapshot = true
+        if round == 2 { alloc_counter_reset() }
+        engine.process(LumaFrame(bytes: raw, geometry: .gray(width: 640, height: 480), captured: clock.now(), sequence: UInt64(round)))
+      }
+      clock.advance(milliseconds: 40)
+    }
+    let allocations = alloc_counter_mallocs()
+    let symbols = engine.snapshot.symbolCount
+    #expect(allocations == 0)
+    #expect(symbols == 1)
+  }
+}

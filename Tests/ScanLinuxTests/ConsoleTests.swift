@@ -253,7 +253,7 @@ import Testing
     let n = buffer.withUnsafeMutableBytes { recv(extra, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
     #expect(n > 0 && String(decoding: buffer[0..<max(0, n)], as: UTF8.self).hasPrefix("ERR 503 too many clients"))
     close(extra)
-    #expect(clients[63].command("STATUS").last == "OK status 6 lines")
+    #expect(clients[63].command("STATUS").last == "OK status 7 lines")
     #expect(rig.loop.engine.stats.frames > framesBefore)
   }
 

@@ -89,6 +89,28 @@ import Testing
     #expect(!json.contains("ALICE-0001"))  // no raw payloads unless configured
   }
 
+  @Test("scangate snapshot over the console: a PNG of the frame, and the text view")
+  func snapshotCommand() {
+    let (dir, config) = setUp(pulse: 100)
+    defer { removeTree(dir) }
+    let base = String(decoding: try! readWholeFile(config, maxBytes: 1 << 16), as: UTF8.self)
+    writeFile(config, base + "\n[console]\nlisten = [\"127.0.0.1:0\"]\n")
+    let child = Child.start([scangateBinary, "run", "--config", config])
+    #expect(child.waitForOutput("decision granted"))
+    let port = child.output.split(separator: "\n").first { $0.hasPrefix("console listening on 127.0.0.1:") }?
+      .split(separator: ":").last.map(String.init) ?? "0"
+    var (status, output) = runCommand([scangateBinary, "snapshot", "--tcp", "127.0.0.1:" + port, "--out", dir + "/snap.png"])
+    #expect(status == 0, "\(output)")
+    let image = try? ImageFileReader().read(dir + "/snap.png")
+    #expect(image?.width == 640 && image?.height == 480)
+    (status, output) = runCommand([scangateBinary, "snapshot", "--tcp", "127.0.0.1:" + port, "--text"])
+    #expect(status == 0)
+    #expect(output.contains("code 1 qr granted payload=ALICE-0001"))
+    #expect(output.split(separator: "\n").filter { $0.count == 80 }.count == 40)
+    kill(child.pid, SIGTERM)
+    #expect(child.wait() == 0)
+  }
+
   @Test("check-config names the key and line of every error")
   func checkConfigErrors() {
     let dir = temporaryDirectory("cfg")

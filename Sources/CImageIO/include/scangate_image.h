@@ -29,6 +29,22 @@ int32_t sg_png_write(const char *path, const uint8_t *pixels, int32_t width, int
 int32_t sg_qr_render(const uint8_t *data, size_t size, int32_t scale, int32_t margin, uint8_t *out,
                      size_t capacity);
 
+
+/// Encodes an image as PNG in memory. Returns a malloc'd buffer (free with sg_free) and its size.
+uint8_t *sg_png_encode(const uint8_t *pixels, int32_t width, int32_t height, int32_t components,
+                       size_t *size);
+void sg_free(void *p);
+
+/// Decodes an encoded image to 8-bit RGB into `out` (`width * height * 3` bytes). Returns 0 or -1.
+int32_t sg_image_decode_rgb(const uint8_t *data, size_t size, uint8_t *out, size_t out_capacity,
+                            int32_t width, int32_t height);
+
+/// Draws ASCII `text` (stb_easy_font, 7 px high per `scale`) into an RGB image at (x, y).
+/// Returns the width drawn in pixels.
+int32_t sg_draw_text(uint8_t *rgb, int32_t width, int32_t height, int32_t x, int32_t y,
+                     const char *text, uint8_t r, uint8_t g, uint8_t b, int32_t scale);
+/// The width in pixels `text` would take at `scale`.
+int32_t sg_text_width(const char *text, int32_t scale);
 #endif
 
 /// A JPEG decompressor kept for the camera's lifetime (MJPEG frames).

@@ -1,0 +1,57 @@
+import Glibc
+import ScanCore
+import ScanLinux
+
+/// `scangate snapshot --out FILE.png` / `--text`: the aiming aid, from a running reader through
+/// its console (TCP or serial).
+enum SnapshotCommand {
+  static func run(_ arguments: [String]) -> Int32 {
+    do {
+      let options = try Options(arguments, valued: ["tcp", "serial", "baud", "out", "timeout"], known: ["text"])
+      let text = options.flag("text")
+      guard text || options.value("out") != nil else { throw ParseError(message: "give --out FILE.png, or --text") }
+      let fd = try ConsoleCommand.open(options)
+      defer { close(fd) }
+      let timeout = try options.integer("timeout", default: 30, range: 1...600)
+      guard let reply = ConsoleCommand.exchange(fd, text ? "SNAPSHOT TEXT" : "SNAPSHOT", timeoutSeconds: timeout) else { return 2 }
+      guard reply.status.hasPrefix("OK") else {
+        writeStandardError("scangate snapshot: \(reply.status)\n")
+        return 1
+      }
+      if text {
+        for line in reply.body { print(line) }
+        return 0
+      }
+      guard let png = decodeBase64(reply.body.joined()) else { throw ParseError(message: "the reply is not valid base64") }
+      try writeFileAtomically(options.value("out")!, png)
+      print("\(options.value("out")!): \(reply.status.dropFirst(3))")
+      return 0
+    } catch let error as FileError {
+      writeStandardError("scangate snapshot: \(error)\n")
+      return 1
+    } catch {
+      writeStandardError("scangate snapshot: \(error)\n")
+      return 2
+    }
+  }
+
+  static func decodeBase64(_ text: String) -> [UInt8]? {
+    var table = [Int](repeating: -1, count: 256)
+    for (i, c) in "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8.enumerated() { table[Int(c)] = i }
+    var out: [UInt8] = []
+    out.reserveCapacity(text.utf8.count * 3 / 4)
+    var accumulator = 0, bits = 0
+    for c in text.utf8 {
+      if c == UInt8(ascii: "=") { break }
+      let v = table[Int(c)]
+      guard v >= 0 else { return nil }
+      accumulator = (accumulator << 6) | v
+      bits += 6
+      if bits >= 8 {
+        bits -= 8
+        out.append(UInt8((accumulator >> bits) & 0xFF))
+      }
+    }
+    return out
+  }
+}
