@@ -2,6 +2,8 @@
 # ScanGate's test suite: everything CI runs, in order. Needs deploy/setup.sh first.
 #   1. swift test: unit, adapter, console, corpus (when ../shared/corpus exists) and allocation tests
 #   2. fuzz/run: the parsers under libFuzzer for a fixed budget (FUZZ_SECONDS, default 30 each)
+#   3. deploy/hil/run.sh: the real binary on real drivers (vivid, gpio-sim, a UART) in a qemu guest;
+#      fails loudly where qemu cannot run, never passes silently
 # Ends with one line "suite: N passed, M failed" counting tests and stages.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -26,6 +28,12 @@ fi
 rm -f "$log"
 
 if stage "fuzz" fuzz/run "${FUZZ_SECONDS:-30}"; then passed=$((passed + 2)); else failed=$((failed + 1)); fi
+
+log=$(mktemp)
+stage "hardware in the loop (qemu guest)" bash -c "deploy/hil/run.sh .build/debug/scangate 2>&1 | tee '$log'; exit \${PIPESTATUS[0]}"
+passed=$((passed + $(grep -c '^PASS' "$log")))
+failed=$((failed + $(grep -c '^FAIL' "$log")))
+rm -f "$log"
 
 echo "suite: $passed passed, $failed failed"
 [ $failed = 0 ]

@@ -83,6 +83,9 @@ public struct RunLoop<
     engine: consuming Engine, settings: LoopSettings, console: ConsoleServer? = nil,
     openSource: @escaping () throws(CaptureError) -> Source
   ) {
+    // Block the signals (signalfd) before any thread of this loop starts, so none of them can
+    // take a SIGTERM with its default action.
+    signalDescriptor = settings.handleSignals ? sg_signalfd_open() : -1
     self.engine = engine
     self.console = console
     self.openSource = openSource
@@ -94,7 +97,6 @@ public struct RunLoop<
     startedAt = now
     fpsWindowStart = now
     consoleArgument = .allocate(byteCount: ConsoleServer.lineBytesMax, alignment: 8)
-    signalDescriptor = settings.handleSignals ? sg_signalfd_open() : -1
     pollSet = .allocate(capacity: 8 + (console?.pollCapacity ?? 0))
     pollSet.initialize(repeating: pollfd(fd: -1, events: 0, revents: 0))
     inotifyBuffer = .allocate(byteCount: 4096, alignment: 8)

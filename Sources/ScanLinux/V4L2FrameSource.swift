@@ -183,9 +183,14 @@ public struct V4L2FrameSource: FrameSource, ~Copyable {
     if pfd.revents & Int16(POLLERR | POLLHUP | POLLNVAL) != 0 && pfd.revents & Int16(POLLIN) == 0 {
       throw .deviceLost(errno: ENODEV)
     }
-    // Drain: keep only the newest buffer, requeue the rest at once.
+    // Drain: keep only the newest buffer, requeue the rest at once. Each further DQBUF only
+    // after poll says one is ready (libv4l2 logs every EAGAIN to stderr).
     var newest: (index: UInt32, used: UInt32, timestamp: UInt64, sequence: UInt32)? = nil
-    for _ in 0..<mappings.count {
+    for attempt in 0..<mappings.count {
+      if attempt > 0 {
+        pfd.revents = 0
+        guard poll(&pfd, 1, 0) == 1, pfd.revents & Int16(POLLIN) != 0 else { break }
+      }
       var index: UInt32 = 0, used: UInt32 = 0, timestamp: UInt64 = 0, sequence: UInt32 = 0
       let outcome: IOResult<Int32>
       do { outcome = try syscallRetrying("VIDIOC_DQBUF", { sg_v4l2_dequeue(descriptor, &index, &used, &timestamp, &sequence) }) } catch {

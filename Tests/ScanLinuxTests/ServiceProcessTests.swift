@@ -6,7 +6,7 @@ import Testing
 /// The built `scangate` binary, run as a technician would run it.
 @Suite(.serialized) struct ServiceProcessTests {
   /// A config for a replayed code that is on the list, with simulated GPIO.
-  func setUp(pulse: Int = 20_000) -> (String, String) {
+  func setUp(pulse: Int = 20_000, log: Bool = false) -> (String, String) {
     let dir = temporaryDirectory("svc")
     _ = writePNG(path: dir + "/frame.png", pixels: qrFrame("ALICE-0001").pixels, width: 640, height: 480, components: 1)
     writeFile(dir + "/allow-list.txt", "text:ALICE-0001 label=alice\n")
@@ -21,10 +21,16 @@ import Testing
       backend = "sim"
       relay_pulse_ms = \(pulse)
       relay_pulse_ms_max = \(pulse)
+      [log]
+      path = "\(log ? dir + "/audit.db" : "")"
+      commit_interval_ms = 50
+      [console]
+      listen = ["127.0.0.1:0"]
       """)
     return (dir, dir + "/config.toml")
   }
 
+  /// With the console on, the loop has helper threads: a signal must still reach the loop.
   @Test("SIGTERM mid-pulse: the relay is driven inactive before the process exits 0", arguments: [SIGTERM, SIGINT])
   func signalReleasesRelay(signal: Int32) {
     let (dir, config) = setUp()
@@ -65,10 +71,8 @@ import Testing
 
   @Test("the audit log end to end: LOG on the console, scangate log and log verify")
   func auditLog() {
-    let (dir, config) = setUp(pulse: 100)
+    let (dir, config) = setUp(pulse: 100, log: true)
     defer { removeTree(dir) }
-    let base = String(decoding: try! readWholeFile(config, maxBytes: 1 << 16), as: UTF8.self)
-    writeFile(config, base + "\n[log]\npath = \"\(dir)/audit.db\"\ncommit_interval_ms = 50\n[console]\nlisten = [\"127.0.0.1:0\"]\n")
     let child = Child.start([scangateBinary, "run", "--config", config])
     #expect(child.waitForOutput("decision granted"))
     let port = child.output.split(separator: "\n").first { $0.hasPrefix("console listening on 127.0.0.1:") }?
@@ -93,8 +97,6 @@ import Testing
   func snapshotCommand() {
     let (dir, config) = setUp(pulse: 100)
     defer { removeTree(dir) }
-    let base = String(decoding: try! readWholeFile(config, maxBytes: 1 << 16), as: UTF8.self)
-    writeFile(config, base + "\n[console]\nlisten = [\"127.0.0.1:0\"]\n")
     let child = Child.start([scangateBinary, "run", "--config", config])
     #expect(child.waitForOutput("decision granted"))
     let port = child.output.split(separator: "\n").first { $0.hasPrefix("console listening on 127.0.0.1:") }?

@@ -1,0 +1,164 @@
+#!/bin/bash
+# Runs inside the rig's guest (Debian's kernel, the host's root file system read-only over 9p):
+# the real scangate against vivid (camera), gpio-sim (relay and buzzer) and ttyS1 (serial).
+# Writes PASS/FAIL lines to $W/results.txt.
+. "$(dirname "$0")/env.sh"
+res=$W/results.txt; : > "$res"
+pass() { echo "PASS $*" | tee -a "$res"; }
+fail() { echo "FAIL $*" | tee -a "$res"; }
+check() { local name=$1; shift; if "$@"; then pass "$name"; else fail "$name"; fi; }
+now() { date +%s%N | cut -c1-13; }  # milliseconds
+waitfor() {  # file pattern seconds
+  local end=$(( $(date +%s) + $3 ))
+  while [ "$(date +%s)" -le $end ]; do grep -q -- "$2" "$1" 2>/dev/null && return 0; sleep 0.2; done
+  return 1
+}
+echo "guest: kernel $(uname -r)"
+
+# ---------------------------------------------------------------- camera: vivid, HDMI out looped to HDMI in
+modprobe -d "$K" vivid n_devs=1 node_types=0x101 num_inputs=1 input_types=0x03 num_outputs=1 output_types=0x01 \
+  || fail "vivid: modprobe"
+node() {  # the /dev node of the vivid video device whose name ends in $1 (vid-cap, vid-out)
+  for n in /sys/class/video4linux/video*; do
+    grep -q "vivid-000-$1" "$n/name" 2>/dev/null && { echo "/dev/$(basename "$n")"; return; }
+  done
+}
+setup_vivid() {
+  for _ in $(seq 50); do [ -n "$(node vid-out)" ] && [ -c "$(node vid-out)" ] && break; sleep 0.1; done
+  CAP=$(node vid-cap); OUT=$(node vid-out)
+  v4l2-ctl -d $OUT --set-dv-bt-timings index=0 >/dev/null     # 640x480p59.94
+  v4l2-ctl -d $CAP --set-dv-bt-timings index=0 >/dev/null
+  v4l2-ctl -d $CAP -c loop_video=1,osd_text_mode=2
+}
+setup_vivid
+# The service opens the camera by a stable name (as /dev/v4l/by-id links are): the rig removes
+# the link while the camera is away and restores it once the driver is set up again.
+CAM=/tmp/camera; ln -sf $CAP $CAM
+feeder=""
+feed() {  # fourcc file
+  [ -n "$feeder" ] && { kill $feeder 2>/dev/null; wait $feeder 2>/dev/null; }
+  v4l2-ctl -d $OUT --set-fmt-video-out=width=640,height=480,pixelformat=$1 2>/dev/null
+  v4l2-ctl -d $OUT --stream-out-mmap --stream-from="$2" --stream-loop 2>/dev/null &
+  feeder=$!
+}
+if v4l2-ctl -d $CAP --list-formats 2>/dev/null | grep -q "'MJPG'"; then echo "guest: vivid offers MJPEG"; else echo "guest: vivid offers no MJPEG: not tested here"; fi
+
+# ---------------------------------------------------------------- GPIO: a gpio-sim chip, line 0 buzzer, line 1 relay
+modprobe -d "$K" gpio-sim || fail "gpio-sim: modprobe"
+mountpoint -q /sys/kernel/config || mount -t configfs none /sys/kernel/config
+G=/sys/kernel/config/gpio-sim/reader
+mkdir $G $G/bank0 $G/bank0/line0 $G/bank0/line1
+echo 2 > $G/bank0/num_lines; echo door-reader > $G/bank0/label
+echo buzzer > $G/bank0/line0/name; echo relay > $G/bank0/line1/name
+echo 1 > $G/live
+S=/sys/devices/platform/$(cat $G/dev_name)/$(cat $G/bank0/chip_name)
+check "gpio-sim: chip 'door-reader' is live" test -e $S/sim_gpio1/value
+sampler=""
+sample() {  # records "ms relay buzzer" every few ms into $1 (bash builtins only: no fork per sample)
+  ( while true; do
+      read -r r < $S/sim_gpio1/value; read -r b < $S/sim_gpio0/value
+      t=${EPOCHREALTIME/./}; echo "${t:0:13} $r $b"
+      read -rt 0.005 <> <(:) || true
+    done ) > "$1" &
+  sampler=$!
+}
+stop_sample() { kill $sampler 2>/dev/null; wait $sampler 2>/dev/null; }
+# Longest run of relay=1 in a sample file, in ms (0 when none).
+pulse_ms() { awk '$2==1 && !on {on=1; s=$1} $2==0 && on {on=0; d=$1-s; if (d>m) m=d} END {if (on) {d=$1-s; if (d>m) m=d}; print m+0}' "$1"; }
+
+config() {  # name format pulse_ms serial
+  cat > "$W/$1.toml" <<EOF
+[camera]
+device = "$CAM"
+format = "$2"
+reopen_backoff_ms_max = 500
+frame_timeout_ms = 3000
+[decoder]
+variant_mode = "upright"
+[presence]
+leave_after_ms = 1500
+cooldown_ms = 0
+[allow_list]
+path = "$W/allow-list.txt"
+[gpio]
+chip = "door-reader"
+relay_line = 1
+buzzer_line = 0
+relay_pulse_ms = $3
+deny_pattern = [250, 150, 250]
+[log]
+path = "/tmp/$1.db"
+[console]
+listen = []
+serial_path = "$4"
+EOF
+}
+start() {  # name
+  "$BIN" run --config "$W/$1.toml" > "$W/$1.out" 2>&1 &
+  pid=$!
+  waitfor "$W/$1.out" "state started" 90
+}
+
+# ---------------------------------------------------------------- grant and deny, GREY and YUYV
+for fmt in grey yuyv; do
+  FMT=${fmt^^}
+  config $fmt $fmt 1000 "$([ $fmt = grey ] && echo /dev/ttyS1)"
+  feed $FMT "$W/blank.$fmt"
+  check "$FMT: scangate opened vivid ($CAP) in $FMT and the gpio-sim lines" start $fmt
+  grep -q "streaming\|started" "$W/$fmt.out"
+  sample "$W/gpio-$fmt.txt"
+  feed $FMT "$W/alice.$fmt"
+  check "$FMT: a listed code injected through vivid's output was decoded and granted" waitfor "$W/$fmt.out" "decision granted qr label=alice" 60
+  sleep 3
+  p=$(pulse_ms "$W/gpio-$fmt.txt")
+  check "$FMT: gpio-sim saw the relay pulse ($p ms for relay_pulse_ms 1000, tolerance 900-1200)" test "$p" -ge 900 -a "$p" -le 1200
+  feed $FMT "$W/blank.$fmt"; sleep 2.5
+  stop_sample; sample "$W/gpio-$fmt-deny.txt"
+  feed $FMT "$W/mallory.$fmt"
+  check "$FMT: an unknown code was decoded and denied" waitfor "$W/$fmt.out" "decision denied-unknown qr" 60
+  sleep 2.5; stop_sample
+  check "$FMT: no relay pulse on the deny" test "$(pulse_ms "$W/gpio-$fmt-deny.txt")" = 0
+  check "$FMT: the buzzer sounded the deny pattern" grep -q " 1$" "$W/gpio-$fmt-deny.txt"
+
+  if [ $fmt = grey ]; then
+    # ------------------------------------------------------------ camera loss and recovery
+    feed $FMT "$W/blank.$fmt"; sleep 2
+    before=$(grep -c "decision granted" "$W/$fmt.out")
+    kill $feeder 2>/dev/null; wait $feeder 2>/dev/null; feeder=""
+    rm -f $CAM
+    echo vivid.0 > /sys/bus/platform/drivers/vivid/unbind
+    check "camera loss: unbinding vivid makes the service report the camera lost" waitfor "$W/$fmt.out" "fault camera-lost" 30
+    check "camera loss: the service keeps running (no exit)" kill -0 $pid
+    echo vivid.0 > /sys/bus/platform/drivers/vivid/bind
+    setup_vivid
+    feed $FMT "$W/alice.$fmt"
+    ln -sf $CAP $CAM
+    check "camera loss: the camera is reopened when it comes back" waitfor "$W/$fmt.out" "state camera-restored" 30
+    for _ in $(seq 150); do [ "$(grep -c "decision granted" "$W/$fmt.out")" -gt "$before" ] && break; sleep 0.2; done
+    check "camera loss: decoding resumed in the same process (pid $pid)" test "$(grep -c "decision granted" "$W/$fmt.out")" -gt "$before"
+    check "serial console: the service held ttyS1 open all along" kill -0 $pid
+    sleep 1
+  fi
+  kill -TERM $pid; wait $pid; rc=$?
+  check "$FMT: SIGTERM: exit status 0 (got $rc)" test $rc = 0
+  check "$FMT: the audit log verifies" "$BIN" log verify --db "/tmp/$fmt.db"
+done
+
+# ---------------------------------------------------------------- SIGTERM and kill -9 mid-pulse
+for how in TERM KILL; do
+  config sig$how grey 8000 ""
+  feed GREY "$W/blank.grey"
+  start sig$how
+  feed GREY "$W/alice.grey"
+  waitfor "$W/sig$how.out" "decision granted" 60
+  sleep 0.5
+  held=$(cat $S/sim_gpio1/value)
+  t=$(now)
+  kill -$how $pid; wait $pid 2>/dev/null
+  after=$(cat $S/sim_gpio1/value)
+  check "SIG$how mid-pulse: relay was active ($held), reads inactive after exit ($after) within $(( $(now) - t )) ms" \
+    test "$held" = 1 -a "$after" = 0
+  [ $how = TERM ] && check "SIGTERM: the service drove the relay inactive itself before exiting" grep -q "edge relay inactive" "$W/sig$how.out"
+done
+[ -n "$feeder" ] && kill $feeder 2>/dev/null
+echo done > "$W/guest-done"
