@@ -15,7 +15,7 @@
 namespace scangate {
 namespace {
 
-constexpr int kRegistrySlots = 16;
+constexpr int kRegistrySlots = 256;
 std::atomic<uintptr_t> registry_lo[kRegistrySlots];
 std::atomic<uintptr_t> registry_hi[kRegistrySlots];
 std::atomic<Arena *> registry_arena[kRegistrySlots];
@@ -95,8 +95,11 @@ bool arena_init(Arena &arena, size_t bytes) {
 void arena_release(Arena &arena) {
   if (arena.base == nullptr) return;
   if (arena.floor > 0) {
-    // Engine statics live here until the process ends; keep the mapping (and its registration)
-    // so their destructors at exit still see an arena address.
+    // Engine objects pinned here live until the process ends: keep their pages (and the
+    // registration, so deleting them later never reaches free()), return the rest.
+    size_t page = 4096;
+    size_t keep = (arena.floor + page - 1) & ~(page - 1);
+    if (keep < arena.capacity) munmap(arena.base + keep, arena.capacity - keep);
     return;
   }
   int slot = arena.registry_slot;
@@ -114,6 +117,7 @@ void arena_begin(Arena &arena) {
 }
 
 void arena_end(Arena &arena) {
+  if (active_arena != &arena) return;  // this decode ran on the heap (a thread's first)
   active_arena = nullptr;
   if (arena.base == nullptr) return;
   if (arena.live == 0) {

@@ -1,17 +1,32 @@
-// The zxing-cpp 1.4 backend of scangate_zxing.h. Every C++ exception is caught here: none may
-// cross into Swift.
+// The zxing-cpp backend of scangate_zxing.h, for Debian 12's 1.4 (bookworm) and Debian 13's 2.3
+// (trixie), chosen by the library's own version header at compile time. Every C++ exception is
+// caught here: none may cross into Swift.
 #define ZX_USE_UTF8 1
 #include "scangate_zxing.h"
 
 #include "arena.h"
 
+#if __has_include(<ZXing/Version.h>)
+#include <ZXing/Version.h>
+#else
+#include <ZXing/ZXVersion.h>
+#endif
 #include <ReadBarcode.h>
-#include <ZXVersion.h>
 
 #include <cstring>
 #include <new>
 
 using namespace ZXing;
+
+#if ZXING_VERSION_MAJOR >= 2
+using EngineOptions = ReaderOptions;
+using EngineResult = Barcode;
+using EngineResults = Barcodes;
+#else
+using EngineOptions = DecodeHints;
+using EngineResult = Result;
+using EngineResults = Results;
+#endif
 
 struct sg_zx_decoder {
   scangate::Arena arena;
@@ -63,10 +78,25 @@ uint32_t content_of(ContentType type) {
   }
 }
 
+/// Codabar's start/stop characters: zxing-cpp 2.x returns them, 1.4 does not. ScanGate strips
+/// them on 2.x so a pass reads as the same payload on both Raspberry Pi OS generations.
+size_t codabar_trim(uint32_t format, const uint8_t *data, size_t size) {
+#if ZXING_VERSION_MAJOR >= 2
+  auto is_guard = [](uint8_t c) { return (c >= 'A' && c <= 'D') || (c >= 'a' && c <= 'd'); };
+  if (format == SG_FORMAT_CODABAR && size >= 2 && is_guard(data[0]) && is_guard(data[size - 1])) return 1;
+#else
+  (void)format; (void)data; (void)size;
+#endif
+  return 0;
+}
+
 /// Copies one engine result into a caller slot; false when the same symbol is already there.
-bool copy_result(const Result &result, sg_zx_result *slots, int32_t count) {
-  const ByteArray &bytes = result.bytes();
+bool copy_result(const EngineResult &result, sg_zx_result *slots, int32_t count) {
+  const ByteArray &raw = result.bytes();
   uint32_t format = from_engine(result.format());
+  size_t trim = codabar_trim(format, raw.data(), raw.size());
+  struct { const uint8_t *p; size_t n; const uint8_t *data() const { return p; } size_t size() const { return n; } }
+      bytes{raw.data() + trim, raw.size() - 2 * trim};
   for (int32_t i = 0; i < count; i++) {
     if (slots[i].format == format && slots[i].bytes_total == bytes.size() &&
         std::memcmp(slots[i].bytes, bytes.data(), slots[i].bytes_count) == 0)
@@ -88,13 +118,25 @@ bool copy_result(const Result &result, sg_zx_result *slots, int32_t count) {
   if (slot.bytes_count > 0) std::memcpy(slot.bytes, bytes.data(), slot.bytes_count);
   slot.text_count = 0;
   if (slot.text != nullptr && slot.text_capacity > 0) {
-    std::string text = result.text();
+    std::string full = result.text();
+    size_t cut = codabar_trim(format, reinterpret_cast<const uint8_t *>(full.data()), full.size());
+    std::string text = full.substr(cut, full.size() - 2 * cut);
     size_t n = text.size() < slot.text_capacity ? text.size() : slot.text_capacity;
     while (n > 0 && n < text.size() && (static_cast<uint8_t>(text[n]) & 0xC0) == 0x80) n--;
     std::memcpy(slot.text, text.data(), n);
     slot.text_count = static_cast<uint32_t>(n);
   }
   return true;
+}
+
+/// Text as 1.4 renders it (character set applied, no human-readable GS1 or control-character
+/// names): the same text on both generations.
+void plain_text(EngineOptions &options) {
+#if ZXING_VERSION_MAJOR >= 2
+  options.setTextMode(TextMode::Plain);
+#else
+  (void)options;
+#endif
 }
 
 int32_t decode_inside_arena(const sg_zx_image &image, uint32_t formats, bool try_harder,
@@ -105,23 +147,25 @@ int32_t decode_inside_arena(const sg_zx_image &image, uint32_t formats, bool try
   uint32_t matrix = formats & kMatrixFormats;
   uint32_t linear = formats & ~kMatrixFormats;
   if (matrix != 0) {
-    DecodeHints hints;
+    EngineOptions hints;
     hints.setFormats(to_engine(matrix)).setTryHarder(try_harder).setTryRotate(try_harder);
+    plain_text(hints);
     hints.setMaxNumberOfSymbols(static_cast<uint8_t>(capacity > 255 ? 255 : capacity));
     // Matrix symbols are merged by position only: the multi-symbol call is safe for them.
-    Results found = ReadBarcodes(view, hints);
-    for (const Result &result : found) {
+    EngineResults found = ReadBarcodes(view, hints);
+    for (const EngineResult &result : found) {
       if (count >= capacity) break;
       if (result.isValid() && copy_result(result, results, count)) count++;
     }
   }
   if (linear != 0 && count < capacity) {
-    DecodeHints hints;
+    EngineOptions hints;
     hints.setFormats(to_engine(linear)).setTryHarder(try_harder).setTryRotate(try_harder);
+    plain_text(hints);
     // One linear symbol per pass, through the single-symbol call: with at most one result per
     // pyramid layer the engine never compares two merged linear results, which is where
     // zxing-cpp 1.4's `lineCount() == 1` assertion aborts the process.
-    Result result = ReadBarcode(view, hints);
+    EngineResult result = ReadBarcode(view, hints);
     if (result.isValid() && copy_result(result, results, count)) count++;
   }
   return count;
@@ -155,7 +199,13 @@ int32_t sg_zx_decode(sg_zx_decoder *decoder, sg_zx_image image, uint32_t formats
     return 0;
   decoder->decodes++;
   int32_t count = -1;
-  scangate::arena_begin(decoder->arena);
+  // A thread's first decode, and a decoder's first, run on the heap (the warm-up): whatever the
+  // engine keeps per thread or per process (thread_local scratch sized to the image, lazily
+  // built tables) is created there, not in the arena. Anything created later during a decode is
+  // still safe: the arena pins it.
+  static thread_local bool thread_warmed = false;
+  if (thread_warmed && decoder->decodes > 1) scangate::arena_begin(decoder->arena);
+  thread_warmed = true;
   try {
     count = decode_inside_arena(image, formats, try_harder != 0, results, capacity);
   } catch (...) {
@@ -176,6 +226,8 @@ void sg_zx_get_stats(const sg_zx_decoder *decoder, sg_zx_stats *out) {
   out->arena_capacity = decoder->arena.capacity;
   out->engine_errors = decoder->engine_errors;
 }
+
+int32_t sg_zx_engine_reads_inverted(void) { return ZXING_VERSION_MAJOR >= 2 ? 1 : 0; }
 
 const char *sg_zx_engine_version(void) {
 #define SG_STR2(x) #x

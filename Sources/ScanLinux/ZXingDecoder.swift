@@ -85,6 +85,9 @@ public struct ZXingDecoder: CodeDecoder, ~Copyable {
       arenaCapacityBytes: Int(s.arena_capacity), engineErrors: s.engine_errors)
   }
 
+  /// Whether the engine itself reads light-on-dark codes (zxing-cpp 2.x on Debian 13).
+  public static var readsInvertedNatively: Bool { sg_zx_engine_reads_inverted() != 0 }
+
   /// The engine's name and version.
   public static var engineVersion: String { String(cString: sg_zx_engine_version()) }
 }

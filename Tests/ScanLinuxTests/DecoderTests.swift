@@ -39,11 +39,12 @@ import Testing
     }
   }
 
-  @Test("upright-only mode does not read an inverted code (what the views are for)")
+  @Test("upright-only mode reads an inverted code only when the engine does so itself (2.x)")
   func uprightOnly() {
     var settings = DecodeSettings()
     settings.variantMode = .upright
-    #expect(decode(qrFrame("DARK", variant: .inverted), settings: settings).isEmpty)
+    let found = decode(qrFrame("DARK", variant: .inverted), settings: settings)
+    #expect(found.isEmpty != ZXingDecoder.readsInvertedNatively, "\(ZXingDecoder.engineVersion)")
   }
 
   @Test("alternate mode covers every view within as many frames")
@@ -59,7 +60,8 @@ import Testing
       image.withFrame { pipeline.decode($0, into: &results) }
       hits += results.count
     }
-    #expect(hits == 1)
+    // zxing-cpp 1.4 reads it in the inverted view only; 2.x reads it in every view.
+    #expect(hits == (ZXingDecoder.readsInvertedNatively ? 3 : 1))
     #expect(pipeline.decodeCalls == 3)
   }
 
@@ -129,7 +131,8 @@ import Testing
   func arenaOverflow() {
     var decoder = try! ZXingDecoder(arenaBytes: 4096, capacity: 4)
     var results = DecodeResults(capacity: 4, payloadBytesMax: 256)
-    qrFrame("TINY").withFrame { decoder.decode($0, formats: .qrCode, into: &results) }
+    // The first decode is the warm-up, on the heap; the second runs in the arena.
+    for _ in 0..<2 { qrFrame("TINY").withFrame { decoder.decode($0, formats: .qrCode, into: &results) } }
     #expect(results.count == 1)
     #expect(decoder.stats.arenaOverflows > 0)
   }

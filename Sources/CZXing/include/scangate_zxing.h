@@ -92,6 +92,8 @@ void sg_zx_get_stats(const sg_zx_decoder *decoder, sg_zx_stats *out);
 
 /// The engine's version as "major.minor.patch".
 const char *sg_zx_engine_version(void);
+/// 1 when the engine reads light-on-dark (inverted) codes by itself (zxing-cpp 2.x), else 0.
+int32_t sg_zx_engine_reads_inverted(void);
 
 #ifdef __cplusplus
 }
