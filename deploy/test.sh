@@ -4,6 +4,8 @@
 #   2. fuzz/run: the parsers under libFuzzer for a fixed budget (FUZZ_SECONDS, default 30 each)
 #   3. deploy/hil/run.sh: the real binary on real drivers (vivid, gpio-sim, a UART) in a qemu guest;
 #      fails loudly where qemu cannot run, never passes silently
+#   4. deploy/trixie/run.sh: the whole build and test suite again against Debian 13's libraries
+#      (zxing-cpp 2.3, libgpiod 2.2) in a debootstrap'd chroot (cached in /var/cache/scangate-trixie)
 # Ends with one line "suite: N passed, M failed" counting tests and stages.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -33,6 +35,16 @@ log=$(mktemp)
 stage "hardware in the loop (qemu guest)" bash -c "deploy/hil/run.sh .build/debug/scangate 2>&1 | tee '$log'; exit \${PIPESTATUS[0]}"
 passed=$((passed + $(grep -c '^PASS' "$log")))
 failed=$((failed + $(grep -c '^FAIL' "$log")))
+rm -f "$log"
+
+log=$(mktemp)
+if stage "Debian 13 (trixie) chroot" bash -c "deploy/trixie/run.sh 2>&1 | tee '$log'; exit \${PIPESTATUS[0]}"; then
+  n=$(grep -oE 'Test run with [0-9]+ tests' "$log" | tail -1 | grep -oE '[0-9]+')
+  passed=$((passed + ${n:-0}))
+else
+  n=$(grep -oE 'with [0-9]+ issues?' "$log" | tail -1 | grep -oE '[0-9]+')
+  failed=$((failed + ${n:-1}))
+fi
 rm -f "$log"
 
 echo "suite: $passed passed, $failed failed"

@@ -9,7 +9,7 @@ enum DecodeCommand {
   static func run(_ arguments: [String]) -> Int32 {
     do {
       let options = try Options(
-        arguments, valued: ["formats", "expect", "variant", "variants", "size", "max-pixels", "results"],
+        arguments, valued: ["formats", "expect", "locations", "variant", "variants", "size", "max-pixels", "results"],
         known: ["json", "fast"])
       var settings = DecodeSettings()
       settings.formats = try BarcodeFormats.parse(options.value("formats") ?? "all")
@@ -23,6 +23,13 @@ enum DecodeCommand {
       let reader = ImageFileReader(
         maxPixels: try options.integer("max-pixels", default: 40_000_000, range: 1...400_000_000))
       let capacity = try options.integer("results", default: 16, range: 1...64)
+      if let directory = options.value("locations") {
+        let variant = options.value("variant") ?? "upright"
+        guard ["upright", "inverted", "mirrored"].contains(variant) else {
+          throw ParseError(message: "--variant is one of upright, inverted, mirrored")
+        }
+        return try LocationHarness.run(directory: directory, settings: settings, variant: variant, reader: reader)
+      }
       if let directory = options.value("expect") {
         return try expect(directory: directory, options: options, settings: settings, reader: reader)
       }
