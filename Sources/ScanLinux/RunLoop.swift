@@ -25,6 +25,8 @@ public struct LoopSettings: Sendable {
   public var maxFrames: UInt64 = 0
   /// Handle SIGTERM/SIGINT/SIGHUP through a signalfd.
   public var handleSignals = true
+  /// Test hook: SIGUSR1 makes the loop hang (to prove the systemd watchdog notices).
+  public var stallOnSIGUSR1 = getenv("SCANGATE_TEST_STALL").map { String(cString: $0) == "1" } ?? false
   public init() {}
 }
 
@@ -72,6 +74,9 @@ public struct RunLoop<
   /// Extra status lines the owner supplies (the audit log's state), and the log reader.
   public var auditLog: (any AuditLogAccess)? = nil
   private var auditLogFaulted = false
+  /// systemd: READY, STATUS and the watchdog.
+  public let notifier = ServiceNotifier()
+  private var statusSentState = CameraState.starting
   /// The aiming aid: renders PNG snapshots off the loop (created with the console).
   let snapshotWorker: SnapshotWorker?
   var snapshotPhase = SnapshotPhase.idle
@@ -159,6 +164,7 @@ public struct RunLoop<
 
   /// Drives the outputs inactive and closes the camera. Runs on every way out of `run`.
   public mutating func finish() {
+    notifier.stopping()
     engine.record(.state, code: FaultCode.stopping.rawValue)
     engine.releaseOutputs()
     camera = nil
@@ -195,6 +201,7 @@ public struct RunLoop<
     if let retry = allowListRetryAt {
       wait = min(wait, retry <= now ? 0 : Int((retry.nanoseconds - now.nanoseconds) / 1_000_000) + 1)
     }
+    if notifier.watchdogIntervalMilliseconds > 0 { wait = min(wait, notifier.watchdogIntervalMilliseconds) }
     if let console {
       console.registerPoll(pollSet, count: &count)
       wait = console.waitMilliseconds(cap: wait)
@@ -228,6 +235,7 @@ public struct RunLoop<
     }
     checkAuditLog()
     updateFramesPerSecond()
+    notifySystemd()
   }
 
   private mutating func captureFrame() {
@@ -304,6 +312,9 @@ public struct RunLoop<
       switch signal {
       case SIGTERM, SIGINT: stopRequested = true
       case SIGHUP: reloadAllowList()
+      case SIGUSR1 where settings.stallOnSIGUSR1:
+        // Test hook (SCANGATE_TEST_STALL=1): the loop stops turning, as a hung driver call would.
+        while true { sleep(3_600) }
       default: break
       }
     }
@@ -334,6 +345,26 @@ public struct RunLoop<
       i += 1
     }
     return i == length || inotifyBuffer[start + i] == 0
+  }
+
+  /// READY=1 once the first camera open has been tried (the reader is up, streaming or
+  /// degraded), STATUS= on every change of camera state, and the watchdog from every iteration.
+  private mutating func notifySystemd() {
+    guard notifier.isActive else { return }
+    notifier.tick(now: engine.clock.now())
+    guard cameraState != .starting, !notifier.readySent || cameraState != statusSentState else { return }
+    statusSentState = cameraState
+    let state = cameraState, summary = cameraSummary, entries = engine.allowList.count
+    let write: (inout ByteWriter) -> Void = { w in
+      w.write("camera ")
+      w.write(state.name)
+      w.write(" ")
+      w.write(summary)
+      w.write("; allow-list ")
+      w.write(entries)
+      w.write(" entries")
+    }
+    if notifier.readySent { notifier.send { w in w.write("STATUS="); write(&w) } } else { notifier.ready(status: write) }
   }
 
   /// Reports the audit log's faults and recoveries (event, fault buzzer pattern).

@@ -113,6 +113,48 @@ import Testing
     #expect(child.wait() == 0)
   }
 
+  @Test("systemd: READY=1 with a STATUS, WATCHDOG=1 while the loop turns, silence when it stalls")
+  func watchdog() {
+    let (dir, config) = setUp(pulse: 100)
+    defer { removeTree(dir) }
+    let socketPath = dir + "/notify.sock"
+    let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
+    var address = sockaddr_un()
+    address.sun_family = sa_family_t(AF_UNIX)
+    withUnsafeMutableBytes(of: &address.sun_path) { raw in for (i, b) in socketPath.utf8.enumerated() { raw[i] = b } }
+    let bound = withUnsafePointer(to: &address) {
+      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+    }
+    #expect(bound == 0)
+    defer { close(fd) }
+    let child = Child.start([scangateBinary, "run", "--config", config],
+                            environment: ["NOTIFY_SOCKET=\(socketPath)", "WATCHDOG_USEC=400000", "SCANGATE_TEST_STALL=1"])
+    /// Datagrams received within `milliseconds`.
+    func receive(_ milliseconds: Int) -> [String] {
+      var got: [String] = []
+      var buffer = [UInt8](repeating: 0, count: 1024)
+      let end = SystemMonotonicClock().now().adding(milliseconds: milliseconds)
+      while SystemMonotonicClock().now() < end {
+        var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        guard poll(&p, 1, 20) > 0 else { continue }
+        let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+        if n > 0 { got.append(String(decoding: buffer[0..<n], as: UTF8.self)) }
+      }
+      return got
+    }
+    var messages = receive(3_000)
+    #expect(messages.contains { $0.hasPrefix("READY=1\nSTATUS=camera streaming") }, "\(messages)")
+    messages = receive(1_000)
+    let pets = messages.filter { $0 == "WATCHDOG=1" }.count
+    #expect(pets >= 3, "\(pets) watchdog messages in 1 s with a 400 ms watchdog")
+    kill(child.pid, SIGUSR1)  // the test hook: the loop hangs
+    _ = receive(300)
+    let afterStall = receive(1_000).filter { $0 == "WATCHDOG=1" }.count
+    #expect(afterStall == 0, "a stalled loop must stop petting the watchdog (systemd then restarts it)")
+    kill(child.pid, SIGKILL)
+    _ = child.wait()
+  }
+
   @Test("check-config names the key and line of every error")
   func checkConfigErrors() {
     let dir = temporaryDirectory("cfg")

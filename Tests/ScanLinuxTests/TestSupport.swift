@@ -69,7 +69,7 @@ struct Child {
   let outputPath: String
 
   /// Starts `arguments` with stdout+stderr to a temporary file.
-  static func start(_ arguments: [String]) -> Child {
+  static func start(_ arguments: [String], environment extra: [String] = []) -> Child {
     let output = temporaryDirectory("child") + "/output.txt"
     var actions = posix_spawn_file_actions_t()
     posix_spawn_file_actions_init(&actions)
@@ -77,9 +77,17 @@ struct Child {
     posix_spawn_file_actions_adddup2(&actions, 1, 2)
     var pid: pid_t = 0
     let argv = arguments.map { strdup($0) } + [nil]
-    let rc = posix_spawn(&pid, arguments[0], &actions, nil, argv, environ)
+    var inherited: [String] = []
+    var e = environ
+    while let entry = e.pointee {
+      inherited.append(String(cString: entry))
+      e += 1
+    }
+    let envp = (inherited + extra).map { strdup($0) } + [nil]
+    let rc = posix_spawn(&pid, arguments[0], &actions, nil, argv, envp)
     precondition(rc == 0, "posix_spawn \(arguments[0]) failed: \(rc)")
     argv.forEach { free($0) }
+    envp.forEach { free($0) }
     posix_spawn_file_actions_destroy(&actions)
     return Child(pid: pid, outputPath: output)
   }
