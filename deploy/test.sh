@@ -4,7 +4,8 @@
 #   2. fuzz/run: the parsers under libFuzzer for a fixed budget (FUZZ_SECONDS, default 30 each)
 #   3. deploy/hil/run.sh: the real binary on real drivers (vivid, gpio-sim, a UART) in a qemu guest;
 #      fails loudly where qemu cannot run, never passes silently
-#   4. deploy/trixie/run.sh: the whole build and test suite again against Debian 13's libraries
+#   4. deploy/package-test.sh: the .deb built, installed into a clean Debian 12 root, run there
+#   5. deploy/trixie/run.sh: the whole build and test suite again against Debian 13's libraries
 #      (zxing-cpp 2.3, libgpiod 2.2) in a debootstrap'd chroot (cached in /var/cache/scangate-trixie)
 # Ends with one line "suite: N passed, M failed" counting tests and stages.
 set -uo pipefail
@@ -38,6 +39,12 @@ failed=$((failed + $(grep -c '^FAIL' "$log")))
 rm -f "$log"
 
 log=$(mktemp)
+stage "Debian package (installed into a clean Debian 12 root)" bash -c "deploy/package-test.sh 2>&1 | tee '$log'; exit \${PIPESTATUS[0]}"
+passed=$((passed + $(grep -c '^PASS' "$log")))
+failed=$((failed + $(grep -c '^FAIL' "$log")))
+rm -f "$log"
+
+log=$(mktemp)
 if stage "Debian 13 (trixie) chroot" bash -c "deploy/trixie/run.sh 2>&1 | tee '$log'; exit \${PIPESTATUS[0]}"; then
   n=$(grep -oE 'Test run with [0-9]+ tests' "$log" | tail -1 | grep -oE '[0-9]+')
   passed=$((passed + ${n:-0}))
@@ -46,6 +53,13 @@ else
   failed=$((failed + ${n:-1}))
 fi
 rm -f "$log"
+
+# The trixie package: built there, with trixie's library versions as its dependencies.
+if stage "Debian 13 (trixie) package" bash -c "deploy/trixie/run.sh --run 'deploy/package.sh /root/scangate-build' | tail -3 && dpkg-deb -f dist/scangate_*+trixie_*.deb Depends | grep -q libgpiod3"; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1))
+fi
 
 echo "suite: $passed passed, $failed failed"
 [ $failed = 0 ]
