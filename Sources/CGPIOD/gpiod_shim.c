@@ -61,6 +61,25 @@ void sg_gpio_release(sg_gpio_line *line) {
 
 const char *sg_gpio_library_version(void) { return gpiod_version_string(); }
 
+int sg_gpio_probe(const char *path, sg_gpio_chip_info *info, sg_gpio_line_info *lines, uint32_t capacity) {
+  struct gpiod_chip *chip = gpiod_chip_open(path);
+  if (chip == NULL) return -1;
+  snprintf(info->name, sizeof info->name, "%s", gpiod_chip_name(chip));
+  snprintf(info->label, sizeof info->label, "%s", gpiod_chip_label(chip));
+  info->lines = gpiod_chip_num_lines(chip);
+  for (uint32_t i = 0; i < info->lines && i < capacity; i++) {
+    struct gpiod_line *line = gpiod_chip_get_line(chip, i);
+    memset(&lines[i], 0, sizeof lines[i]);
+    if (line == NULL) continue;
+    snprintf(lines[i].name, sizeof lines[i].name, "%s", gpiod_line_name(line) ? gpiod_line_name(line) : "");
+    snprintf(lines[i].consumer, sizeof lines[i].consumer, "%s", gpiod_line_consumer(line) ? gpiod_line_consumer(line) : "");
+    lines[i].used = gpiod_line_is_used(line);
+    lines[i].output = gpiod_line_direction(line) == GPIOD_LINE_DIRECTION_OUTPUT;
+  }
+  gpiod_chip_close(chip);
+  return 0;
+}
+
 #else
 // MARK: - libgpiod v2 (Debian 13 / Raspberry Pi OS trixie)
 
@@ -152,4 +171,31 @@ void sg_gpio_release(sg_gpio_line *line) {
 }
 
 const char *sg_gpio_library_version(void) { return gpiod_api_version(); }
+
+int sg_gpio_probe(const char *path, sg_gpio_chip_info *info, sg_gpio_line_info *lines, uint32_t capacity) {
+  struct gpiod_chip *chip = gpiod_chip_open(path);
+  if (chip == NULL) return -1;
+  struct gpiod_chip_info *ci = gpiod_chip_get_info(chip);
+  if (ci == NULL) {
+    gpiod_chip_close(chip);
+    return -1;
+  }
+  snprintf(info->name, sizeof info->name, "%s", gpiod_chip_info_get_name(ci));
+  snprintf(info->label, sizeof info->label, "%s", gpiod_chip_info_get_label(ci));
+  info->lines = (uint32_t)gpiod_chip_info_get_num_lines(ci);
+  gpiod_chip_info_free(ci);
+  for (uint32_t i = 0; i < info->lines && i < capacity; i++) {
+    memset(&lines[i], 0, sizeof lines[i]);
+    struct gpiod_line_info *li = gpiod_chip_get_line_info(chip, i);
+    if (li == NULL) continue;
+    const char *name = gpiod_line_info_get_name(li), *consumer = gpiod_line_info_get_consumer(li);
+    snprintf(lines[i].name, sizeof lines[i].name, "%s", name ? name : "");
+    snprintf(lines[i].consumer, sizeof lines[i].consumer, "%s", consumer ? consumer : "");
+    lines[i].used = gpiod_line_info_is_used(li);
+    lines[i].output = gpiod_line_info_get_direction(li) == GPIOD_LINE_DIRECTION_OUTPUT;
+    gpiod_line_info_free(li);
+  }
+  gpiod_chip_close(chip);
+  return 0;
+}
 #endif

@@ -13,6 +13,7 @@ enum ExtraCommands {
     case "console": return ConsoleCommand.run(arguments)
     case "log": return LogCommand.run(arguments)
     case "snapshot": return SnapshotCommand.run(arguments)
+    case "probe": return ProbeCommand.run(arguments)
     default: return nil
     }
   }

@@ -14,6 +14,7 @@ let usage = """
     decode --expect DIR [--formats LIST|all] [--variant V] [--size WxH]
                                   accuracy harness over a corpus laid out as image + .txt
     check-config [--config FILE]  validate config.toml and the allow-list, print the memory budget
+    probe [--all-lines]           cameras, GPIO chips and serial ports this machine offers
     console [--tcp HOST:PORT | --serial PATH [--baud N]] [--command LINE]
                                   talk to a running reader's console (docs/console.md)
     log [--config FILE | --db FILE] [--since TIME] [--limit N] [--json]

@@ -66,6 +66,12 @@ stop_sample() { kill $sampler 2>/dev/null; wait $sampler 2>/dev/null; }
 # Longest run of relay=1 in a sample file, in ms (0 when none).
 pulse_ms() { awk '$2==1 && !on {on=1; s=$1} $2==0 && on {on=0; d=$1-s; if (d>m) m=d} END {if (on) {d=$1-s; if (d>m) m=d}; print m+0}' "$1"; }
 
+# ---------------------------------------------------------------- scangate probe sees them
+"$BIN" probe > "$W/probe.out" 2>&1
+check "probe: lists the vivid camera with GREY and YUYV" bash -c "grep -q 'vivid' '$W/probe.out' && grep -q 'GREY' '$W/probe.out' && grep -q 'YUYV' '$W/probe.out'"
+check "probe: lists the gpio-sim chip by label with its named, free lines" \
+  bash -c "grep -q 'label door-reader, 2 lines, 2 free' '$W/probe.out' && grep -q 'line 1 \"relay\" free' '$W/probe.out'"
+
 config() {  # name format pulse_ms serial
   cat > "$W/$1.toml" <<EOF
 [camera]

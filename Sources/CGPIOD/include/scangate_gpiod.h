@@ -17,4 +17,20 @@ int sg_gpio_set(sg_gpio_line *line, int active);
 void sg_gpio_release(sg_gpio_line *line);
 /// The libgpiod version string.
 const char *sg_gpio_library_version(void);
+
+/// What `scangate probe` reports about one chip and its lines.
+typedef struct sg_gpio_chip_info {
+  char name[64];
+  char label[64];
+  uint32_t lines;
+} sg_gpio_chip_info;
+typedef struct sg_gpio_line_info {
+  char name[48];
+  char consumer[48];
+  int32_t used;
+  int32_t output;
+} sg_gpio_line_info;
+
+/// Reads a chip (by path) and up to `capacity` of its lines. Returns 0, or -1 with errno.
+int sg_gpio_probe(const char *path, sg_gpio_chip_info *chip, sg_gpio_line_info *lines, uint32_t capacity);
 #endif
