@@ -21,7 +21,7 @@ enum LocationHarness {
       let folder = directory + "/" + category
       var found = 0, labelled = 0, falsePositives = 0
       var times: [Double] = []
-      for name in (try? listDirectory(folder)) ?? [] where name.hasSuffix(".jpg") || name.hasSuffix(".png") {
+      for name in (try? listDirectory(folder)) ?? [] where name.hasSuffix(".jpg") || name.hasSuffix(".png") || name.hasSuffix(".pgm") {
         let stem = String(name.dropLast(4))
         guard let truth = try? readWholeFile(folder + "/" + stem + ".txt", maxBytes: 1 << 20) else { continue }
         let labels = parseLabels(String(decoding: truth, as: UTF8.self))
