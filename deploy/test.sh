@@ -6,7 +6,9 @@
 #      fails loudly where qemu cannot run, never passes silently
 #   4. deploy/package-test.sh: the .deb built, installed into a clean Debian 12 root, run there
 #   5. deploy/trixie/run.sh: the whole build and test suite again against Debian 13's libraries
-#      (zxing-cpp 2.3, libgpiod 2.2) in a debootstrap'd chroot (cached in /var/cache/scangate-trixie)
+#      (zxing-cpp 2.3, libgpiod 2.2) in a debootstrap'd chroot (cached in /var/cache/scangate-trixie),
+#      and the trixie .deb
+#   6. bench/run --short: the benchmarks against the peers (bench/RESULTS.md, plots)
 # Ends with one line "suite: N passed, M failed" counting tests and stages.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -60,6 +62,9 @@ if stage "Debian 13 (trixie) package" bash -c "deploy/trixie/run.sh --run 'deplo
 else
   failed=$((failed + 1))
 fi
+
+# The benchmarks' short mode: figures, not pass/fail thresholds; the stage fails only if it breaks.
+if stage "benchmarks (bench/run --short)" bench/run --short; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
 
 echo "suite: $passed passed, $failed failed"
 [ $failed = 0 ]
