@@ -22,39 +22,40 @@ stage() {  # name, command...
   echo "== $name: FAILED"; return 1
 }
 
-log=$(mktemp)
-if stage "swift test" bash -c "swift build --build-tests && swift test --skip-build 2>&1 | tee '$log'; exit \${PIPESTATUS[0]}"; then
-  n=$(grep -oE 'Test run with [0-9]+ tests' "$log" | tail -1 | grep -oE '[0-9]+')
-  passed=$((passed + ${n:-0}))
-else
-  n=$(grep -oE 'with [0-9]+ issues?' "$log" | tail -1 | grep -oE '[0-9]+')
-  failed=$((failed + ${n:-1}))
-fi
-rm -f "$log"
+# Runs a stage whose output is a Swift test run; adds its test (or issue) count.
+swift_stage() {  # name command
+  local log; log=$(mktemp)
+  if stage "$1" bash -c "$2 2>&1 | tee '$log'; exit \${PIPESTATUS[0]}"; then
+    n=$(grep -oE 'Test run with [0-9]+ tests' "$log" | tail -1 | grep -oE '[0-9]+')
+    passed=$((passed + ${n:-0}))
+  else
+    n=$(grep -oE 'with [0-9]+ issues?' "$log" | tail -1 | grep -oE '[0-9]+')
+    failed=$((failed + ${n:-1}))
+  fi
+  rm -f "$log"
+}
+# Runs a stage that prints PASS/FAIL lines; adds them up.
+check_stage() {  # name command
+  local log; log=$(mktemp)
+  local ok=1
+  stage "$1" bash -c "$2 2>&1 | tee '$log'; exit \${PIPESTATUS[0]}" || ok=0
+  passed=$((passed + $(grep -c '^PASS' "$log")))
+  local fails; fails=$(grep -c '^FAIL' "$log")
+  # A stage that failed without saying what failed still counts as a failure.
+  [ $ok = 0 ] && [ "$fails" = 0 ] && fails=1
+  failed=$((failed + fails))
+  rm -f "$log"
+}
+
+swift_stage "swift test" "swift build --build-tests && swift test --skip-build"
 
 if stage "fuzz" fuzz/run "${FUZZ_SECONDS:-30}"; then passed=$((passed + 2)); else failed=$((failed + 1)); fi
 
-log=$(mktemp)
-stage "hardware in the loop (qemu guest)" bash -c "deploy/hil/run.sh .build/debug/scangate 2>&1 | tee '$log'; exit \${PIPESTATUS[0]}"
-passed=$((passed + $(grep -c '^PASS' "$log")))
-failed=$((failed + $(grep -c '^FAIL' "$log")))
-rm -f "$log"
+check_stage "hardware in the loop (qemu guest)" "deploy/hil/run.sh .build/debug/scangate"
 
-log=$(mktemp)
-stage "Debian package (installed into a clean Debian 12 root)" bash -c "deploy/package-test.sh 2>&1 | tee '$log'; exit \${PIPESTATUS[0]}"
-passed=$((passed + $(grep -c '^PASS' "$log")))
-failed=$((failed + $(grep -c '^FAIL' "$log")))
-rm -f "$log"
+check_stage "Debian package (installed into a clean Debian 12 root)" "deploy/package-test.sh"
 
-log=$(mktemp)
-if stage "Debian 13 (trixie) chroot" bash -c "deploy/trixie/run.sh 2>&1 | tee '$log'; exit \${PIPESTATUS[0]}"; then
-  n=$(grep -oE 'Test run with [0-9]+ tests' "$log" | tail -1 | grep -oE '[0-9]+')
-  passed=$((passed + ${n:-0}))
-else
-  n=$(grep -oE 'with [0-9]+ issues?' "$log" | tail -1 | grep -oE '[0-9]+')
-  failed=$((failed + ${n:-1}))
-fi
-rm -f "$log"
+swift_stage "Debian 13 (trixie) chroot" "deploy/trixie/run.sh"
 
 # The trixie package: built there, with trixie's library versions as its dependencies.
 if stage "Debian 13 (trixie) package" bash -c "deploy/trixie/run.sh --run 'deploy/package.sh /root/scangate-build' | tail -3 && dpkg-deb -f dist/scangate_*+trixie_*.deb Depends | grep -q libgpiod3"; then

@@ -70,12 +70,7 @@ public final class AuditLog: AuditLogAccess, @unchecked Sendable {
   public var lostRecords: Int64 { lostCount.load(ordering: .relaxed) }
 
   public func start() {
-    let context = Unmanaged.passRetained(self).toOpaque()
-    let rc = pthread_create(&thread, nil, { raw in
-      Unmanaged<AuditLog>.fromOpaque(raw!).takeRetainedValue().body()
-      return nil
-    }, context)
-    precondition(rc == 0, "cannot start the audit log thread")
+    thread = startThread { [self] in body() }
     running = true
   }
 

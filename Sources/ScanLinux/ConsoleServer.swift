@@ -174,14 +174,7 @@ public final class ConsoleServer {
 
   /// Parses "host:port" / "[v6]:port" and binds a non-blocking listener.
   static func listen(on address: String) throws(SystemError) -> (Int32, String) {
-    var host = address, port = ""
-    if address.hasPrefix("["), let close = address.firstIndex(of: "]") {
-      host = String(address[address.index(after: address.startIndex)..<close])
-      port = String(address[address.index(after: close)...].dropFirst())
-    } else if let colon = address.lastIndex(of: ":") {
-      host = String(address[..<colon])
-      port = String(address[address.index(after: colon)...])
-    }
+    let (host, port) = splitHostPort(address)
     guard let portNumber = UInt16(port) else {
       throw SystemError(errno: EINVAL, operation: "console.listen \"\(address)\": want host:port or [v6]:port")
     }

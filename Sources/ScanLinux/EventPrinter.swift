@@ -24,13 +24,7 @@ public final class EventPrinter: @unchecked Sendable {
 
   /// Starts the printing thread.
   public func startThread() {
-    let context = Unmanaged.passRetained(self).toOpaque()
-    let rc = pthread_create(&thread, nil, { raw in
-      let printer = Unmanaged<EventPrinter>.fromOpaque(raw!).takeRetainedValue()
-      printer.body()
-      return nil
-    }, context)
-    precondition(rc == 0, "cannot start the event printer thread")
+    thread = ScanLinux.startThread { [self] in body() }
     running = true
   }
 

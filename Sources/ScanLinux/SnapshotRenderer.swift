@@ -118,11 +118,7 @@ public final class SnapshotWorker: @unchecked Sendable {
     self.buffer = buffer
     pthread_mutex_init(&mutex, nil)
     pthread_cond_init(&condition, nil)
-    let context = Unmanaged.passRetained(self).toOpaque()
-    pthread_create(&thread, nil, { raw in
-      Unmanaged<SnapshotWorker>.fromOpaque(raw!).takeRetainedValue().body()
-      return nil
-    }, context)
+    thread = startThread { [self] in body() }
   }
 
   /// Starts rendering the captured frame.

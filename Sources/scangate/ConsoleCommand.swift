@@ -23,14 +23,7 @@ enum ConsoleCommand {
   }
 
   static func connect(_ address: String) throws(ParseError) -> Int32 {
-    var host = address, port = "4570"
-    if address.hasPrefix("["), let close = address.firstIndex(of: "]") {
-      host = String(address[address.index(after: address.startIndex)..<close])
-      port = String(address[address.index(after: close)...].dropFirst())
-    } else if let colon = address.lastIndex(of: ":") {
-      host = String(address[..<colon])
-      port = String(address[address.index(after: colon)...])
-    }
+    let (host, port) = splitHostPort(address, defaultPort: "4570")
     var hints = addrinfo()
     hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
     var list: UnsafeMutablePointer<addrinfo>? = nil

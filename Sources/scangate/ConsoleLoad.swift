@@ -21,11 +21,7 @@ final class ConsoleLoad: @unchecked Sendable {
   }
 
   func start() {
-    let context = Unmanaged.passRetained(self).toOpaque()
-    pthread_create(&thread, nil, { raw in
-      Unmanaged<ConsoleLoad>.fromOpaque(raw!).takeRetainedValue().body()
-      return nil
-    }, context)
+    thread = startThread { [self] in body() }
   }
 
   func stop() {

@@ -1,5 +1,6 @@
 import ScanConsole
 import ScanCore
+import ScanSim
 import Testing
 
 /// A byte-level oracle: what the framer must produce for a whole transcript.
@@ -77,18 +78,5 @@ func frame(_ bytes: [UInt8], capacity: Int, chunk: Int) -> [Framed] {
     for _ in 0..<200 { bytes += pieces[Int(rng.next() % UInt64(pieces.count))] }
     let chunk = Int(rng.next() % 50) + 1
     #expect(frame(bytes, capacity: 512, chunk: chunk) == oracle(bytes, capacity: 512))
-  }
-}
-
-/// A small deterministic generator for property tests.
-struct SplitMix {
-  var state: UInt64
-  init(seed: UInt64) { state = seed &+ 0x9E37_79B9_7F4A_7C15 }
-  mutating func next() -> UInt64 {
-    state &+= 0x9E37_79B9_7F4A_7C15
-    var z = state
-    z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-    z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-    return z ^ (z >> 31)
   }
 }

@@ -1,0 +1,31 @@
+import Glibc
+
+/// Starts a POSIX thread running `body` (the log writer, the event printer, the snapshot
+/// renderer): one place for the pthread and context plumbing. Returns the thread to join.
+public func startThread(_ body: @escaping @Sendable () -> Void) -> pthread_t {
+  final class Box: @unchecked Sendable {
+    let body: @Sendable () -> Void
+    init(_ body: @escaping @Sendable () -> Void) { self.body = body }
+  }
+  var thread = pthread_t()
+  let context = Unmanaged.passRetained(Box(body)).toOpaque()
+  let rc = pthread_create(&thread, nil, { raw in
+    Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue().body()
+    return nil
+  }, context)
+  precondition(rc == 0, "cannot start a thread: \(rc)")
+  return thread
+}
+
+/// Splits "host:port" or "[v6-host]:port" (port defaults to `defaultPort`).
+public func splitHostPort(_ address: String, defaultPort: String = "") -> (host: String, port: String) {
+  if address.hasPrefix("["), let close = address.firstIndex(of: "]") {
+    let host = String(address[address.index(after: address.startIndex)..<close])
+    let rest = address[address.index(after: close)...]
+    return (host, rest.hasPrefix(":") ? String(rest.dropFirst()) : defaultPort)
+  }
+  if let colon = address.lastIndex(of: ":") {
+    return (String(address[..<colon]), String(address[address.index(after: colon)...]))
+  }
+  return (address, defaultPort)
+}
