@@ -42,21 +42,27 @@ enum DecodeCommand {
     }
   }
 
-  /// Decodes one image with a fresh pipeline sized for it.
+  /// Decodes one image with a fresh pipeline sized for it; `body` gets the results and the
+  /// milliseconds the decode took (the harnesses time the decode call only).
   static func decode(
-    _ image: GrayImage, settings: DecodeSettings, capacity: Int, _ body: (borrowing DecodeResults) -> Void
-  ) {
+    _ image: GrayImage, settings: DecodeSettings, capacity: Int,
+    _ body: (borrowing DecodeResults, Double) throws(ParseError) -> Void
+  ) throws(ParseError) {
     let decoder: ZXingDecoder
-    do {
-      decoder = try ZXingDecoder(arenaBytes: 0, capacity: capacity, tryHarder: settings.tryHarder)
-    } catch {
-      writeStandardError("scangate: \(error)\n")
-      exit(1)
+    do { decoder = try ZXingDecoder(arenaBytes: 0, capacity: capacity, tryHarder: settings.tryHarder) } catch {
+      throw ParseError(message: "\(error)")
     }
     var pipeline = DecodePipeline(decoder: decoder, settings: settings, maxWidth: image.width, maxHeight: image.height)
-    var results = DecodeResults(capacity: capacity, payloadBytesMax: 4096)
+    var results = DecodeResults(capacity: capacity, payloadBytesMax: 8192)
+    let clock = SystemMonotonicClock()
+    let start = clock.now()
     image.withFrame { pipeline.decode($0, into: &results) }
-    body(results)
+    try body(results, Double(clock.now().microseconds(since: start)) / 1000)
+  }
+
+  /// Applies a harness variant ("inverted", "mirrored", anything else: as is).
+  static func transformed(_ image: GrayImage, _ variant: String) -> GrayImage {
+    variant == "inverted" ? image.inverted() : variant == "mirrored" ? image.mirrored() : image
   }
 
   static func decodeFiles(
@@ -71,7 +77,7 @@ enum DecodeCommand {
         status = 1
         continue
       }
-      decode(image, settings: settings, capacity: capacity) { results in
+      try? decode(image, settings: settings, capacity: capacity) { results, _ in
         if results.count == 0 {
           print(json ? "{\"file\":\(jsonString(path)),\"codes\":0}" : "\(path): no code found")
         }
@@ -168,7 +174,6 @@ enum DecodeCommand {
       for name in names where isDirectory(directory + "/" + name) { sets.append(directory + "/" + name) }
     }
     guard !sets.isEmpty else { throw ParseError(message: "no images with expected .txt/.bin under \(directory)") }
-    let clock = SystemMonotonicClock()
     var all: [SetResult] = []
     print("set                      passed / total   rate     median ms  (variant \(variant), formats \(settings.formats.listDescription))")
     for set in sets {
@@ -177,29 +182,22 @@ enum DecodeCommand {
       for sample in samples(in: set) {
         guard var image = try? reader.read(sample.image) else { result.unreadable += 1; continue }
         if let (w, h) = size { image = image.fitted(width: w, height: h) }
-        if variant == "inverted" { image = image.inverted() }
-        if variant == "mirrored" { image = image.mirrored() }
-        let decoder: ZXingDecoder
-        do { decoder = try ZXingDecoder(arenaBytes: 0, capacity: 16, tryHarder: settings.tryHarder) } catch {
-          throw ParseError(message: "\(error)")
+        image = transformed(image, variant)
+        try decode(image, settings: settings, capacity: 16) { results, ms in
+          result.milliseconds.append(ms)
+          if sample.expected.isEmpty {
+            // No ground truth: only the false-positive sets say "there is no code here".
+            if name.hasPrefix("falsepositives") { result.falsePositives += results.count }
+            return
+          }
+          result.total += 1
+          var hit = false
+          for i in 0..<results.count {
+            let got = sample.isText ? results.text(i) : results.payload(i)
+            if sample.expected.withUnsafeBytes({ bytesEqual(got, $0) }) { hit = true }
+          }
+          if hit { result.passed += 1 }
         }
-        var pipeline = DecodePipeline(decoder: decoder, settings: settings, maxWidth: image.width, maxHeight: image.height)
-        var results = DecodeResults(capacity: 16, payloadBytesMax: 8192)
-        let start = clock.now()
-        image.withFrame { pipeline.decode($0, into: &results) }
-        result.milliseconds.append(Double(clock.now().microseconds(since: start)) / 1000)
-        if sample.expected.isEmpty {
-          // No ground truth: only the false-positive sets say "there is no code here".
-          if name.hasPrefix("falsepositives") { result.falsePositives += results.count }
-          continue
-        }
-        result.total += 1
-        var hit = false
-        for i in 0..<results.count {
-          let got = sample.isText ? results.text(i) : results.payload(i)
-          if sample.expected.withUnsafeBytes({ bytesEqual(got, $0) }) { hit = true }
-        }
-        if hit { result.passed += 1 }
       }
       let label = name.padding(toLength: 24)
       let counts = "\(result.passed) / \(result.total)".padding(toLength: 16, left: true)

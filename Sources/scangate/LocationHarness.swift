@@ -13,7 +13,6 @@ enum LocationHarness {
     guard let categories = try? listDirectory(directory).filter({ isDirectory(directory + "/" + $0) }), !categories.isEmpty else {
       throw ParseError(message: "no category folders under \(directory)")
     }
-    let clock = SystemMonotonicClock()
     var totalFound = 0, totalLabelled = 0, totalFalse = 0
     var allTimes: [Double] = []
     print("category                 found / labelled   rate     median ms  (variant \(variant), formats \(settings.formats.listDescription))")
@@ -26,29 +25,22 @@ enum LocationHarness {
         guard let truth = try? readWholeFile(folder + "/" + stem + ".txt", maxBytes: 1 << 20) else { continue }
         let labels = parseLabels(String(decoding: truth, as: UTF8.self))
         guard var image = try? reader.read(folder + "/" + name) else { continue }
-        if variant == "inverted" { image = image.inverted() }
-        if variant == "mirrored" { image = image.mirrored() }
-        let decoder: ZXingDecoder
-        do { decoder = try ZXingDecoder(arenaBytes: 0, capacity: 64, tryHarder: settings.tryHarder) } catch {
-          throw ParseError(message: "\(error)")
-        }
-        var pipeline = DecodePipeline(decoder: decoder, settings: settings, maxWidth: image.width, maxHeight: image.height)
-        var results = DecodeResults(capacity: 64, payloadBytesMax: 8192)
-        let start = clock.now()
-        image.withFrame { pipeline.decode($0, into: &results) }
-        times.append(Double(clock.now().microseconds(since: start)) / 1000)
-        var polygons: [[Point]] = labels.map { label in
-          variant == "mirrored" ? label.map { (Double(image.width - 1) - $0.x, $0.y) } : label
-        }
-        labelled += polygons.count
-        for i in 0..<results.count {
-          let c = results[i].corners
-          let detected: [Point] = (0..<4).map { (Double(c[2 * $0]), Double(c[2 * $0 + 1])) }
-          if let match = polygons.firstIndex(where: { intersectionOverUnion(detected, $0) > 0.1 }) {
-            found += 1
-            polygons.remove(at: match)
-          } else {
-            falsePositives += 1
+        image = DecodeCommand.transformed(image, variant)
+        try DecodeCommand.decode(image, settings: settings, capacity: 64) { results, ms in
+          times.append(ms)
+          var polygons: [[Point]] = labels.map { label in
+            variant == "mirrored" ? label.map { (Double(image.width - 1) - $0.x, $0.y) } : label
+          }
+          labelled += polygons.count
+          for i in 0..<results.count {
+            let c = results[i].corners
+            let detected: [Point] = (0..<4).map { (Double(c[2 * $0]), Double(c[2 * $0 + 1])) }
+            if let match = polygons.firstIndex(where: { intersectionOverUnion(detected, $0) > 0.1 }) {
+              found += 1
+              polygons.remove(at: match)
+            } else {
+              falsePositives += 1
+            }
           }
         }
       }
