@@ -87,11 +87,12 @@ if os.path.exists(os.path.join(out, "fuzz.txt")):
 open(os.path.join(bench, "RESULTS.md"), "w").write("\n".join(md))
 
 hist = [r for r in csv.reader(open(os.path.join(out, "latency.csv")))][1:]
-fig, ax = plt.subplots(figsize=(7, 3.5))
-ax.bar(range(len(hist)), [int(r[1]) for r in hist], label="frame to edge")
-ax.bar(range(len(hist)), [int(r[2]) for r in hist], alpha=0.5, label="decode")
-ax.set_xticks(range(len(hist))); ax.set_xticklabels([r[0] for r in hist], rotation=60, fontsize=7)
-ax.set_xlabel("µs (bucket upper bound)"); ax.set_ylabel("count"); ax.legend(); ax.set_title("Latency histograms")
+fig, axes = plt.subplots(1, 2, figsize=(10, 3.5))
+for ax, column, title in ((axes[0], 1, "frame capture to relay/buzzer edge, per decision"), (axes[1], 2, "decode, per frame")):
+    rows = [r for r in hist if int(r[column]) > 0]
+    ax.bar(range(len(rows)), [int(r[column]) for r in rows])
+    ax.set_xticks(range(len(rows))); ax.set_xticklabels([r[0] for r in rows], rotation=60, fontsize=7)
+    ax.set_xlabel("µs (bucket upper bound)"); ax.set_ylabel("count"); ax.set_title(title, fontsize=9)
 fig.tight_layout(); fig.savefig(os.path.join(bench, "latency.png"), dpi=110); plt.close(fig)
 
 fig, ax = plt.subplots(figsize=(7, 3.5))
