@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
-"""Turns bench/run's raw results into bench/RESULTS.md and PNG plots.
-Usage: report.py RESULTS_DIR MODE"""
+"""Turns bench/run's raw results into RESULTS.md and PNG plots: bench/ for the long (release)
+run, the results folder itself for a short (CI) run, so a CI run never overwrites the release
+figures. Usage: report.py RESULTS_DIR MODE"""
 import csv, os, sys
 import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
 out, mode = sys.argv[1], sys.argv[2]
-bench = os.path.dirname(os.path.abspath(__file__))
+bench = os.path.dirname(os.path.abspath(__file__)) if mode == "long" else out
 
 def read_lines(name):
     path = os.path.join(out, name)
