@@ -93,12 +93,18 @@ int sg_v4l2_request_buffers(int fd, uint32_t count) {
   return (int)req.count;
 }
 
-int sg_v4l2_map_buffer(int fd, uint32_t index, void **address, size_t *length) {
+/// A capture buffer descriptor for mmap streaming, zeroed but for type, memory and index.
+static struct v4l2_buffer capture_buffer(uint32_t index) {
   struct v4l2_buffer buf;
   memset(&buf, 0, sizeof buf);
   buf.type = V4L2_BUF_TYPE_VIDEO_CAPTURE;
   buf.memory = V4L2_MEMORY_MMAP;
   buf.index = index;
+  return buf;
+}
+
+int sg_v4l2_map_buffer(int fd, uint32_t index, void **address, size_t *length) {
+  struct v4l2_buffer buf = capture_buffer(index);
   if (v4l2_ioctl(fd, VIDIOC_QUERYBUF, &buf) != 0) return -1;
   void *p = v4l2_mmap(NULL, buf.length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, buf.m.offset);
   if (p == MAP_FAILED) return -1;
@@ -110,20 +116,13 @@ int sg_v4l2_map_buffer(int fd, uint32_t index, void **address, size_t *length) {
 int sg_v4l2_unmap(void *address, size_t length) { return v4l2_munmap(address, length); }
 
 int sg_v4l2_queue(int fd, uint32_t index) {
-  struct v4l2_buffer buf;
-  memset(&buf, 0, sizeof buf);
-  buf.type = V4L2_BUF_TYPE_VIDEO_CAPTURE;
-  buf.memory = V4L2_MEMORY_MMAP;
-  buf.index = index;
+  struct v4l2_buffer buf = capture_buffer(index);
   return v4l2_ioctl(fd, VIDIOC_QBUF, &buf);
 }
 
 int sg_v4l2_dequeue(int fd, uint32_t *index, uint32_t *bytes_used, uint64_t *timestamp_ns,
                     uint32_t *sequence) {
-  struct v4l2_buffer buf;
-  memset(&buf, 0, sizeof buf);
-  buf.type = V4L2_BUF_TYPE_VIDEO_CAPTURE;
-  buf.memory = V4L2_MEMORY_MMAP;
+  struct v4l2_buffer buf = capture_buffer(0);
   if (v4l2_ioctl(fd, VIDIOC_DQBUF, &buf) != 0) return -1;
   *index = buf.index;
   *bytes_used = buf.bytesused;

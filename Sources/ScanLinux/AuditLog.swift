@@ -42,15 +42,13 @@ public final class AuditLog: AuditLogAccess, @unchecked Sendable {
   public let settings: AuditLogSettings
   private let ring: EventRing
   private let digester = SodiumDigester()
-  private let stopFlag = Atomic<Bool>(false)
+  private let worker = WorkerThread()
   private let committed = Atomic<UInt64>(0)
   private let faultRaw = Atomic<UInt8>(0)
   private let writtenCount = Atomic<Int64>(0)
   private let lostCount = Atomic<Int64>(0)
   private let pendingCount = Atomic<Int>(0)
   private let movedAsideCount = Atomic<Int>(0)
-  private var thread = pthread_t()
-  private var running = false
   /// The loop thread's read-only connection (console LOG).
   private var reader: AuditStore? = nil
   /// Records kept in memory at most while the disk is failing.
@@ -70,16 +68,12 @@ public final class AuditLog: AuditLogAccess, @unchecked Sendable {
   public var lostRecords: Int64 { lostCount.load(ordering: .relaxed) }
 
   public func start() {
-    thread = startThread { [self] in body() }
-    running = true
+    worker.start { [self] in body() }
   }
 
   /// Writes everything still in the ring, then stops the thread (SIGTERM path).
   public func stop() {
-    guard running else { return }
-    stopFlag.store(true, ordering: .releasing)
-    pthread_join(thread, nil)
-    running = false
+    worker.stop()
   }
 
   // MARK: - The writer thread
@@ -93,7 +87,7 @@ public final class AuditLog: AuditLogAccess, @unchecked Sendable {
     var lastPrune: Int64 = 0
     var nextOpenAttempt: Int64 = 0
     while true {
-      let stopping = stopFlag.load(ordering: .acquiring)
+      let stopping = worker.stopRequested
       let now = SystemWallClock().unixNanoseconds()
       if store == nil && now >= nextOpenAttempt {
         do {

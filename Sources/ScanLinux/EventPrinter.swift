@@ -8,10 +8,8 @@ public final class EventPrinter: @unchecked Sendable {
   private let ring: EventRing
   private let start: Instant
   private let clock: any MonotonicClock
-  private let stopFlag = Atomic<Bool>(false)
+  private let worker = WorkerThread()
   private let printedUpTo = Atomic<UInt64>(0)
-  private var thread = pthread_t()
-  private var running = false
   /// Kinds not printed (e.g. edges, when only decisions matter).
   public let skipping: Set<EventKind>
 
@@ -24,16 +22,12 @@ public final class EventPrinter: @unchecked Sendable {
 
   /// Starts the printing thread.
   public func startThread() {
-    thread = ScanLinux.startThread { [self] in body() }
-    running = true
+    worker.start { [self] in body() }
   }
 
   /// Prints what is left, then stops the thread.
   public func stop() {
-    guard running else { return }
-    stopFlag.store(true, ordering: .releasing)
-    pthread_join(thread, nil)
-    running = false
+    worker.stop()
   }
 
   /// Everything up to this sequence has been printed.
@@ -42,7 +36,7 @@ public final class EventPrinter: @unchecked Sendable {
   private func body() {
     var next: UInt64 = 1
     while true {
-      let stopping = stopFlag.load(ordering: .acquiring)
+      let stopping = worker.stopRequested
       next = drain(from: next)
       if stopping { break }
       usleep(20_000)
