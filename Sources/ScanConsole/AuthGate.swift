@@ -1,6 +1,9 @@
 import ScanCore
 
-/// Who is asking: a TCP peer address (16 bytes, IPv4 mapped into IPv6) or a serial port.
+/// Who is asking, as a network rather than one address: an attacker should not get a fresh
+/// failure budget per address. IPv4 peers are keyed per /32, IPv6 per /64 (what one host
+/// usually controls), every loopback address (127.0.0.0/8, ::1) as one peer, and the serial
+/// port as its own.
 public struct PeerKey: Hashable, Sendable {
   public var high: UInt64
   public var low: UInt64
@@ -10,15 +13,37 @@ public struct PeerKey: Hashable, Sendable {
   }
   /// The serial console's key.
   public static let serial = PeerKey(high: .max, low: .max)
+  /// Every loopback client.
+  public static let loopback = PeerKey(high: 0, low: 1)
+
+  /// An IPv4 peer; `address` in host order (127.0.0.1 is 0x7F00_0001).
+  public static func ipv4(_ address: UInt32) -> PeerKey {
+    if address >> 24 == 127 { return .loopback }
+    return PeerKey(high: 0, low: 0xFFFF_0000_0000 | UInt64(address))
+  }
+
+  /// An IPv6 peer from its 16 address bytes read as two big-endian words. IPv4-mapped
+  /// addresses (::ffff:a.b.c.d) are keyed as the IPv4 peer they are.
+  public static func ipv6(high: UInt64, low: UInt64) -> PeerKey {
+    if high == 0 && low == 1 { return .loopback }
+    if high == 0 && low >> 32 == 0xFFFF { return ipv4(UInt32(truncatingIfNeeded: low)) }
+    return PeerKey(high: high, low: 0)  // the /64
+  }
 }
 
-/// Failed-AUTH accounting per peer: exponential backoff between attempts, then a lockout.
-/// A fixed table; when full, the record idle longest is reused.
+/// Failed-AUTH accounting: per peer network, exponential backoff between attempts, then a
+/// lockout; and a global budget across all network peers, so many networks cannot guess in
+/// parallel. A fixed table; a full table reuses the record idle longest, but never one that is
+/// locked out now (while every record is, new network peers are refused too).
 public struct AuthGate: ~Copyable {
   public struct Settings: Equatable, Sendable {
     public var failuresMax = 5
     public var lockoutSeconds = 300
     public var firstBackoffMilliseconds = 1_000
+    /// Failures from all network peers together within `globalWindowSeconds` before every
+    /// network AUTH is refused for `lockoutSeconds` (the serial port is not affected).
+    public var globalFailuresMax = 20
+    public var globalWindowSeconds = 600
     public init() {}
   }
 
@@ -42,8 +67,14 @@ public struct AuthGate: ~Copyable {
 
   public let settings: Settings
   private let records: UnsafeMutableBufferPointer<Record>
+  private var globalWindowStart = Instant(nanoseconds: 0)
+  private var globalFailures = 0
+  private var globalLockedUntil = Instant(nanoseconds: 0)
+  /// Until when a full table of active lockouts refuses new peers.
+  private var tableFullUntil = Instant(nanoseconds: 0)
 
   public init(settings: Settings, capacity: Int = 64) {
+    precondition(capacity > 0 && settings.failuresMax > 0)
     self.settings = settings
     records = .allocate(capacity: capacity)
     records.initialize(repeating: Record())
@@ -56,27 +87,30 @@ public struct AuthGate: ~Copyable {
     return nil
   }
 
+  private static func remaining(_ until: Instant, _ now: Instant) -> Int {
+    Int((until.nanoseconds - now.nanoseconds) / 1_000_000) + 1
+  }
+
   /// Whether `peer` may try AUTH at `now`.
   public func admit(_ peer: PeerKey, at now: Instant) -> Admission {
-    guard let i = find(peer) else { return .allowed }
+    if peer != .serial {
+      if now < globalLockedUntil { return .lockedOut(milliseconds: Self.remaining(globalLockedUntil, now)) }
+    }
+    guard let i = find(peer) else {
+      if peer != .serial && now < tableFullUntil { return .lockedOut(milliseconds: Self.remaining(tableFullUntil, now)) }
+      return .allowed
+    }
     let r = records[i]
-    if now < r.lockedUntil { return .lockedOut(milliseconds: Int((r.lockedUntil.nanoseconds - now.nanoseconds) / 1_000_000) + 1) }
-    if now < r.nextAttempt { return .backingOff(milliseconds: Int((r.nextAttempt.nanoseconds - now.nanoseconds) / 1_000_000) + 1) }
+    if now < r.lockedUntil { return .lockedOut(milliseconds: Self.remaining(r.lockedUntil, now)) }
+    if now < r.nextAttempt { return .backingOff(milliseconds: Self.remaining(r.nextAttempt, now)) }
     return .allowed
   }
 
-  /// Records a failed attempt; returns the new failure count.
+  /// Records a failed attempt; returns the peer's failure count.
   @discardableResult
   public mutating func recordFailure(_ peer: PeerKey, at now: Instant) -> Int {
-    var i = find(peer) ?? -1
-    if i < 0 {
-      i = 0
-      for k in 0..<records.count {
-        if !records[k].used { i = k; break }
-        if records[k].lastFailure < records[i].lastFailure { i = k }
-      }
-      records[i] = Record(peer: peer, used: true)
-    }
+    if peer != .serial { countGlobally(at: now) }
+    guard let i = find(peer) ?? claimRecord(for: peer, at: now) else { return settings.failuresMax }
     if now >= records[i].lockedUntil && records[i].failures >= settings.failuresMax {
       records[i].failures = 0  // a lockout served starts the count again
     }
@@ -92,7 +126,36 @@ public struct AuthGate: ~Copyable {
     return failures
   }
 
-  /// A successful AUTH clears the peer's record.
+  /// A free record, else the one idle longest that is not locked out now; nil (and new peers
+  /// refused for a lockout period) when every record is an active lockout.
+  private mutating func claimRecord(for peer: PeerKey, at now: Instant) -> Int? {
+    var best = -1
+    for k in 0..<records.count {
+      if !records[k].used { best = k; break }
+      guard now >= records[k].lockedUntil else { continue }
+      if best < 0 || records[k].lastFailure < records[best].lastFailure { best = k }
+    }
+    guard best >= 0 else {
+      tableFullUntil = now.adding(milliseconds: settings.lockoutSeconds * 1000)
+      return nil
+    }
+    records[best] = Record(peer: peer, used: true)
+    return best
+  }
+
+  private mutating func countGlobally(at now: Instant) {
+    if now.milliseconds(since: globalWindowStart) >= settings.globalWindowSeconds * 1000 || globalFailures == 0 {
+      globalWindowStart = now
+      globalFailures = 0
+    }
+    globalFailures += 1
+    if globalFailures >= settings.globalFailuresMax {
+      globalLockedUntil = now.adding(milliseconds: settings.lockoutSeconds * 1000)
+      globalFailures = 0
+    }
+  }
+
+  /// A successful AUTH clears the peer's record (not the global count).
   public mutating func recordSuccess(_ peer: PeerKey) {
     if let i = find(peer) { records[i].used = false }
   }

@@ -24,8 +24,22 @@ public enum ConsoleVerb: UInt8, CaseIterable, Sendable {
     }
   }
 
-  /// Commands that change state or act on the door: they need AUTH.
-  public var needsOperator: Bool { self == .open || self == .reload || self == .selftest }
+  /// Commands that need AUTH: they act on the door or change state (OPEN, RELOAD, SELFTEST),
+  /// or they would show a credential (LOG bodies, SNAPSHOT frames, CHECK answers guesses).
+  public var needsOperator: Bool {
+    switch self {
+    case .open, .reload, .selftest, .log, .snapshot, .check: true
+    case .help, .version, .status, .stats, .last, .watch, .auth, .quit: false
+    }
+  }
+
+  /// Commands recorded in the audit log when an operator runs them (the rest are counted).
+  public var isAuditedForOperator: Bool {
+    switch self {
+    case .open, .reload, .selftest, .log, .snapshot, .check, .last, .watch: true
+    case .help, .version, .status, .stats, .auth, .quit: false
+    }
+  }
 
   /// One line of HELP.
   public var usage: StaticString {
@@ -34,16 +48,16 @@ public enum ConsoleVerb: UInt8, CaseIterable, Sendable {
     case .version: "VERSION             software, decoder and GPIO library versions"
     case .status: "STATUS              camera, GPIO, allow-list, decoder and console state"
     case .stats: "STATS               counters and latency percentiles"
-    case .last: "LAST [n]            the last n decisions (default 5, max 50)"
-    case .watch: "WATCH ON|OFF        event lines (starting with '! ') on this connection"
-    case .check: "CHECK <payload>     the decision on a payload (percent-escaped), without acting"
-    case .log: "LOG [n]             the last n audit log records (default 10, max 100)"
+    case .last: "LAST [n]            the last n decisions (default 5, max 50; payloads for operators)"
+    case .watch: "WATCH ON|OFF        event lines (starting with '! '; payloads for operators)"
+    case .check: "CHECK <payload>     operator: the decision on a payload (percent-escaped), rate-limited"
+    case .log: "LOG [n]             operator: the last n audit log records (default 10, max 100)"
     case .auth: "AUTH <secret>       become operator on this connection"
     case .quit: "QUIT                close this connection"
     case .open: "OPEN [ms]           operator: pulse the relay (capped)"
     case .reload: "RELOAD              operator: reload the allow-list now"
     case .selftest: "SELFTEST            operator: play every buzzer pattern, pulse the relay 200 ms"
-    case .snapshot: "SNAPSHOT [TEXT]     the latest frame (PNG path, or TEXT: ASCII art for serial)"
+    case .snapshot: "SNAPSHOT [TEXT]     operator: the latest frame (PNG as base64, or TEXT: ASCII art)"
     }
   }
 }
@@ -66,6 +80,7 @@ public struct ConsoleError: Error, Equatable, Sendable {
   public static let badEscape = ConsoleError(400, "bad payload: write bytes as %XX")
   public static let needsAuth = ConsoleError(401, "operator command: AUTH first")
   public static let lineTooLong = ConsoleError(413, "line too long (max 512 bytes)")
+  public static let throttled = ConsoleError(429, "too many lines; slow down (lines are dropped)")
 }
 
 /// A parsed command line. Arguments stay in the caller's line buffer or in fixed storage:

@@ -1,9 +1,14 @@
-/// Splits a byte stream into lines of at most `capacity` bytes, LF or CRLF terminated.
+/// Splits a byte stream into lines of at most `capacity` bytes. CR, LF and CRLF each end a
+/// line (picocom and screen send a bare CR on Enter; scripts send LF or CRLF); the LF of a CRLF
+/// ends nothing more, even when it arrives in the next chunk.
 ///
 /// Bytes are copied into one buffer allocated at init. A line that grows past the capacity is
 /// not truncated into a command: the rest of it is discarded up to its end, and it is reported
 /// as `.overlong`. Feeding a stream in chunks of any size gives the same lines.
 public struct LineFramer: ~Copyable {
+  /// The console's line limit (docs/console.md), without terminator.
+  public static let lineBytesMax = 512
+
   /// What the framer found.
   public enum Output {
     /// A complete line without its terminator (valid only during the callback).
@@ -17,12 +22,13 @@ public struct LineFramer: ~Copyable {
   private var count = 0
   private var discarding = false
   private var discarded = 0
-  private var discardedEndsInCR = false
+  /// The last byte seen was a CR: an LF right after it belongs to it.
+  private var afterCR = false
 
   public init(capacity: Int) {
     precondition(capacity > 0)
     self.capacity = capacity
-    buffer = .allocate(byteCount: capacity + 1, alignment: 8)
+    buffer = .allocate(byteCount: capacity, alignment: 8)
     buffer.initializeMemory(as: UInt8.self, repeating: 0)
   }
 
@@ -36,35 +42,33 @@ public struct LineFramer: ~Copyable {
     count = 0
     discarding = false
     discarded = 0
+    afterCR = false
   }
 
   /// Feeds bytes; calls `body` for each line or overlong line they complete.
   public mutating func feed(_ bytes: UnsafeRawBufferPointer, _ body: (Output) -> Void) {
     for b in bytes {
-      if b == 0x0A {
+      let wasAfterCR = afterCR
+      afterCR = b == 0x0D
+      if b == 0x0A && wasAfterCR { continue }  // the LF of a CRLF
+      if b == 0x0A || b == 0x0D {
         if discarding {
-          // The CR of a CRLF is not part of the line.
-          body(.overlong(byteCount: discarded - (discardedEndsInCR ? 1 : 0)))
+          body(.overlong(byteCount: discarded))
           discarding = false
           discarded = 0
         } else {
-          var n = count
-          if n > 0 && buffer[n - 1] == 0x0D { n -= 1 }
-          body(.line(UnsafeRawBufferPointer(rebasing: buffer[0..<n])))
+          body(.line(UnsafeRawBufferPointer(rebasing: buffer[0..<count])))
         }
         count = 0
         continue
       }
       if discarding {
         discarded += 1
-        discardedEndsInCR = b == 0x0D
         continue
       }
-      // One byte of slack: a CR right at the limit may still turn out to be half of a CRLF.
-      if count == capacity + 1 || (count == capacity && b != 0x0D) {
+      if count == capacity {
         discarding = true
         discarded = count + 1
-        discardedEndsInCR = b == 0x0D
         count = 0
         continue
       }

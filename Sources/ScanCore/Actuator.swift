@@ -101,6 +101,11 @@ public struct Actuator: Sendable {
     relayUntil = Instant(nanoseconds: 0)
   }
 
+  /// Milliseconds of rest left at `now` (pulses are refused until then), or nil.
+  public func restRemainingMilliseconds(at now: Instant) -> Int? {
+    now < restUntil ? Int((restUntil.nanoseconds - now.nanoseconds + 999_999) / 1_000_000) : nil
+  }
+
   /// Whether the relay should be active at `now`.
   public func relayActive(at now: Instant) -> Bool { periodCapEnd != nil && now < relayUntil }
 

@@ -199,6 +199,14 @@ public enum AllowListParser {
     if text.count > limits.fileBytesMax {
       return AllowListError(line: 0, reason: "file is \(text.count) bytes, over the \(limits.fileBytesMax)-byte limit")
     }
+    // A file cut short (written in place and read mid-write) must not load its last line as
+    // a shorter payload: every line, the last included, ends with a newline.
+    if let last = text.last, last != 0x0A {
+      var lines = 1
+      for b in text where b == 0x0A { lines += 1 }
+      return AllowListError(
+        line: lines, reason: "the file does not end with a newline (cut short? write a new file and rename it into place)")
+    }
     var lineNumber = 0
     var start = 0
     while start < text.count {

@@ -83,6 +83,13 @@ public struct ByteWriter: ~Copyable {
 
   public mutating func newline() { byte(0x0A) }
 
+  /// Writes one byte as `%XX` (uppercase hex), the escape form used everywhere (PayloadEscaping).
+  public mutating func writePercentEscaped(_ b: UInt8) {
+    byte(UInt8(ascii: "%"))
+    byte(b >> 4 < 10 ? 48 + (b >> 4) : 55 + (b >> 4))
+    byte(b & 15 < 10 ? 48 + (b & 15) : 55 + (b & 15))
+  }
+
   /// Writes `bytes` as standard base64 (RFC 4648, with padding).
   public mutating func writeBase64(_ bytes: UnsafeRawBufferPointer) {
     let alphabet: StaticString = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"

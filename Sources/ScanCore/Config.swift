@@ -111,6 +111,7 @@ public struct ScanConfig: Equatable, Sendable {
   public var consoleSecretFile = ""
   public var consoleAuthFailuresMax = 5
   public var consoleAuthLockoutSeconds = 300
+  public var consoleSerialOperatorIdleSeconds = 120
 
   public init() {}
 }
@@ -215,6 +216,7 @@ public enum ConfigSchema {
     Key(name: "console.secret_file", kind: .string) { $0.consoleSecretFile = str($1) },
     Key(name: "console.auth_failures_max", kind: .integer(1...100)) { $0.consoleAuthFailuresMax = int($1) },
     Key(name: "console.auth_lockout_s", kind: .integer(1...86_400)) { $0.consoleAuthLockoutSeconds = int($1) },
+    Key(name: "console.serial_operator_idle_s", kind: .integer(0...86_400)) { $0.consoleSerialOperatorIdleSeconds = int($1) },
   ]
 
   /// Every key the file may contain.

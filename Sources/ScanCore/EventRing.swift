@@ -126,6 +126,9 @@ public final class EventRing: @unchecked Sendable {
     let sequence = published.load(ordering: .relaxed) + 1
     var e = event
     e.sequence = sequence
+    // The previous publish must be visible before this slot is overwritten (a reader's
+    // re-check relies on it; ARM may otherwise reorder the stores).
+    atomicMemoryFence(ordering: .releasing)
     slots[Int(sequence & UInt64(mask))] = e
     published.store(sequence, ordering: .releasing)
     return sequence
@@ -144,8 +147,49 @@ public final class EventRing: @unchecked Sendable {
     if sequence == 0 || sequence > head { return .notYet }
     if head - sequence >= UInt64(capacity - 1) { return .overwritten }
     let e = slots[Int(sequence & UInt64(mask))]
-    let after = published.load(ordering: .acquiring)
+    // The copy above must complete before the re-check below reads the head (seqlock rule);
+    // an acquiring load alone does not keep earlier plain loads before it.
+    atomicMemoryFence(ordering: .acquiring)
+    let after = published.load(ordering: .relaxed)
     if after - sequence >= UInt64(capacity - 1) || e.sequence != sequence { return .overwritten }
     return .event(e)
+  }
+}
+
+/// A reader's position in the event ring: every reader (WATCH, the log writer, the journal)
+/// walks the ring with one of these, so "the reader fell a whole ring behind" is handled in one
+/// place: it is told how many events it lost and resumes at the oldest event still held.
+public struct EventCursor: Sendable {
+  /// What the reader gets for each step.
+  public enum Item {
+    case event(ScanEvent)
+    /// This many events were overwritten before they were read.
+    case overwritten(count: UInt64)
+  }
+
+  /// The next sequence number to read.
+  public private(set) var next: UInt64
+
+  public init(next: UInt64) { self.next = max(1, next) }
+
+  /// Reads from `next` through `last` (or the newest event), calling `body` for each item.
+  public mutating func read(_ ring: EventRing, upTo last: UInt64 = .max, _ body: (Item) -> Void) {
+    var steps = 0
+    while next <= min(last, ring.lastSequence) && steps <= ring.capacity {
+      steps += 1
+      switch ring.read(next) {
+      case .event(let e):
+        body(.event(e))
+        next += 1
+      case .overwritten:
+        let head = ring.lastSequence
+        let oldest = head > UInt64(ring.capacity) ? head - UInt64(ring.capacity) + 2 : next + 1
+        let resume = max(next + 1, oldest)
+        body(.overwritten(count: resume - next))
+        next = resume
+      case .notYet:
+        return
+      }
+    }
   }
 }

@@ -1,9 +1,18 @@
+/// Whether an event line may show the payload itself. A static payload is a working credential:
+/// it is shown only to an operator, or in the journal when `log.raw_payloads` says so; everyone
+/// else sees the label and a digest prefix.
+public enum PayloadVisibility: Sendable {
+  case shown, hidden
+}
+
 /// Event lines for logs, the demo and the console. Payloads and labels are always
 /// percent-escaped, so a scanned code never puts a control character on a terminal.
 public enum EventText {
   /// Writes `#12 +3.456s decision granted qr label=alice payload=ALICE-0001 ...` (no newline)
-  /// into `w` without allocating.
-  public static func write(_ e: ScanEvent, since start: Instant, into w: inout ByteWriter) {
+  /// into `w` without allocating; with `.hidden` the `payload=` field is left out.
+  public static func write(
+    _ e: ScanEvent, since start: Instant, payloads: PayloadVisibility, into w: inout ByteWriter
+  ) {
     let t = e.monotonic.microseconds(since: start)
     w.write("#")
     w.write(e.sequence)
@@ -26,9 +35,11 @@ public enum EventText {
         w.write(" label=")
         e.withLabel { w.writeEscaped($0) }
       }
-      w.write(" payload=")
-      e.withPayload { w.writeEscaped($0) }
-      if e.payloadTruncated { w.write("...") }
+      if payloads == .shown {
+        w.write(" payload=")
+        e.withPayload { w.writeEscaped($0) }
+        if e.payloadTruncated { w.write("...") }
+      }
       w.write(" sha256=")
       w.writeHex(e.digest, bytes: 8)
       w.write(" decode=")
@@ -59,10 +70,10 @@ public enum EventText {
   }
 
   /// The same line as a String (allocates: for the event printer thread and tests).
-  public static func line(_ e: ScanEvent, since start: Instant) -> String {
+  public static func line(_ e: ScanEvent, since start: Instant, payloads: PayloadVisibility) -> String {
     withUnsafeTemporaryAllocation(byteCount: 512, alignment: 1) { buffer in
       var w = ByteWriter(buffer)
-      write(e, since: start, into: &w)
+      write(e, since: start, payloads: payloads, into: &w)
       return String(decoding: w.written, as: UTF8.self)
     }
   }

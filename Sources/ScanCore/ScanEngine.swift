@@ -43,7 +43,13 @@ public struct ScanEngine<
   public var results: DecodeResults
   public var presence: PresenceTracker
   public var actuator: Actuator
-  public var allowList: AllowList
+  /// Every decision goes through here (the decision seam).
+  public var policy: AccessPolicies
+  /// The allow-list policy (loaded and reloaded by the owner).
+  public var allowList: AllowList {
+    _read { yield policy.allowList }
+    _modify { yield &policy.allowList }
+  }
   public private(set) var relay: Relay
   public private(set) var buzzer: Buzzer
   public private(set) var relayLevel = LineLevel.inactive
@@ -77,7 +83,7 @@ public struct ScanEngine<
     results = DecodeResults(capacity: settings.resultsCapacity, payloadBytesMax: settings.payloadBytesMax)
     presence = PresenceTracker(settings: settings.presence, capacity: settings.presenceSlots)
     actuator = Actuator(settings: settings.actuation)
-    allowList = AllowList(limits: settings.allowList)
+    policy = AccessPolicies(allowList: AllowList(limits: settings.allowList))
     self.relay = relay
     self.buzzer = buzzer
     self.clock = clock
@@ -134,7 +140,7 @@ public struct ScanEngine<
       s.corners = symbol.corners
       s.variant = symbol.variant
       let payload = results.payload(i)
-      s.verdict = allowList.decide(digester.sha256(payload), nowUnixSeconds: wall.unixSeconds()).0
+      s.verdict = policy.decide(payload, digest: digester.sha256(payload), nowUnixSeconds: wall.unixSeconds()).verdict
       s.geometry = CodeGeometry(frame, corners: symbol.corners)
       s.payloadCount = min(payload.count, 48)
       for k in 0..<s.payloadCount { s.payload[k] = payload[k] }
@@ -159,7 +165,8 @@ public struct ScanEngine<
   private mutating func decide(
     symbol: DecodedSymbol, payload: UnsafeRawBufferPointer, digest: Digest, captured: Instant, decoded: Instant
   ) {
-    let (verdict, entry) = allowList.decide(digest, nowUnixSeconds: wall.unixSeconds())
+    let decision = policy.decide(payload, digest: digest, nowUnixSeconds: wall.unixSeconds())
+    let verdict = decision.verdict
     let decided = clock.now()
     if verdict.isGranted {
       stats.grants &+= 1
@@ -182,9 +189,9 @@ public struct ScanEngine<
     e.decodeMicroseconds = UInt32(clamping: decoded.microseconds(since: captured))
     e.decideMicroseconds = UInt32(clamping: decided.microseconds(since: captured))
     e.setPayload(payload)
-    if let entry {
+    if let entry = decision.entry {
       withUnsafeTemporaryAllocation(byteCount: ScanEvent.labelBytesMax, alignment: 1) { buffer in
-        let n = allowList.copyLabel(entry, into: buffer)
+        let n = policy.allowList.copyLabel(entry, into: buffer)
         e.setLabel(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
       }
     }
@@ -264,14 +271,16 @@ public struct ScanEngine<
 
   /// What the decision on `payload` would be now; nothing is actuated or recorded.
   public func check(_ payload: UnsafeRawBufferPointer) -> Verdict {
-    allowList.decide(digester.sha256(payload), nowUnixSeconds: wall.unixSeconds()).0
+    policy.decide(payload, digest: digester.sha256(payload), nowUnixSeconds: wall.unixSeconds()).verdict
   }
 
-  /// A manual relay pulse (console OPEN), capped like every pulse.
-  public mutating func openManually(milliseconds: Int?) {
+  /// A manual relay pulse (console OPEN), capped like every pulse. Returns false (and records
+  /// nothing) when the relay is resting after its maximum on-time.
+  @discardableResult
+  public mutating func openManually(milliseconds: Int?) -> Bool {
     let now = clock.now()
+    guard actuator.pulseRelay(at: now, milliseconds: milliseconds) else { return false }
     stats.manualOpens &+= 1
-    actuator.pulseRelay(at: now, milliseconds: milliseconds)
     actuator.play(settings.actuation.grantPattern, at: now)
     var e = ScanEvent()
     e.kind = .manualOpen
@@ -280,6 +289,7 @@ public struct ScanEngine<
     e.code = UInt16(clamping: milliseconds ?? settings.actuation.relayPulseMilliseconds)
     events.append(e)
     tick()
+    return true
   }
 
   /// Plays a pattern (faults, self-test).

@@ -13,6 +13,7 @@ public struct ConsoleSettings: Sendable {
   public var serialBaud = 115_200
   public var secretFile = ""
   public var auth = AuthGate.Settings()
+  public var limits = ConsoleLimits()
   public init() {}
 
   public init(_ c: ScanConfig) {
@@ -25,6 +26,7 @@ public struct ConsoleSettings: Sendable {
     secretFile = c.consoleSecretFile
     auth.failuresMax = c.consoleAuthFailuresMax
     auth.lockoutSeconds = c.consoleAuthLockoutSeconds
+    limits.serialOperatorIdleSeconds = c.consoleSerialOperatorIdleSeconds
   }
 }
 
@@ -35,14 +37,11 @@ public struct ConsoleSettings: Sendable {
 /// A client whose output buffer cannot take a whole reply or event (it does not read) is
 /// disconnected; nothing blocks the loop or grows. A serial port that fails (adapter unplugged)
 /// is closed and reopened with backoff.
-public final class ConsoleServer {
+public final class ConsoleServer<Clock: MonotonicClock>: ConsoleOutput {
   /// One connection (a TCP client, or the serial port in the last slot).
   struct Client {
     var fd: Int32 = -1
-    var peer = PeerKey(high: 0, low: 0)
     var isSerial = false
-    var isOperator = false
-    var watching = false
     var closeWhenFlushed = false
     var lastActivity = Instant(nanoseconds: 0)
     var outputStart = 0
@@ -51,32 +50,33 @@ public final class ConsoleServer {
     var queueBytes = 0       // bytes used in the queue
   }
 
-  public static let lineBytesMax = 512
-  static let queueBytes = 2_048
+  public static var lineBytesMax: Int { LineFramer.lineBytesMax }
+  static var queueBytes: Int { 2_048 }
 
   public let settings: ConsoleSettings
   public private(set) var listenerDescriptors: [Int32] = []
   /// Where each listener is bound ("127.0.0.1:4570"), ports resolved.
   public private(set) var boundAddresses: [String] = []
   /// Why the operator secret is unavailable (nil when one is loaded).
-  public private(set) var secretProblem: String?
+  public var secretProblem: String? { commands.secretProblem }
+  /// The command interpreter: sessions, roles, budgets, AUTH.
+  public let commands: ConsoleCommands<Clock>
   public private(set) var droppedClients: UInt64 = 0
   public private(set) var rejectedClients: UInt64 = 0
   public private(set) var serialReopens: UInt64 = 0
   public private(set) var serialError: Int32 = 0
 
-  private var secretDigest: InlineArray<32, UInt8> = .init(repeating: 0)
-  var gate: AuthGate
   let slotCount: Int
   var clients: UnsafeMutableBufferPointer<Client>
   private let framers: UnsafeMutablePointer<LineFramer>
   private let output: UnsafeMutableRawBufferPointer
   private let queue: UnsafeMutableRawBufferPointer
   private let readBuffer: UnsafeMutableRawBufferPointer
-  private let pollIndex: UnsafeMutableBufferPointer<Int32>
+  private let listenerTokens: UnsafeMutableBufferPointer<PollSet.Token>
+  private let clientTokens: UnsafeMutableBufferPointer<PollSet.Token>
   private var serialRetryAt = Instant(nanoseconds: 0)
   private var serialBackoffMilliseconds = 250
-  private let clock: SystemMonotonicClock
+  private let clock: Clock
   /// The ring position WATCH clients have been sent up to.
   var eventCursor: UInt64 = 0
   /// A bulk reply being sent in bounded steps (a PNG snapshot as base64 body lines).
@@ -85,11 +85,12 @@ public final class ConsoleServer {
   private var bulkOffset = 0
   private var bulkTrailer = ""
 
-  public init(settings: ConsoleSettings, clock: SystemMonotonicClock = SystemMonotonicClock()) throws(SystemError) {
+  public init(settings: ConsoleSettings, clock: Clock) throws(SystemError) {
     self.settings = settings
     self.clock = clock
-    gate = AuthGate(settings: settings.auth)
     slotCount = settings.clientsMax + 1  // the last slot is the serial port's
+    commands = ConsoleCommands(slots: slotCount, limits: settings.limits, auth: settings.auth,
+                               secret: OperatorSecret(file: settings.secretFile), clock: clock)
     clients = .allocate(capacity: slotCount)
     clients.initialize(repeating: Client())
     framers = .allocate(capacity: slotCount)
@@ -100,9 +101,10 @@ public final class ConsoleServer {
     queue.initializeMemory(as: UInt8.self, repeating: 0)
     readBuffer = .allocate(byteCount: 4_096, alignment: 64)
     guard settings.listen.count <= 8 else { throw SystemError(errno: EINVAL, operation: "console.listen: at most 8 addresses") }
-    pollIndex = .allocate(capacity: slotCount + 8)
-    pollIndex.initialize(repeating: -1)
-    loadSecret()
+    listenerTokens = .allocate(capacity: 8)
+    listenerTokens.initialize(repeating: .none)
+    clientTokens = .allocate(capacity: slotCount)
+    clientTokens.initialize(repeating: .none)
     for address in settings.listen {
       let (fd, bound) = try Self.listen(on: address)
       listenerDescriptors.append(fd)
@@ -120,54 +122,8 @@ public final class ConsoleServer {
     output.deallocate()
     queue.deallocate()
     readBuffer.deallocate()
-    pollIndex.deallocate()
-  }
-
-  // MARK: - Secret
-
-  private func loadSecret() {
-    guard !settings.secretFile.isEmpty else {
-      secretProblem = "no console.secret_file configured"
-      return
-    }
-    var st = stat()
-    guard stat(settings.secretFile, &st) == 0 else {
-      secretProblem = "\(settings.secretFile): \(SystemError.describe(lastErrno()))"
-      return
-    }
-    guard st.st_uid == 0 || st.st_uid == geteuid() else {
-      secretProblem = "\(settings.secretFile) must be owned by root or the service user"
-      return
-    }
-    guard st.st_mode & 0o077 == 0 else {
-      secretProblem = "\(settings.secretFile) is readable by group or others (chmod 600 it)"
-      return
-    }
-    guard var bytes = try? readWholeFile(settings.secretFile, maxBytes: 4_096) else {
-      secretProblem = "\(settings.secretFile) cannot be read"
-      return
-    }
-    while let last = bytes.last, last == 0x0A || last == 0x0D { bytes.removeLast() }
-    guard bytes.count >= 8 else {
-      secretProblem = "\(settings.secretFile): the secret is shorter than 8 bytes"
-      return
-    }
-    let digest = bytes.withUnsafeBytes { SodiumDigester().sha256($0) }
-    for i in 0..<32 { secretDigest[i] = digest.byte(i) }
-    secretProblem = nil
-  }
-
-  /// Compares `secret` with the configured one in constant time.
-  func secretMatches(_ secret: UnsafeRawBufferPointer) -> Bool {
-    guard secretProblem == nil else { return false }
-    let candidate = SodiumDigester().sha256(secret)
-    var a = InlineArray<32, UInt8>(repeating: 0)
-    for i in 0..<32 { a[i] = candidate.byte(i) }
-    return withUnsafeBytes(of: a) { x in
-      withUnsafeBytes(of: secretDigest) { y in
-        sg_secure_compare(x.baseAddress!.assumingMemoryBound(to: UInt8.self), y.baseAddress!.assumingMemoryBound(to: UInt8.self), 32) == 0
-      }
-    }
+    listenerTokens.deallocate()
+    clientTokens.deallocate()
   }
 
   // MARK: - Listening
@@ -248,7 +204,8 @@ public final class ConsoleServer {
   // MARK: - Clients
 
   private func attach(fd: Int32, peer: PeerKey, slot: Int, serial: Bool) {
-    clients[slot] = Client(fd: fd, peer: peer, isSerial: serial, lastActivity: clock.now())
+    clients[slot] = Client(fd: fd, isSerial: serial, lastActivity: clock.now())
+    commands.opened(slot, peer: peer, transport: serial ? .serial : .tcp)
     framers[slot].reset()
     write(slot) { w in
       w.write("! scangate ")
@@ -264,6 +221,7 @@ public final class ConsoleServer {
     if dropped { droppedClients &+= 1 }
     let wasSerial = clients[i].isSerial
     clients[i] = Client()
+    commands.closed(i)
     framers[i].reset()
     if wasSerial {
       serialReopens &+= 1
@@ -279,7 +237,7 @@ public final class ConsoleServer {
   }
   public var watchingClients: Int {
     var n = 0
-    for i in 0..<slotCount where clients[i].fd >= 0 && clients[i].watching { n += 1 }
+    for i in 0..<slotCount where clients[i].fd >= 0 && commands[i].watching { n += 1 }
     return n
   }
   public var serialOpen: Bool { clients[serialSlot].fd >= 0 }
@@ -288,6 +246,9 @@ public final class ConsoleServer {
 
   /// Appends one whole reply or event to client `i`'s output through `body`. If it does not fit,
   /// the client is disconnected (it is not reading); partial replies are never sent.
+  public func send(_ slot: Int, _ body: (inout ByteWriter) -> Void) { write(slot, body) }
+  public func closeWhenFlushed(_ slot: Int) { clients[slot].closeWhenFlushed = true }
+
   func write(_ i: Int, _ body: (inout ByteWriter) -> Void) {
     guard clients[i].fd >= 0 else { return }
     let size = settings.clientOutputBytes
@@ -371,7 +332,7 @@ public final class ConsoleServer {
       let n: IOResult<Int>
       do {
         n = try syscallRetrying("console write", {
-          clients[i].isSerial ? Glibc.write(fd, start, length) : send(fd, start, length, Int32(MSG_NOSIGNAL))
+          clients[i].isSerial ? Glibc.write(fd, start, length) : Glibc.send(fd, start, length, Int32(MSG_NOSIGNAL))
         })
       } catch {
         disconnect(i)
@@ -389,50 +350,37 @@ public final class ConsoleServer {
 
   // MARK: - Polling
 
-  /// Adds the console's descriptors to `set` from `count` on.
-  public func registerPoll(_ set: UnsafeMutableBufferPointer<pollfd>, count: inout Int) {
-    var k = 0
-    for fd in listenerDescriptors where count < set.count {
-      set[count] = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-      pollIndex[k] = Int32(count)
-      count += 1
-      k += 1
-    }
-    for i in 0..<slotCount {
-      let slot = listenerDescriptors.count + i
-      pollIndex[slot] = -1
-      guard clients[i].fd >= 0, count < set.count else { continue }
-      var events = Int16(0)
-      if clients[i].queueBytes + Self.lineBytesMax + 2 <= Self.queueBytes { events |= Int16(POLLIN) }
-      if clients[i].outputStart < clients[i].outputEnd || i == bulkClient { events |= Int16(POLLOUT) }
-      set[count] = pollfd(fd: clients[i].fd, events: events, revents: 0)
-      pollIndex[slot] = Int32(count)
-      count += 1
-    }
-  }
-
   /// Descriptors the console may add to a poll set at most.
   public var pollCapacity: Int { listenerDescriptors.count + slotCount }
 
-  /// Milliseconds until the console needs the loop again (serial reopen), capped at `cap`.
-  public func waitMilliseconds(cap: Int) -> Int {
-    guard !settings.serialPath.isEmpty, !serialOpen else { return cap }
-    let now = clock.now()
-    return serialRetryAt <= now ? 0 : min(cap, Int((serialRetryAt.nanoseconds - now.nanoseconds) / 1_000_000) + 1)
+  /// Adds the listeners and clients to `poll`; returns when the console next needs the loop
+  /// (a serial reopen, an idle client, a snapshot being rendered).
+  public func prepare(_ poll: PollSet, now: Instant, rendering: Bool) -> Instant? {
+    for k in 0..<listenerDescriptors.count {
+      listenerTokens[k] = poll.add(listenerDescriptors[k], events: Int16(POLLIN))
+    }
+    for i in 0..<slotCount {
+      clientTokens[i] = .none
+      guard clients[i].fd >= 0 else { continue }
+      var events = Int16(0)
+      if clients[i].queueBytes + Self.lineBytesMax + 2 <= Self.queueBytes { events |= Int16(POLLIN) }
+      if clients[i].outputStart < clients[i].outputEnd || i == bulkClient { events |= Int16(POLLOUT) }
+      clientTokens[i] = poll.add(clients[i].fd, events: events)
+    }
+    var deadline: Instant? = rendering ? now.adding(milliseconds: 10) : nil
+    if !settings.serialPath.isEmpty && !serialOpen && (deadline == nil || serialRetryAt < deadline!) { deadline = serialRetryAt }
+    return deadline
   }
 
   /// Handles what poll reported: accepts, reads into the line queues, flushes, closes idle
-  /// clients, reopens the serial port.
-  public func service(_ set: UnsafeMutableBufferPointer<pollfd>) {
+  /// clients, ends idle serial operator sessions, reopens the serial port.
+  public func service(_ poll: PollSet) {
     let now = clock.now()
-    for (k, fd) in listenerDescriptors.enumerated() {
-      let index = Int(pollIndex[k])
-      if index >= 0 && set[index].revents & Int16(POLLIN) != 0 { acceptAll(fd) }
+    for k in 0..<listenerDescriptors.count where poll.revents(listenerTokens[k]) & Int16(POLLIN) != 0 {
+      acceptAll(listenerDescriptors[k])
     }
-    for i in 0..<slotCount {
-      let index = Int(pollIndex[listenerDescriptors.count + i])
-      guard index >= 0, clients[i].fd >= 0, clients[i].fd == set[index].fd else { continue }
-      let revents = set[index].revents
+    for i in 0..<slotCount where clients[i].fd >= 0 {
+      let revents = poll.revents(clientTokens[i])
       if revents & Int16(POLLOUT) != 0 {
         flush(i)
         if i == bulkClient { pumpBulk() }
@@ -445,6 +393,7 @@ public final class ConsoleServer {
         disconnect(i)
       }
     }
+    commands.expireIdleOperators { i in write(i) { $0.write("! idle: operator role ended; AUTH again\n") } }
     if !settings.serialPath.isEmpty && !serialOpen && now >= serialRetryAt { openSerial() }
   }
 
@@ -461,7 +410,7 @@ public final class ConsoleServer {
       guard slot >= 0 else {
         rejectedClients &+= 1
         let message: StaticString = "ERR 503 too many clients\n"
-        _ = message.withUTF8Buffer { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        _ = message.withUTF8Buffer { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
         close(fd)
         continue
       }
@@ -475,12 +424,13 @@ public final class ConsoleServer {
       if p.pointee.ss_family == sa_family_t(AF_INET6) {
         return p.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { s in
           withUnsafeBytes(of: s.pointee.sin6_addr) { b in
-            PeerKey(high: b.load(fromByteOffset: 0, as: UInt64.self), low: b.load(fromByteOffset: 8, as: UInt64.self))
+            PeerKey.ipv6(high: UInt64(bigEndian: b.loadUnaligned(fromByteOffset: 0, as: UInt64.self)),
+                         low: UInt64(bigEndian: b.loadUnaligned(fromByteOffset: 8, as: UInt64.self)))
           }
         }
       }
       return p.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { s in
-        PeerKey(high: 0, low: 0xFFFF_0000_0000 | UInt64(s.pointee.sin_addr.s_addr))
+        PeerKey.ipv4(UInt32(bigEndian: s.pointee.sin_addr.s_addr))
       }
     }
   }
@@ -520,9 +470,14 @@ public final class ConsoleServer {
     clients[i].queued += 1
   }
 
+  /// Runs every queued line of every client through the command interpreter against `host`.
+  public func runCommands<Host: ConsoleHost & ~Copyable>(host: inout Host) {
+    drainLines { slot, line in commands.handle(slot, line: line, host: &host, output: self) }
+  }
+
   /// Calls `body` for every queued line of every client, oldest first, then empties the queues.
   /// An overlong line comes as `nil`.
-  public func drainLines(_ body: (Int, UnsafeRawBufferPointer?) -> Void) {
+  func drainLines(_ body: (Int, UnsafeRawBufferPointer?) -> Void) {
     // A client receiving a bulk reply gets its next reply after it: its lines wait.
     for i in 0..<slotCount where clients[i].queued > 0 && i != bulkClient {
       var offset = i * Self.queueBytes
@@ -542,40 +497,35 @@ public final class ConsoleServer {
     }
   }
 
-  /// Sends every new event to the clients that are watching. Events are formatted straight
-  /// into each client's output buffer; nothing is allocated.
+  /// Sends every new event to the clients that are watching, payloads shown only to operators.
+  /// Events are formatted straight into each client's output buffer; nothing is allocated.
   /// With `upTo`, nothing later is sent (the audit log's committed position: an event a
   /// client has seen is one the log already holds).
   public func broadcast(_ ring: EventRing, since start: Instant, upTo limit: UInt64? = nil) {
     if eventCursor == 0 { eventCursor = ring.lastSequence }  // new console: from now on
     let last = min(ring.lastSequence, limit ?? .max)
     guard last > eventCursor else { return }
-    var anyWatching = false
-    for i in 0..<slotCount where clients[i].fd >= 0 && clients[i].watching { anyWatching = true }
-    guard anyWatching else {
+    guard watchingClients > 0 else {
       eventCursor = last
       return
     }
-    var sequence = eventCursor + 1
-    while sequence <= last {
-      switch ring.read(sequence) {
-      case .event(let e):
-        for i in 0..<slotCount where clients[i].fd >= 0 && clients[i].watching {
-          write(i) { w in
+    var cursor = EventCursor(next: eventCursor + 1)
+    cursor.read(ring, upTo: last) { read in
+      for i in 0..<slotCount where clients[i].fd >= 0 && commands[i].watching {
+        let visibility = commands.payloadVisibility(i)
+        write(i) { w in
+          switch read {
+          case .event(let e):
             w.write("! ")
-            EventText.write(e, since: start, into: &w)
+            EventText.write(e, since: start, payloads: visibility, into: &w)
             w.newline()
+          case .overwritten(let count):
+            w.write("! (")
+            w.write(count)
+            w.write(" events overwritten before they could be sent)\n")
           }
         }
-      case .overwritten:
-        for i in 0..<slotCount where clients[i].fd >= 0 && clients[i].watching {
-          write(i) { $0.write("! (events overwritten before they could be sent)\n") }
-        }
-        sequence = max(sequence, last > UInt64(ring.capacity) ? last - UInt64(ring.capacity) + 2 : sequence)
-      case .notYet:
-        break
       }
-      sequence += 1
     }
     eventCursor = last
   }

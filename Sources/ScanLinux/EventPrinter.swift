@@ -13,7 +13,12 @@ public final class EventPrinter: @unchecked Sendable {
   /// Kinds not printed (e.g. edges, when only decisions matter).
   public let skipping: Set<EventKind>
 
-  public init(ring: EventRing, start: Instant, clock: any MonotonicClock, skipping: Set<EventKind> = []) {
+  /// Whether journal lines show payloads (`log.raw_payloads`); by default they do not.
+  public let payloads: PayloadVisibility
+
+  public init(ring: EventRing, start: Instant, clock: any MonotonicClock, skipping: Set<EventKind> = [],
+              payloads: PayloadVisibility) {
+    self.payloads = payloads
     self.ring = ring
     self.start = start
     self.clock = clock
@@ -56,7 +61,7 @@ public final class EventPrinter: @unchecked Sendable {
         lost += 1
       case .event(let e):
         if lost > 0 { emit("(\(lost) events overwritten before they could be printed)"); lost = 0 }
-        if !skipping.contains(e.kind) { emit(EventText.line(e, since: start)) }
+        if !skipping.contains(e.kind) { emit(EventText.line(e, since: start, payloads: payloads)) }
       }
       next += 1
     }

@@ -1,41 +1,36 @@
 import CLinux
 import Glibc
+import ScanConsole
 import ScanCore
-
-/// The camera's state as the loop sees it.
-public enum CameraState: UInt8, Sendable {
-  case starting, streaming, degraded, finished
-  public var name: String {
-    switch self {
-    case .starting: "starting"
-    case .streaming: "streaming"
-    case .degraded: "degraded"
-    case .finished: "finished"
-    }
-  }
-}
 
 /// Settings of the loop itself (the engine has its own).
 public struct LoopSettings: Sendable {
   public var allowListPath: String?
   public var watchAllowList = true
-  public var frameTimeoutMilliseconds = 2_000
-  public var reopenBackoffMillisecondsMax = 1_000
+  public var camera = CameraSupervisor.Settings()
   /// Stop after this many frames (0 = run until a signal).
   public var maxFrames: UInt64 = 0
   /// Handle SIGTERM/SIGINT/SIGHUP through a signalfd.
   public var handleSignals = true
-  /// Test hook: SIGUSR1 makes the loop hang (to prove the systemd watchdog notices).
-  public var stallOnSIGUSR1 = getenv("SCANGATE_TEST_STALL").map { String(cString: $0) == "1" } ?? false
   public init() {}
+
+  public var frameTimeoutMilliseconds: Int {
+    get { camera.frameTimeoutMilliseconds }
+    set { camera.frameTimeoutMilliseconds = newValue }
+  }
+  public var reopenBackoffMillisecondsMax: Int {
+    get { camera.reopenBackoffMillisecondsMax }
+    set { camera.reopenBackoffMillisecondsMax = newValue }
+  }
 }
 
-/// ScanGate's single-threaded loop: one `poll()` over the camera, a signalfd and an inotify
-/// watch on the allow-list; the engine's actuator deadline bounds every wait.
+/// ScanGate's single-threaded loop: one `poll()` over a fixed table filled each iteration by
+/// the camera, the console and a list of poll participants (signals, the allow-list watcher,
+/// and whatever inputs come next); the engine's actuator deadline bounds every wait.
 ///
-/// Steady state allocates nothing: the pollfd array and the inotify buffer are fixed, and a
-/// frame goes straight from the source into the engine. Camera loss degrades (fault event and
-/// buzzer pattern) and the camera is reopened with backoff, never by exiting.
+/// Steady state allocates nothing: the poll table is fixed, and a frame goes straight from the
+/// source into the engine. Camera loss degrades (fault event and buzzer pattern) and the camera
+/// is reopened with backoff (CameraSupervisor), never by exiting.
 public struct RunLoop<
   Source: LoopFrameSource & ~Copyable, Decoder: CodeDecoder & ~Copyable, Relay: OutputLine & ~Copyable,
   Buzzer: OutputLine & ~Copyable, Clock: MonotonicClock, Wall: WallClock, Digester: PayloadDigester
@@ -46,32 +41,23 @@ public struct RunLoop<
   private let openSource: () throws(CaptureError) -> Source
   public let settings: LoopSettings
   private var camera: Source? = nil
-  public private(set) var cameraState = CameraState.starting
+  private var cameraToken = PollSet.Token.none
+  public private(set) var supervisor: CameraSupervisor
   public private(set) var cameraSummary = ""
-  public private(set) var lastCameraError: CaptureError? = nil
-  public private(set) var reopenAttempts: UInt64 = 0
-  public private(set) var cameraLosses: UInt64 = 0
-  private var reopenAt: Instant
-  private var backoffMilliseconds = 100
-  private var lastFrameAt: Instant
-  private var allowListRetryAt: Instant? = nil
-  public private(set) var stopRequested = false
   public private(set) var startedAt: Instant
-  private let signalDescriptor: Int32
-  private var inotifyDescriptor: Int32 = -1
-  private let allowListName: String
-  private let pollSet: UnsafeMutableBufferPointer<pollfd>
-  private let inotifyBuffer: UnsafeMutableRawBufferPointer
   public private(set) var droppedFrames: UInt64 = 0
+  public private(set) var stopRequested = false
+  private let poll: PollSet
+  private var participants: [any PollParticipant] = []
+  private let requests = LoopRequests()
+  private let allowListWatcher: AllowListWatcher?
   /// The technician console, served by this loop (nil: none).
-  public let console: ConsoleServer?
+  public let console: ConsoleServer<Clock>?
   /// Frames per second over the last second, × 100.
   public private(set) var framesPerSecondTimes100 = 0
   private var fpsWindowStart: Instant
   private var fpsWindowFrames: UInt64 = 0
-  /// Scratch for console arguments (CHECK payloads, AUTH secrets).
-  let consoleArgument: UnsafeMutableRawBufferPointer
-  /// Extra status lines the owner supplies (the audit log's state), and the log reader.
+  /// The audit log (its state on STATUS, LOG, the console's committed position).
   public var auditLog: (any AuditLogAccess)? = nil
   private var auditLogFaulted = false
   /// systemd: READY, STATUS and the watchdog.
@@ -80,57 +66,46 @@ public struct RunLoop<
   /// The aiming aid: renders PNG snapshots off the loop (created with the console).
   let snapshotWorker: SnapshotWorker?
   var snapshotPhase = SnapshotPhase.idle
-  var snapshotClient = -1
+  var snapshotSession = SessionTicket(slot: -1, generation: 0)
   var snapshotText = false
   var snapshotDeadline = Instant(nanoseconds: 0)
 
+  /// Room in the poll table for participants registered after init.
+  public static var extraPollCapacity: Int { 16 }
+
   public init(
-    engine: consuming Engine, settings: LoopSettings, console: ConsoleServer? = nil,
+    engine: consuming Engine, settings: LoopSettings, console: ConsoleServer<Clock>? = nil,
     openSource: @escaping () throws(CaptureError) -> Source
   ) {
     // Block the signals (signalfd) before any thread of this loop starts, so none of them can
     // take a SIGTERM with its default action.
-    signalDescriptor = settings.handleSignals ? sg_signalfd_open() : -1
+    let signals = settings.handleSignals ? SignalSource() : nil
     self.engine = engine
     self.console = console
     self.openSource = openSource
     snapshotWorker = console == nil ? nil : SnapshotWorker(buffer: self.engine.snapshot)
     self.settings = settings
     let now = self.engine.clock.now()
-    reopenAt = now
-    lastFrameAt = now
+    supervisor = CameraSupervisor(settings: settings.camera, now: now)
     startedAt = now
     fpsWindowStart = now
-    consoleArgument = .allocate(byteCount: ConsoleServer.lineBytesMax, alignment: 8)
-    pollSet = .allocate(capacity: 8 + (console?.pollCapacity ?? 0))
-    pollSet.initialize(repeating: pollfd(fd: -1, events: 0, revents: 0))
-    inotifyBuffer = .allocate(byteCount: 4096, alignment: 8)
-    var name = ""
-    if let path = settings.allowListPath {
-      let slash = path.lastIndex(of: "/")
-      let directory = slash.map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
-      name = slash.map { String(path[path.index(after: $0)...]) } ?? path
-      if settings.watchAllowList {
-        inotifyDescriptor = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
-        if inotifyDescriptor >= 0 {
-          let mask = UInt32(IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE | IN_DELETE)
-          if inotify_add_watch(inotifyDescriptor, directory, mask) < 0 {
-            Glibc.close(inotifyDescriptor)
-            inotifyDescriptor = -1
-          }
-        }
-      }
-    }
-    allowListName = name
+    let watcher = settings.allowListPath.flatMap { settings.watchAllowList ? AllowListWatcher(path: $0) : nil }
+    allowListWatcher = watcher
+    poll = PollSet(capacity: 1 + (console?.pollCapacity ?? 0) + Self.extraPollCapacity)
+    participants.reserveCapacity(Self.extraPollCapacity)
+    if let signals { register(signals) }
+    if let watcher { register(watcher) }
   }
 
-  deinit {
-    if signalDescriptor >= 0 { Glibc.close(signalDescriptor) }
-    if inotifyDescriptor >= 0 { Glibc.close(inotifyDescriptor) }
-    pollSet.deallocate()
-    inotifyBuffer.deallocate()
-    consoleArgument.deallocate()
-    snapshotWorker?.stop()
+  deinit { snapshotWorker?.stop() }
+
+  /// Adds a poll participant (at setup, before `run`): its descriptors join the poll table and
+  /// it is serviced every iteration.
+  public mutating func register(_ participant: any PollParticipant) {
+    let used = participants.reduce(0) { $0 + $1.pollCapacity }
+    precondition(used + participant.pollCapacity <= Self.extraPollCapacity, "poll participants exceed the table")
+    precondition(participants.count < participants.capacity, "participant table is fixed at init")
+    participants.append(participant)
   }
 
   /// Loads the allow-list from its file. On failure the live list stays and the error is kept
@@ -139,14 +114,14 @@ public struct RunLoop<
   public mutating func reloadAllowList() -> AllowListError? {
     guard let path = settings.allowListPath else { return nil }
     let error: AllowListError?
-    do {
-      let bytes = try AllowListFile.read(path, maxBytes: engine.allowList.limits.fileBytesMax)
-      error = engine.allowList.load(bytes, digester: engine.digester, nowUnixSeconds: engine.wall.unixSeconds())
-    } catch {
-      engine.allowList.recordFailure(error)
-      if error.reason.hasSuffix("will retry") { allowListRetryAt = engine.clock.now().adding(milliseconds: 200) }
+    switch AllowListFile.read(path, maxBytes: engine.allowList.limits.fileBytesMax) {
+    case .failure(let failure):
+      engine.allowList.recordFailure(failure.error)
+      if failure.retry { allowListWatcher?.retryAt = engine.clock.now().adding(milliseconds: 200) }
       engine.record(.fault, code: FaultCode.allowListRejected.rawValue)
-      return error
+      return failure.error
+    case .success(let bytes):
+      error = engine.allowList.load(bytes, digester: engine.digester, nowUnixSeconds: engine.wall.unixSeconds())
     }
     engine.record(error == nil ? .state : .fault,
                   code: (error == nil ? FaultCode.allowListLoaded : FaultCode.allowListRejected).rawValue)
@@ -173,69 +148,69 @@ public struct RunLoop<
   /// One iteration: wait (bounded) for something to do, then do all of it.
   public mutating func runOnce(maximumWaitMilliseconds: Int) {
     let now = engine.clock.now()
-    if camera == nil && now >= reopenAt { openCamera() }
-
-    var count = 0
-    var cameraSlot = -1, signalSlot = -1, inotifySlot = -1
-    if signalDescriptor >= 0 {
-      pollSet[count] = pollfd(fd: signalDescriptor, events: Int16(POLLIN), revents: 0); signalSlot = count; count += 1
-    }
-    if inotifyDescriptor >= 0 {
-      pollSet[count] = pollfd(fd: inotifyDescriptor, events: Int16(POLLIN), revents: 0); inotifySlot = count; count += 1
-    }
-    var wait = maximumWaitMilliseconds
-    var selfPacedReady = false
-    if let descriptor = camera?.pollDescriptor {
-      if descriptor >= 0 {
-        pollSet[count] = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0); cameraSlot = count; count += 1
-      } else {
-        let due = camera!.millisecondsUntilReady(at: now)
-        if due == 0 { selfPacedReady = true; wait = 0 } else { wait = min(wait, due) }
-      }
-    } else if cameraState != .finished {
-      wait = min(wait, max(0, Int((reopenAt.nanoseconds &- now.nanoseconds) / 1_000_000)))
-    }
-    if let deadline = engine.nextDeadline() {
-      wait = min(wait, deadline <= now ? 0 : Int((deadline.nanoseconds - now.nanoseconds + 999_999) / 1_000_000))
-    }
-    if let retry = allowListRetryAt {
-      wait = min(wait, retry <= now ? 0 : Int((retry.nanoseconds - now.nanoseconds) / 1_000_000) + 1)
-    }
-    if notifier.watchdogIntervalMilliseconds > 0 { wait = min(wait, notifier.watchdogIntervalMilliseconds) }
-    if let console {
-      console.registerPoll(pollSet, count: &count)
-      wait = console.waitMilliseconds(cap: wait)
-      if snapshotPhase == .rendering { wait = min(wait, 10) }
-    }
-    if camera != nil && cameraState == .streaming {
-      let silence = now.milliseconds(since: lastFrameAt)
-      wait = min(wait, max(0, settings.frameTimeoutMilliseconds - silence))
+    if camera == nil && supervisor.shouldOpen(at: now) { openCamera() }
+    poll.reset()
+    var deadline = now.adding(milliseconds: maximumWaitMilliseconds)
+    let (selfPacedReady, cameraDeadline) = prepareCamera(now: now)
+    deadline = Self.earlier(deadline, cameraDeadline)
+    deadline = Self.earlier(deadline, engine.nextDeadline())
+    for i in 0..<participants.count { deadline = Self.earlier(deadline, participants[i].prepare(poll, now: now)) }
+    if let console { deadline = Self.earlier(deadline, console.prepare(poll, now: now, rendering: snapshotPhase == .rendering)) }
+    if notifier.watchdogIntervalMilliseconds > 0 {
+      deadline = Self.earlier(deadline, now.adding(milliseconds: notifier.watchdogIntervalMilliseconds))
     }
 
-    let ready: Int32
-    do { ready = try syscall("poll", { poll(pollSet.baseAddress, nfds_t(count), Int32(wait)) }) } catch {
-      ready = 0  // ENOMEM and the like: try again next iteration
-    }
+    _ = poll.wait(milliseconds: selfPacedReady ? 0 : millisecondsUntil(deadline, from: now))
 
-    if ready > 0 && signalSlot >= 0 && pollSet[signalSlot].revents != 0 { handleSignals() }
-    if ready > 0 && inotifySlot >= 0 && pollSet[inotifySlot].revents != 0 { handleInotify() }
-    if let retry = allowListRetryAt, engine.clock.now() >= retry {
-      allowListRetryAt = nil
-      reloadAllowList()
-    }
-    if selfPacedReady || (cameraSlot >= 0 && pollSet[cameraSlot].revents != 0) { captureFrame() }
+    let after = engine.clock.now()
+    for i in 0..<participants.count { participants[i].service(poll, now: after, requests: requests) }
+    applyRequests()
+    if selfPacedReady || poll.revents(cameraToken) != 0 { captureFrame() }
     checkFrameTimeout()
     engine.sweepPresence()
     engine.tick()
-    if let console {
-      console.service(pollSet)
-      console.drainLines { client, line in executeConsoleLine(console, client: client, line: line) }
-      advanceSnapshot(console)
-      console.broadcast(engine.events, since: startedAt, upTo: auditLog?.committedSequence)
-    }
+    if let console { serviceConsole(console) }
     checkAuditLog()
     updateFramesPerSecond()
     notifySystemd()
+  }
+
+  @inline(__always) static func earlier(_ a: Instant, _ b: Instant?) -> Instant {
+    guard let b else { return a }
+    return b < a ? b : a
+  }
+
+  /// Adds the camera's descriptor (or, for a self-paced source, its next frame time).
+  /// Returns whether a self-paced source has a frame now, and when the camera next needs the loop.
+  private mutating func prepareCamera(now: Instant) -> (ready: Bool, deadline: Instant?) {
+    cameraToken = .none
+    let supervision = supervisor.deadline(hasCamera: camera != nil)
+    guard let descriptor = camera?.pollDescriptor else { return (false, supervision) }
+    if descriptor >= 0 {
+      cameraToken = poll.add(descriptor, events: Int16(POLLIN))
+      return (false, supervision)
+    }
+    let due = camera!.millisecondsUntilReady(at: now)
+    return (due == 0, Self.earlier(now.adding(milliseconds: due), supervision))
+  }
+
+  private mutating func applyRequests() {
+    if requests.stop { stopRequested = true }
+    requests.stop = false
+    if requests.reloadAllowList {
+      requests.reloadAllowList = false
+      reloadAllowList()
+    }
+  }
+
+  private mutating func serviceConsole(_ console: ConsoleServer<Clock>) {
+    console.service(poll)
+    console.runCommands(host: &self)
+    advanceSnapshot(console)
+    // WATCH shows only what the log holds, except while the log is failing: then the
+    // technician needs the fault events most.
+    let limit = auditLog.flatMap { $0.isFaulted ? nil : $0.committedSequence }
+    console.broadcast(engine.events, since: startedAt, upTo: limit)
   }
 
   private mutating func captureFrame() {
@@ -248,103 +223,48 @@ public struct RunLoop<
       droppedFrames = source.droppedFrames
       camera = consume source
       if outcome != nil {
-        lastFrameAt = engine.clock.now()
+        supervisor.frameArrived(at: engine.clock.now())
         if settings.maxFrames > 0 && engine.stats.frames >= settings.maxFrames { stopRequested = true }
       }
     } catch {
-      switch error {
-      case .endOfStream:
-        cameraState = .finished
-        camera = nil
+      if error == .endOfStream {
+        supervisor.finished()
         stopRequested = true
-      default:
-        cameraLost(error)
+      } else {
+        apply(supervisor.lost(error, at: engine.clock.now()))
       }
     }
   }
 
   private mutating func checkFrameTimeout() {
-    guard camera != nil, cameraState == .streaming else { return }
-    if engine.clock.now().milliseconds(since: lastFrameAt) >= settings.frameTimeoutMilliseconds {
-      cameraLost(.deviceLost(errno: ETIMEDOUT))
-    }
+    guard camera != nil, supervisor.timedOut(at: engine.clock.now()) else { return }
+    camera = nil  // releases the device (deinit: STREAMOFF, munmap, close)
+    apply(supervisor.lost(.deviceLost(errno: ETIMEDOUT), at: engine.clock.now()))
   }
 
   private mutating func openCamera() {
-    reopenAttempts &+= 1
+    supervisor.opening()
     do throws(CaptureError) {
       let source = try openSource()
       cameraSummary = source.summary
       camera = consume source
-      let wasDegraded = cameraState == .degraded
-      cameraState = .streaming
-      lastFrameAt = engine.clock.now()
-      backoffMilliseconds = 100
-      lastCameraError = nil
-      engine.record(.state, code: (wasDegraded ? FaultCode.cameraRestored : FaultCode.started).rawValue)
+      apply(supervisor.opened(at: engine.clock.now()))
     } catch {
-      lastCameraError = error
-      if cameraState != .degraded {
-        cameraState = .degraded
-        engine.record(.fault, code: FaultCode.cameraLost.rawValue)
-        engine.play(engine.settings.actuation.faultPattern)
-      }
-      reopenAt = engine.clock.now().adding(milliseconds: backoffMilliseconds)
-      backoffMilliseconds = min(backoffMilliseconds * 2, settings.reopenBackoffMillisecondsMax)
+      apply(supervisor.openFailed(error, at: engine.clock.now()))
     }
   }
 
-  private mutating func cameraLost(_ error: CaptureError) {
-    cameraLosses &+= 1
-    lastCameraError = error
-    camera = nil  // releases the device (deinit: STREAMOFF, munmap, close)
-    cameraState = .degraded
-    engine.record(.fault, code: FaultCode.cameraLost.rawValue)
-    engine.play(engine.settings.actuation.faultPattern)
-    backoffMilliseconds = 100
-    reopenAt = engine.clock.now().adding(milliseconds: backoffMilliseconds)
-  }
-
-  private mutating func handleSignals() {
-    for _ in 0..<8 {
-      let signal = sg_signalfd_read(signalDescriptor)
-      if signal <= 0 { return }
-      switch signal {
-      case SIGTERM, SIGINT: stopRequested = true
-      case SIGHUP: reloadAllowList()
-      case SIGUSR1 where settings.stallOnSIGUSR1:
-        // Test hook (SCANGATE_TEST_STALL=1): the loop stops turning, as a hung driver call would.
-        while true { sleep(3_600) }
-      default: break
-      }
+  /// Records a camera transition (and plays the fault pattern on a loss).
+  private mutating func apply(_ transition: CameraTransition?) {
+    switch transition {
+    case .started: engine.record(.state, code: FaultCode.started.rawValue)
+    case .restored: engine.record(.state, code: FaultCode.cameraRestored.rawValue)
+    case .lost:
+      camera = nil
+      engine.record(.fault, code: FaultCode.cameraLost.rawValue)
+      engine.play(engine.settings.actuation.faultPattern)
+    case nil: break
     }
-  }
-
-  private mutating func handleInotify() {
-    var relevant = false
-    for _ in 0..<16 {
-      let n = Glibc.read(inotifyDescriptor, inotifyBuffer.baseAddress, inotifyBuffer.count)
-      if n <= 0 { break }
-      var offset = 0
-      while offset + 16 <= n {
-        let length = Int(inotifyBuffer.loadUnaligned(fromByteOffset: offset + 12, as: UInt32.self))
-        let nameStart = offset + 16
-        if length > 0 && nameStart + length <= n {
-          relevant = relevant || nameMatches(start: nameStart, length: length)
-        }
-        offset = nameStart + length
-      }
-    }
-    if relevant { reloadAllowList() }
-  }
-
-  private func nameMatches(start: Int, length: Int) -> Bool {
-    var i = 0
-    for b in allowListName.utf8 {
-      guard i < length, inotifyBuffer[start + i] == b else { return false }
-      i += 1
-    }
-    return i == length || inotifyBuffer[start + i] == 0
   }
 
   /// READY=1 once the first camera open has been tried (the reader is up, streaming or
@@ -352,14 +272,15 @@ public struct RunLoop<
   private mutating func notifySystemd() {
     guard notifier.isActive else { return }
     notifier.tick(now: engine.clock.now())
-    guard cameraState != .starting, !notifier.readySent || cameraState != statusSentState else { return }
-    statusSentState = cameraState
-    let state = cameraState, summary = cameraSummary, entries = engine.allowList.count
+    let state = supervisor.state
+    guard state != .starting, !notifier.readySent || state != statusSentState else { return }
+    statusSentState = state
+    let summary = cameraSummary, entries = engine.allowList.count
     let write: (inout ByteWriter) -> Void = { w in
       w.write("camera ")
       w.write(state.name)
       w.write(" ")
-      w.write(summary)
+      ConsoleText.writeSanitized(summary, into: &w)
       w.write("; allow-list ")
       w.write(entries)
       w.write(" entries")
@@ -389,4 +310,11 @@ public struct RunLoop<
 
   /// Whether a camera (or replay) is open now.
   public var hasCamera: Bool { camera != nil }
+  public var cameraState: CameraState { supervisor.state }
+  public var lastCameraError: CaptureError? { supervisor.lastError }
+  public var reopenAttempts: UInt64 { supervisor.reopenAttempts }
+  public var cameraLosses: UInt64 { supervisor.losses }
 }
+
+/// Writes a message that may hold file names or driver text, control bytes escaped.
+func writeSanitized(_ text: String, into w: inout ByteWriter) { ConsoleText.writeSanitized(text, into: &w) }

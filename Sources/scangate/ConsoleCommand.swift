@@ -9,7 +9,7 @@ import ScanLinux
 enum ConsoleCommand {
   static func run(_ arguments: [String]) -> Int32 {
     do {
-      let options = try Options(arguments, valued: ["tcp", "serial", "baud", "command", "timeout"], known: [])
+      let options = try Options(arguments, valued: ["tcp", "serial", "baud", "command", "timeout", "secret-file"], known: [])
       let fd = try open(options)
       defer { close(fd) }
       if let command = options.value("command") {
@@ -93,8 +93,29 @@ enum ConsoleCommand {
     return reply.status.hasPrefix("OK") ? 0 : 1
   }
 
-  /// Opens the console named by `--tcp` or `--serial` (default TCP 127.0.0.1:4570).
+  /// Opens the console named by `--tcp` or `--serial` (default TCP 127.0.0.1:4570) and, with
+  /// `--secret-file`, becomes operator first (the secret is read from the file, never from the
+  /// command line, where `ps` would show it).
   static func open(_ options: Options) throws(ParseError) -> Int32 {
+    let fd = try openTransport(options)
+    guard let path = options.value("secret-file") else { return fd }
+    switch readSecretFile(path, maxBytes: 4_096) {
+    case .failure(let why):
+      close(fd)
+      throw ParseError(message: "--secret-file: \(why)")
+    case .success(var bytes):
+      while let last = bytes.last, last == 0x0A || last == 0x0D { bytes.removeLast() }
+      let reply = exchange(fd, "AUTH " + PayloadEscaping.escaped(bytes), timeoutSeconds: 10)
+      for i in bytes.indices { bytes[i] = 0 }
+      guard let reply, reply.status.hasPrefix("OK") else {
+        close(fd)
+        throw ParseError(message: "AUTH refused: \(reply?.status ?? "no reply")")
+      }
+      return fd
+    }
+  }
+
+  static func openTransport(_ options: Options) throws(ParseError) -> Int32 {
     if let path = options.value("serial") {
       let fd = sg_open(path, O_RDWR | O_NOCTTY | O_CLOEXEC, 0)
       guard fd >= 0 else { throw ParseError(message: "\(path): \(SystemError.describe(sg_errno()))") }

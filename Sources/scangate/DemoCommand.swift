@@ -43,6 +43,9 @@ enum DemoCommand {
       if options.value("config") != nil {
         guard let loaded = ExtraCommands.loadConfig(options) else { return 1 }
         config = loaded
+      } else {
+        // The demo's passes are made up: show what was read (a site's config keeps it off).
+        config.logRawPayloads = true
       }
       let directory = options.value("dir") ?? makeTemporaryDirectory()
       if !isDirectory(directory) && mkdir(directory, 0o755) != 0 {

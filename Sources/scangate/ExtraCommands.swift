@@ -54,16 +54,16 @@ enum CheckConfigCommand {
       var status: Int32 = 0
       // The allow-list, parsed exactly as the service would.
       var list = AllowList(limits: config.engine.allowList)
-      do {
-        let bytes = try AllowListFile.read(config.allowListPath, maxBytes: config.engine.allowList.fileBytesMax)
+      switch AllowListFile.read(config.allowListPath, maxBytes: config.engine.allowList.fileBytesMax) {
+      case .success(let bytes):
         if let error = list.load(bytes, digester: SodiumDigester(), nowUnixSeconds: SystemWallClock().unixSeconds()) {
           print("\(config.allowListPath): \(error)")
           status = 1
         } else {
           print("\(config.allowListPath): \(list.count) entries")
         }
-      } catch {
-        print("allow-list: \(error)")
+      case .failure(let failure):
+        print("allow-list: \(failure.error)")
         status = 1
       }
       print("source: \(config.cameraSource.rawValue) \(config.cameraSource == .v4l2 ? config.cameraDevice : config.replayPath) "

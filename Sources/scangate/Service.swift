@@ -77,10 +77,10 @@ enum Service {
     settings.frameTimeoutMilliseconds = config.frameTimeoutMilliseconds
     settings.reopenBackoffMillisecondsMax = config.reopenBackoffMillisecondsMax
     settings.maxFrames = options.maxFrames
-    var console: ConsoleServer? = nil
+    var console: ConsoleServer<SystemMonotonicClock>? = nil
     if !config.consoleListen.isEmpty || !config.consoleSerialPath.isEmpty {
       do {
-        console = try ConsoleServer(settings: ConsoleSettings(config))
+        console = try ConsoleServer(settings: ConsoleSettings(config), clock: clock)
         for address in console!.boundAddresses { print("console listening on \(address)") }
         if !config.consoleSerialPath.isEmpty { print("console on serial \(config.consoleSerialPath) at \(config.consoleSerialBaud) baud") }
         if let problem = console!.secretProblem { print("console: operator commands disabled: \(problem)") }
@@ -101,7 +101,8 @@ enum Service {
       auditLog = AuditLog(settings: logSettings, ring: ring)
       loop.auditLog = auditLog
     }
-    let printer = EventPrinter(ring: ring, start: loop.startedAt, clock: clock, skipping: options.skipping)
+    let printer = EventPrinter(ring: ring, start: loop.startedAt, clock: clock, skipping: options.skipping,
+                               payloads: config.logRawPayloads ? .shown : .hidden)
     if let error = loop.reloadAllowList() {
       writeStandardError("scangate: allow-list \(config.allowListPath): \(error); denying every code until it loads\n")
     }

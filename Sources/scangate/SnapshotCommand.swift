@@ -7,7 +7,7 @@ import ScanLinux
 enum SnapshotCommand {
   static func run(_ arguments: [String]) -> Int32 {
     do {
-      let options = try Options(arguments, valued: ["tcp", "serial", "baud", "out", "timeout"], known: ["text"])
+      let options = try Options(arguments, valued: ["tcp", "serial", "baud", "out", "timeout", "secret-file"], known: ["text"])
       let text = options.flag("text")
       guard text || options.value("out") != nil else { throw ParseError(message: "give --out FILE.png, or --text") }
       let fd = try ConsoleCommand.open(options)

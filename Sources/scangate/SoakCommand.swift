@@ -1,4 +1,5 @@
 import Glibc
+import ScanConsole
 import ScanCore
 import ScanLinux
 import ScanSim
@@ -55,13 +56,17 @@ enum SoakCommand {
       settings.handleSignals = true
       let frames = frameImages, steps = script
       frameImages = []
-      var console: ConsoleServer? = nil
+      var console: ConsoleServer<SystemMonotonicClock>? = nil
       var load: ConsoleLoad? = nil
       if consoleClients >= 0 {
         var consoleSettings = ConsoleSettings()
         consoleSettings.listen = ["127.0.0.1:0"]
         consoleSettings.clientsMax = consoleClients + 2
-        let server = try ConsoleServer(settings: consoleSettings)
+        // The load generator measures what serving the console costs, so its STATUS stream is
+        // not throttled by the per-session line budget.
+        consoleSettings.limits.linesPerSecond = 1_000_000
+        consoleSettings.limits.lineBurst = 1_000_000
+        let server = try ConsoleServer(settings: consoleSettings, clock: clock)
         console = server
         let port = UInt16(server.boundAddresses[0].split(separator: ":").last!)!
         load = ConsoleLoad(port: port, idle: consoleClients)

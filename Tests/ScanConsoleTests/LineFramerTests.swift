@@ -12,9 +12,11 @@ enum Framed: Equatable {
 func oracle(_ bytes: [UInt8], capacity: Int) -> [Framed] {
   var out: [Framed] = []
   var current: [UInt8] = []
+  var previous: UInt8 = 0
   for b in bytes {
-    if b == 0x0A {
-      if current.last == 0x0D { current.removeLast() }
+    defer { previous = b }
+    if b == 0x0A && previous == 0x0D { continue }  // CRLF is one terminator
+    if b == 0x0A || b == 0x0D {
       out.append(current.count > capacity ? .overlong(current.count) : .line(current))
       current = []
     } else {
@@ -68,6 +70,16 @@ func frame(_ bytes: [UInt8], capacity: Int, chunk: Int) -> [Framed] {
   func overlong() {
     let evil = Array(repeating: UInt8(ascii: "x"), count: 600) + Array("OPEN\nSTATUS\n".utf8)
     #expect(frame(evil, capacity: 512, chunk: 7) == [.overlong(604), .line(Array("STATUS".utf8))])
+  }
+
+  @Test("a bare CR ends a line, as picocom and screen send on Enter; CRLF split across reads is one end")
+  func bareCarriageReturn() {
+    #expect(frame(Array("STATUS\rLAST\r".utf8), capacity: 512, chunk: 3)
+      == [.line(Array("STATUS".utf8)), .line(Array("LAST".utf8))])
+    #expect(frame(Array("STATUS\r\nLAST\r\n".utf8), capacity: 512, chunk: 7)
+      == [.line(Array("STATUS".utf8)), .line(Array("LAST".utf8))])
+    #expect(frame(Array("A\r\r\nB\n\rC\r".utf8), capacity: 512, chunk: 1)
+      == [.line([0x41]), .line([]), .line([0x42]), .line([]), .line([0x43])])
   }
 
   @Test("random transcripts match the oracle", arguments: 0..<20)

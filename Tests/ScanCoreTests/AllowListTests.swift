@@ -23,6 +23,7 @@ import Testing
       sha256:\(digester.hex("BOB-0002")) label=bob   # the file need not hold the secret
 
       text:with%20space%25%23hash
+
       """
     #expect(load(text, into: &list) == nil)
     #expect(list.count == 3)
@@ -94,6 +95,18 @@ import Testing
     #expect(load(cut, into: &list) != nil)
     #expect(list.count == 3)
     #expect(verdict(list, "THREE") == .granted)
+  }
+
+  @Test("a last line without its newline is a file cut short: rejected, never loaded as a shorter pass")
+  func unterminatedLastLine() {
+    var list = AllowList(limits: AllowListLimits())
+    #expect(load("text:ONE\n", into: &list) == nil)
+    // `cat > allow.txt` caught mid-write: "text:THIRTEEN" cut to "text:TH".
+    let error = load("text:ONE\ntext:TH", into: &list)
+    #expect(error?.line == 2)
+    #expect(error?.reason.contains("newline") == true)
+    #expect(verdict(list, "TH") == .deniedUnknown)
+    #expect(verdict(list, "ONE") == .granted && list.version == 1)
   }
 
   @Test("entry and size limits are checked at load")

@@ -84,8 +84,11 @@ import Testing
     rig.feed(&engine, 3, count: 2)
     guard let e = rig.events(.decision).first else { Issue.record("no decision"); return }
     #expect(e.withPayload { Array($0) } == Array("EVIL\r\nOK".utf8))
-    #expect(EventText.line(e, since: Instant(nanoseconds: 0)).contains("payload=EVIL%0D%0AOK"))
-    #expect(!EventText.line(e, since: Instant(nanoseconds: 0)).contains("\r"))
+    #expect(EventText.line(e, since: Instant(nanoseconds: 0), payloads: .shown).contains("payload=EVIL%0D%0AOK"))
+    #expect(!EventText.line(e, since: Instant(nanoseconds: 0), payloads: .shown).contains("\r"))
+    let hidden = EventText.line(e, since: Instant(nanoseconds: 0), payloads: .hidden)
+    #expect(!hidden.contains("EVIL") && !hidden.contains("payload="))
+    #expect(hidden.contains("sha256="))
   }
 
   @Test("a code that leaves and comes back after the cooldown is decided again")

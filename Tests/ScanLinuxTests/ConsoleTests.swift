@@ -34,7 +34,7 @@ import Testing
       settings.auth.failuresMax = 3
       settings.auth.lockoutSeconds = 60
       consoleSettings(&settings)
-      let console = try! ConsoleServer(settings: settings)
+      let console = try! ConsoleServer(settings: settings, clock: clock)
       port = UInt16(console.boundAddresses.first.map { $0.split(separator: ":").last! }.flatMap { UInt16($0) } ?? 0)
       var engineSettings = EngineSettings()
       engineSettings.actuation.relayPulseMillisecondsMax = 5_000
@@ -126,7 +126,8 @@ import Testing
 
   @Test("one byte at a time, or many commands in one write; LF and CRLF")
   func chunking() {
-    let rig = Rig()
+    // This test is about framing: a budget large enough for 200 commands in one write.
+    let rig = Rig(consoleSettings: { $0.limits.lineBurst = 1_000 })
     let client = rig.connect()
     client.send("version\r\n", chunk: 1)
     client.readUntil { $0.contains("OK scangate") }
@@ -175,6 +176,7 @@ import Testing
     let evil = Array("X\r\nOK operator\u{1b}[2J\u{1b}]0;pwned\u{7}".utf8)
     let rig = Rig(payloads: [evil], script: [.frame(1)])
     let client = rig.connect()
+    #expect(client.command("AUTH correct%20horse%20battery").last == "OK operator")
     #expect(client.command("WATCH ON").last == "OK watching")
     client.clear()
     client.readUntil { $0.contains("decision denied-unknown") }
@@ -183,7 +185,35 @@ import Testing
     #expect(!client.received.contains(0x1B) && !client.received.contains(0x07))
     #expect(!client.text.split(separator: "\n").contains("OK operator"))
     let check = client.command("CHECK X%0D%0AOK")
-    #expect(check.last == "OK denied-unknown payload=X%0D%0AOK")
+    #expect(check.last == "OK denied-unknown")
+  }
+
+  @Test("without AUTH, LAST and WATCH show label and digest but never the pass; LOG, SNAPSHOT and CHECK are refused")
+  func unauthenticatedSeesNoPayload() {
+    let rig = Rig(script: [.frame(1)])
+    let client = rig.connect()
+    #expect(client.command("WATCH ON").last == "OK watching (payloads hidden until AUTH)")
+    client.readUntil { $0.contains("decision granted") }
+    let last = client.command("LAST 5")
+    #expect(last.first?.contains("decision granted") == true && last.first?.contains("label=alice") == true, "\(last)")
+    #expect(last.first?.contains("sha256=") == true)
+    #expect(!client.text.contains("ALICE") && !client.text.contains("payload="), "\(client.text)")
+    for command in ["LOG 5", "SNAPSHOT", "SNAPSHOT TEXT", "CHECK ALICE"] {
+      #expect(client.command(command).last == "ERR 401 operator command: AUTH first", "\(command)")
+    }
+  }
+
+  @Test("a client that floods lines is throttled, told once, and its lines are dropped, not queued")
+  func throttled() {
+    let rig = Rig()
+    let client = rig.connect()
+    client.send(String(repeating: "STATUS\n", count: 200), chunk: 8_192)
+    client.readUntil { $0.contains("ERR 429 too many lines") }
+    rig.step(20)
+    let replies = client.statusLines()
+    #expect(replies.filter { $0.hasPrefix("ERR 429") }.count == 1, "\(replies.count) replies")
+    #expect(replies.filter { $0.hasPrefix("OK status") }.count <= ConsoleLimits().lineBurst + 2)
+    #expect(rig.loop.console!.commands.counters.throttledLines >= 150)
   }
 
   @Test("operator commands need AUTH; wrong secrets back off, then lock out; OPEN is capped")
@@ -321,10 +351,16 @@ import Testing
     unlink(link)
   }
 
-  @Test("every command and failed AUTH is an event with a sequence number; the secret is masked")
+  @Test("operator actions and AUTH outcomes are recorded by verb; no typed line, secret or guess is ever recorded")
   func audit() {
     let rig = Rig()
     let client = rig.connect()
+    // Mistyped AUTH lines, as a careless technician types them: none may reach the ring.
+    _ = client.command("AUTH correct%20horse%20battery extra")
+    _ = client.command("AUHT correct%20horse%20battery")
+    _ = client.command("AUTH correct%2horse")
+    _ = client.command("STATUS")
+    usleep(1_100_000)
     _ = client.command("AUTH correct%20horse%20battery")
     _ = client.command("OPEN 100")
     var commands: [String] = []
@@ -333,7 +369,14 @@ import Testing
       if e.kind == .command { commands.append(e.withPayload { String(decoding: $0, as: UTF8.self) }) }
       s += 1
     }
-    #expect(commands == ["AUTH ****", "OPEN 100"])
+    #expect(commands == ["AUTH ok", "OPEN 100"])
+    var s2: UInt64 = 1
+    while case .event(let e) = rig.loop.engine.events.read(s2) {
+      let text = e.withPayload { String(decoding: $0, as: UTF8.self) }
+      #expect(!text.contains("horse"), "the secret reached the event ring: \(text)")
+      s2 += 1
+    }
+    #expect(rig.loop.console!.commands.counters.badLines >= 3)
     #expect(client.text.contains("OK #"))
   }
 }

@@ -11,6 +11,8 @@ import Testing
     let dir = temporaryDirectory("svc")
     _ = writePNG(path: dir + "/frame.png", pixels: qrFrame("ALICE-0001").pixels, width: 640, height: 480, components: 1)
     writeFile(dir + "/allow-list.txt", "text:ALICE-0001 label=alice\n")
+    writeFile(dir + "/secret", "correct horse battery staple\n")
+    chmod(dir + "/secret", 0o600)
     writeFile(dir + "/config.toml", """
       [camera]
       source = "replay"
@@ -27,6 +29,7 @@ import Testing
       commit_interval_ms = 50
       [console]
       listen = ["127.0.0.1:0"]
+      secret_file = "\(dir)/secret"
       """)
     return (dir, dir + "/config.toml")
   }
@@ -48,7 +51,9 @@ import Testing
     #expect(active != nil && inactive != nil && active! < inactive!, "\(output)")
     // The release happens on the way out, not because the 20 s pulse ended.
     #expect(stopping != nil && inactive! > stopping!, "\(output)")
-    #expect(output.contains("decision granted qr label=alice payload=ALICE-0001"))
+    // The journal shows label and digest, never the pass itself (log.raw_payloads is off).
+    #expect(output.contains("decision granted qr label=alice sha256="))
+    #expect(!output.contains("ALICE-0001"), "\(output)")
     #expect(output.contains("state stopping"))
   }
 
@@ -79,7 +84,10 @@ import Testing
     let port = child.output.split(separator: "\n").first { $0.hasPrefix("console listening on 127.0.0.1:") }?
       .split(separator: ":").last.map(String.init) ?? "0"
     usleep(300_000)
-    let (status, reply) = runCommand([scangateBinary, "console", "--tcp", "127.0.0.1:" + port, "--command", "LOG 5"])
+    let (refused, denied) = runCommand([scangateBinary, "console", "--tcp", "127.0.0.1:" + port, "--command", "LOG 5"])
+    #expect(refused == 1 && denied.contains("ERR 401"), "LOG needs AUTH: \(denied)")
+    let (status, reply) = runCommand([scangateBinary, "console", "--tcp", "127.0.0.1:" + port,
+                                      "--secret-file", dir + "/secret", "--command", "LOG 5"])
     #expect(status == 0, "\(reply)")
     #expect(reply.contains("decision granted qr label=alice"))
     #expect(reply.contains("OK log"))
@@ -89,9 +97,11 @@ import Testing
     #expect(verifyStatus == 0 && verifyOutput.contains("hash chain intact"), "\(verifyOutput)")
     let (_, json) = runCommand([scangateBinary, "log", "--json", "--db", dir + "/audit.db"])
     #expect(json.contains(#""kind":"decision","verdict":"granted""#))
-    #expect(json.contains(#""kind":"command""#) && json.contains(#""payload":"LOG%205""#))
+    #expect(json.contains(#""kind":"command""#) && json.contains(#""payload":"LOG%205""#)
+      && json.contains(#""payload":"AUTH%20ok""#))
     #expect(json.contains(#""detail":"stopping""#))
     #expect(!json.contains("ALICE-0001"))  // no raw payloads unless configured
+    #expect(!json.contains("horse"))  // the secret is never recorded
   }
 
   @Test("scangate snapshot over the console: a PNG of the frame, and the text view")
@@ -103,10 +113,14 @@ import Testing
     let port = child.output.split(separator: "\n").first { $0.hasPrefix("console listening on 127.0.0.1:") }?
       .split(separator: ":").last.map(String.init) ?? "0"
     var (status, output) = runCommand([scangateBinary, "snapshot", "--tcp", "127.0.0.1:" + port, "--out", dir + "/snap.png"])
+    #expect(status == 1 && output.contains("ERR 401"), "a frame shows the pass: SNAPSHOT needs AUTH: \(output)")
+    (status, output) = runCommand([scangateBinary, "snapshot", "--tcp", "127.0.0.1:" + port, "--secret-file", dir + "/secret",
+                                   "--out", dir + "/snap.png"])
     #expect(status == 0, "\(output)")
     let image = try? ImageFileReader().read(dir + "/snap.png")
     #expect(image?.width == 640 && image?.height == 480)
-    (status, output) = runCommand([scangateBinary, "snapshot", "--tcp", "127.0.0.1:" + port, "--text"])
+    (status, output) = runCommand([scangateBinary, "snapshot", "--tcp", "127.0.0.1:" + port, "--secret-file", dir + "/secret",
+                                   "--text"])
     #expect(status == 0)
     #expect(output.contains("code 1 qr granted") && output.contains("payload=ALICE-0001"))
     #expect(output.split(separator: "\n").filter { $0.count == 80 }.count == 40)
@@ -129,7 +143,7 @@ import Testing
     #expect(bound == 0)
     defer { close(fd) }
     let child = Child.start([scangateBinary, "run", "--config", config],
-                            environment: ["NOTIFY_SOCKET=\(socketPath)", "WATCHDOG_USEC=400000", "SCANGATE_TEST_STALL=1"])
+                            environment: ["NOTIFY_SOCKET=\(socketPath)", "WATCHDOG_USEC=400000"])
     /// Datagrams received within `milliseconds`.
     func receive(_ milliseconds: Int) -> [String] {
       var got: [String] = []
@@ -148,7 +162,7 @@ import Testing
     messages = receive(1_000)
     let pets = messages.filter { $0 == "WATCHDOG=1" }.count
     #expect(pets >= 3, "\(pets) watchdog messages in 1 s with a 400 ms watchdog")
-    kill(child.pid, SIGUSR1)  // the test hook: the loop hangs
+    kill(child.pid, SIGSTOP)  // the loop stops turning, as a hung driver call would
     _ = receive(300)
     let afterStall = receive(1_000).filter { $0 == "WATCHDOG=1" }.count
     #expect(afterStall == 0, "a stalled loop must stop petting the watchdog (systemd then restarts it)")

@@ -1,0 +1,112 @@
+import ScanCore
+
+/// What a console command may ask of the reader: a read-only status value, the recent
+/// decisions and log records, and a few actions. The run loop implements it; tests use a fake,
+/// so every command is tested without sockets or real time.
+public protocol ConsoleHost: ~Copyable {
+  /// The reader's state now, for STATUS, STATS and VERSION.
+  func consoleStatus() -> ReaderStatus
+  /// Writes the last `count` decisions as `| ` lines, oldest first; returns how many.
+  func writeLastDecisions(_ count: Int, payloads: PayloadVisibility, into w: inout ByteWriter) -> Int
+  /// Writes the newest `count` audit records as `| ` lines; nil when no log is configured.
+  func writeLog(_ count: Int, into w: inout ByteWriter) -> Int?
+  /// What the decision on `payload` would be now, without acting or recording; the entry's
+  /// label is copied into `label` (returns its length).
+  func check(_ payload: UnsafeRawBufferPointer, label: UnsafeMutableRawBufferPointer) -> (Verdict, labelCount: Int)
+  /// Pulses the relay for a console OPEN.
+  mutating func open(milliseconds: Int?) -> OpenOutcome
+  /// Reloads the allow-list now.
+  mutating func reload() -> ReloadOutcome
+  /// Plays every buzzer pattern and pulses the relay briefly.
+  mutating func selfTest()
+  /// Starts a snapshot whose reply goes to the session `session` names (checked again before
+  /// the reply is sent: a client that left does not hand its reply to the next one).
+  mutating func startSnapshot(for session: SessionTicket, text: Bool) -> SnapshotStart
+  /// Records a console event (command, AUTH failure) in the event ring; returns its sequence.
+  @discardableResult
+  mutating func record(_ kind: EventKind, code: UInt16, text: UnsafeRawBufferPointer) -> UInt64
+}
+
+/// Where console replies go: one fixed output buffer per session slot.
+public protocol ConsoleOutput: AnyObject {
+  /// Appends one whole reply for `slot` (dropping the client if it does not fit).
+  func send(_ slot: Int, _ body: (inout ByteWriter) -> Void)
+  /// Closes `slot` once what it has pending is sent (QUIT).
+  func closeWhenFlushed(_ slot: Int)
+}
+
+/// A console OPEN's outcome.
+public enum OpenOutcome: Equatable, Sendable {
+  /// The relay pulses for this many milliseconds.
+  case pulsed(milliseconds: Int)
+  /// The relay is resting after a capped period: no pulse for this many more milliseconds.
+  case resting(milliseconds: Int)
+}
+
+/// RELOAD's outcome.
+public enum ReloadOutcome: Sendable {
+  case loaded(version: Int, entries: Int)
+  case rejected(AllowListError)
+}
+
+/// SNAPSHOT's start.
+public enum SnapshotStart: Equatable, Sendable {
+  case started
+  case busy
+  case noCamera(state: String)
+}
+
+/// Names one console session across slot reuse: a reply meant for a client that left must not
+/// reach the next client in the same slot.
+public struct SessionTicket: Equatable, Sendable {
+  public var slot: Int
+  public var generation: UInt32
+  public init(slot: Int, generation: UInt32) {
+    self.slot = slot
+    self.generation = generation
+  }
+}
+
+/// The reader's state as the console shows it. Filled by the host on demand (STATUS is not on
+/// the frame path); text fields are written sanitized.
+public struct ReaderStatus: Sendable {
+  public struct Console: Sendable {
+    public var tcpClients = 0
+    public var watching = 0
+    public var dropped: UInt64 = 0
+    public var rejected: UInt64 = 0
+    public var serialPath = ""
+    public var serialOpen = false
+    public var secretProblem: String? = nil
+    public var tlsListeners = 0
+    public init() {}
+  }
+
+  public var version = ""
+  public var decoderVersion = ""
+  public var gpioVersion = ""
+  public var cameraState = "starting"
+  public var cameraSummary = ""
+  public var cameraError: String? = nil
+  public var framesPerSecondTimes100 = 0
+  public var droppedFrames: UInt64 = 0
+  public var cameraLosses: UInt64 = 0
+  public var relayActive = false
+  public var buzzerActive = false
+  public var stats = ScanStats()
+  public var allowListVersion = 0
+  public var allowListEntries = 0
+  public var allowListLoadedAtUnixSeconds: Int64 = 0
+  public var allowListError: AllowListError? = nil
+  public var decoder: DecoderStats? = nil
+  public var aim = CodeGeometry()
+  public var exposure = ExposureMetrics()
+  public var codesInView = 0
+  public var lastDecision: Verdict? = nil
+  public var lastDecisionAgeSeconds = 0
+  public var console = Console()
+  /// One line about the audit log (written by the log), or nil when there is none.
+  public var logLine: String? = nil
+  public var uptimeSeconds: UInt64 = 0
+  public init() {}
+}

@@ -1,0 +1,271 @@
+import ScanCore
+
+/// The console's reply bodies, encoded from values (no I/O): HELP, VERSION, STATUS, STATS.
+public enum ConsoleText {
+  public static func writeHelp(operator isOperator: Bool, into w: inout ByteWriter) {
+    for verb in ConsoleVerb.allCases {
+      w.write("| ")
+      w.write(verb.usage)
+      w.newline()
+    }
+    w.write(isOperator ? "OK help " : "OK help (operator commands need AUTH) ")
+    w.write(ConsoleVerb.allCases.count)
+    w.write(" lines\n")
+  }
+
+  public static func writeVersion(_ s: ReaderStatus, into w: inout ByteWriter) {
+    w.write("OK scangate ")
+    w.write(s.version)
+    w.write(" decoder ")
+    w.write(s.decoderVersion)
+    w.write(" gpio ")
+    w.write(s.gpioVersion)
+    w.newline()
+  }
+
+  public static func writeRetry(_ prefix: StaticString, _ milliseconds: Int, into w: inout ByteWriter) {
+    w.write(prefix)
+    w.write((milliseconds + 999) / 1000)
+    w.write(" s\n")
+  }
+
+  public static func writeReload(_ outcome: ReloadOutcome, sequence: UInt64, into w: inout ByteWriter) {
+    switch outcome {
+    case .rejected(let error):
+      w.write("ERR 400 ")
+      writeAllowListError(error, into: &w)
+      w.write(" (the live list is kept)\n")
+    case .loaded(let version, let entries):
+      w.write("OK #")
+      w.write(sequence)
+      w.write(" allow-list version ")
+      w.write(version)
+      w.write(", ")
+      w.write(entries)
+      w.write(" entries\n")
+    }
+  }
+
+  static func writeAllowListError(_ error: AllowListError, into w: inout ByteWriter) {
+    if error.line > 0 {
+      w.write("line ")
+      w.write(error.line)
+      w.write(": ")
+    }
+    writeSanitized(error.reason, into: &w)
+  }
+
+  /// Writes text that may hold file names, driver or USB strings with control bytes and
+  /// non-ASCII escaped as %XX, so no device name can put an escape sequence on a terminal.
+  public static func writeSanitized(_ text: String, into w: inout ByteWriter) {
+    for b in text.utf8 {
+      if b < 0x20 || b >= 0x7F || b == UInt8(ascii: "%") {
+        w.writePercentEscaped(b)
+      } else {
+        w.byte(b)
+      }
+    }
+  }
+
+  // MARK: - STATUS
+
+  /// STATUS: one `| ` line per part of the reader, then `OK status n lines`.
+  public static func writeStatus(_ s: ReaderStatus, into w: inout ByteWriter) {
+    var lines = 0
+    writeCameraLine(s, into: &w); lines += 1
+    w.write("| gpio relay ")
+    w.write(s.relayActive ? "active" : "inactive")
+    w.write(", buzzer ")
+    w.write(s.buzzerActive ? "active" : "inactive")
+    w.write("; errors ")
+    w.write(s.stats.gpioErrors)
+    w.newline(); lines += 1
+    writeAllowListLine(s, into: &w); lines += 1
+    if let d = s.decoder {
+      writeDecoderLine(s.decoderVersion, d, into: &w); lines += 1
+    }
+    writeAimLine(s, into: &w); lines += 1
+    w.write("| presence ")
+    w.write(s.codesInView)
+    w.write(" code(s) in view")
+    if let last = s.lastDecision {
+      w.write("; last decision ")
+      w.write(last.name)
+      w.write(" ")
+      w.write(s.lastDecisionAgeSeconds)
+      w.write(" s ago")
+    }
+    w.newline(); lines += 1
+    writeConsoleLine(s.console, into: &w); lines += 1
+    if let log = s.logLine {
+      w.write("| log ")
+      w.write(log)
+      w.newline(); lines += 1
+    }
+    let up = s.uptimeSeconds
+    w.write("| uptime ")
+    w.write(up / 3600)
+    w.write("h ")
+    w.write(up / 60 % 60)
+    w.write("m ")
+    w.write(up % 60)
+    w.write("s\n"); lines += 1
+    w.write("OK status ")
+    w.write(lines)
+    w.write(" lines\n")
+  }
+
+  static func writeCameraLine(_ s: ReaderStatus, into w: inout ByteWriter) {
+    w.write("| camera ")
+    w.write(s.cameraState)
+    w.write(" ")
+    writeSanitized(s.cameraSummary, into: &w)
+    w.write("; fps ")
+    w.writeFixed(UInt64(s.framesPerSecondTimes100), scale: 100, decimals: 1)
+    w.write("; dropped ")
+    w.write(s.droppedFrames)
+    w.write("; losses ")
+    w.write(s.cameraLosses)
+    if let error = s.cameraError {
+      w.write("; last error ")
+      writeSanitized(error, into: &w)
+    }
+    w.newline()
+  }
+
+  static func writeAllowListLine(_ s: ReaderStatus, into w: inout ByteWriter) {
+    w.write("| allow-list version ")
+    w.write(s.allowListVersion)
+    w.write(", ")
+    w.write(s.allowListEntries)
+    w.write(" entries")
+    if s.allowListLoadedAtUnixSeconds > 0 {
+      w.write(", loaded ")
+      w.write(RFC3339.format(s.allowListLoadedAtUnixSeconds))
+    }
+    if let error = s.allowListError {
+      w.write("; last load failed: ")
+      writeAllowListError(error, into: &w)
+    }
+    w.newline()
+  }
+
+  static func writeDecoderLine(_ version: String, _ d: DecoderStats, into w: inout ByteWriter) {
+    w.write("| decoder ")
+    w.write(version)
+    w.write("; arena high water ")
+    w.write(d.arenaHighWaterBytes / 1024)
+    w.write(" KiB of ")
+    w.write(d.arenaCapacityBytes / 1024)
+    w.write(" KiB, pinned ")
+    w.write(d.arenaPinnedBytes / 1024)
+    w.write(" KiB, overflows ")
+    w.write(d.arenaOverflows)
+    w.write(", engine errors ")
+    w.write(d.engineErrors)
+    w.newline()
+  }
+
+  static func writeAimLine(_ s: ReaderStatus, into w: inout ByteWriter) {
+    w.write("| aim last code ")
+    let g = s.aim
+    if g.modulePixelsTimes10 > 0 {
+      w.writeFixed(UInt64(g.modulePixelsTimes10), scale: 10, decimals: 1)
+      w.write(" px/module")
+      w.write(g.modulePixelsTimes10 < 20 ? " (too small: move closer; 2 needed)" : " (2 needed)")
+      w.write(", sharpness ")
+      w.write(g.sharpnessPercent)
+      w.write("%")
+      if g.sharpnessPercent < 25 { w.write(" (blurred: refocus)") }
+    } else {
+      w.write("none yet")
+    }
+    w.write("; brightness ")
+    w.write(s.exposure.meanBrightness)
+    w.write(", clipped ")
+    w.writeFixed(UInt64(s.exposure.clippedPerMille), scale: 10, decimals: 1)
+    w.write("%")
+    if s.exposure.clippedPerMille > 100 { w.write(" (glare or too dark: adjust light or exposure)") }
+    w.newline()
+  }
+
+  static func writeConsoleLine(_ c: ReaderStatus.Console, into w: inout ByteWriter) {
+    w.write("| console ")
+    w.write(c.tcpClients)
+    w.write(" TCP client(s), ")
+    w.write(c.watching)
+    w.write(" watching, ")
+    w.write(c.dropped)
+    w.write(" dropped, ")
+    w.write(c.rejected)
+    w.write(" rejected; serial ")
+    if c.serialPath.isEmpty {
+      w.write("none")
+    } else {
+      writeSanitized(c.serialPath, into: &w)
+      w.write(c.serialOpen ? " open" : " closed (reopening)")
+    }
+    w.write("; operator secret ")
+    if let problem = c.secretProblem { writeSanitized(problem, into: &w) } else { w.write("loaded") }
+    w.newline()
+  }
+
+  // MARK: - STATS
+
+  public static func writeStats(_ s: ReaderStatus, console c: ConsoleCounters, into w: inout ByteWriter) {
+    let t = s.stats
+    w.write("| frames ")
+    w.write(t.frames)
+    w.write(" with-codes ")
+    w.write(t.framesWithCodes)
+    w.write(" symbols ")
+    w.write(t.symbols)
+    w.write(" truncated ")
+    w.write(t.truncatedPayloads)
+    w.write(" dropped ")
+    w.write(s.droppedFrames)
+    w.newline()
+    w.write("| decisions granted ")
+    w.write(t.grants)
+    w.write(" denied ")
+    w.write(t.denies)
+    w.write(" manual-opens ")
+    w.write(t.manualOpens)
+    w.write(" gpio-errors ")
+    w.write(t.gpioErrors)
+    w.newline()
+    writeHistogram("decode", t.decode, into: &w)
+    writeHistogram("frame-to-decision", t.frameToDecision, into: &w)
+    writeHistogram("frame-to-edge", t.frameToEdge, into: &w)
+    w.write("| decoder heap fallbacks ")
+    w.write(s.decoder?.arenaOverflows ?? 0)
+    w.write(" (each one is an allocation outside the fixed arena)")
+    w.newline()
+    w.write("| console read-only ")
+    w.write(c.readOnlyCommands)
+    w.write(" bad-lines ")
+    w.write(c.badLines)
+    w.write(" throttled ")
+    w.write(c.throttledLines)
+    w.write(" checks-refused ")
+    w.write(c.checksRefused)
+    w.write(" serial-deauth ")
+    w.write(c.serialDeauthentications)
+    w.newline()
+    w.write("OK stats 7 lines\n")
+  }
+
+  static func writeHistogram(_ name: StaticString, _ h: LatencyHistogram, into w: inout ByteWriter) {
+    w.write("| ")
+    w.write(name)
+    w.write(" p50 ")
+    w.writeFixed(h.percentile(0.5), scale: 1000, decimals: 2)
+    w.write(" ms p99 ")
+    w.writeFixed(h.percentile(0.99), scale: 1000, decimals: 2)
+    w.write(" ms max ")
+    w.writeFixed(h.maxMicroseconds, scale: 1000, decimals: 2)
+    w.write(" ms n ")
+    w.write(h.count)
+    w.newline()
+  }
+}

@@ -1,0 +1,106 @@
+import CLinux
+import Glibc
+import ScanCore
+
+/// SIGTERM and SIGINT stop the loop, SIGHUP reloads the allow-list, through a signalfd (the
+/// signals are blocked for the process before any helper thread starts).
+public final class SignalSource: PollParticipant {
+  private let descriptor: Int32
+  private var token = PollSet.Token.none
+
+  public init() { descriptor = sg_signalfd_open() }
+  deinit { if descriptor >= 0 { Glibc.close(descriptor) } }
+
+  public var pollCapacity: Int { 1 }
+
+  public func prepare(_ poll: PollSet, now: Instant) -> Instant? {
+    token = poll.add(descriptor, events: Int16(POLLIN))
+    return nil
+  }
+
+  public func service(_ poll: PollSet, now: Instant, requests: LoopRequests) {
+    guard poll.revents(token) != 0 else { return }
+    for _ in 0..<8 {
+      let signal = sg_signalfd_read(descriptor)
+      if signal <= 0 { return }
+      switch signal {
+      case SIGTERM, SIGINT: requests.stop = true
+      case SIGHUP: requests.reloadAllowList = true
+      default: break
+      }
+    }
+  }
+}
+
+/// Watches the allow-list's directory with inotify and asks for a reload when the file was
+/// written and closed (IN_CLOSE_WRITE) or renamed into place (IN_MOVED_TO). Creation and
+/// modification alone never trigger one: a file being written in place is half a file.
+public final class AllowListWatcher: PollParticipant {
+  private var descriptor: Int32 = -1
+  private let name: [UInt8]
+  private let buffer: UnsafeMutableRawBufferPointer
+  private var token = PollSet.Token.none
+  /// A retry the loop asked for (a file that changed while it was read).
+  public var retryAt: Instant? = nil
+
+  public init(path: String) {
+    let slash = path.lastIndex(of: "/")
+    let directory = slash.map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
+    name = Array((slash.map { String(path[path.index(after: $0)...]) } ?? path).utf8)
+    buffer = .allocate(byteCount: 4096, alignment: 8)
+    let fd = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
+    guard fd >= 0 else { return }
+    if inotify_add_watch(fd, directory, UInt32(IN_CLOSE_WRITE | IN_MOVED_TO)) < 0 {
+      Glibc.close(fd)
+      return
+    }
+    descriptor = fd
+  }
+
+  deinit {
+    if descriptor >= 0 { Glibc.close(descriptor) }
+    buffer.deallocate()
+  }
+
+  public var isWatching: Bool { descriptor >= 0 }
+  public var pollCapacity: Int { 1 }
+
+  public func prepare(_ poll: PollSet, now: Instant) -> Instant? {
+    token = poll.add(descriptor, events: Int16(POLLIN))
+    return retryAt
+  }
+
+  public func service(_ poll: PollSet, now: Instant, requests: LoopRequests) {
+    if let retry = retryAt, now >= retry {
+      retryAt = nil
+      requests.reloadAllowList = true
+    }
+    guard poll.revents(token) != 0 else { return }
+    if drainMatches() { requests.reloadAllowList = true }
+  }
+
+  /// Reads every pending inotify record; whether one names the allow-list file.
+  private func drainMatches() -> Bool {
+    var relevant = false
+    for _ in 0..<16 {
+      let fd = descriptor, base = buffer.baseAddress, size = buffer.count
+      guard case .done(let n) = (try? syscallRetrying("inotify read", { Glibc.read(fd, base, size) })) ?? .wouldBlock,
+        n > 0
+      else { break }
+      var offset = 0
+      while offset + 16 <= n {
+        let length = Int(buffer.loadUnaligned(fromByteOffset: offset + 12, as: UInt32.self))
+        let nameStart = offset + 16
+        if length > 0 && nameStart + length <= n { relevant = relevant || nameMatches(start: nameStart, length: length) }
+        offset = nameStart + length
+      }
+    }
+    return relevant
+  }
+
+  private func nameMatches(start: Int, length: Int) -> Bool {
+    guard name.count <= length else { return false }
+    for i in 0..<name.count where buffer[start + i] != name[i] { return false }
+    return name.count == length || buffer[start + name.count] == 0
+  }
+}
