@@ -44,9 +44,9 @@ public final class AuditChainKey: RecordAuthenticator, CustomStringConvertible, 
   public static func defaultPath(forLog logPath: String) -> String { logPath + ".key" }
 
   /// Reads the key from a secret file: 64 hex digits (trailing newline allowed). Refuses a file
-  /// others could read or that is not owned by root or the service user.
-  public static func load(_ path: String) throws(FileError) -> AuditChainKey {
-    var text = try SecretFile.read(path)
+  /// others could read or that is not owned by root, the current user or `owner`.
+  public static func load(_ path: String, owner: uid_t? = nil) throws(FileError) -> AuditChainKey {
+    var text = try SecretFile.read(path, owner: owner)
     defer { text.withUnsafeMutableBytes { sg_memzero($0.baseAddress, $0.count) } }
     guard text.count == byteCount * 2 else {
       throw FileError(path: path, reason: "must hold the key as 64 hex digits (it holds \(text.count) bytes)")

@@ -11,9 +11,11 @@ public enum SecretFile {
   public static let bytesMax = 4_096
 
   /// Why `st` (from `fstat` of the opened file) is not acceptable for a secret, or nil.
-  public static func problem(_ st: stat) -> String? {
+  /// `owner` is one more acceptable owner (root verifying a log accepts the key of the user
+  /// that owns the log).
+  public static func problem(_ st: stat, owner: uid_t? = nil) -> String? {
     if (st.st_mode & S_IFMT) != S_IFREG { return "not a regular file" }
-    if st.st_uid != 0 && st.st_uid != geteuid() {
+    if st.st_uid != 0 && st.st_uid != geteuid() && st.st_uid != owner {
       return "must be owned by root or the service user (uid \(geteuid())), not uid \(st.st_uid)"
     }
     if st.st_mode & 0o077 != 0 { return "is readable by group or others (chmod 600 it)" }
@@ -23,13 +25,13 @@ public enum SecretFile {
   /// Reads a secret file after checking owner and mode on the opened descriptor (no window
   /// between the check and the read). Trailing CR/LF are removed. The caller should
   /// `sg_memzero` the bytes once it has what it needs.
-  public static func read(_ path: String, maxBytes: Int = bytesMax) throws(FileError) -> [UInt8] {
+  public static func read(_ path: String, maxBytes: Int = bytesMax, owner: uid_t? = nil) throws(FileError) -> [UInt8] {
     let fd = sg_open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY, 0)
     guard fd >= 0 else { throw FileError(path: path, reason: SystemError.describe(lastErrno())) }
     defer { close(fd) }
     var st = stat()
     guard fstat(fd, &st) == 0 else { throw FileError(path: path, reason: SystemError.describe(lastErrno())) }
-    if let problem = problem(st) { throw FileError(path: path, reason: problem) }
+    if let problem = problem(st, owner: owner) { throw FileError(path: path, reason: problem) }
     if Int(st.st_size) > maxBytes { throw FileError(path: path, reason: "is over \(maxBytes) bytes: not a secret file") }
     var bytes = [UInt8](repeating: 0, count: Int(st.st_size))
     var filled = 0

@@ -68,7 +68,10 @@ enum LogCommand {
     do {
       var key: AuditChainKey? = nil
       if try store.chainFormat() != .unkeyed {
-        do { key = try AuditChainKey.load(keyPath) } catch {
+        // The key must be owned by root, the caller, or the log's owner (the service user).
+        var log = stat()
+        let owner: uid_t? = stat(path, &log) == 0 ? log.st_uid : nil
+        do { key = try AuditChainKey.load(keyPath, owner: owner) } catch {
           print("\(path): cannot verify: chain key \(error)")
           return 1
         }

@@ -236,6 +236,9 @@ import Testing
       do { _ = try AuditChainKey.load(path); Issue.record("a key owned by another user was accepted") } catch {
         #expect(error.description.contains("must be owned by root or the service user"))
       }
+      // Root verifying a log accepts the key of the log's owner (the service user), no other.
+      #expect(try AuditChainKey.load(path, owner: 65_534).identifier.count == 16)
+      #expect(throws: FileError.self) { try AuditChainKey.load(path, owner: 65_533) }
       chown(path, 0, 0)
     }
     let short = "deadbeef" + String(repeating: "z", count: 56)
