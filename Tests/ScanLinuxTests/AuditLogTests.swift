@@ -473,6 +473,26 @@ import Testing
     #expect(code == 1 && output.contains("UNKEYED") && output.contains("through record 40"), "\(output)")
   }
 
+  @Test("events the ring overwrote before the writer read them are one records-lost record, chained like the rest")
+  func recordsLost() throws {
+    let dir = temporaryDirectory("log")
+    defer { removeTree(dir) }
+    let ring = EventRing(capacity: 64)
+    for _ in 0..<200 { ring.append(event(.decision)) }  // most are overwritten before the writer starts
+    var settings = AuditLogSettings(path: dir + "/a.db")
+    settings.commitIntervalMilliseconds = 20
+    let log = AuditLog(settings: settings, ring: ring)
+    log.start()
+    #expect(waitUntil { log.committedSequence == ring.lastSequence })
+    log.stop()
+    var all: [AuditRecord] = []
+    try AuditStore(path: dir + "/a.db", readOnly: true).read { all.append($0) }
+    // The ring keeps its newest capacity - 1 events readable: 63 of 200 survive, 137 are lost.
+    #expect(all.count == 64 && all[0].kind == .recordsLost && all[0].code == 137 && log.lostRecords == 137)
+    #expect(all[0].line.contains("records-lost") && all.dropFirst().allSatisfy { $0.kind == .decision })
+    #expect(try verification(dir + "/a.db").firstBreak == nil)
+  }
+
   @Test("kind and verdict are enums with stable names; records-lost is an event kind")
   func stableNames() {
     for kind in EventKind.all { #expect(EventKind(name: kind.name) == kind) }
