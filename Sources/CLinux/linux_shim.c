@@ -19,6 +19,18 @@ int sg_secure_compare(const uint8_t *a, const uint8_t *b, size_t size) {
 
 int sg_sodium_init(void) { return sodium_init() < 0 ? -1 : 0; }
 
+void sg_hmac_sha256(const uint8_t *key, size_t key_size, const uint8_t *data, size_t size, uint8_t out[32]) {
+  crypto_auth_hmacsha256_state state;
+  crypto_auth_hmacsha256_init(&state, key, key_size);
+  crypto_auth_hmacsha256_update(&state, data, (unsigned long long)size);
+  crypto_auth_hmacsha256_final(&state, out);
+  sodium_memzero(&state, sizeof state);
+}
+
+void sg_random_bytes(uint8_t *out, size_t size) { randombytes_buf(out, size); }
+
+void sg_memzero(void *pointer, size_t size) { sodium_memzero(pointer, size); }
+
 int sg_errno(void) { return errno; }
 void sg_set_errno(int value) { errno = value; }
 

@@ -6,6 +6,15 @@ public enum Verdict: UInt8, Sendable, Equatable {
   case deniedNotYetValid = 3
 
   public var isGranted: Bool { self == .granted }
+
+  /// The verdict whose `name` is `name` (the audit log's stored text), or nil.
+  public init?(name: some StringProtocol) {
+    guard let verdict = [Verdict.granted, .deniedUnknown, .deniedExpired, .deniedNotYetValid].first(where: { $0.name == name })
+    else { return nil }
+    self = verdict
+  }
+
+  /// The stable text (console, journal, and the audit database's `verdict` column).
   public var name: String {
     switch self {
     case .granted: "granted"

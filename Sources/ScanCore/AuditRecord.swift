@@ -1,5 +1,11 @@
+/// A keyed MAC over bytes (HMAC-SHA-256 under the audit log's chain key: a crypto library
+/// does it, not the core).
+public protocol RecordAuthenticator {
+  func authenticate(_ bytes: UnsafeRawBufferPointer) -> Digest
+}
+
 /// One record of the durable audit log: what an event says, in the form that is stored and
-/// hash-chained. Built from a `ScanEvent` by the log writer (off the frame path).
+/// chained. Built from a `ScanEvent` by the log writer (off the frame path).
 public struct AuditRecord: Equatable, Sendable {
   /// The log's own sequence number: gapless from 1 for the life of the file.
   public var sequence: Int64
@@ -8,8 +14,9 @@ public struct AuditRecord: Equatable, Sendable {
   /// The loop's event sequence within that run (what the console shows as `#N`).
   public var eventSequence: Int64
   public var wallNanoseconds: Int64
-  public var kind: String
-  public var verdict: String
+  public var kind: EventKind
+  /// The decision's verdict; nil for every other kind (stored as "").
+  public var verdict: Verdict?
   public var format: String
   public var variant: String
   /// SHA-256 of the raw payload, hex (empty when the record is not about a payload).
@@ -24,8 +31,8 @@ public struct AuditRecord: Equatable, Sendable {
   public var decideMicroseconds: Int64
   public var edgeMicroseconds: Int64
 
-  public init(sequence: Int64, run: Int64, eventSequence: Int64, wallNanoseconds: Int64, kind: String,
-              verdict: String = "", format: String = "", variant: String = "", digest: String = "", label: String = "",
+  public init(sequence: Int64, run: Int64, eventSequence: Int64, wallNanoseconds: Int64, kind: EventKind,
+              verdict: Verdict? = nil, format: String = "", variant: String = "", digest: String = "", label: String = "",
               payload: String = "", code: Int64 = 0, detail: String = "", decodeMicroseconds: Int64 = 0,
               decideMicroseconds: Int64 = 0, edgeMicroseconds: Int64 = 0) {
     self.sequence = sequence; self.run = run; self.eventSequence = eventSequence
@@ -39,16 +46,16 @@ public struct AuditRecord: Equatable, Sendable {
   public static func isLogged(_ kind: EventKind) -> Bool {
     switch kind {
     case .decision, .fault, .state, .command, .authFailure, .manualOpen: true
-    case .edge, .left: false
+    case .edge, .left, .recordsLost: false
     }
   }
 
   /// The record for `event`, with sequence and run filled in by the writer.
   public init(_ e: ScanEvent, sequence: Int64, run: Int64, keepPayload: Bool) {
-    self.init(sequence: sequence, run: run, eventSequence: Int64(e.sequence), wallNanoseconds: e.wallNanoseconds, kind: e.kind.name)
+    self.init(sequence: sequence, run: run, eventSequence: Int64(e.sequence), wallNanoseconds: e.wallNanoseconds, kind: e.kind)
     switch e.kind {
     case .decision:
-      verdict = e.verdict.name
+      verdict = e.verdict
       format = e.format.name
       variant = e.variant.name
       digest = Self.hex(e.digest)
@@ -65,15 +72,17 @@ public struct AuditRecord: Equatable, Sendable {
       detail = FaultCode(rawValue: e.code)?.name ?? "code-\(e.code)"
     case .manualOpen:
       code = Int64(e.code)
-    case .edge, .left:
+    case .edge, .left, .recordsLost:
       code = Int64(e.code)
     }
   }
 
-  /// The bytes the hash chain covers: every field, in order, unambiguously separated.
+  /// The bytes the chain covers: every field, in order, unambiguously separated (kind and
+  /// verdict by their stable text, so the form is the same as before they were enums).
   public var canonicalBytes: [UInt8] {
     var fields: [String] = [
-      String(sequence), String(run), String(eventSequence), String(wallNanoseconds), kind, verdict, format, variant,
+      String(sequence), String(run), String(eventSequence), String(wallNanoseconds), kind.name, verdict?.name ?? "",
+      format, variant,
       digest, label, payload, String(code), detail, String(decodeMicroseconds), String(decideMicroseconds),
       String(edgeMicroseconds),
     ]
@@ -82,8 +91,18 @@ public struct AuditRecord: Equatable, Sendable {
     return Array(fields.joined(separator: " ").utf8)
   }
 
-  /// hash(n) = SHA-256(hash(n-1) ‖ canonical bytes of record n).
-  public func chainedHash(previous: [UInt8], digester: some PayloadDigester) -> [UInt8] {
+  /// The keyed chain: mac(n) = HMAC-SHA-256(key, mac(n-1) ‖ canonical bytes of record n),
+  /// mac(0) = 32 zero bytes (or the anchor of a pruned log).
+  public func chainValue(previous: [UInt8], key: some RecordAuthenticator) -> [UInt8] {
+    let input = previous + canonicalBytes
+    let d = input.withUnsafeBytes { key.authenticate($0) }
+    return (0..<32).map { d.byte($0) }
+  }
+
+  /// The chain of logs written before the keyed chain: hash(n) = SHA-256(hash(n-1) ‖ canonical
+  /// bytes of record n). Anyone who can write the file can recompute it: only for reading
+  /// old files (`scangate log verify` on a log that was moved aside as unkeyed).
+  public func unkeyedChainedHash(previous: [UInt8], digester: some PayloadDigester) -> [UInt8] {
     let input = previous + canonicalBytes
     let d = input.withUnsafeBytes { digester.sha256($0) }
     return (0..<32).map { d.byte($0) }
@@ -101,15 +120,16 @@ public struct AuditRecord: Equatable, Sendable {
 
   /// A one-line human form (for `scangate log` and the console's LOG).
   public var line: String {
-    var s = "\(sequence) \(RFC3339.format(wallNanoseconds / 1_000_000_000)) run \(run) #\(eventSequence) \(kind)"
-    if !verdict.isEmpty { s += " \(verdict) \(format)" }
+    var s = "\(sequence) \(RFC3339.format(wallNanoseconds / 1_000_000_000)) run \(run) #\(eventSequence) \(kind.name)"
+    if let verdict { s += " \(verdict.name) \(format)" }
     if !variant.isEmpty && variant != "upright" { s += " [\(variant)]" }
     if !label.isEmpty { s += " label=\(label)" }
     if !digest.isEmpty { s += " sha256=\(digest.prefix(16))" }
-    if !payload.isEmpty { s += " \(kind == "decision" ? "payload=" : "")\(payload)" }
+    if !payload.isEmpty { s += " \(kind == .decision ? "payload=" : "")\(payload)" }
     if !detail.isEmpty { s += " \(detail)" }
-    if kind == "manual-open" { s += " relay \(code)ms" }
-    if kind == "decision" { s += " edge=\(edgeMicroseconds)us" }
+    if kind == .manualOpen { s += " relay \(code)ms" }
+    if kind == .recordsLost { s += " (\(code) events)" }
+    if kind == .decision { s += " edge=\(edgeMicroseconds)us" }
     return s
   }
 }

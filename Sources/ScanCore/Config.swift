@@ -101,6 +101,8 @@ public struct ScanConfig: Equatable, Sendable {
   public var logRetainRecords = 1_000_000
   public var logRetainDays = 365
   public var logRawPayloads = false
+  public var logRetainBytes = 536_870_912
+  public var logChainKeyFile = ""
   // [console]
   public var consoleListen = ["127.0.0.1:4570"]
   public var consoleClientsMax = 16
@@ -204,6 +206,8 @@ public enum ConfigSchema {
     Key(name: "log.retain_records", kind: .integer(1_000...100_000_000)) { $0.logRetainRecords = int($1) },
     Key(name: "log.retain_days", kind: .integer(1...3_650)) { $0.logRetainDays = int($1) },
     Key(name: "log.raw_payloads", kind: .boolean) { $0.logRawPayloads = bool($1) },
+    Key(name: "log.retain_bytes", kind: .integer(1_048_576...1_099_511_627_776)) { $0.logRetainBytes = int($1) },
+    Key(name: "log.chain_key_file", kind: .string) { $0.logChainKeyFile = str($1) },
 
     Key(name: "console.listen", kind: .strings(count: 0...8)) { $0.consoleListen = strs($1) },
     Key(name: "console.clients_max", kind: .integer(1...256)) { $0.consoleClientsMax = int($1) },

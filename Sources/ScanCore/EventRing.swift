@@ -11,7 +11,20 @@ public enum EventKind: UInt8, Sendable {
   case manualOpen = 7
   /// A GPIO line changed level: `code` is `EdgeCode` (line and level).
   case edge = 8
+  /// The audit log had to drop events (ring overrun, or its bounded queue while the disk was
+  /// failing). Written by the log writer, never put in the ring; the record's code is the count.
+  case recordsLost = 9
 
+  /// Every kind, for parsing the stable names back.
+  public static let all: [EventKind] = [.decision, .left, .fault, .state, .command, .authFailure, .manualOpen, .edge, .recordsLost]
+
+  /// The kind whose `name` is `name` (the audit log's stored text), or nil.
+  public init?(name: some StringProtocol) {
+    guard let kind = Self.all.first(where: { $0.name == name }) else { return nil }
+    self = kind
+  }
+
+  /// The stable text (console, journal, and the audit database's `kind` column).
   public var name: String {
     switch self {
     case .decision: "decision"
@@ -22,6 +35,7 @@ public enum EventKind: UInt8, Sendable {
     case .authFailure: "auth-failure"
     case .manualOpen: "manual-open"
     case .edge: "edge"
+    case .recordsLost: "records-lost"
     }
   }
 }

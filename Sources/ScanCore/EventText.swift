@@ -66,6 +66,9 @@ public enum EventText {
     case .command, .authFailure:
       w.write(" ")
       e.withPayload { w.writeEscaped($0) }
+    case .recordsLost:
+      w.write(" ")
+      w.write(e.code)
     }
   }
 

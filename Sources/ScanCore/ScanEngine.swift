@@ -334,6 +334,9 @@ public enum FaultCode: UInt16, Sendable {
   case logRecovered = 7
   case started = 8
   case stopping = 9
+  /// The audit log's file was moved aside (corrupt, or written before the keyed chain) and a
+  /// new one started; the record's detail names the old file.
+  case logMovedAside = 10
 
   public var name: String {
     switch self {
@@ -346,6 +349,7 @@ public enum FaultCode: UInt16, Sendable {
     case .logRecovered: "log-recovered"
     case .started: "started"
     case .stopping: "stopping"
+    case .logMovedAside: "log-moved-aside"
     }
   }
 }

@@ -2,7 +2,7 @@ import ScanCore
 
 /// What the loop's console needs from the audit log (implemented by the SQLite log).
 public protocol AuditLogAccess: AnyObject {
-  /// One STATUS line about the log (path, records, faults).
+  /// One STATUS line about the log (path, records, faults, the chain head `SEQ:HEX`).
   func writeStatus(into w: inout ByteWriter)
   /// Writes the newest `count` records, oldest first, one `| ` body line each; returns lines written.
   func writeRecent(_ count: Int, into w: inout ByteWriter) -> Int
@@ -10,4 +10,7 @@ public protocol AuditLogAccess: AnyObject {
   var committedSequence: UInt64 { get }
   /// Whether the log cannot write now.
   var isFaulted: Bool { get }
+  /// The committed chain's end, to publish (STATUS, the journal): `chainHead.text` is the
+  /// `SEQ:HEX` that `scangate log verify --head` takes.
+  var chainHead: AuditChainHead { get }
 }

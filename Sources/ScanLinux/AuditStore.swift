@@ -2,18 +2,37 @@ import CSQLite
 import Glibc
 import ScanCore
 
-/// The audit log's SQLite file: schema, appends with the hash chain, reads, pruning and
+/// The audit log's SQLite file: schema, appends with the keyed chain, reads, pruning and
 /// verification. Used by the log writer thread, the console's LOG and `scangate log`.
 ///
-/// Schema: `events` holds the records (seq is the gapless log sequence); `meta` holds the run
-/// counter and the chain's anchor (the last pruned record's sequence and hash, so a pruned log
-/// still verifies from its first kept record).
+/// Schema: `events` holds the records (seq is the gapless log sequence; `hash` is the record's
+/// chain value, HMAC-SHA-256 under the chain key of the previous value and the record); `meta`
+/// holds the run counter, the chain's format (`chain` = `hmac-sha256`, and `key_id`, the key's
+/// public fingerprint — never the key) and the chain's anchor (the last pruned record's
+/// sequence and chain value, so a pruned log still verifies from its first kept record).
+/// A file without `chain` that holds records was written before the keyed chain ("unkeyed":
+/// SHA-256 only, which anyone who can write the file can recompute).
 public final class AuditStore {
   public let database: SQLiteDatabase
   private var insert: SQLiteDatabase.Statement? = nil
-  /// The chain's head: the last record's sequence and hash.
+  /// The chain's head: the last record's sequence and chain value.
   public private(set) var lastSequence: Int64 = 0
   public private(set) var lastHash: [UInt8] = [UInt8](repeating: 0, count: 32)
+  /// The head in its published form.
+  public var head: AuditChainHead {
+    AuditChainHead(sequence: lastSequence, value: lastHash.withUnsafeBytes { Digest(bytes: $0) })
+  }
+
+  /// How a file's records are chained.
+  public enum ChainFormat: Equatable, Sendable {
+    /// Nothing written yet and no format chosen.
+    case none
+    /// HMAC-SHA-256 under the key with this fingerprint.
+    case keyed(keyIdentifier: String)
+    /// Written before the keyed chain: plain SHA-256.
+    case unkeyed
+  }
+  static let keyedFormat = "hmac-sha256"
 
   static let columns = "seq, run, event_seq, time_ns, kind, verdict, format, variant, digest, label, payload, code, detail, decode_us, decide_us, edge_us, hash"
 
@@ -53,6 +72,41 @@ public final class AuditStore {
     return (q.int(0), hash.count == 32 ? hash : [UInt8](repeating: 0, count: 32))
   }
 
+  /// How this file's records are chained.
+  public func chainFormat() throws(SQLiteError) -> ChainFormat {
+    let q = try database.prepare(
+      "SELECT (SELECT value FROM meta WHERE key='chain'), (SELECT value FROM meta WHERE key='key_id'), (SELECT COUNT(*) FROM events), (SELECT value FROM meta WHERE key='anchor_seq')")
+    _ = try q.step()
+    if q.text(0) == Self.keyedFormat { return .keyed(keyIdentifier: q.text(1)) }
+    return q.int(2) > 0 || q.int(3) > 0 ? .unkeyed : .none
+  }
+
+  /// Makes an empty file's chain keyed with `key` (records its fingerprint, never the key).
+  public func beginKeyedChain(_ key: AuditChainKey) throws(SQLiteError) {
+    guard try chainFormat() == .none else {
+      throw SQLiteError(code: SQLITE_MISUSE, message: "\(database.path): the log already has a chain format")
+    }
+    try database.execute("BEGIN IMMEDIATE")
+    do throws(SQLiteError) {
+      try database.execute("INSERT OR REPLACE INTO meta(key, value) VALUES('chain', '\(Self.keyedFormat)')")
+      let id = try database.prepare("INSERT OR REPLACE INTO meta(key, value) VALUES('key_id', ?)")
+      id.bind(1, key.identifier)
+      _ = try id.step()
+      try database.execute("COMMIT")
+    } catch {
+      try? database.execute("ROLLBACK")
+      throw error
+    }
+  }
+
+  /// Bytes the records take in the file: pages in use (freed pages are reused, so the file
+  /// itself stays at its high-water mark).
+  public func usedBytes() throws(SQLiteError) -> Int64 {
+    let q = try database.prepare("SELECT (SELECT page_count FROM pragma_page_count()) - (SELECT freelist_count FROM pragma_freelist_count()), (SELECT page_size FROM pragma_page_size())")
+    _ = try q.step()
+    return q.int(0) * q.int(1)
+  }
+
   /// Increments and returns the run counter.
   public func beginRun() throws(SQLiteError) -> Int64 {
     try database.execute("INSERT INTO meta(key, value) VALUES('runs', 1) ON CONFLICT(key) DO UPDATE SET value = value + 1")
@@ -63,7 +117,7 @@ public final class AuditStore {
 
   /// Appends records in one transaction (group commit). The chain head moves only when the
   /// transaction commits; on failure nothing was written and the head is unchanged.
-  public func append(_ records: [AuditRecord], digester: some PayloadDigester) throws(SQLiteError) {
+  public func append(_ records: [AuditRecord], key: some RecordAuthenticator) throws(SQLiteError) {
     guard !records.isEmpty else { return }
     if insert == nil {
       insert = try database.prepare("INSERT INTO events(\(Self.columns)) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
@@ -74,11 +128,11 @@ public final class AuditStore {
       for var record in records {
         sequence += 1
         record.sequence = sequence
-        hash = record.chainedHash(previous: hash, digester: digester)
+        hash = record.chainValue(previous: hash, key: key)
         let s = insert!
         s.reset()
         s.bind(1, record.sequence); s.bind(2, record.run); s.bind(3, record.eventSequence); s.bind(4, record.wallNanoseconds)
-        s.bind(5, record.kind); s.bind(6, record.verdict); s.bind(7, record.format); s.bind(8, record.variant)
+        s.bind(5, record.kind.name); s.bind(6, record.verdict?.name ?? ""); s.bind(7, record.format); s.bind(8, record.variant)
         s.bind(9, record.digest); s.bind(10, record.label); s.bind(11, record.payload); s.bind(12, record.code)
         s.bind(13, record.detail); s.bind(14, record.decodeMicroseconds); s.bind(15, record.decideMicroseconds)
         s.bind(16, record.edgeMicroseconds); s.bind(17, bytes: hash)
@@ -94,19 +148,48 @@ public final class AuditStore {
     lastHash = hash
   }
 
-  /// Deletes the oldest records beyond `keepRecords` or older than `keepNanoseconds` before
-  /// `now`, at most `batch` at a time, moving the chain's anchor to the last deleted record.
-  /// Returns how many were deleted.
-  public func prune(keepRecords: Int64, olderThan cutoffNanoseconds: Int64, batch: Int64 = 5_000) throws(SQLiteError) -> Int64 {
+  /// What pruning may delete. A record goes when it is beyond `keepRecords`, older than
+  /// `cutoffNanoseconds`, or while the records take more than `maxBytes` — but never a record at
+  /// or above `retainFrom` (the lowest sequence not yet acknowledged by whoever the log is
+  /// published to; `.max` holds nothing back), and never the newest record.
+  public struct PruneLimits: Sendable {
+    public var keepRecords: Int64
+    public var cutoffNanoseconds: Int64
+    public var maxBytes: Int64 = .max
+    public var retainFrom: Int64 = .max
+    /// At most this many records per call (a call is one transaction).
+    public var batch: Int64 = 5_000
+    public init(keepRecords: Int64, olderThan cutoffNanoseconds: Int64, maxBytes: Int64 = .max, retainFrom: Int64 = .max,
+                batch: Int64 = 5_000) {
+      self.keepRecords = keepRecords
+      self.cutoffNanoseconds = cutoffNanoseconds
+      self.maxBytes = maxBytes
+      self.retainFrom = retainFrom
+      self.batch = batch
+    }
+  }
+
+  /// Deletes the oldest records `limits` allow, at most `batch`, moving the chain's anchor to
+  /// the last deleted record (so the rest still verifies). Returns how many were deleted.
+  public func prune(_ limits: PruneLimits) throws(SQLiteError) -> Int64 {
     let bounds = try database.prepare("SELECT MIN(seq), MAX(seq) FROM events")
     guard try bounds.step() else { return 0 }
     let first = bounds.int(0), last = bounds.int(1)
     guard first > 0 else { return 0 }
-    var upTo = max(first - 1, last - keepRecords)  // delete seq <= upTo
+    var upTo = max(first - 1, last - limits.keepRecords)  // delete seq <= upTo
     let aged = try database.prepare("SELECT MAX(seq) FROM events WHERE time_ns < ?")
-    aged.bind(1, cutoffNanoseconds)
+    aged.bind(1, limits.cutoffNanoseconds)
     if try aged.step() { upTo = max(upTo, aged.int(0)) }
-    upTo = min(upTo, first + batch - 1, last - 1)  // always keep the newest record
+    if limits.maxBytes < .max {
+      let used = try usedBytes()
+      if used > limits.maxBytes {
+        // Records free pages in proportion: delete the excess share (and one more).
+        let perRecord = max(1, used / (last - first + 1))
+        upTo = max(upTo, first - 1 + (used - limits.maxBytes + perRecord - 1) / perRecord + 1)
+      }
+    }
+    upTo = min(upTo, first + limits.batch - 1, last - 1)  // always keep the newest record
+    if limits.retainFrom < .max { upTo = min(upTo, limits.retainFrom - 1) }  // nor any not yet acknowledged
     guard upTo >= first else { return 0 }
     let hashOf = try database.prepare("SELECT hash FROM events WHERE seq = ?")
     hashOf.bind(1, upTo)
@@ -141,14 +224,34 @@ public final class AuditStore {
     let q = try database.prepare(sql)
     q.bind(1, sinceNanoseconds)
     q.bind(2, limit)
-    while try q.step() { body(Self.record(q)) }
+    while try q.step() {
+      switch Self.record(q) {
+      case .success(let record): body(record)
+      case .failure(let problem): throw SQLiteError(code: SQLITE_MISMATCH, message: "\(database.path): \(problem.reason)")
+      }
+    }
   }
 
-  static func record(_ q: SQLiteDatabase.Statement) -> AuditRecord {
-    AuditRecord(sequence: q.int(0), run: q.int(1), eventSequence: q.int(2), wallNanoseconds: q.int(3), kind: q.text(4),
-                verdict: q.text(5), format: q.text(6), variant: q.text(7), digest: q.text(8), label: q.text(9),
+  struct RecordProblem: Error { var reason: String }
+
+  /// The record in the current row; a kind or verdict that is not one of the stable names
+  /// (a damaged or edited file) is a problem naming the record.
+  static func record(_ q: SQLiteDatabase.Statement) -> Result<AuditRecord, RecordProblem> {
+    let kindText = q.text(4), verdictText = q.text(5)
+    guard let kind = EventKind(name: kindText) else {
+      return .failure(RecordProblem(reason: "record \(q.int(0)): unknown kind '\(PayloadEscaping.escaped(Array(kindText.utf8)))'"))
+    }
+    var verdict: Verdict? = nil
+    if !verdictText.isEmpty {
+      guard let v = Verdict(name: verdictText) else {
+        return .failure(RecordProblem(reason: "record \(q.int(0)): unknown verdict '\(PayloadEscaping.escaped(Array(verdictText.utf8)))'"))
+      }
+      verdict = v
+    }
+    return .success(AuditRecord(sequence: q.int(0), run: q.int(1), eventSequence: q.int(2), wallNanoseconds: q.int(3), kind: kind,
+                verdict: verdict, format: q.text(6), variant: q.text(7), digest: q.text(8), label: q.text(9),
                 payload: q.text(10), code: q.int(11), detail: q.text(12), decodeMicroseconds: q.int(13),
-                decideMicroseconds: q.int(14), edgeMicroseconds: q.int(15))
+                decideMicroseconds: q.int(14), edgeMicroseconds: q.int(15)))
   }
 
   /// The outcome of `verify`.
@@ -156,48 +259,116 @@ public final class AuditStore {
     public var records: Int64 = 0
     public var firstSequence: Int64 = 0
     public var lastSequence: Int64 = 0
+    /// Where the chain starts (the last pruned record; 0 when nothing was pruned).
+    public var anchorSequence: Int64 = 0
+    /// The chain's end as found: the last record's sequence and chain value.
+    public var head = AuditChainHead.empty
+    /// The file was written before the keyed chain: its SHA-256 chain proves nothing against
+    /// whoever could write the file (they can recompute it), so it never counts as verified.
+    public var unkeyed = false
     /// The first problem: the sequence it was found at and what is wrong.
     public var firstBreak: (sequence: Int64, reason: String)? = nil
   }
 
-  /// Recomputes the hash chain from the anchor and checks that sequences have no gaps.
-  public func verify(digester: some PayloadDigester) throws(SQLiteError) -> Verification {
-    var (expectedSequence, previous) = try anchor()
+  /// Recomputes the chain from the anchor (HMAC-SHA-256 under `key`; plain SHA-256 for an
+  /// unkeyed file, reported as such) and checks that sequences have no gaps. With `published`,
+  /// a chain head a reader saw earlier, it also finds the tail cut (the log ends before that
+  /// sequence) and re-chaining (that record's chain value is not the one published).
+  /// `key` may be nil only for an unkeyed file (a keyed one then breaks at its first record).
+  public func verify(key: AuditChainKey?, published: PublishedChainHead? = nil) throws(SQLiteError) -> Verification {
     var v = Verification()
+    let format = try chainFormat()
+    v.unkeyed = format == .unkeyed
+    var (expectedSequence, previous) = try anchor()
+    v.anchorSequence = expectedSequence
+    v.head = AuditChainHead(sequence: expectedSequence, value: previous.withUnsafeBytes { Digest(bytes: $0) })
+    let digester = SodiumDigester()
     let q = try database.prepare("SELECT \(Self.columns) FROM events ORDER BY seq")
     while try q.step() {
-      let record = Self.record(q)
-      let stored = q.bytes(16)
-      if v.records == 0 { v.firstSequence = record.sequence }
+      let sequence = q.int(0)
+      if v.records == 0 { v.firstSequence = sequence }
       v.records += 1
-      v.lastSequence = record.sequence
+      v.lastSequence = sequence
       expectedSequence += 1
-      if record.sequence != expectedSequence {
-        v.firstBreak = (record.sequence, "sequence gap: expected \(expectedSequence), found \(record.sequence)")
+      if sequence != expectedSequence {
+        v.firstBreak = (sequence, "sequence gap: expected \(expectedSequence), found \(sequence)")
         return v
       }
-      let hash = record.chainedHash(previous: previous, digester: digester)
-      if hash != stored {
-        v.firstBreak = (record.sequence, "hash mismatch: the record or one before it was altered")
+      let record: AuditRecord
+      switch Self.record(q) {
+      case .success(let r): record = r
+      case .failure(let problem):
+        v.firstBreak = (sequence, problem.reason)
         return v
       }
-      previous = hash
+      let stored = q.bytes(16)
+      let value: [UInt8]
+      if v.unkeyed {
+        value = record.unkeyedChainedHash(previous: previous, digester: digester)
+      } else if let key {
+        value = record.chainValue(previous: previous, key: key)
+      } else {
+        v.firstBreak = (sequence, "the log is keyed and no chain key was given")
+        return v
+      }
+      if value != stored {
+        var reason = "chain value mismatch: the record or one before it was altered, or the log was re-chained"
+        if case .keyed(let id) = format, let key, id != key.identifier {
+          reason += " (the log names key \(id), the key given is \(key.identifier))"
+        }
+        v.firstBreak = (sequence, reason)
+        return v
+      }
+      previous = value
+      v.head = AuditChainHead(sequence: sequence, value: value.withUnsafeBytes { Digest(bytes: $0) })
+    }
+    if let published {
+      if let problem = try check(published, lastSequence: v.head.sequence, anchorSequence: v.anchorSequence) {
+        v.firstBreak = (published.sequence, problem)
+      }
     }
     return v
   }
 
-  /// Moves a damaged database (and its WAL and shared-memory files) aside, never deleting it.
-  /// Returns the new name.
-  public static func moveAside(_ path: String, now: Int64) -> String {
+  /// Why a verified chain does not contain the published head, or nil if it does.
+  private func check(_ published: PublishedChainHead, lastSequence: Int64, anchorSequence: Int64) throws(SQLiteError) -> String? {
+    let shown = published.prefix.map { String($0, radix: 16).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16) }.joined()
+    if published.sequence > lastSequence {
+      return "the log ends at record \(lastSequence) but a chain head through record \(published.sequence) was published: records \(lastSequence + 1)...\(published.sequence) were cut"
+    }
+    let stored: [UInt8]
+    if published.sequence == anchorSequence {
+      stored = try anchor().1
+    } else if published.sequence < anchorSequence {
+      return "record \(published.sequence) has been pruned (the log starts after record \(anchorSequence)): this head cannot be checked, give a newer one"
+    } else {
+      let q = try database.prepare("SELECT hash FROM events WHERE seq = ?")
+      q.bind(1, published.sequence)
+      guard try q.step() else { return "record \(published.sequence) is missing" }
+      stored = q.bytes(0)
+    }
+    if stored.count < published.prefix.count || Array(stored.prefix(published.prefix.count)) != published.prefix {
+      return "record \(published.sequence)'s chain value does not start with the published \(shown): the log was re-chained"
+    }
+    return nil
+  }
+
+  /// Moves a damaged database (and its WAL and shared-memory files) aside, never deleting it:
+  /// to `<path>.<reason>-<time>`. Returns the new name.
+  public static func moveAside(_ path: String, now: Int64, reason: String = "corrupt") -> String {
     let stamp = RFC3339.format(now).replacingColons()
-    let target = "\(path).corrupt-\(stamp)"
+    var target = "\(path).\(reason)-\(stamp)"
+    var n = 1
+    while fileExists(target) {  // never over an earlier one moved aside in the same second
+      n += 1
+      target = "\(path).\(reason)-\(stamp)-\(n)"
+    }
     for suffix in ["", "-wal", "-shm"] where fileExists(path + suffix) {
       rename(path + suffix, target + suffix)
     }
     return target
   }
 }
-
 extension String {
   func replacingColons() -> String { String(map { $0 == ":" ? "-" : $0 }) }
 }

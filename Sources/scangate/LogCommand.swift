@@ -2,18 +2,22 @@ import Glibc
 import ScanCore
 import ScanLinux
 
-/// `scangate log`: reads the audit log. `scangate log verify` checks its hash chain.
+/// `scangate log`: reads the audit log. `scangate log verify [--key FILE] [--head SEQ:HEX]`
+/// checks its keyed chain and, given a chain head published earlier, that nothing was cut or
+/// re-chained behind it.
 enum LogCommand {
   static func run(_ arguments: [String]) -> Int32 {
     do {
       var arguments = arguments
       let verify = arguments.first == "verify"
       if verify { arguments.removeFirst() }
-      let options = try Options(arguments, valued: ["config", "db", "since", "limit"], known: ["json"])
+      let options = try Options(arguments, valued: ["config", "db", "since", "limit", "key", "head"], known: ["json"])
       var path = options.value("db")
+      var keyPath = options.value("key")
       if path == nil {
         guard let config = ExtraCommands.loadConfig(options) else { return 1 }
         path = config.logPath
+        if keyPath == nil && !config.logChainKeyFile.isEmpty { keyPath = config.logChainKeyFile }
       }
       guard let path, !path.isEmpty else { throw ParseError(message: "no log configured ([log] path, or --db FILE)") }
       guard fileExists(path) else { throw ParseError(message: "\(path): no such log") }
@@ -23,18 +27,14 @@ enum LogCommand {
         return 1
       }
       if verify {
-        do {
-          let v = try store.verify(digester: SodiumDigester())
-          if let problem = v.firstBreak {
-            print("\(path): BROKEN at record \(problem.sequence): \(problem.reason) (\(v.records) records checked)")
-            return 1
+        var published: PublishedChainHead? = nil
+        if let text = options.value("head") {
+          guard let head = PublishedChainHead(text) else {
+            throw ParseError(message: "--head \(text): expected SEQ:HEX (a sequence number, a colon, 16 to 64 hex digits)")
           }
-          print("\(path): OK, \(v.records) records, sequence \(v.firstSequence)...\(v.lastSequence), hash chain intact")
-          return 0
-        } catch {
-          print("\(path): cannot be read: \(error)")
-          return 1
+          published = head
         }
+        return verifyLog(store, path: path, keyPath: keyPath ?? AuditChainKey.defaultPath(forLog: path), published: published)
       }
       var since = Int64.min
       if let text = options.value("since") { since = try RFC3339.parse(text[...]) * 1_000_000_000 }
@@ -44,7 +44,7 @@ enum LogCommand {
         try store.read(sinceNanoseconds: since, limit: limit) { r in
           if json {
             print("{\"seq\":\(r.sequence),\"run\":\(r.run),\"event\":\(r.eventSequence),\"time\":\(jsonString(RFC3339.format(r.wallNanoseconds / 1_000_000_000))),"
-              + "\"time_ns\":\(r.wallNanoseconds),\"kind\":\(jsonString(r.kind)),\"verdict\":\(jsonString(r.verdict)),"
+              + "\"time_ns\":\(r.wallNanoseconds),\"kind\":\(jsonString(r.kind.name)),\"verdict\":\(jsonString(r.verdict?.name ?? "")),"
               + "\"format\":\(jsonString(r.format)),\"variant\":\(jsonString(r.variant)),\"sha256\":\(jsonString(r.digest)),"
               + "\"label\":\(jsonString(r.label)),\"payload\":\(jsonString(r.payload)),\"code\":\(r.code),\"detail\":\(jsonString(r.detail)),"
               + "\"decode_us\":\(r.decodeMicroseconds),\"decide_us\":\(r.decideMicroseconds),\"edge_us\":\(r.edgeMicroseconds)}")
@@ -60,6 +60,40 @@ enum LogCommand {
     } catch {
       writeStandardError("scangate log: \(error)\n")
       return 2
+    }
+  }
+
+  /// 0 only for a keyed chain that verifies (and contains the published head, if one is given).
+  static func verifyLog(_ store: AuditStore, path: String, keyPath: String, published: PublishedChainHead?) -> Int32 {
+    do {
+      var key: AuditChainKey? = nil
+      if try store.chainFormat() != .unkeyed {
+        // The key must be owned by root, the caller, or the log's owner (the service user).
+        var log = stat()
+        let owner: uid_t? = stat(path, &log) == 0 ? log.st_uid : nil
+        do { key = try AuditChainKey.load(keyPath, owner: owner) } catch {
+          print("\(path): cannot verify: chain key \(error)")
+          return 1
+        }
+      }
+      let v = try store.verify(key: key, published: published)
+      let range = v.records == 0 ? "no records" : "\(v.records) records, sequence \(v.firstSequence)...\(v.lastSequence)"
+      if let problem = v.firstBreak {
+        print("\(path): BROKEN at record \(problem.sequence): \(problem.reason) (\(range))")
+        return 1
+      }
+      if v.unkeyed {
+        print("\(path): UNKEYED: written before the keyed chain; its SHA-256 chain is consistent through record "
+          + "\(v.head.sequence) (head \(v.head.text)), which proves nothing against whoever could write the file (\(range))")
+        return 1
+      }
+      let pruned = v.anchorSequence > 0 ? ", records 1...\(v.anchorSequence) pruned" : ""
+      let head = published.map { ", contains the published head \($0.sequence)" } ?? ""
+      print("\(path): OK, \(range)\(pruned), keyed chain intact (key \(key!.identifier)), head \(v.head.text)\(head)")
+      return 0
+    } catch {
+      print("\(path): cannot be read: \(error)")
+      return 1
     }
   }
 }

@@ -98,6 +98,8 @@ enum Service {
       logSettings.retainRecords = Int64(config.logRetainRecords)
       logSettings.retainDays = config.logRetainDays
       logSettings.rawPayloads = config.logRawPayloads
+      logSettings.retainBytes = Int64(config.logRetainBytes)
+      logSettings.chainKeyFile = config.logChainKeyFile
       auditLog = AuditLog(settings: logSettings, ring: ring)
       loop.auditLog = auditLog
     }

@@ -19,8 +19,9 @@ let usage = """
                                   talk to a running reader's console (docs/console.md)
     log [--config FILE | --db FILE] [--since TIME] [--limit N] [--json]
                                   read the audit log
-    log verify [--config FILE | --db FILE]
-                                  check the audit log's hash chain and sequence
+    log verify [--config FILE | --db FILE] [--key FILE] [--head SEQ:HEX]
+                                  check the audit log's keyed chain and sequence; with a
+                                  chain head published earlier, that nothing was cut or re-chained
     snapshot --out FILE.png | --text [--tcp HOST:PORT | --serial PATH]
                                   the aiming aid: what the camera sees, zone and codes marked
     soak [--frames N]             the fixed-memory soak benchmark

@@ -91,10 +91,17 @@ import Testing
     #expect(status == 0, "\(reply)")
     #expect(reply.contains("decision granted qr label=alice"))
     #expect(reply.contains("OK log"))
+    // STATUS publishes the chain head; after the stop, the log still contains it.
+    let (_, statusReply) = runCommand([scangateBinary, "console", "--tcp", "127.0.0.1:" + port, "--command", "STATUS"])
+    let head = statusReply.split(separator: "\n").compactMap { line -> String? in
+      guard let range = line.firstRange(of: "chain head ") else { return nil }
+      return String(line[range.upperBound...].prefix { $0 != ";" && $0 != " " })
+    }.first ?? ""
+    #expect(PublishedChainHead(head) != nil, "\(statusReply)")
     kill(child.pid, SIGTERM)
     #expect(child.wait() == 0)
-    let (verifyStatus, verifyOutput) = runCommand([scangateBinary, "log", "verify", "--db", dir + "/audit.db"])
-    #expect(verifyStatus == 0 && verifyOutput.contains("hash chain intact"), "\(verifyOutput)")
+    let (verifyStatus, verifyOutput) = runCommand([scangateBinary, "log", "verify", "--db", dir + "/audit.db", "--head", head])
+    #expect(verifyStatus == 0 && verifyOutput.contains("keyed chain intact"), "\(verifyOutput)")
     let (_, json) = runCommand([scangateBinary, "log", "--json", "--db", dir + "/audit.db"])
     #expect(json.contains(#""kind":"decision","verdict":"granted""#))
     #expect(json.contains(#""kind":"command""#) && json.contains(#""payload":"LOG%205""#)

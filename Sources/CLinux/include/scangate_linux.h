@@ -20,6 +20,13 @@ void sg_sha256(const uint8_t *data, size_t size, uint8_t out[32]);
 int sg_secure_compare(const uint8_t *a, const uint8_t *b, size_t size);
 /// Starts libsodium; returns -1 when it cannot.
 int sg_sodium_init(void);
+/// HMAC-SHA-256 of `size` bytes under a `key_size`-byte key into `out` (32 bytes),
+/// libsodium's crypto_auth_hmacsha256 (init/update/final, so any key length).
+void sg_hmac_sha256(const uint8_t *key, size_t key_size, const uint8_t *data, size_t size, uint8_t out[32]);
+/// Fills `out` with `size` bytes from the kernel's CSPRNG (libsodium's randombytes_buf).
+void sg_random_bytes(uint8_t *out, size_t size);
+/// Zeroes `size` bytes so the compiler cannot drop the write (libsodium's sodium_memzero).
+void sg_memzero(void *pointer, size_t size);
 
 /// The calling thread's errno.
 int sg_errno(void);

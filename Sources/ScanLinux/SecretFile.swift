@@ -1,0 +1,82 @@
+import CLinux
+import Glibc
+
+/// Files that hold a secret (the console's operator secret, the audit log's chain key): one
+/// rule for all of them. The file must be a regular file owned by root or by the user the
+/// service runs as, with no group or other permission bits (mode 0600 or stricter); anything
+/// else is refused with a reason a person can act on. Error messages name the file, never
+/// its content.
+public enum SecretFile {
+  /// Secret files are small; anything larger is refused.
+  public static let bytesMax = 4_096
+
+  /// Why `st` (from `fstat` of the opened file) is not acceptable for a secret, or nil.
+  /// `owner` is one more acceptable owner (root verifying a log accepts the key of the user
+  /// that owns the log).
+  public static func problem(_ st: stat, owner: uid_t? = nil) -> String? {
+    if (st.st_mode & S_IFMT) != S_IFREG { return "not a regular file" }
+    if st.st_uid != 0 && st.st_uid != geteuid() && st.st_uid != owner {
+      return "must be owned by root or the service user (uid \(geteuid())), not uid \(st.st_uid)"
+    }
+    if st.st_mode & 0o077 != 0 { return "is readable by group or others (chmod 600 it)" }
+    return nil
+  }
+
+  /// Reads a secret file after checking owner and mode on the opened descriptor (no window
+  /// between the check and the read). Trailing CR/LF are removed. The caller should
+  /// `sg_memzero` the bytes once it has what it needs.
+  public static func read(_ path: String, maxBytes: Int = bytesMax, owner: uid_t? = nil) throws(FileError) -> [UInt8] {
+    let fd = sg_open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY, 0)
+    guard fd >= 0 else { throw FileError(path: path, reason: SystemError.describe(lastErrno())) }
+    defer { close(fd) }
+    var st = stat()
+    guard fstat(fd, &st) == 0 else { throw FileError(path: path, reason: SystemError.describe(lastErrno())) }
+    if let problem = problem(st, owner: owner) { throw FileError(path: path, reason: problem) }
+    if Int(st.st_size) > maxBytes { throw FileError(path: path, reason: "is over \(maxBytes) bytes: not a secret file") }
+    var bytes = [UInt8](repeating: 0, count: Int(st.st_size))
+    var filled = 0
+    while filled < bytes.count {
+      let n = bytes.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress! + filled, $0.count - filled) }
+      if n < 0 && lastErrno() == EINTR { continue }
+      if n < 0 { throw FileError(path: path, reason: SystemError.describe(lastErrno())) }
+      if n == 0 { break }
+      filled += n
+    }
+    if filled < bytes.count { bytes.removeLast(bytes.count - filled) }
+    while let last = bytes.last, last == 0x0A || last == 0x0D { bytes.removeLast() }
+    return bytes
+  }
+
+  /// Creates `path` holding `bytes`, mode 0600, owned by the current user; fails if it exists
+  /// (never overwrites a secret). The file appears whole or not at all: written to a
+  /// temporary name, synced, then linked into place.
+  public static func create(_ path: String, _ bytes: [UInt8]) throws(FileError) {
+    let temporary = path + ".new"
+    unlink(temporary)  // a leftover of an earlier crash (never the real secret)
+    let fd = sg_open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
+    guard fd >= 0 else { throw FileError(path: temporary, reason: SystemError.describe(lastErrno())) }
+    var written = 0
+    var failure: Int32 = 0
+    if fchmod(fd, 0o600) != 0 { failure = lastErrno() }
+    while failure == 0 && written < bytes.count {
+      let n = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + written, $0.count - written) }
+      if n < 0 && lastErrno() == EINTR { continue }
+      if n < 0 { failure = lastErrno() } else { written += n }
+    }
+    if failure == 0 && fsync(fd) != 0 { failure = lastErrno() }
+    close(fd)
+    if failure == 0 && link(temporary, path) != 0 { failure = lastErrno() }
+    unlink(temporary)
+    if failure != 0 { throw FileError(path: path, reason: SystemError.describe(failure)) }
+    syncDirectory(of: path)
+  }
+
+  private static func syncDirectory(of path: String) {
+    let directory = path.lastIndex(of: "/").map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
+    let fd = sg_open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0)
+    if fd >= 0 {
+      fsync(fd)
+      close(fd)
+    }
+  }
+}
