@@ -99,20 +99,19 @@ enum ConsoleCommand {
   static func open(_ options: Options) throws(ParseError) -> Int32 {
     let fd = try openTransport(options)
     guard let path = options.value("secret-file") else { return fd }
-    switch readSecretFile(path, maxBytes: 4_096) {
-    case .failure(let why):
+    var bytes: [UInt8]
+    do { bytes = try SecretFile.read(path) } catch {
       close(fd)
-      throw ParseError(message: "--secret-file: \(why)")
-    case .success(var bytes):
-      while let last = bytes.last, last == 0x0A || last == 0x0D { bytes.removeLast() }
-      let reply = exchange(fd, "AUTH " + PayloadEscaping.escaped(bytes), timeoutSeconds: 10)
-      for i in bytes.indices { bytes[i] = 0 }
-      guard let reply, reply.status.hasPrefix("OK") else {
-        close(fd)
-        throw ParseError(message: "AUTH refused: \(reply?.status ?? "no reply")")
-      }
-      return fd
+      throw ParseError(message: "--secret-file: \(error)")
     }
+    while let last = bytes.last, last == 0x0A || last == 0x0D { bytes.removeLast() }
+    let reply = exchange(fd, "AUTH " + PayloadEscaping.escaped(bytes), timeoutSeconds: 10)
+    for i in bytes.indices { bytes[i] = 0 }
+    guard let reply, reply.status.hasPrefix("OK") else {
+      close(fd)
+      throw ParseError(message: "AUTH refused: \(reply?.status ?? "no reply")")
+    }
+    return fd
   }
 
   static func openTransport(_ options: Options) throws(ParseError) -> Int32 {
