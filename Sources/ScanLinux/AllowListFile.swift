@@ -6,16 +6,16 @@ import ScanCore
 public enum AllowListFile {
   public static func read(_ path: String, maxBytes: Int) throws(AllowListError) -> [UInt8] {
     var before = stat()
-    guard stat(path, &before) == 0 else {
-      throw AllowListError(line: 0, reason: "\(path): \(SystemError.describe(lastErrno()))")
+    do { _ = try syscall("stat", { stat(path, &before) }) } catch {
+      throw AllowListError(line: 0, reason: "\(path): \(error.code)")
     }
     let bytes: [UInt8]
     do { bytes = try readWholeFile(path, maxBytes: maxBytes) } catch {
       throw AllowListError(line: 0, reason: error.description)
     }
     var after = stat()
-    guard stat(path, &after) == 0 else {
-      throw AllowListError(line: 0, reason: "\(path): \(SystemError.describe(lastErrno()))")
+    do { _ = try syscall("stat", { stat(path, &after) }) } catch {
+      throw AllowListError(line: 0, reason: "\(path): \(error.code)")
     }
     if before.st_ino != after.st_ino || before.st_size != after.st_size
       || before.st_mtim.tv_sec != after.st_mtim.tv_sec || before.st_mtim.tv_nsec != after.st_mtim.tv_nsec

@@ -1,10 +1,10 @@
 import Glibc
 import ScanCore
+import ScanLinux
 
 /// Writes to standard error without buffering.
 func writeStandardError(_ text: String) {
-  var text = text
-  text.withUTF8 { _ = write(2, $0.baseAddress, $0.count) }
+  try? writeAll(2, text, "write standard error")  // nowhere left to report a failure
 }
 
 /// Flushes standard output (print buffers when not a terminal).
