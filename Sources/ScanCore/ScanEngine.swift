@@ -136,7 +136,7 @@ public struct ScanEngine<
       let payload = results.payload(i)
       s.verdict = allowList.decide(digester.sha256(payload), nowUnixSeconds: wall.unixSeconds()).0
       s.geometry = CodeGeometry(frame, corners: symbol.corners)
-      s.payloadCount = min(payload.count, 48)
+      s.payloadCount = min(payload.count, SnapshotSymbol.payloadBytesMax)
       for k in 0..<s.payloadCount { s.payload[k] = payload[k] }
       snapshot.append(s)
     }

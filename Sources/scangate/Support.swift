@@ -86,17 +86,6 @@ func jsonString(_ text: String) -> String {
   return out + "\""
 }
 
-/// Lowercase hex of `bytes`.
-func hexString(_ bytes: UnsafeRawBufferPointer) -> String {
-  let digits = Array("0123456789abcdef")
-  var s = ""
-  s.reserveCapacity(bytes.count * 2)
-  for b in bytes {
-    s.append(digits[Int(b >> 4)])
-    s.append(digits[Int(b & 0xF)])
-  }
-  return s
-}
 
 /// Milliseconds with two decimals.
 func formatMilliseconds(_ ms: Double) -> String {
