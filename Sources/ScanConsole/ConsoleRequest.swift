@@ -143,7 +143,7 @@ public struct ConsoleRequest: Sendable {
       }
     case .check, .auth:
       guard words == 2 else { return .failure(.badArgument) }
-      guard let n = unescape(word(1), into: argument) else { return .failure(.badEscape) }
+      guard let n = try? PercentCodec.decode(word(1), into: argument, strict: false) else { return .failure(.badEscape) }
       argumentCount = n
     }
     return .success(request)

@@ -30,7 +30,7 @@ public struct AllowListLimits: Equatable, Sendable {
   public var entriesMax: Int
   public var fileBytesMax: Int
   public var lineBytesMax: Int
-  public static let labelBytesMax = 48
+  public static let labelBytesMax = LabelLimits.bytesMax
   public init(entriesMax: Int = 10_000, fileBytesMax: Int = 8 << 20, lineBytesMax: Int = 8_192) {
     self.entriesMax = entriesMax
     self.fileBytesMax = fileBytesMax
@@ -260,12 +260,10 @@ public enum AllowListParser {
       let hex = Array(match.dropFirst(7).utf8)
       guard hex.count == 64 else { return fail("sha256: wants 64 hex digits, got \(hex.count)") }
       var bytes = [UInt8](repeating: 0, count: 32)
-      for i in 0..<32 {
-        guard let h = PayloadEscaping.hexValue(hex[2 * i]), let l = PayloadEscaping.hexValue(hex[2 * i + 1]) else {
-          return fail("sha256: '\(match.dropFirst(7))' is not hex")
-        }
-        bytes[i] = h << 4 | l
+      let decoded = hex.withUnsafeBytes { text in
+        bytes.withUnsafeMutableBytes { out in Result { () throws(Hex.DecodeError) in try Hex.decode(text, into: out) } }
       }
+      guard case .success = decoded else { return fail("sha256: '\(match.dropFirst(7))' is not hex") }
       digest = bytes.withUnsafeBytes { Digest(bytes: $0) }
     } else {
       return fail("entry must start with text: or sha256:, got '\(match.prefix(40))'")

@@ -76,8 +76,16 @@ public struct ByteWriter: ~Copyable {
   public mutating func writeHex(_ digest: Digest, bytes count: Int) {
     for i in 0..<count {
       let b = digest.byte(i)
-      byte(hexDigit(b >> 4))
-      byte(hexDigit(b & 0xF))
+      byte(Hex.digit(b >> 4))
+      byte(Hex.digit(b))
+    }
+  }
+
+  /// Hex of `bytes` (lowercase unless asked), two digits per byte.
+  public mutating func writeHex(_ bytes: UnsafeRawBufferPointer, uppercase: Bool = false) {
+    for b in bytes {
+      byte(Hex.digit(b >> 4, uppercase: uppercase))
+      byte(Hex.digit(b, uppercase: uppercase))
     }
   }
 
@@ -115,5 +123,4 @@ public struct ByteWriter: ~Copyable {
     overflowed = false
   }
 
-  @inline(__always) func hexDigit(_ v: UInt8) -> UInt8 { v < 10 ? 48 + v : 87 + v }
 }

@@ -54,7 +54,7 @@ public enum EdgeCode {
 /// the log writer. Payload and label are clipped copies; the digest identifies the payload.
 public struct ScanEvent: Sendable {
   public static let payloadBytesMax = 64
-  public static let labelBytesMax = 48
+  public static let labelBytesMax = LabelLimits.bytesMax
 
   public var sequence: UInt64 = 0
   public var kind: EventKind = .state
@@ -72,9 +72,11 @@ public struct ScanEvent: Sendable {
   public var code: UInt16 = 0
   public var payloadCount: UInt16 = 0
   public var payloadTruncated = false
-  public var payload: InlineArray<64, UInt8> = .init(repeating: 0)
+  /// Inline payload storage, `payloadBytesMax` bytes (checked in EventRing.init).
+  public typealias PayloadStorage = InlineArray<64, UInt8>
+  public var payload: PayloadStorage = .init(repeating: 0)
   public var labelCount: UInt8 = 0
-  public var label: InlineArray<48, UInt8> = .init(repeating: 0)
+  public var label: LabelLimits.Storage = .init(repeating: 0)
 
   public init() {}
 
@@ -118,6 +120,8 @@ public final class EventRing: @unchecked Sendable {
   /// Capacity is rounded up to a power of two.
   public init(capacity: Int) {
     precondition(capacity >= 2 && capacity <= 1 << 20)
+    LabelLimits.checkStorage()
+    precondition(ScanEvent.PayloadStorage.count == ScanEvent.payloadBytesMax, "ScanEvent.payload's size and payloadBytesMax disagree")
     var c = 2
     while c < capacity { c <<= 1 }
     self.capacity = c

@@ -59,53 +59,23 @@ public struct WiFiCredentials: Equatable, Sendable {
 /// Percent-escaping of untrusted payload bytes: every byte outside printable ASCII, and space,
 /// `%` and `#`, becomes `%XX`. The same form is used in the allow-list file, on the console and
 /// in command output, so a scanned code can never put a control character on a terminal.
+/// The codec itself is `PercentCodec`; these are its payload-facing forms.
 public enum PayloadEscaping {
-  @inline(__always) static func needsEscape(_ b: UInt8) -> Bool {
-    b <= 0x20 || b >= 0x7F || b == UInt8(ascii: "%") || b == UInt8(ascii: "#")
-  }
-
-  private static let hex: InlineArray<16, UInt8> = [
-    48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 65, 66, 67, 68, 69, 70,
-  ]
+  @inline(__always) static func needsEscape(_ b: UInt8) -> Bool { PercentCodec.needsEscape(b) }
 
   /// Escapes `bytes` into `out`; stops before overflowing. Returns (bytes written, input consumed).
   @discardableResult
   public static func escape(_ bytes: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer)
     -> (written: Int, consumed: Int)
   {
-    var w = 0
-    var consumed = 0
-    for b in bytes {
-      if needsEscape(b) {
-        guard w + 3 <= out.count else { break }
-        out[w] = UInt8(ascii: "%")
-        out[w + 1] = hex[Int(b >> 4)]
-        out[w + 2] = hex[Int(b & 0xF)]
-        w += 3
-      } else {
-        guard w + 1 <= out.count else { break }
-        out[w] = b
-        w += 1
-      }
-      consumed += 1
-    }
-    return (w, consumed)
+    PercentCodec.encode(bytes, into: out)
   }
 
   /// The escaped form as a String (allocates: for command-line output, not the frame path).
   public static func escaped(_ bytes: UnsafeRawBufferPointer) -> String {
-    var s = ""
-    s.reserveCapacity(bytes.count)
-    for b in bytes {
-      if needsEscape(b) {
-        s.append("%")
-        s.append(Character(Unicode.Scalar(hex[Int(b >> 4)])))
-        s.append(Character(Unicode.Scalar(hex[Int(b & 0xF)])))
-      } else {
-        s.append(Character(Unicode.Scalar(b)))
-      }
+    String(unsafeUninitializedCapacity: bytes.count * 3) { out in
+      PercentCodec.encode(bytes, into: UnsafeMutableRawBufferPointer(out)).written
     }
-    return s
   }
 
   public static func escaped(_ bytes: [UInt8]) -> String {
@@ -114,30 +84,24 @@ public enum PayloadEscaping {
 
   /// Reverses `escape`. Throws on a bad escape, or on a byte that should have been escaped.
   public static func unescape(_ text: Substring.UTF8View) throws(ParseError) -> [UInt8] {
-    var out: [UInt8] = []
-    out.reserveCapacity(text.count)
-    var it = text.makeIterator()
-    while let b = it.next() {
-      if b == UInt8(ascii: "%") {
-        guard let h = it.next(), let l = it.next(), let hv = hexValue(h), let lv = hexValue(l) else {
-          throw ParseError(message: "bad percent escape (want %XX with two hex digits)")
-        }
-        out.append(hv << 4 | lv)
-      } else if needsEscape(b) {
-        throw ParseError(message: "byte 0x\(String(b, radix: 16)) must be written as a %XX escape")
-      } else {
-        out.append(b)
-      }
-    }
-    return out
+    let result = text.withContiguousStorageIfAvailable { decode(UnsafeRawBufferPointer($0)) }
+      ?? Array(text).withUnsafeBytes { decode($0) }
+    return try result.get()
   }
 
-  static func hexValue(_ b: UInt8) -> UInt8? {
-    switch b {
-    case UInt8(ascii: "0")...UInt8(ascii: "9"): b - UInt8(ascii: "0")
-    case UInt8(ascii: "a")...UInt8(ascii: "f"): b - UInt8(ascii: "a") + 10
-    case UInt8(ascii: "A")...UInt8(ascii: "F"): b - UInt8(ascii: "A") + 10
-    default: nil
+  private static func decode(_ text: UnsafeRawBufferPointer) -> Result<[UInt8], ParseError> {
+    var out = [UInt8](repeating: 0, count: text.count)
+    let decoded = out.withUnsafeMutableBytes { o in
+      Result { () throws(PercentCodec.DecodeError) in try PercentCodec.decode(text, into: o, strict: true) }
+    }
+    switch decoded {
+    case .success(let n):
+      out.removeLast(out.count - n)
+      return .success(out)
+    case .failure(.unescapedByte(let b, _)):
+      return .failure(ParseError(message: "byte 0x\(String(b, radix: 16)) must be written as a %XX escape"))
+    case .failure(.truncatedEscape), .failure(.badEscape), .failure(.outputTooSmall):
+      return .failure(ParseError(message: "bad percent escape (want %XX with two hex digits)"))
     }
   }
 }

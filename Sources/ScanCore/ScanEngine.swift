@@ -142,7 +142,7 @@ public struct ScanEngine<
       let payload = results.payload(i)
       s.verdict = policy.decide(payload, digest: digester.sha256(payload), nowUnixSeconds: wall.unixSeconds()).verdict
       s.geometry = CodeGeometry(frame, corners: symbol.corners)
-      s.payloadCount = min(payload.count, 48)
+      s.payloadCount = min(payload.count, SnapshotSymbol.payloadBytesMax)
       for k in 0..<s.payloadCount { s.payload[k] = payload[k] }
       snapshot.append(s)
     }

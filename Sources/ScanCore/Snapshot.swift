@@ -6,7 +6,10 @@ public struct SnapshotSymbol: Sendable {
   public var variant: ImageVariant = .upright
   public var geometry = CodeGeometry()
   public var payloadCount = 0
-  public var payload: InlineArray<48, UInt8> = .init(repeating: 0)
+  /// How much of a payload a snapshot keeps (the size of `payload`; checked in SnapshotBuffer.init).
+  public static let payloadBytesMax = 48
+  public typealias PayloadStorage = InlineArray<48, UInt8>
+  public var payload: PayloadStorage = .init(repeating: 0)
   public init() {}
   public func withPayload<R>(_ body: (UnsafeRawBufferPointer) -> R) -> R {
     withUnsafeBytes(of: payload) { body(UnsafeRawBufferPointer(rebasing: $0[0..<payloadCount])) }
@@ -27,12 +30,14 @@ public final class SnapshotBuffer: @unchecked Sendable {
   public var exposure = ExposureMetrics()
   public var framesPerSecondTimes100 = 0
   public var lastDecision: Verdict? = nil
-  public var lastLabel: InlineArray<48, UInt8> = .init(repeating: 0)
+  public var lastLabel: LabelLimits.Storage = .init(repeating: 0)
   public var lastLabelCount = 0
   public private(set) var symbolCount = 0
   private let symbols: UnsafeMutableBufferPointer<SnapshotSymbol>
 
   public init(maxWidth: Int, maxHeight: Int) {
+    LabelLimits.checkStorage()
+    precondition(SnapshotSymbol.PayloadStorage.count == SnapshotSymbol.payloadBytesMax, "SnapshotSymbol's payload storage and payloadBytesMax disagree")
     capacityPixels = maxWidth * maxHeight
     pixels = .allocate(byteCount: capacityPixels, alignment: 64)
     pixels.initializeMemory(as: UInt8.self, repeating: 0)

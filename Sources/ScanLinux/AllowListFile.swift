@@ -16,11 +16,11 @@ public enum AllowListFile {
       .failure(AllowListReadFailure(error: AllowListError(line: 0, reason: reason), retry: retry))
     }
     var before = stat()
-    guard stat(path, &before) == 0 else { return fail("\(path): \(SystemError.describe(lastErrno()))") }
+    do { _ = try syscall("stat", { stat(path, &before) }) } catch { return fail("\(path): \(error.code)") }
     let bytes: [UInt8]
     do { bytes = try readWholeFile(path, maxBytes: maxBytes) } catch { return fail(error.description) }
     var after = stat()
-    guard stat(path, &after) == 0 else { return fail("\(path): \(SystemError.describe(lastErrno()))") }
+    do { _ = try syscall("stat", { stat(path, &after) }) } catch { return fail("\(path): \(error.code)") }
     if before.st_ino != after.st_ino || before.st_size != after.st_size
       || before.st_mtim.tv_sec != after.st_mtim.tv_sec || before.st_mtim.tv_nsec != after.st_mtim.tv_nsec
       || after.st_size != bytes.count

@@ -141,11 +141,15 @@ public final class ConsoleServer<Clock: MonotonicClock>: ConsoleOutput {
     else { throw SystemError(errno: EINVAL, operation: "console.listen \"\(address)\": not an IPv4 or IPv6 address") }
     let fd = socket(isV6 ? AF_INET6 : AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
     guard fd >= 0 else { throw SystemError(errno: lastErrno(), operation: "socket for \(address)") }
-    var one: Int32 = 1
-    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+    do {
+      try setSocketOption(fd, level: SOL_SOCKET, name: SO_REUSEADDR, value: 1, "SO_REUSEADDR for \(address)")
+      if isV6 { try setSocketOption(fd, level: Int32(IPPROTO_IPV6), name: IPV6_V6ONLY, value: 1, "IPV6_V6ONLY for \(address)") }
+    } catch {
+      close(fd)
+      throw error
+    }
     var rc: Int32
     if isV6 {
-      setsockopt(fd, Int32(IPPROTO_IPV6), IPV6_V6ONLY, &one, socklen_t(MemoryLayout<Int32>.size))
       var sa = sockaddr_in6()
       sa.sin6_family = sa_family_t(AF_INET6)
       sa.sin6_port = portNumber.bigEndian
@@ -179,15 +183,9 @@ public final class ConsoleServer<Clock: MonotonicClock>: ConsoleOutput {
   var serialSlot: Int { slotCount - 1 }
 
   private func openSerial() {
-    let fd = sg_open(settings.serialPath, O_RDWR | O_NOCTTY | O_NONBLOCK | O_CLOEXEC, 0)
-    guard fd >= 0 else {
-      serialError = lastErrno()
-      scheduleSerialRetry()
-      return
-    }
-    if sg_tty_configure_raw(fd, UInt32(settings.serialBaud)) != 0 {
-      serialError = lastErrno()
-      close(fd)
+    let fd: Int32
+    do { fd = try SerialPort.open(path: settings.serialPath, baud: settings.serialBaud, nonBlocking: true) } catch {
+      serialError = error.code.rawValue
       scheduleSerialRetry()
       return
     }

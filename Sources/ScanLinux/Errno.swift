@@ -1,24 +1,62 @@
 import CLinux
 import Glibc
 
+/// An errno value, typed so callers match on names instead of comparing raw numbers.
+///
+/// Linux's EWOULDBLOCK is EAGAIN, so `.wouldBlock` covers both.
+public struct Errno: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+  public let rawValue: Int32
+  public init(rawValue: Int32) { self.rawValue = rawValue }
+  public init(_ rawValue: Int32) { self.rawValue = rawValue }
+
+  /// The calling thread's errno now (read through the CLinux shim: `errno` is a macro).
+  public static var current: Errno { Errno(sg_errno()) }
+
+  public static let interrupted = Errno(EINTR)
+  public static let wouldBlock = Errno(EAGAIN)
+  public static let badDescriptor = Errno(EBADF)
+  public static let badAddress = Errno(EFAULT)
+  public static let invalidArgument = Errno(EINVAL)
+  public static let noSuchFile = Errno(ENOENT)
+  public static let permissionDenied = Errno(EACCES)
+  public static let noMemory = Errno(ENOMEM)
+  public static let noDevice = Errno(ENODEV)
+  public static let ioError = Errno(EIO)
+  public static let timedOut = Errno(ETIMEDOUT)
+  public static let brokenPipe = Errno(EPIPE)
+  public static let connectionRefused = Errno(ECONNREFUSED)
+  public static let connectionReset = Errno(ECONNRESET)
+  public static let notConnected = Errno(ENOTCONN)
+  public static let addressInUse = Errno(EADDRINUSE)
+
+  /// strerror's text.
+  public var description: String {
+    guard let text = strerror(rawValue) else { return "errno \(rawValue)" }
+    return String(cString: text)
+  }
+}
+
 /// The one place where ScanGate turns a failed system call into policy.
 ///
 /// EINTR is retried; EAGAIN/EWOULDBLOCK means "nothing now" (never spin on it); EBADF and
 /// EFAULT are bugs in this program and trap; everything else becomes a typed `SystemError`
 /// that the caller acts on (reopen the camera, drop a client, report a fault).
 public struct SystemError: Error, Equatable, CustomStringConvertible, Sendable {
-  public var errno: Int32
+  public var code: Errno
   public var operation: String
-  public init(errno: Int32, operation: String) {
-    self.errno = errno
+  public init(_ code: Errno, operation: String) {
+    self.code = code
     self.operation = operation
   }
-  public var description: String { "\(operation): \(SystemError.describe(errno))" }
+  /// The errno the last failed call left, for `operation`.
+  public static func current(_ operation: String) -> SystemError { SystemError(.current, operation: operation) }
+  public var description: String { "\(operation): \(code)" }
+
+  /// Compatibility for call sites that still pass and read raw numbers (ConsoleServer).
+  public init(errno: Int32, operation: String) { self.init(Errno(errno), operation: operation) }
+  public var errno: Int32 { code.rawValue }
   /// strerror's text for `code`.
-  public static func describe(_ code: Int32) -> String {
-    guard let text = strerror(code) else { return "errno \(code)" }
-    return String(cString: text)
-  }
+  public static func describe(_ code: Int32) -> String { Errno(code).description }
 }
 
 /// The outcome of a non-blocking call.
@@ -27,6 +65,7 @@ public enum IOResult<T> {
   case wouldBlock
 }
 
+/// The calling thread's errno as a number (prefer `Errno.current`).
 @inline(never)
 func lastErrno() -> Int32 { sg_errno() }
 
@@ -38,13 +77,13 @@ public func syscallRetrying<T: BinaryInteger>(
   while true {
     let result = call()
     if result != -1 { return .done(result) }
-    let code = sg_errno()
+    let code = Errno.current
     switch code {
-    case EINTR: continue
-    case EAGAIN, EWOULDBLOCK: return .wouldBlock
-    case EBADF, EFAULT:
-      preconditionFailure("\(operation()): \(SystemError.describe(code)) is a bug in ScanGate")
-    default: throw SystemError(errno: code, operation: operation())
+    case .interrupted: continue
+    case .wouldBlock: return .wouldBlock
+    case .badDescriptor, .badAddress:
+      preconditionFailure("\(operation()): \(code) is a bug in ScanGate")
+    default: throw SystemError(code, operation: operation())
     }
   }
 }
@@ -56,6 +95,6 @@ public func syscall<T: BinaryInteger>(
 ) throws(SystemError) -> T {
   switch try syscallRetrying(operation(), call) {
   case .done(let value): return value
-  case .wouldBlock: throw SystemError(errno: EAGAIN, operation: operation())
+  case .wouldBlock: throw SystemError(.wouldBlock, operation: operation())
   }
 }

@@ -68,14 +68,6 @@ public final class EventPrinter: @unchecked Sendable {
   }
 
   private func emit(_ line: String) {
-    var text = line + "\n"
-    text.withUTF8 { bytes in
-      var offset = 0
-      while offset < bytes.count {
-        let n = write(1, bytes.baseAddress! + offset, bytes.count - offset)
-        if n < 0 { if errno == EINTR { continue }; return }
-        offset += n
-      }
-    }
+    try? writeAll(1, line + "\n", "write standard output")  // a closed output: nothing to print to
   }
 }

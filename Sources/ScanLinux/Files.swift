@@ -16,11 +16,11 @@ public struct FileError: Error, Equatable, CustomStringConvertible, Sendable {
 public func readWholeFile(_ path: String, maxBytes: Int) throws(FileError) -> [UInt8] {
   let fd: Int32
   do { fd = try syscall("open \(path)", { sg_open(path, O_RDONLY | O_CLOEXEC, 0) }) } catch {
-    throw FileError(path: path, reason: SystemError.describe(error.errno))
+    throw FileError(path: path, reason: error.code.description)
   }
   defer { close(fd) }
   var st = stat()
-  guard fstat(fd, &st) == 0 else { throw FileError(path: path, reason: SystemError.describe(lastErrno())) }
+  do { _ = try syscall("fstat \(path)", { fstat(fd, &st) }) } catch { throw FileError(path: path, reason: error.code.description) }
   if (st.st_mode & S_IFMT) == S_IFDIR { throw FileError(path: path, reason: "is a directory") }
   if (st.st_mode & S_IFMT) != S_IFREG { throw FileError(path: path, reason: "not a regular file") }
   if Int(st.st_size) > maxBytes {
@@ -32,13 +32,9 @@ public func readWholeFile(_ path: String, maxBytes: Int) throws(FileError) -> [U
   var filled = 0
   while filled < bytes.count {
     let n: Int
-    do {
-      n = try bytes.withUnsafeMutableBytes { (b) throws(SystemError) -> Int in
-        try syscall("read \(path)", { Glibc.read(fd, b.baseAddress! + filled, b.count - filled) })
-      }
-    } catch let error as SystemError {
-      throw FileError(path: path, reason: SystemError.describe(error.errno))
-    } catch { throw FileError(path: path, reason: "\(error)") }
+    do { n = try readSome(fd, into: &bytes, offset: filled, "read \(path)") } catch {
+      throw FileError(path: path, reason: error.code.description)
+    }
     if n == 0 { break }  // the file shrank while we read: keep what is there
     filled += n
   }
@@ -48,7 +44,7 @@ public func readWholeFile(_ path: String, maxBytes: Int) throws(FileError) -> [U
 
 /// Names in a directory (not "." and ".."), sorted.
 public func listDirectory(_ path: String) throws(FileError) -> [String] {
-  guard let dir = opendir(path) else { throw FileError(path: path, reason: SystemError.describe(lastErrno())) }
+  guard let dir = opendir(path) else { throw FileError(path: path, reason: Errno.current.description) }
   defer { closedir(dir) }
   var names: [String] = []
   while let entry = readdir(dir) {
@@ -72,20 +68,19 @@ public func fileExists(_ path: String) -> Bool { access(path, F_OK) == 0 }
 /// Writes `bytes` to `path` atomically (temporary file, fsync, rename).
 public func writeFileAtomically(_ path: String, _ bytes: [UInt8]) throws(FileError) {
   let temporary = path + ".tmp"
-  let fd = sg_open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-  guard fd >= 0 else { throw FileError(path: temporary, reason: SystemError.describe(lastErrno())) }
-  var written = 0
-  while written < bytes.count {
-    let n = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + written, $0.count - written) }
-    if n < 0 {
-      if lastErrno() == EINTR { continue }
-      let code = lastErrno()
-      close(fd)
-      throw FileError(path: temporary, reason: SystemError.describe(code))
-    }
-    written += n
+  let fd: Int32
+  do { fd = try syscall("open \(temporary)", { sg_open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644) }) } catch {
+    throw FileError(path: temporary, reason: error.code.description)
   }
-  fsync(fd)
+  do {
+    try writeAll(fd, bytes, "write \(temporary)")
+    _ = try syscall("fsync \(temporary)", { fsync(fd) })
+  } catch {
+    close(fd)
+    throw FileError(path: temporary, reason: error.code.description)
+  }
   close(fd)
-  guard rename(temporary, path) == 0 else { throw FileError(path: path, reason: SystemError.describe(lastErrno())) }
+  do { _ = try syscall("rename \(temporary)", { rename(temporary, path) }) } catch {
+    throw FileError(path: path, reason: error.code.description)
+  }
 }

@@ -14,21 +14,8 @@ public func startThread(_ body: @escaping @Sendable () -> Void) -> pthread_t {
     Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue().body()
     return nil
   }, context)
-  precondition(rc == 0, "cannot start a thread: \(rc)")
+  precondition(rc == 0, "cannot start a thread: \(Errno(rc))")  // pthread_create returns the errno
   return thread
-}
-
-/// Splits "host:port" or "[v6-host]:port" (port defaults to `defaultPort`).
-public func splitHostPort(_ address: String, defaultPort: String = "") -> (host: String, port: String) {
-  if address.hasPrefix("["), let close = address.firstIndex(of: "]") {
-    let host = String(address[address.index(after: address.startIndex)..<close])
-    let rest = address[address.index(after: close)...]
-    return (host, rest.hasPrefix(":") ? String(rest.dropFirst()) : defaultPort)
-  }
-  if let colon = address.lastIndex(of: ":") {
-    return (String(address[..<colon]), String(address[address.index(after: colon)...]))
-  }
-  return (address, defaultPort)
 }
 
 /// A helper thread the owner can ask to finish: `body` runs until it sees `stopRequested` (and

@@ -44,16 +44,16 @@ public enum Probe {
   public static func cameras() -> [Camera] {
     devices(matching: ["video"]).map { path in
       var camera = Camera(path: path)
-      let fd = sg_v4l2_open(path)
-      guard fd >= 0 else {
-        camera.error = SystemError.describe(sg_errno())
+      let fd: Int32
+      do throws(SystemError) { fd = try syscall("open \(path)", { sg_v4l2_open(path) }) } catch {
+        camera.error = error.code.description
         return camera
       }
       defer { _ = sg_v4l2_close(fd) }
       var driver = [CChar](repeating: 0, count: 32), card = [CChar](repeating: 0, count: 64)
       var streaming: Int32 = 0
-      guard sg_v4l2_query(fd, &driver, driver.count, &card, card.count, &streaming) == 0 else {
-        camera.error = SystemError.describe(sg_errno())
+      do throws(SystemError) { _ = try syscall("VIDIOC_QUERYCAP", { sg_v4l2_query(fd, &driver, driver.count, &card, card.count, &streaming) }) } catch {
+        camera.error = error.code.description
         return camera
       }
       camera.driver = driver.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
@@ -81,8 +81,9 @@ public enum Probe {
       var info = sg_gpio_chip_info()
       let lines = UnsafeMutableBufferPointer<sg_gpio_line_info>.allocate(capacity: 512)
       defer { lines.deallocate() }
+      // A libgpiod call (several ioctls): report its errno, never trap on it.
       guard sg_gpio_probe(path, &info, lines.baseAddress, 512) == 0 else {
-        chip.error = SystemError.describe(sg_errno())
+        chip.error = Errno.current.description
         return chip
       }
       func text<T>(_ tuple: T) -> String {

@@ -33,7 +33,9 @@ public final class ServiceNotifier {
       descriptor = -1
       return
     }
-    descriptor = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+    // Without a socket the service runs on, unsupervised (as without NOTIFY_SOCKET).
+    descriptor = (try? syscall("notify socket", { socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0) })) ?? -1
+    guard descriptor >= 0 else { return }
     address.sun_family = sa_family_t(AF_UNIX)
     withUnsafeMutableBytes(of: &address.sun_path) { raw in
       var i = 0
@@ -58,12 +60,13 @@ public final class ServiceNotifier {
     var w = ByteWriter(buffer)
     body(&w)
     let count = w.count
-    _ = withUnsafePointer(to: &address) {
-      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-        sendto(descriptor, buffer.baseAddress, count, Int32(MSG_NOSIGNAL), $0, addressLength)
+    // A message systemd cannot take now (or at all) is dropped: the next one says the same.
+    let sent = withUnsafePointer(to: &address) {
+      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { to in
+        try? syscallRetrying("sd_notify", { sendto(descriptor, buffer.baseAddress, count, Int32(MSG_NOSIGNAL), to, addressLength) })
       }
     }
-    messagesSent &+= 1
+    if case .done = sent { messagesSent &+= 1 }
   }
 
   public func ready(status: (inout ByteWriter) -> Void) {

@@ -50,14 +50,18 @@ public struct V4L2FrameSource: FrameSource, ~Copyable {
   /// Opens, negotiates and starts streaming. Throws `.deviceLost` (with errno) when the device
   /// is missing or fails, `.formatRejected` when it has no usable native format.
   public init(_ settings: CameraSettings) throws(CaptureError) {
-    let fd = sg_v4l2_open(settings.path)
-    guard fd >= 0 else { throw .deviceLost(errno: sg_errno()) }
+    let fd: Int32
+    do { fd = try syscall("open \(settings.path)", { sg_v4l2_open(settings.path) }) } catch {
+      throw .deviceLost(errno: error.code.rawValue)
+    }
     var driver = [CChar](repeating: 0, count: 32), card = [CChar](repeating: 0, count: 64)
     var streaming: Int32 = 0
     func fail(_ error: CaptureError) -> CaptureError { _ = sg_v4l2_close(fd); return error }
-    guard sg_v4l2_query(fd, &driver, driver.count, &card, card.count, &streaming) == 0 else {
-      throw fail(.deviceLost(errno: sg_errno()))
+    /// Runs one driver call under the errno policy; a failure closes the device.
+    func check(_ operation: @autoclosure () -> String, _ call: () -> Int32) throws(CaptureError) -> Int32 {
+      do { return try syscall(operation(), call) } catch { throw fail(.deviceLost(errno: error.code.rawValue)) }
     }
+    _ = try check("VIDIOC_QUERYCAP", { sg_v4l2_query(fd, &driver, driver.count, &card, card.count, &streaming) })
     guard streaming != 0 else { throw fail(.formatRejected("\(settings.path) cannot capture with mmap streaming")) }
 
     // Native formats the device offers, in ScanGate's order of preference.
@@ -79,9 +83,7 @@ public struct V4L2FrameSource: FrameSource, ~Copyable {
       throw fail(.formatRejected("\(settings.path) offers none of the formats asked for (\(settings.format.rawValue)); it offers \(offered.map(Self.name).sorted().joined(separator: ", "))"))
     }
     var gotFourcc: UInt32 = 0, w: UInt32 = 0, h: UInt32 = 0, bpl: UInt32 = 0, sizeImage: UInt32 = 0
-    guard sg_v4l2_set_format(fd, chosen, UInt32(settings.width), UInt32(settings.height), &gotFourcc, &w, &h, &bpl, &sizeImage) == 0 else {
-      throw fail(.deviceLost(errno: sg_errno()))
-    }
+    _ = try check("VIDIOC_S_FMT", { sg_v4l2_set_format(fd, chosen, UInt32(settings.width), UInt32(settings.height), &gotFourcc, &w, &h, &bpl, &sizeImage) })
     guard gotFourcc == chosen else { throw fail(.formatRejected("driver switched \(Self.name(chosen)) to \(Self.name(gotFourcc))")) }
     guard Int(w) <= settings.width && Int(h) <= settings.height else {
       throw fail(.formatRejected("driver chose \(w)×\(h), larger than the configured \(settings.width)×\(settings.height); configure a size the camera offers (scangate probe lists them)"))
@@ -91,25 +93,29 @@ public struct V4L2FrameSource: FrameSource, ~Copyable {
     // Buggy-driver paranoia (the kernel's capture example does the same).
     let minimumLine = Int(w) * (isYUYV ? 2 : 1)
     let rowBytes = isJPEG ? Int(w) : max(Int(bpl), minimumLine)
-    _ = sg_v4l2_set_fps(fd, UInt32(settings.fps))
-    let granted = sg_v4l2_request_buffers(fd, UInt32(settings.buffers))
-    guard granted >= 2 else {
-      let code = granted < 0 ? sg_errno() : ENOMEM
-      throw fail(.deviceLost(errno: code))
-    }
+    _ = try? syscall("VIDIOC_S_PARM", { sg_v4l2_set_fps(fd, UInt32(settings.fps)) })  // optional: not every driver sets a rate
+    let granted = try check("VIDIOC_REQBUFS", { sg_v4l2_request_buffers(fd, UInt32(settings.buffers)) })
+    guard granted >= 2 else { throw fail(.deviceLost(errno: Errno.noMemory.rawValue)) }
     let maps = UnsafeMutableBufferPointer<(address: UnsafeMutableRawPointer, length: Int)>.allocate(capacity: Int(granted))
     var mapped = 0
     func unwind() {
       for i in 0..<mapped { _ = sg_v4l2_unmap(maps[i].address, maps[i].length) }
       maps.deallocate()
     }
+    /// A driver call after buffers are mapped: a failure unmaps them too.
+    func checkMapped(_ operation: @autoclosure () -> String, _ call: () -> Int32) throws(CaptureError) {
+      do { _ = try syscall(operation(), call) } catch {
+        unwind()
+        throw fail(.deviceLost(errno: error.code.rawValue))
+      }
+    }
     for i in 0..<Int(granted) {
       var address: UnsafeMutableRawPointer? = nil
       var length = 0
-      guard sg_v4l2_map_buffer(fd, UInt32(i), &address, &length) == 0, let address else {
-        let code = sg_errno()
+      try checkMapped("map buffer \(i)", { sg_v4l2_map_buffer(fd, UInt32(i), &address, &length) })
+      guard let address else {
         unwind()
-        throw fail(.deviceLost(errno: code))
+        throw fail(.deviceLost(errno: Errno.noMemory.rawValue))
       }
       guard isJPEG || length >= (Int(h) - 1) * rowBytes + minimumLine else {
         _ = sg_v4l2_unmap(address, length)
@@ -119,16 +125,8 @@ public struct V4L2FrameSource: FrameSource, ~Copyable {
       maps[i] = (address, length)
       mapped += 1
     }
-    for i in 0..<Int(granted) where sg_v4l2_queue(fd, UInt32(i)) != 0 {
-      let code = sg_errno()
-      unwind()
-      throw fail(.deviceLost(errno: code))
-    }
-    guard sg_v4l2_stream(fd, 1) == 0 else {
-      let code = sg_errno()
-      unwind()
-      throw fail(.deviceLost(errno: code))
-    }
+    for i in 0..<Int(granted) { try checkMapped("VIDIOC_QBUF", { sg_v4l2_queue(fd, UInt32(i)) }) }
+    try checkMapped("VIDIOC_STREAMON", { sg_v4l2_stream(fd, 1) })
     descriptor = fd
     fourcc = chosen
     bytesPerLine = rowBytes
@@ -177,7 +175,7 @@ public struct V4L2FrameSource: FrameSource, ~Copyable {
     var pfd = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
     let ready: Int32
     do { ready = try syscall("poll camera", { poll(&pfd, 1, Int32(timeoutMilliseconds)) }) } catch {
-      throw .deviceLost(errno: error.errno)
+      throw .deviceLost(errno: error.code.rawValue)
     }
     if ready == 0 { return nil }
     if pfd.revents & Int16(POLLERR | POLLHUP | POLLNVAL) != 0 && pfd.revents & Int16(POLLIN) == 0 {
@@ -189,13 +187,18 @@ public struct V4L2FrameSource: FrameSource, ~Copyable {
     for attempt in 0..<mappings.count {
       if attempt > 0 {
         pfd.revents = 0
-        guard poll(&pfd, 1, 0) == 1, pfd.revents & Int16(POLLIN) != 0 else { break }
+        let more: Int32
+        do { more = try syscall("poll camera", { poll(&pfd, 1, 0) }) } catch {
+          if let older = newest { _ = sg_v4l2_queue(descriptor, older.index) }
+          throw .deviceLost(errno: error.code.rawValue)
+        }
+        guard more == 1, pfd.revents & Int16(POLLIN) != 0 else { break }
       }
       var index: UInt32 = 0, used: UInt32 = 0, timestamp: UInt64 = 0, sequence: UInt32 = 0
       let outcome: IOResult<Int32>
       do { outcome = try syscallRetrying("VIDIOC_DQBUF", { sg_v4l2_dequeue(descriptor, &index, &used, &timestamp, &sequence) }) } catch {
         if let older = newest { _ = sg_v4l2_queue(descriptor, older.index) }
-        throw .deviceLost(errno: error.errno)
+        throw .deviceLost(errno: error.code.rawValue)
       }
       guard case .done = outcome else { break }
       precondition(Int(index) < mappings.count, "driver returned buffer index out of range")
@@ -235,7 +238,7 @@ public struct V4L2FrameSource: FrameSource, ~Copyable {
 
   private func requeue(_ index: UInt32) throws(CaptureError) {
     do { _ = try syscall("VIDIOC_QBUF", { sg_v4l2_queue(descriptor, index) }) } catch {
-      throw .deviceLost(errno: error.errno)
+      throw .deviceLost(errno: error.code.rawValue)
     }
   }
 }

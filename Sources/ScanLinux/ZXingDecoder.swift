@@ -17,7 +17,7 @@ public struct ZXingDecoder: CodeDecoder, ~Copyable {
   ///   - capacity: result records; must not exceed the `DecodeResults` it fills.
   public init(arenaBytes: Int, capacity: Int, tryHarder: Bool = true) throws(SystemError) {
     guard let handle = sg_zx_create(arenaBytes) else {
-      throw SystemError(errno: 12, operation: "allocate the decoder arena (\(arenaBytes) bytes)")
+      throw SystemError(.noMemory, operation: "allocate the decoder arena (\(arenaBytes) bytes)")
     }
     self.handle = handle
     self.tryHarder = tryHarder

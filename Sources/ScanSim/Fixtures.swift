@@ -51,10 +51,6 @@ public struct FixtureDigester: PayloadDigester {
   public func digest(_ text: String) -> Digest { Array(text.utf8).withUnsafeBytes { sha256($0) } }
   /// The digest as 64 hex digits, as an allow-list `sha256:` entry wants it.
   public func hex(_ text: String) -> String {
-    let d = digest(text)
-    let digits = Array("0123456789abcdef")
-    var s = ""
-    for i in 0..<32 { s.append(digits[Int(d.byte(i) >> 4)]); s.append(digits[Int(d.byte(i) & 0xF)]) }
-    return s
+    Hex.string(digest(text))
   }
 }

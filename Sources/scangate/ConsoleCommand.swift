@@ -1,4 +1,3 @@
-import CLinux
 import Glibc
 import ScanCore
 import ScanLinux
@@ -23,37 +22,12 @@ enum ConsoleCommand {
   }
 
   static func connect(_ address: String) throws(ParseError) -> Int32 {
-    let (host, port) = splitHostPort(address, defaultPort: "4570")
-    var hints = addrinfo()
-    hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
-    var list: UnsafeMutablePointer<addrinfo>? = nil
-    guard getaddrinfo(host, port, &hints, &list) == 0, let first = list else {
-      throw ParseError(message: "cannot resolve \(address)")
-    }
-    defer { freeaddrinfo(list) }
-    var info: UnsafeMutablePointer<addrinfo>? = first
-    var lastError: Int32 = 0
-    while let i = info {
-      let fd = socket(i.pointee.ai_family, i.pointee.ai_socktype | Int32(SOCK_CLOEXEC.rawValue), i.pointee.ai_protocol)
-      if fd >= 0 && Glibc.connect(fd, i.pointee.ai_addr, i.pointee.ai_addrlen) == 0 { return fd }
-      lastError = sg_errno()
-      if fd >= 0 { close(fd) }
-      info = i.pointee.ai_next
-    }
-    throw ParseError(message: "connect \(address): \(SystemError.describe(lastError))")
+    do { return try connectTCP(address, defaultPort: "4570") } catch { throw ParseError(message: "\(error)") }
   }
 
   static func send(_ fd: Int32, _ text: String) -> Bool {
-    var text = text
-    return text.withUTF8 { bytes in
-      var offset = 0
-      while offset < bytes.count {
-        let n = Glibc.write(fd, bytes.baseAddress! + offset, bytes.count - offset)
-        if n < 0 { if sg_errno() == EINTR { continue }; return false }
-        offset += n
-      }
-      return true
-    }
+    do { try writeAll(fd, text, "send to the console") } catch { return false }
+    return true
   }
 
   /// Sends `command` and collects the reply: body lines (without "| ") and the status line.
@@ -65,10 +39,13 @@ enum ConsoleCommand {
     var buffer = [UInt8](repeating: 0, count: 65_536)
     let deadline = SystemMonotonicClock().now().adding(milliseconds: timeoutSeconds * 1000)
     while SystemMonotonicClock().now() < deadline {
-      var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-      if poll(&p, 1, 200) <= 0 { continue }
-      let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
-      if n <= 0 { return nil }
+      var p = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0)]
+      let n: Int
+      do {
+        guard try pollDescriptors(&p, timeoutMilliseconds: 200) > 0 else { continue }
+        n = try readSome(fd, into: &buffer, "read the console")
+      } catch { return nil }
+      if n == 0 { return nil }
       pending += buffer[0..<n]
       var start = 0
       while let newline = pending[start...].firstIndex(of: 0x0A) {
@@ -116,42 +93,40 @@ enum ConsoleCommand {
 
   static func openTransport(_ options: Options) throws(ParseError) -> Int32 {
     if let path = options.value("serial") {
-      let fd = sg_open(path, O_RDWR | O_NOCTTY | O_CLOEXEC, 0)
-      guard fd >= 0 else { throw ParseError(message: "\(path): \(SystemError.describe(sg_errno()))") }
       let baud = try options.integer("baud", default: 115_200, range: 300...4_000_000)
-      guard sg_tty_configure_raw(fd, UInt32(baud)) == 0 else {
-        throw ParseError(message: "\(path): cannot set \(baud) baud raw 8N1: \(SystemError.describe(sg_errno()))")
-      }
-      return fd
+      do { return try SerialPort.open(path: path, baud: baud) } catch { throw ParseError(message: "\(error)") }
     }
     return try connect(options.value("tcp") ?? "127.0.0.1:4570")
   }
 
+  /// Copies the console to standard output and standard input to the console until the reader
+  /// closes the connection (0) or a call fails (2).
   static func interactive(_ fd: Int32) -> Int32 {
     var buffer = [UInt8](repeating: 0, count: 4096)
-    var inputOpen = true
-    while true {
-      var set = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0), pollfd(fd: inputOpen ? 0 : -1, events: Int16(POLLIN), revents: 0)]
-      if poll(&set, 2, -1) < 0 { if sg_errno() == EINTR { continue }; return 2 }
-      if set[0].revents != 0 {
-        let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
-        if n <= 0 { return 0 }  // the reader closed the connection
-        buffer.withUnsafeBytes { _ = Glibc.write(1, $0.baseAddress, n) }
-      }
-      if set[1].revents != 0 {
-        let n = buffer.withUnsafeMutableBytes { Glibc.read(0, $0.baseAddress, $0.count) }
-        if n <= 0 {
-          inputOpen = false
-          shutdown(fd, Int32(SHUT_WR))
-          continue
+    var set = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0), pollfd(fd: 0, events: Int16(POLLIN), revents: 0)]
+    do {
+      while true {
+        set[0].revents = 0
+        set[1].revents = 0
+        _ = try pollDescriptors(&set, timeoutMilliseconds: -1)
+        if set[0].revents != 0 {
+          let n = try readSome(fd, into: &buffer, "read the console")
+          if n == 0 { return 0 }  // the reader closed the connection
+          try writeAll(1, buffer, range: 0..<n, "write standard output")
         }
-        var offset = 0
-        while offset < n {
-          let w = buffer.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + offset, n - offset) }
-          if w <= 0 { return 2 }
-          offset += w
+        if set[1].revents != 0 {
+          let n = try readSome(0, into: &buffer, "read standard input")
+          if n == 0 {
+            set[1].fd = -1  // standard input ended: stop polling it, tell the reader we are done
+            _ = try? syscall("shutdown", { shutdown(fd, Int32(SHUT_WR)) })  // fails on a serial port: nothing to do
+            continue
+          }
+          try writeAll(fd, buffer, range: 0..<n, "send to the console")
         }
       }
+    } catch {
+      writeStandardError("scangate console: \(error)\n")
+      return 2
     }
   }
 }

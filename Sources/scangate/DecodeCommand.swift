@@ -108,7 +108,7 @@ enum DecodeCommand {
     for k in 0..<8 { corners.append(String(symbol.corners[k])) }
     var line = "{\"file\":\(jsonString(path)),\"format\":\"\(symbol.format.name)\",\"kind\":\"\(kind.name)\""
     line += ",\"text\":\(jsonString(text)),\"escaped\":\(jsonString(PayloadEscaping.escaped(payload)))"
-    line += ",\"bytes_hex\":\"\(hexString(payload))\",\"corners\":[\(corners.joined(separator: ","))]"
+    line += ",\"bytes_hex\":\"\(Hex.string(payload))\",\"corners\":[\(corners.joined(separator: ","))]"
     line += ",\"orientation\":\(symbol.orientationDegrees),\"inverted\":\(symbol.variant.isInverted)"
     line += ",\"mirrored\":\(symbol.variant.isMirrored != symbol.engineMirrored),\"truncated\":\(symbol.truncated)"
     if kind == .wifi, let wifi = WiFiCredentials(text) {

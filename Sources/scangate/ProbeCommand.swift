@@ -4,7 +4,11 @@ import ScanLinux
 /// `scangate probe`: what this machine offers a reader, to fill in config.toml.
 enum ProbeCommand {
   static func run(_ arguments: [String]) -> Int32 {
-    let all = arguments.contains("--all-lines")
+    let all: Bool
+    do { all = try Options(arguments, valued: [], known: ["all-lines"]).flag("all-lines") } catch {
+      writeStandardError("scangate probe: \(error)\n")
+      return 2
+    }
     print("cameras (config [camera] device, format, width, height):")
     let cameras = Probe.cameras()
     if cameras.isEmpty { print("  none (/dev/video*)") }

@@ -112,6 +112,15 @@ enum Service {
     auditLog?.start()
     loop.run()
     auditLog?.stop()  // everything the loop recorded, its last events included, is written
+    // The chain head in the journal: a later `scangate log verify --head` detects a cut tail.
+    if let log = auditLog {
+      let line = withUnsafeTemporaryAllocation(byteCount: 96, alignment: 1) { buffer in
+        var w = ByteWriter(buffer)
+        log.chainHead.write(into: &w)
+        return String(decoding: w.written, as: UTF8.self)
+      }
+      print("audit log: \(line)")
+    }
     printer.stop()
     if !options.quiet { printSummary(loop.engine.stats, elapsed: clock.now().microseconds(since: loop.startedAt), loop: loop) }
     return 0

@@ -1,10 +1,10 @@
 import Glibc
 import ScanCore
+import ScanLinux
 
 /// Writes to standard error without buffering.
 func writeStandardError(_ text: String) {
-  var text = text
-  text.withUTF8 { _ = write(2, $0.baseAddress, $0.count) }
+  try? writeAll(2, text, "write standard error")  // nowhere left to report a failure
 }
 
 /// Flushes standard output (print buffers when not a terminal).
@@ -86,17 +86,6 @@ func jsonString(_ text: String) -> String {
   return out + "\""
 }
 
-/// Lowercase hex of `bytes`.
-func hexString(_ bytes: UnsafeRawBufferPointer) -> String {
-  let digits = Array("0123456789abcdef")
-  var s = ""
-  s.reserveCapacity(bytes.count * 2)
-  for b in bytes {
-    s.append(digits[Int(b >> 4)])
-    s.append(digits[Int(b & 0xF)])
-  }
-  return s
-}
 
 /// Milliseconds with two decimals.
 func formatMilliseconds(_ ms: Double) -> String {

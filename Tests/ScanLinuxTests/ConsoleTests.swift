@@ -292,8 +292,7 @@ import Testing
     let rig = Rig(consoleSettings: { $0.clientOutputBytes = 4_096 })
     let reader = rig.connect()
     let hog = rig.connect()
-    var small: Int32 = 4_096
-    setsockopt(hog.fd, SOL_SOCKET, SO_RCVBUF, &small, socklen_t(MemoryLayout<Int32>.size))
+    #expect(throws: Never.self) { try setSocketOption(hog.fd, level: SOL_SOCKET, name: SO_RCVBUF, value: 4_096) }
     let framesBefore = rig.loop.engine.stats.frames
     // Ask for megabytes of replies and never read them.
     for _ in 0..<200 {

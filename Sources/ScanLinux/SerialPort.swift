@@ -1,0 +1,20 @@
+import CLinux
+import Glibc
+
+/// Serial ports (a USB adapter or a UART) set up the one way ScanGate uses them: raw 8N1, no
+/// modem control, not a controlling terminal, closed on exec.
+public enum SerialPort {
+  /// Opens `path` and configures it at `baud` (a plain number such as 115200). `nonBlocking` for
+  /// a descriptor the loop polls; blocking for a tool that waits on it. Returns the descriptor,
+  /// which the caller closes.
+  public static func open(path: String, baud: Int, nonBlocking: Bool = false) throws(SystemError) -> Int32 {
+    guard baud > 0 && baud <= Int(UInt32.max) else { throw SystemError(.invalidArgument, operation: "\(path): baud rate \(baud)") }
+    let flags = O_RDWR | O_NOCTTY | O_CLOEXEC | (nonBlocking ? O_NONBLOCK : 0)
+    let fd = try syscall("open \(path)", { sg_open(path, flags, 0) })
+    do { _ = try syscall("\(path): set \(baud) baud raw 8N1", { sg_tty_configure_raw(fd, UInt32(baud)) }) } catch {
+      close(fd)
+      throw error
+    }
+    return fd
+  }
+}
