@@ -165,3 +165,61 @@ import Testing
     #expect(world.buzzer.level == .inactive)
   }
 }
+
+/// Adding an input is adding a poll participant: a fake one with a pipe is polled and serviced
+/// by the real loop, and asks it to stop, without any change to the loop.
+@Suite struct PollParticipantTests {
+  final class PipeInput: PollParticipant {
+    let read: Int32, write: Int32
+    var token = PollSet.Token.none
+    var serviced = 0
+    init() {
+      var fds: [Int32] = [-1, -1]
+      _ = pipe(&fds)
+      read = fds[0]
+      write = fds[1]
+    }
+    deinit { close(read); close(write) }
+    var pollCapacity: Int { 1 }
+    func prepare(_ poll: PollSet, now: Instant) -> Instant? {
+      token = poll.add(read, events: Int16(POLLIN))
+      return nil
+    }
+    func service(_ poll: PollSet, now: Instant, requests: LoopRequests) {
+      guard poll.revents(token) & Int16(POLLIN) != 0 else { return }
+      var byte: UInt8 = 0
+      _ = Glibc.read(read, &byte, 1)
+      serviced += 1
+      if byte == UInt8(ascii: "q") { requests.stop = true }
+    }
+  }
+
+  @Test("a registered participant is polled, serviced on input, and can stop the loop")
+  func fakeParticipant() {
+    let clock = SystemMonotonicClock()
+    let engine = ScanEngine(
+      settings: EngineSettings(), decoder: FixtureDecoder(payloads: []),
+      relay: RecordingOutputLine(name: "relay", clock: clock), buzzer: RecordingOutputLine(name: "buzzer", clock: clock),
+      clock: clock, wall: SystemWallClock(), digester: FixtureDigester(), events: EventRing(capacity: 64),
+      maxWidth: 64, maxHeight: 48)
+    var settings = LoopSettings()
+    settings.handleSignals = false
+    let frames = [FixtureDecoder.frame(width: 64, height: 48, naming: 0)]
+    var loop = RunLoop(engine: engine, settings: settings) { () throws(CaptureError) in
+      ScriptedFrameSource(width: 64, height: 48, frames: frames, script: [.frame(0)], loops: true, clock: clock)
+    }
+    let input = PipeInput()
+    loop.register(input)
+    for _ in 0..<5 { loop.runOnce(maximumWaitMilliseconds: 1) }
+    #expect(input.serviced == 0)
+    _ = Glibc.write(input.write, "x", 1)
+    loop.runOnce(maximumWaitMilliseconds: 100)
+    #expect(input.serviced == 1)
+    let stoppedEarly = loop.stopRequested
+    #expect(!stoppedEarly)
+    _ = Glibc.write(input.write, "q", 1)
+    loop.runOnce(maximumWaitMilliseconds: 100)
+    let stopped = loop.stopRequested
+    #expect(input.serviced == 2 && stopped)
+  }
+}
