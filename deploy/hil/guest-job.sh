@@ -158,6 +158,7 @@ for how in TERM KILL; do
   config sig$how grey 8000 ""
   feed GREY "$W/blank.grey"
   start sig$how
+  echo 0 > /proc/$pid/coredump_filter
   feed GREY "$W/alice.grey"
   waitfor "$W/sig$how.out" "decision granted" 60
   sleep 0.5
@@ -173,8 +174,9 @@ done
 # ---------------------------------------------------------------- fatal signals mid-pulse: the crash guard
 # gpio-sim puts a released line back to its pull, so "inactive after death" proves nothing by
 # itself. Here the relay's pull is the ACTIVE level, and the core is piped to a helper that holds
-# the dying process for 0.5 s: with the guard the relay reads 1 (pulse), 0 (the guard, while
-# the process dies), 1 (released: the pull); without it, 1 throughout.
+# the dying process for 1.5 s: with the guard the relay reads 1 (pulse), 0 (the guard, while
+# the process dies), 1 (released: the pull); without it, 1 throughout. coredump_filter 0 keeps
+# the core to its headers and notes (a full one takes ~20 s through the pipe under TCG).
 echo "|/core-sink %p %s" > /proc/sys/kernel/core_pattern
 echo 1 > /proc/sys/kernel/core_pipe_limit  # wait for the helper before the process is gone
 ulimit -c unlimited
@@ -186,6 +188,7 @@ for how in SEGV ABRT; do
   feed GREY "$W/blank.grey"
   echo pull-up > $S/sim_gpio1/pull
   start sig$how
+  echo 0 > /proc/$pid/coredump_filter
   feed GREY "$W/alice.grey"
   waitfor "$W/sig$how.out" "decision granted" 60
   sleep 0.5

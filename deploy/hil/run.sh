@@ -121,10 +121,10 @@ sync; poweroff -f
 EOF
 chmod +x "$IR/init"
 # The core_pattern helper for the crash checks. It runs in this root, not in the job's chroot:
-# it holds the dying process (and so its GPIO request) for half a second, then logs the core.
+# it holds the dying process (and so its GPIO request) for 1.5 s, then logs the core.
 cat > "$IR/core-sink" <<EOF
 #!/bb/sh
-/bb/sleep 0.5
+/bb/sleep 1.5
 echo "pid \$1 signal \$2 core \$(/bb/wc -c) bytes" >> /host$RUN/cores.txt
 EOF
 chmod +x "$IR/core-sink"
