@@ -39,6 +39,9 @@ typedef struct sg_crash_slot {
   const sg_gpio_line *owner;
 } sg_crash_slot;
 
+// A handler may only touch lock-free atomics (a lock could be held by the interrupted code).
+_Static_assert(ATOMIC_INT_LOCK_FREE == 2, "int atomics must be lock-free for the signal handler");
+
 static sg_crash_slot crash_slots[SG_CRASH_SLOTS];
 static _Atomic int crash_entered;
 static const int crash_signals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTRAP};
