@@ -204,14 +204,14 @@ for how in SEGV ABRT; do
   after=$(cat $S/sim_gpio1/value)
   echo pull-down > $S/sim_gpio1/pull
   seen=$(levels "$W/gpio-sig$how.txt"); zero=$(first_zero "$W/gpio-sig$how.txt")
-  signo=$(kill -l $how)
+  signo=$(kill -l $how); cores=$(cat "$W/cores.txt" 2>/dev/null | grep -c "signal $signo ")
   # Within 3 s: the 8 s pulse itself ends 7 s after the signal, and must not pass for the guard.
   check "SIG$how mid-pulse: relay read '$seen' (pulse, crash guard, pull-up after release; want '1 0 1'), inactive $(( ${zero:-0} - t )) ms after the signal (want < 3000)" \
     test "$seen" = "1 0 1" -a "${zero:-0}" -ge "$t" -a "$(( ${zero:-0} - t ))" -lt 3000
   check "SIG$how: the service wrote 'scangate: fatal signal $signo: outputs driven inactive'" \
     grep -qx "scangate: fatal signal $signo: outputs driven inactive" "$W/sig$how.out"
-  check "SIG$how: the default action ended it (status $rc = 128 + $signo; core piped: $(grep -c "signal $signo " "$W/cores.txt" 2>/dev/null)); released, the relay reads its pull-up ($after)" \
-    test "$rc" = $((128 + signo)) -a "$after" = 1 -a "$(grep -c "signal $signo " "$W/cores.txt" 2>/dev/null)" = 1
+  check "SIG$how: the default action ended it (status $rc = 128 + $signo; cores piped: $cores); released, the relay reads its pull-up ($after)" \
+    test "$rc" = $((128 + signo)) -a "$after" = 1 -a "$cores" = 1
 done
 echo core > /proc/sys/kernel/core_pattern
 [ -n "$feeder" ] && kill $feeder 2>/dev/null
