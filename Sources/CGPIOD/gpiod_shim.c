@@ -1,11 +1,154 @@
+// sigaction, sigaltstack and stack_t are POSIX, not ISO C.
+#define _DEFAULT_SOURCE
 #include "scangate_gpiod.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <gpiod.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#ifndef GPIOD_BIT
+#include <linux/gpio.h>
+#endif
+
+// MARK: - Crash guard (both backends)
+//
+// Every output line this process holds is registered here at open and unregistered at close.
+// On a fatal signal the handler drives each registered line inactive with one ioctl, writes one
+// line to stderr and re-raises the signal with its default action (same core, same exit status).
+// The table is fixed (no allocation in the handler); a slot's fields are written before its
+// state is published with release, and the handler reads them after an acquire load, which
+// orders them on ARM as well.
+
+enum { SG_CRASH_SLOTS = 8, SG_SLOT_FREE = 0, SG_SLOT_CLAIMED = 1, SG_SLOT_LIVE = 2 };
+
+typedef struct sg_crash_slot {
+  _Atomic int state;
+#ifdef GPIOD_BIT
+  struct gpiod_line *line;  // v1: gpiod_line_set_value is one GPIOHANDLE_SET_LINE_VALUES ioctl
+#else
+  int fd;                   // v2: the line request's fd, for GPIO_V2_LINE_SET_VALUES_IOCTL
+#endif
+  const sg_gpio_line *owner;
+} sg_crash_slot;
+
+// A handler may only touch lock-free atomics (a lock could be held by the interrupted code).
+_Static_assert(ATOMIC_INT_LOCK_FREE == 2, "int atomics must be lock-free for the signal handler");
+
+static sg_crash_slot crash_slots[SG_CRASH_SLOTS];
+static _Atomic int crash_entered;
+static const int crash_signals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTRAP};
+static pthread_once_t crash_once = PTHREAD_ONCE_INIT;
+static int crash_installed;
+// The alternate stack for the thread that installs the handler (the one opening the lines at
+// startup): a handler for a stack overflow cannot run on the overflowed stack.
+static _Alignas(16) char crash_stack[64 * 1024];
+
+static void crash_drive_inactive(const sg_crash_slot *slot);
+
+/// Appends the decimal digits of `value` (0..99999) to `out`; returns the new end.
+static char *crash_put_int(char *out, int value) {
+  char digits[8];
+  int n = 0;
+  do {
+    digits[n++] = (char)('0' + value % 10);
+    value /= 10;
+  } while (value > 0 && n < 5);
+  while (n > 0) *out++ = digits[--n];
+  return out;
+}
+
+static void crash_handler(int sig) {
+  int saved = errno;
+  // A second fatal signal inside the handler (or on another thread) goes straight to default.
+  if (atomic_exchange_explicit(&crash_entered, 1, memory_order_acq_rel) == 0) {
+    for (int i = 0; i < SG_CRASH_SLOTS; i++) {
+      if (atomic_load_explicit(&crash_slots[i].state, memory_order_acquire) == SG_SLOT_LIVE)
+        crash_drive_inactive(&crash_slots[i]);
+    }
+    char line[80], *end = line;
+    static const char head[] = "scangate: fatal signal ", tail[] = ": outputs driven inactive\n";
+    memcpy(end, head, sizeof head - 1);
+    end += sizeof head - 1;
+    end = crash_put_int(end, sig);
+    memcpy(end, tail, sizeof tail - 1);
+    end += sizeof tail - 1;
+    ssize_t unused = write(STDERR_FILENO, line, (size_t)(end - line));
+    (void)unused;
+  }
+  errno = saved;
+  // SA_RESETHAND restored the default action on entry; the signal is blocked while the handler
+  // runs, so unblock it after raising: the default action (core, exit status) happens here.
+  raise(sig);
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, sig);
+  sigprocmask(SIG_UNBLOCK, &set, NULL);
+}
+
+static void crash_install(void) {
+  stack_t current;
+  if (sigaltstack(NULL, &current) == 0 && (current.ss_flags & SS_DISABLE)) {
+    stack_t stack = {.ss_sp = crash_stack, .ss_size = sizeof crash_stack, .ss_flags = 0};
+    sigaltstack(&stack, NULL);
+  }
+  struct sigaction action;
+  memset(&action, 0, sizeof action);
+  action.sa_handler = crash_handler;
+  action.sa_flags = SA_RESETHAND | SA_ONSTACK;
+  sigemptyset(&action.sa_mask);
+  int ok = 1;
+  for (size_t i = 0; i < sizeof crash_signals / sizeof crash_signals[0]; i++)
+    if (sigaction(crash_signals[i], &action, NULL) != 0) ok = 0;
+  crash_installed = ok;
+}
+
+int sg_gpio_crash_guard_install(void) {
+  pthread_once(&crash_once, crash_install);
+  return crash_installed ? 0 : -1;
+}
+
+/// Claims a slot for `owner`; the caller fills the backend field, then `crash_publish`.
+static sg_crash_slot *crash_claim(const sg_gpio_line *owner) {
+  for (int i = 0; i < SG_CRASH_SLOTS; i++) {
+    int expected = SG_SLOT_FREE;
+    if (atomic_compare_exchange_strong_explicit(&crash_slots[i].state, &expected, SG_SLOT_CLAIMED,
+                                                memory_order_acquire, memory_order_relaxed)) {
+      crash_slots[i].owner = owner;
+      return &crash_slots[i];
+    }
+  }
+  errno = ENOSPC;
+  return NULL;
+}
+
+static void crash_publish(sg_crash_slot *slot) {
+  atomic_store_explicit(&slot->state, SG_SLOT_LIVE, memory_order_release);
+}
+
+static void crash_unregister(const sg_gpio_line *owner) {
+  for (int i = 0; i < SG_CRASH_SLOTS; i++) {
+    if (atomic_load_explicit(&crash_slots[i].state, memory_order_acquire) == SG_SLOT_LIVE &&
+        crash_slots[i].owner == owner) {
+      crash_slots[i].owner = NULL;
+      atomic_store_explicit(&crash_slots[i].state, SG_SLOT_FREE, memory_order_release);
+    }
+  }
+}
+
+int sg_gpio_crash_guarded_lines(void) {
+  int n = 0;
+  for (int i = 0; i < SG_CRASH_SLOTS; i++)
+    if (atomic_load_explicit(&crash_slots[i].state, memory_order_acquire) == SG_SLOT_LIVE) n++;
+  return n;
+}
 
 #ifdef GPIOD_BIT
 // MARK: - libgpiod v1 (Debian 12 / Raspberry Pi OS bookworm)
@@ -46,13 +189,33 @@ sg_gpio_line *sg_gpio_request_output(const char *chip_name, uint32_t offset, int
   }
   out->chip = chip;
   out->line = line;
+  sg_crash_slot *slot = sg_gpio_crash_guard_install() == 0 ? crash_claim(out) : NULL;
+  if (slot == NULL) {
+    int saved = errno;
+    gpiod_line_release(line);
+    gpiod_chip_close(chip);
+    free(out);
+    errno = saved;
+    return NULL;
+  }
+  // The line is inactive already; this resolves libgpiod's lazy bindings the handler will use.
+  gpiod_line_set_value(line, 0);
+  slot->line = line;
+  crash_publish(slot);
   return out;
 }
+
+/// Logical 0 is inactive: the request carries the active-low flag, so the kernel maps it to the
+/// line's inactive physical level. libgpiod 1.6's gpiod_line_set_value_bulk only checks the
+/// line's state in memory and issues one GPIOHANDLE_SET_LINE_VALUES_IOCTL (no allocation, no
+/// locks, no stdio): async-signal-safe.
+static void crash_drive_inactive(const sg_crash_slot *slot) { gpiod_line_set_value(slot->line, 0); }
 
 int sg_gpio_set(sg_gpio_line *line, int active) { return gpiod_line_set_value(line->line, active ? 1 : 0); }
 
 void sg_gpio_release(sg_gpio_line *line) {
   if (line == NULL) return;
+  crash_unregister(line);
   gpiod_line_set_value(line->line, 0);
   gpiod_line_release(line->line);
   gpiod_chip_close(line->chip);
@@ -155,7 +318,24 @@ sg_gpio_line *sg_gpio_request_output(const char *chip_name, uint32_t offset, int
   }
   out->request = request;
   out->offset = offset;
+  sg_crash_slot *slot = sg_gpio_crash_guard_install() == 0 ? crash_claim(out) : NULL;
+  if (slot == NULL) {
+    int saved = errno;
+    gpiod_line_request_release(request);
+    free(out);
+    errno = saved;
+    return NULL;
+  }
+  slot->fd = gpiod_line_request_get_fd(request);
+  crash_publish(slot);
   return out;
+}
+
+/// One GPIO_V2_LINE_SET_VALUES_IOCTL on the request's fd, bit 0 (its only line) to logical 0:
+/// the request carries the active-low flag, so the kernel drives the inactive physical level.
+static void crash_drive_inactive(const sg_crash_slot *slot) {
+  struct gpio_v2_line_values values = {.bits = 0, .mask = 1};
+  ioctl(slot->fd, GPIO_V2_LINE_SET_VALUES_IOCTL, &values);
 }
 
 int sg_gpio_set(sg_gpio_line *line, int active) {
@@ -165,6 +345,7 @@ int sg_gpio_set(sg_gpio_line *line, int active) {
 
 void sg_gpio_release(sg_gpio_line *line) {
   if (line == NULL) return;
+  crash_unregister(line);
   gpiod_line_request_set_value(line->request, line->offset, GPIOD_LINE_VALUE_INACTIVE);
   gpiod_line_request_release(line->request);
   free(line);

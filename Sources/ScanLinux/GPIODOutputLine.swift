@@ -5,8 +5,10 @@ import ScanCore
 /// A GPIO output line through libgpiod, requested for the owner's lifetime.
 ///
 /// `deinit` drives the line inactive and releases it, on every exit path that runs Swift
-/// cleanup; if the process dies outright, the kernel releases the request and the line keeps
-/// its last driven value until another requester changes it (see the README's wiring notes).
+/// cleanup. While the line is open the shim's crash guard also covers it: a fatal signal
+/// (SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTRAP) drives it inactive before the process
+/// dies. Only after `kill -9` is the line left to the kernel: Raspberry Pi kernels keep its last
+/// driven value, gpio-sim returns it to its pull (see the README's wiring notes).
 public struct GPIODOutputLine: OutputLine, ~Copyable {
   private let line: OpaquePointer
   public let chip: String

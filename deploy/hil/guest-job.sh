@@ -54,11 +54,14 @@ echo 1 > $G/live
 S=/sys/devices/platform/$(cat $G/dev_name)/$(cat $G/bank0/chip_name)
 check "gpio-sim: chip 'door-reader' is live" test -e $S/sim_gpio1/value
 sampler=""
+# The sampler's sleep: a read with a timeout on a FIFO that never gets data (a builtin, no fork).
+mkfifo /tmp/hil-tick
 sample() {  # records "ms relay buzzer" every few ms into $1 (bash builtins only: no fork per sample)
-  ( while true; do
+  ( exec 9<> /tmp/hil-tick
+    while true; do
       read -r r < $S/sim_gpio1/value; read -r b < $S/sim_gpio0/value
       t=${EPOCHREALTIME/./}; echo "${t:0:13} $r $b"
-      read -rt 0.005 <> <(:) || true
+      read -rt 0.005 -u 9; [ $? -gt 128 ] || sleep 0.005  # > 128: timed out, as intended
     done ) > "$1" &
   sampler=$!
 }
@@ -155,6 +158,7 @@ for how in TERM KILL; do
   config sig$how grey 8000 ""
   feed GREY "$W/blank.grey"
   start sig$how
+  echo 0 > /proc/$pid/coredump_filter
   feed GREY "$W/alice.grey"
   waitfor "$W/sig$how.out" "decision granted" 60
   sleep 0.5
@@ -166,5 +170,49 @@ for how in TERM KILL; do
     test "$held" = 1 -a "$after" = 0
   [ $how = TERM ] && check "SIGTERM: the service drove the relay inactive itself before exiting" grep -q "edge relay inactive" "$W/sig$how.out"
 done
+
+# ---------------------------------------------------------------- fatal signals mid-pulse: the crash guard
+# gpio-sim puts a released line back to its pull, so "inactive after death" proves nothing by
+# itself. Here the relay's pull is the ACTIVE level, and the core is piped to a helper that holds
+# the dying process for 1.5 s: with the guard the relay reads 1 (pulse), 0 (the guard, while
+# the process dies), 1 (released: the pull); without it, 1 throughout. coredump_filter 0 keeps
+# the core to its headers and notes (a full one takes ~20 s through the pipe under TCG).
+echo "|/core-sink %p %s" > /proc/sys/kernel/core_pattern
+echo 1 > /proc/sys/kernel/core_pipe_limit  # wait for the helper before the process is gone
+ulimit -c unlimited
+# The relay levels in a sample file with repeats collapsed ("1 0 1"), and when the first 0 came.
+levels() { awk '$2 != last {printf "%s%s", sep, $2; sep=" "; last=$2} END {print ""}' "$1"; }
+first_zero() { awk '$2 == 0 {print $1; exit}' "$1"; }
+for how in SEGV ABRT; do
+  config sig$how grey 8000 ""
+  feed GREY "$W/blank.grey"
+  echo pull-up > $S/sim_gpio1/pull
+  start sig$how
+  echo 0 > /proc/$pid/coredump_filter
+  feed GREY "$W/alice.grey"
+  waitfor "$W/sig$how.out" "decision granted" 60
+  sleep 0.5
+  sample "$W/gpio-sig$how.txt"; sleep 0.3
+  t=$(now)
+  kill -$how $pid
+  # The signal must end the process: without the guard, Swift's own handler prints a backtrace
+  # and an external SIGSEGV lets it run on. Give up after 60 s.
+  for _ in $(seq 300); do kill -0 $pid 2>/dev/null || break; sleep 0.2; done
+  kill -0 $pid 2>/dev/null && { echo "guest: SIG$how did not end pid $pid"; kill -9 $pid; }
+  wait $pid; rc=$?
+  sleep 0.5; stop_sample
+  after=$(cat $S/sim_gpio1/value)
+  echo pull-down > $S/sim_gpio1/pull
+  seen=$(levels "$W/gpio-sig$how.txt"); zero=$(first_zero "$W/gpio-sig$how.txt")
+  signo=$(kill -l $how); cores=$(cat "$W/cores.txt" 2>/dev/null | grep -c "signal $signo ")
+  # Within 3 s: the 8 s pulse itself ends 7 s after the signal, and must not pass for the guard.
+  check "SIG$how mid-pulse: relay read '$seen' (pulse, crash guard, pull-up after release; want '1 0 1'), inactive $(( ${zero:-0} - t )) ms after the signal (want < 3000)" \
+    test "$seen" = "1 0 1" -a "${zero:-0}" -ge "$t" -a "$(( ${zero:-0} - t ))" -lt 3000
+  check "SIG$how: the service wrote 'scangate: fatal signal $signo: outputs driven inactive'" \
+    grep -qx "scangate: fatal signal $signo: outputs driven inactive" "$W/sig$how.out"
+  check "SIG$how: the default action ended it (status $rc = 128 + $signo; cores piped: $cores); released, the relay reads its pull-up ($after)" \
+    test "$rc" = $((128 + signo)) -a "$after" = 1 -a "$cores" = 1
+done
+echo core > /proc/sys/kernel/core_pattern
 [ -n "$feeder" ] && kill $feeder 2>/dev/null
 echo done > "$W/guest-done"

@@ -102,11 +102,17 @@ export PATH=/bb
 mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t devtmpfs dev /dev
 for m in $(cat /modules/order); do insmod /modules/$m || echo "HIL: insmod $m failed"; done
 arg() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" /proc/cmdline; }
-W=$(arg hil.work); JOB=$(arg hil.job)
+W=$(arg hil.work); JOB=$(arg hil.job); K=$(arg hil.kernel)
 O=trans=virtio,version=9p2000.L,msize=262144
 mount -t 9p -o $O,ro,cache=loose hostroot /host || { echo "HIL: 9p mount failed"; poweroff -f; }
 mount -t proc proc /host/proc; mount -t sysfs sys /host/sys; mount -t devtmpfs dev /host/dev
+# devtmpfs has no /dev/fd: bash process substitution and /dev/stdin need these.
+ln -sfn /proc/self/fd /host/dev/fd
+for i in 0:stdin 1:stdout 2:stderr; do ln -sfn /proc/self/fd/${i%%:*} /host/dev/${i#*:}; done
 mount -t tmpfs tmp /host/tmp; mount -t tmpfs run /host/run
+# Mounted after the tmpfs: the kernel tree and the work folder (which holds the binary) are
+# visible wherever they live on the host, /tmp included.
+mkdir -p /host$K; mount -t 9p -o $O,ro hilkernel /host$K || echo "HIL: 9p kernel mount failed"
 mkdir -p /host$W; mount -t 9p -o $O hilwork /host$W || echo "HIL: 9p work mount failed"
 echo "HIL: guest ready uptime=$(cut -d' ' -f1 /proc/uptime)"
 chroot /host /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root TERM=dumb /bin/bash $JOB
@@ -114,12 +120,28 @@ echo "HIL: job exit=$?"
 sync; poweroff -f
 EOF
 chmod +x "$IR/init"
+# The core_pattern helper for the crash checks. It runs in this root, not in the job's chroot:
+# it holds the dying process (and so its GPIO request) for 1.5 s, then logs the core.
+cat > "$IR/core-sink" <<EOF
+#!/bb/sh
+/bb/sleep 1.5
+echo "pid \$1 signal \$2 core \$(/bb/wc -c) bytes" >> /host$RUN/cores.txt
+EOF
+chmod +x "$IR/core-sink"
 ( cd "$IR" && find . | cpio -o -H newc --quiet ) | gzip -1 > "$RUN/initramfs.cpio.gz"
 
 # ---------------------------------------------------------------- frames and config
 python3 "$ROOT/deploy/hil/frames.py" "$RUN" || die "frame generation"
 cp "$ROOT/deploy/hil/guest-job.sh" "$RUN/job.sh"
-{ echo "BIN='$BIN'"; echo "W='$RUN'"; echo "K='$K'"; } > "$RUN/env.sh"
+# The guest sees the host root read-only but with its own tmpfs on /tmp and /run: the binary
+# (and any library it loads from there) is copied into the work folder, which the guest mounts.
+mkdir -p "$RUN/bin"; cp "$BIN" "$RUN/bin/scangate" || die "copying $BIN"
+LIBPATH=""
+for lib in $(ldd "$BIN" 2>/dev/null | awk '$3 ~ "^/(tmp|run)/" {print $3}'); do
+  cp "$lib" "$RUN/bin/" && LIBPATH=$RUN/bin
+done
+{ echo "BIN='$RUN/bin/scangate'"; echo "W='$RUN'"; echo "K='$K'"
+  [ -n "$LIBPATH" ] && echo "export LD_LIBRARY_PATH='$LIBPATH'"; } > "$RUN/env.sh"
 
 # ---------------------------------------------------------------- host side of the UART
 socat UNIX-LISTEN:"$RUN/uart1.sock",unlink-early PTY,link="$RUN/ttyHOST",raw,echo=0 2>"$RUN/socat.log" &
@@ -139,8 +161,9 @@ if [ "$ACCEL" = kvm ]; then ACC="-enable-kvm -cpu host"; else ACC="-accel tcg -c
 log "booting linux $KVER ($ACCEL) with scangate $BIN"
 timeout "${HIL_TIMEOUT:-480}" qemu-system-x86_64 $ACC -M pc -smp 1 -m 1024 -nographic -no-reboot -net none \
   -kernel "$K/vmlinux" -initrd "$RUN/initramfs.cpio.gz" \
-  -append "console=ttyS0 quiet loglevel=3 panic=-1 hil.work=$RUN hil.job=$RUN/job.sh" \
+  -append "console=ttyS0 quiet loglevel=3 panic=-1 hil.work=$RUN hil.job=$RUN/job.sh hil.kernel=$K" \
   -virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \
+  -virtfs local,path="$K",mount_tag=hilkernel,security_model=none,readonly=on \
   -virtfs local,path="$RUN",mount_tag=hilwork,security_model=none \
   -serial mon:stdio -chardev socket,id=uart1,path="$RUN/uart1.sock" -serial chardev:uart1 \
   < /dev/null 2>&1 | tr -d '\r' | { if [ "${HIL_VERBOSE:-0}" = 1 ]; then tee "$RUN/console.log"; else cat > "$RUN/console.log"; fi; }
