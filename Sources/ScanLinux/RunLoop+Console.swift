@@ -14,7 +14,7 @@ extension RunLoop: ConsoleHost where Source: ~Copyable, Decoder: ~Copyable, Rela
     s.gpioVersion = "libgpiod " + GPIODOutputLine.libraryVersion
     s.cameraState = cameraState.name
     s.cameraSummary = cameraSummary
-    s.cameraError = lastCameraError.map(Self.describe)
+    if let error = lastCameraError { s.cameraError = Self.describe(error) }
     s.framesPerSecondTimes100 = framesPerSecondTimes100
     s.droppedFrames = droppedFrames
     s.cameraLosses = cameraLosses
