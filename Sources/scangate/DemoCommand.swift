@@ -1,3 +1,4 @@
+import CLinux
 import Glibc
 import ScanCore
 import ScanLinux
@@ -82,12 +83,30 @@ enum DemoCommand {
       config.allowListPath = directory + "/allow-list.txt"
       config.allowListWatch = false
       config.logPath = directory + "/audit.db"
-      config.consoleListen = []
+      let demoConsole = options.value("config") == nil
+      if demoConsole {
+        // The console on loopback with an operator secret made for this run only (random,
+        // in a 0600 file in the demo's folder), so a newcomer can try every command.
+        var secret = [UInt8](repeating: 0, count: 16)
+        secret.withUnsafeMutableBufferPointer { sg_random_bytes($0.baseAddress, $0.count) }
+        config.consoleSecretFile = directory + "/operator-secret"
+        try SecretFile.create(config.consoleSecretFile, Array((Hex.string(secret) + "\n").utf8))
+        config.consoleListen = ["127.0.0.1:4570"]
+      }
       print("ScanGate demo: \(index) frames of \(width)x\(height) at \(fps) fps from \(directory), simulated GPIO")
       print("decoder \(ZXingDecoder.engineVersion), views \(config.engine.decode.variantMode.rawValue) over "
         + config.engine.decode.variants.map(\.name).joined(separator: ","))
       for scene in scenes {
         print("  code " + PayloadEscaping.escaped(scene.payload) + " (\(scene.variant.name)): \(scene.note)")
+      }
+      if demoConsole {
+        print("""
+          console: in a second terminal, while the demo runs (a lower --fps, e.g. 5, gives more time):
+            scangate console --command STATUS
+            scangate console --command 'WATCH ON'          (decisions by label and digest)
+            scangate console --secret-file \(config.consoleSecretFile) --command 'LAST 5'   (as operator: payloads)
+            scangate snapshot --secret-file \(config.consoleSecretFile) --text
+          """)
       }
       flushStandardOutput()
       var serviceOptions = Service.Options()

@@ -60,10 +60,7 @@ enum Service {
   ) -> Int32 {
     let clock = SystemMonotonicClock()
     let decoder: ZXingDecoder
-    do {
-      decoder = try ZXingDecoder(arenaBytes: config.decoderArenaKiB * 1024, capacity: config.engine.resultsCapacity,
-                                 tryHarder: config.engine.decode.tryHarder)
-    } catch {
+    do { decoder = try makeDecoder(config) } catch {
       writeStandardError("scangate: \(error)\n")
       return 1
     }
@@ -71,38 +68,11 @@ enum Service {
     let engine = ScanEngine(
       settings: config.engine, decoder: decoder, relay: relay, buzzer: buzzer, clock: clock, wall: SystemWallClock(),
       digester: SodiumDigester(), events: ring, maxWidth: config.cameraWidth, maxHeight: config.cameraHeight)
-    var settings = LoopSettings()
-    settings.allowListPath = config.allowListPath
-    settings.watchAllowList = config.allowListWatch
-    settings.frameTimeoutMilliseconds = config.frameTimeoutMilliseconds
-    settings.reopenBackoffMillisecondsMax = config.reopenBackoffMillisecondsMax
-    settings.maxFrames = options.maxFrames
-    var console: ConsoleServer<SystemMonotonicClock>? = nil
-    if !config.consoleListen.isEmpty || !config.consoleSerialPath.isEmpty {
-      do {
-        console = try ConsoleServer(settings: ConsoleSettings(config), clock: clock)
-        for address in console!.boundAddresses { print("console listening on \(address)") }
-        if !config.consoleSerialPath.isEmpty { print("console on serial \(config.consoleSerialPath) at \(config.consoleSerialBaud) baud") }
-        if let problem = console!.secretProblem { print("console: operator commands disabled: \(problem)") }
-        flushStandardOutput()
-      } catch {
-        // The door matters more than the console: run without it, loudly.
-        writeStandardError("scangate: console disabled: \(error)\n")
-      }
-    }
-    var loop = RunLoop(engine: engine, settings: settings, console: console, openSource: openSource)
-    var auditLog: AuditLog? = nil
-    if !config.logPath.isEmpty {
-      var logSettings = AuditLogSettings(path: config.logPath)
-      logSettings.commitIntervalMilliseconds = config.logCommitIntervalMilliseconds
-      logSettings.retainRecords = Int64(config.logRetainRecords)
-      logSettings.retainDays = config.logRetainDays
-      logSettings.rawPayloads = config.logRawPayloads
-      logSettings.retainBytes = Int64(config.logRetainBytes)
-      logSettings.chainKeyFile = config.logChainKeyFile
-      auditLog = AuditLog(settings: logSettings, ring: ring)
-      loop.auditLog = auditLog
-    }
+    let console = makeConsole(config, clock: clock)
+    var loop = RunLoop(engine: engine, settings: loopSettings(config, maxFrames: options.maxFrames), console: console,
+                       openSource: openSource)
+    let auditLog = config.logPath.isEmpty ? nil : AuditLog(settings: auditLogSettings(config), ring: ring)
+    loop.auditLog = auditLog
     let printer = EventPrinter(ring: ring, start: loop.startedAt, clock: clock, skipping: options.skipping,
                                payloads: config.logRawPayloads ? .shown : .hidden)
     if let error = loop.reloadAllowList() {
@@ -112,18 +82,66 @@ enum Service {
     auditLog?.start()
     loop.run()
     auditLog?.stop()  // everything the loop recorded, its last events included, is written
-    // The chain head in the journal: a later `scangate log verify --head` detects a cut tail.
-    if let log = auditLog {
-      let line = withUnsafeTemporaryAllocation(byteCount: 96, alignment: 1) { buffer in
-        var w = ByteWriter(buffer)
-        log.chainHead.write(into: &w)
-        return String(decoding: w.written, as: UTF8.self)
-      }
-      print("audit log: \(line)")
-    }
+    if let auditLog { printChainHead(auditLog) }
     printer.stop()
     if !options.quiet { printSummary(loop.engine.stats, elapsed: clock.now().microseconds(since: loop.startedAt), loop: loop) }
     return 0
+  }
+
+  // MARK: - The parts, built one way for run, demo and soak
+
+  /// The decoder as configured (arena, result slots, try-harder).
+  static func makeDecoder(_ config: ScanConfig) throws(SystemError) -> ZXingDecoder {
+    try ZXingDecoder(arenaBytes: config.decoderArenaKiB * 1024, capacity: config.engine.resultsCapacity,
+                     tryHarder: config.engine.decode.tryHarder)
+  }
+
+  static func loopSettings(_ config: ScanConfig, maxFrames: UInt64) -> LoopSettings {
+    var settings = LoopSettings()
+    settings.allowListPath = config.allowListPath
+    settings.watchAllowList = config.allowListWatch
+    settings.frameTimeoutMilliseconds = config.frameTimeoutMilliseconds
+    settings.reopenBackoffMillisecondsMax = config.reopenBackoffMillisecondsMax
+    settings.maxFrames = maxFrames
+    return settings
+  }
+
+  static func auditLogSettings(_ config: ScanConfig) -> AuditLogSettings {
+    var s = AuditLogSettings(path: config.logPath)
+    s.commitIntervalMilliseconds = config.logCommitIntervalMilliseconds
+    s.retainRecords = Int64(config.logRetainRecords)
+    s.retainDays = config.logRetainDays
+    s.rawPayloads = config.logRawPayloads
+    s.retainBytes = Int64(config.logRetainBytes)
+    s.chainKeyFile = config.logChainKeyFile
+    return s
+  }
+
+  /// The console as configured, or nil (none configured, or it could not start: the door
+  /// matters more than the console, so the reader runs without it, loudly).
+  static func makeConsole(_ config: ScanConfig, clock: SystemMonotonicClock) -> ConsoleServer<SystemMonotonicClock>? {
+    guard !config.consoleListen.isEmpty || !config.consoleSerialPath.isEmpty else { return nil }
+    do {
+      let console = try ConsoleServer(settings: ConsoleSettings(config), clock: clock)
+      for address in console.boundAddresses { print("console listening on \(address)") }
+      if !config.consoleSerialPath.isEmpty { print("console on serial \(config.consoleSerialPath) at \(config.consoleSerialBaud) baud") }
+      if let problem = console.secretProblem { print("console: operator commands disabled: \(problem)") }
+      flushStandardOutput()
+      return console
+    } catch {
+      writeStandardError("scangate: console disabled: \(error)\n")
+      return nil
+    }
+  }
+
+  /// The chain head in the journal: a later `scangate log verify --head` detects a cut tail.
+  static func printChainHead(_ log: AuditLog) {
+    let line = withUnsafeTemporaryAllocation(byteCount: 96, alignment: 1) { buffer in
+      var w = ByteWriter(buffer)
+      log.chainHead.write(into: &w)
+      return String(decoding: w.written, as: UTF8.self)
+    }
+    print("audit log: \(line)")
   }
 
   static func printSummary<S: LoopFrameSource & ~Copyable, D: CodeDecoder & ~Copyable, R: OutputLine & ~Copyable, B: OutputLine & ~Copyable>(

@@ -47,13 +47,11 @@ enum SoakCommand {
       let buzzer = RecordingOutputLine(name: "buzzer", clock: clock, capacity: 16)
       let engine = ScanEngine(
         settings: config.engine,
-        decoder: try ZXingDecoder(arenaBytes: config.decoderArenaKiB * 1024, capacity: config.engine.resultsCapacity),
+        decoder: try Service.makeDecoder(config),
         relay: relay, buzzer: buzzer, clock: clock, wall: SystemWallClock(), digester: SodiumDigester(),
         events: EventRing(capacity: config.eventRingCapacity), maxWidth: width, maxHeight: height)
-      var settings = LoopSettings()
-      settings.allowListPath = config.allowListPath
+      var settings = Service.loopSettings(config, maxFrames: 0)
       settings.watchAllowList = false
-      settings.handleSignals = true
       let frames = frameImages, steps = script
       frameImages = []
       var console: ConsoleServer<SystemMonotonicClock>? = nil
