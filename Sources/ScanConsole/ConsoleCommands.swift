@@ -192,7 +192,7 @@ public final class ConsoleCommands<Clock: MonotonicClock> {
         w.newline()
       }
     case .check: check(argument, slot: slot, host: host, output: output)
-    case .log: writeLog(request, slot: slot, host: host, output: output)
+    case .log: startLog(request, slot: slot, host: &host, output: output)
     case .auth: authenticate(argument, slot: slot, host: &host, output: output)
     case .quit:
       output.send(slot) { $0.write("OK bye\n") }
@@ -234,17 +234,13 @@ public final class ConsoleCommands<Clock: MonotonicClock> {
     }
   }
 
-  private func writeLog<Host: ConsoleHost & ~Copyable>(
-    _ request: ConsoleRequest, slot: Int, host: borrowing Host, output: some ConsoleOutput
+  private func startLog<Host: ConsoleHost & ~Copyable>(
+    _ request: ConsoleRequest, slot: Int, host: inout Host, output: some ConsoleOutput
   ) {
-    output.send(slot) { w in
-      guard let n = host.writeLog(min(request.number ?? 10, 100), into: &w) else {
-        w.write("ERR 503 the audit log is not configured\n")
-        return
-      }
-      w.write("OK log ")
-      w.write(n)
-      w.write(" records\n")
+    switch host.startLog(min(request.number ?? 10, 100), for: ticket(slot)) {
+    case .started: break  // the host replies when the records are read
+    case .busy: output.send(slot) { $0.write("ERR 503 the log is being read; try again\n") }
+    case .notConfigured: output.send(slot) { $0.write("ERR 503 the audit log is not configured\n") }
     }
   }
 

@@ -8,8 +8,9 @@ public protocol ConsoleHost: ~Copyable {
   func consoleStatus() -> ReaderStatus
   /// Writes the last `count` decisions as `| ` lines, oldest first; returns how many.
   func writeLastDecisions(_ count: Int, payloads: PayloadVisibility, into w: inout ByteWriter) -> Int
-  /// Writes the newest `count` audit records as `| ` lines; nil when no log is configured.
-  func writeLog(_ count: Int, into w: inout ByteWriter) -> Int?
+  /// Starts reading the newest `count` audit records for `session`, off the loop's thread; the
+  /// host replies when they are in.
+  mutating func startLog(_ count: Int, for session: SessionTicket) -> LogStart
   /// What the decision on `payload` would be now, without acting or recording; the entry's
   /// label is copied into `label` (returns its length).
   func check(_ payload: UnsafeRawBufferPointer, label: UnsafeMutableRawBufferPointer) -> (Verdict, labelCount: Int)
@@ -47,6 +48,13 @@ public enum OpenOutcome: Equatable, Sendable {
 public enum ReloadOutcome: Sendable {
   case loaded(version: Int, entries: Int)
   case rejected(AllowListError)
+}
+
+/// LOG's start.
+public enum LogStart: Equatable, Sendable {
+  case started
+  case busy
+  case notConfigured
 }
 
 /// SNAPSHOT's start.

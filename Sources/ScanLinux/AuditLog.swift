@@ -1,4 +1,5 @@
 import Glibc
+import ScanConsole
 import ScanCore
 import Synchronization
 
@@ -69,7 +70,10 @@ public final class AuditLog: AuditLogAccess, @unchecked Sendable {
   private let headState = Mutex<AuditChainHead>(.empty)
   private let keyProblemText = Mutex<String>("")
   /// The loop thread's read-only connection (console LOG).
-  private var reader: AuditStore? = nil
+  /// A console's LOG request (count, session) and its result, handed between the loop and the
+  /// log's thread, which does the disk read.
+  private let recentRequest = Mutex<(count: Int, ticket: SessionTicket)?>(nil)
+  private let recentResult = Mutex<AuditRecentRead?>(nil)
   /// Records kept in memory at most while the disk is failing.
   public let pendingMax: Int
 
@@ -197,6 +201,7 @@ public final class AuditLog: AuditLogAccess, @unchecked Sendable {
         _ = try? s.prune(AuditStore.PruneLimits(keepRecords: settings.retainRecords, olderThan: cutoff,
                                                 maxBytes: settings.retainBytes, retainFrom: retainFrom))
       }
+      serveRecent(store)
       if stopping && (pending.isEmpty || store == nil) && cursor > ring.lastSequence { break }
       usleep(UInt32(stopping ? 20_000 : settings.commitIntervalMilliseconds * 1000))
     }
@@ -313,20 +318,43 @@ public final class AuditLog: AuditLogAccess, @unchecked Sendable {
     }
   }
 
-  public func writeRecent(_ count: Int, into w: inout ByteWriter) -> Int {
-    if reader == nil { reader = try? AuditStore(path: settings.path, readOnly: true) }
-    guard let reader else { return 0 }
-    var lines = 0
-    do {
-      try reader.read(limit: Int64(count), newest: true) { record in
-        w.write("| ")
-        writeSanitized(record.line, into: &w)
-        w.newline()
-        lines += 1
-      }
-    } catch {
-      self.reader = nil
+  public func requestRecent(_ count: Int, for ticket: SessionTicket) -> Bool {
+    recentRequest.withLock { request in
+      guard request == nil else { return false }
+      request = (count, ticket)
+      return true
     }
-    return lines
+  }
+
+  public func takeRecent() -> AuditRecentRead? { recentResult.withLock { r in defer { r = nil }; return r } }
+
+  /// On the log's thread: serves a pending LOG request from the open store (or says none).
+  private func serveRecent(_ store: AuditStore?) {
+    guard let (count, ticket) = recentRequest.withLock({ $0 }) else { return }
+    var read = AuditRecentRead(ticket: ticket, text: [], lines: 0)
+    if let store {
+      var lines: [[UInt8]] = []
+      try? store.read(limit: Int64(count), newest: true) { record in
+        let line = withUnsafeTemporaryAllocation(byteCount: 1_024, alignment: 1) { buffer in
+          var w = ByteWriter(buffer)
+          w.write("| ")
+          writeSanitized(record.line, into: &w)
+          w.newline()
+          return w.overflowed ? Array("| (record too long to show)\n".utf8) : Array(w.written)
+        }
+        lines.append(line)
+      }
+      // The newest records that fit, oldest first.
+      var total = 0
+      var first = lines.count
+      while first > 0 && total + lines[first - 1].count <= AuditRecentRead.bytesMax {
+        first -= 1
+        total += lines[first].count
+      }
+      for line in lines[first...] { read.text += line }
+      read.lines = lines.count - first
+    }
+    recentResult.withLock { $0 = read }
+    recentRequest.withLock { $0 = nil }
   }
 }

@@ -87,8 +87,20 @@ extension RunLoop: ConsoleHost where Source: ~Copyable, Decoder: ~Copyable, Rela
     return written
   }
 
-  public func writeLog(_ count: Int, into w: inout ByteWriter) -> Int? {
-    auditLog?.writeRecent(count, into: &w)
+  public mutating func startLog(_ count: Int, for session: SessionTicket) -> LogStart {
+    guard let log = auditLog else { return .notConfigured }
+    return log.requestRecent(count, for: session) ? .started : .busy
+  }
+
+  /// Sends a finished LOG read to the session that asked (if it is still there).
+  func deliverLog(_ console: ConsoleServer<Clock>) {
+    guard let read = auditLog?.takeRecent(), console.commands.isCurrent(read.ticket) else { return }
+    console.send(read.ticket.slot) { w in
+      read.text.withUnsafeBytes { w.write(bytes: $0) }
+      w.write("OK log ")
+      w.write(read.lines)
+      w.write(" records\n")
+    }
   }
 
   public func check(_ payload: UnsafeRawBufferPointer, label: UnsafeMutableRawBufferPointer) -> (Verdict, labelCount: Int) {

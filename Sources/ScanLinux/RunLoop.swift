@@ -207,6 +207,7 @@ public struct RunLoop<
     console.service(poll)
     console.runCommands(host: &self)
     advanceSnapshot(console)
+    deliverLog(console)
     // WATCH shows only what the log holds, except while the log is failing: then the
     // technician needs the fault events most.
     let limit = auditLog.flatMap { $0.isFaulted ? nil : $0.committedSequence }

@@ -49,9 +49,10 @@ import Testing
       w.newline()
       return 1
     }
-    func writeLog(_ count: Int, into w: inout ByteWriter) -> Int? {
-      w.write("| a log body\n")
-      return 1
+    var logReads: [Int] = []
+    mutating func startLog(_ count: Int, for session: SessionTicket) -> LogStart {
+      logReads.append(count)
+      return .started
     }
     func check(_ payload: UnsafeRawBufferPointer, label: UnsafeMutableRawBufferPointer) -> (Verdict, labelCount: Int) {
       (Array(payload) == Array("ALICE-0001".utf8) ? .granted : .deniedUnknown, 0)
@@ -107,6 +108,9 @@ import Testing
     _ = rig.say("LAST 1")
     #expect(rig.output.text[0]!.contains("payload=ALICE-0001"))
     #expect(rig.host.recorded.map(\.1) == ["AUTH ok", "LAST 1"])
+    // LOG is read off the loop's thread: the interpreter only starts it (count capped at 100).
+    #expect(rig.say("LOG 500") == "")
+    #expect(rig.host.logReads == [100])
   }
 
   @Test("mistyped AUTH lines are answered but never recorded as typed")
