@@ -150,21 +150,7 @@ public final class AuditLog: AuditLogAccess, @unchecked Sendable {
           nextOpenAttempt = now + 1_000_000_000
         }
       }
-      // Collect what the loop added since last time.
-      let head = ring.lastSequence
-      while cursor <= head {
-        switch ring.read(cursor) {
-        case .event(let e):
-          if AuditRecord.isLogged(e.kind) {
-            pending.append(AuditRecord(e, sequence: 0, run: run, keepPayload: settings.rawPayloads || e.kind != .decision))
-          }
-        case .overwritten:
-          lost += 1
-        case .notYet:
-          break
-        }
-        cursor += 1
-      }
+      collect(from: &cursor, run: run, into: &pending, lost: &lost)
       if pending.count > pendingMax {
         lost += Int64(pending.count - pendingMax)
         pending.removeFirst(pending.count - pendingMax)
@@ -204,6 +190,25 @@ public final class AuditLog: AuditLogAccess, @unchecked Sendable {
       serveRecent(store)
       if stopping && (pending.isEmpty || store == nil) && cursor > ring.lastSequence { break }
       usleep(UInt32(stopping ? 20_000 : settings.commitIntervalMilliseconds * 1000))
+    }
+  }
+
+  /// Takes what the loop added to the ring since `cursor` into `pending` (counting events the
+  /// ring overwrote before they were read).
+  private func collect(from cursor: inout UInt64, run: Int64, into pending: inout [AuditRecord], lost: inout Int64) {
+    let head = ring.lastSequence
+    while cursor <= head {
+      switch ring.read(cursor) {
+      case .event(let e):
+        if AuditRecord.isLogged(e.kind) {
+          pending.append(AuditRecord(e, sequence: 0, run: run, keepPayload: settings.rawPayloads || e.kind != .decision))
+        }
+      case .overwritten:
+        lost += 1
+      case .notYet:
+        break
+      }
+      cursor += 1
     }
   }
 

@@ -64,24 +64,8 @@ public struct V4L2FrameSource: FrameSource, ~Copyable {
     _ = try check("VIDIOC_QUERYCAP", { sg_v4l2_query(fd, &driver, driver.count, &card, card.count, &streaming) })
     guard streaming != 0 else { throw fail(.formatRejected("\(settings.path) cannot capture with mmap streaming")) }
 
-    // Native formats the device offers, in ScanGate's order of preference.
-    var offered: Set<UInt32> = []
-    var index: UInt32 = 0
-    var code: UInt32 = 0
-    while index < 256 && sg_v4l2_enum_format(fd, index, &code) == 0 {
-      if code != 0 { offered.insert(code) }
-      index += 1
-    }
-    let wanted: [UInt32]
-    switch settings.format {
-    case .auto: wanted = [SG_PIX_FMT_GREY, SG_PIX_FMT_YUYV, SG_PIX_FMT_MJPEG, SG_PIX_FMT_JPEG]
-    case .grey: wanted = [SG_PIX_FMT_GREY]
-    case .yuyv: wanted = [SG_PIX_FMT_YUYV]
-    case .mjpeg: wanted = [SG_PIX_FMT_MJPEG, SG_PIX_FMT_JPEG]
-    }
-    guard let chosen = wanted.first(where: { offered.contains($0) }) else {
-      throw fail(.formatRejected("\(settings.path) offers none of the formats asked for (\(settings.format.rawValue)); it offers \(offered.map(Self.name).sorted().joined(separator: ", "))"))
-    }
+    let chosen: UInt32
+    do { chosen = try Self.chooseFormat(fd, settings) } catch { throw fail(error) }
     var gotFourcc: UInt32 = 0, w: UInt32 = 0, h: UInt32 = 0, bpl: UInt32 = 0, sizeImage: UInt32 = 0
     _ = try check("VIDIOC_S_FMT", { sg_v4l2_set_format(fd, chosen, UInt32(settings.width), UInt32(settings.height), &gotFourcc, &w, &h, &bpl, &sizeImage) })
     guard gotFourcc == chosen else { throw fail(.formatRejected("driver switched \(Self.name(chosen)) to \(Self.name(gotFourcc))")) }
@@ -147,6 +131,28 @@ public struct V4L2FrameSource: FrameSource, ~Copyable {
 
   private let width: Int
   private let height: Int
+
+  /// The first native format the device offers, in ScanGate's order of preference.
+  private static func chooseFormat(_ fd: Int32, _ settings: CameraSettings) throws(CaptureError) -> UInt32 {
+    var offered: Set<UInt32> = []
+    var index: UInt32 = 0
+    var code: UInt32 = 0
+    while index < 256 && sg_v4l2_enum_format(fd, index, &code) == 0 {
+      if code != 0 { offered.insert(code) }
+      index += 1
+    }
+    let wanted: [UInt32]
+    switch settings.format {
+    case .auto: wanted = [SG_PIX_FMT_GREY, SG_PIX_FMT_YUYV, SG_PIX_FMT_MJPEG, SG_PIX_FMT_JPEG]
+    case .grey: wanted = [SG_PIX_FMT_GREY]
+    case .yuyv: wanted = [SG_PIX_FMT_YUYV]
+    case .mjpeg: wanted = [SG_PIX_FMT_MJPEG, SG_PIX_FMT_JPEG]
+    }
+    guard let chosen = wanted.first(where: { offered.contains($0) }) else {
+      throw .formatRejected("\(settings.path) offers none of the formats asked for (\(settings.format.rawValue)); it offers \(offered.map(Self.name).sorted().joined(separator: ", "))")
+    }
+    return chosen
+  }
 
   deinit {
     _ = sg_v4l2_stream(descriptor, 0)

@@ -53,25 +53,7 @@ enum DemoCommand {
         throw ParseError(message: "\(directory): \(SystemError.describe(errno))")
       }
       let width = 640, height = 480
-      // Each code stays in view for 0.6 s, then the view is empty for 1 s (so it leaves).
-      let codeFrames = max(3, fps * 6 / 10), gapFrames = max(2, fps)
-      var index = 0
-      func emit(_ pixels: [UInt8]) throws(FileError) {
-        index += 1
-        let name = directory + "/frame-" + String(1000 + index).dropFirst() + ".pgm"
-        var bytes = Array("P5\n\(width) \(height)\n255\n".utf8)
-        bytes += pixels
-        try writeFileAtomically(name, bytes)
-      }
-      let empty = background(width: width, height: height)
-      for _ in 0..<gapFrames { try emit(empty) }
-      for (n, scene) in scenes.enumerated() {
-        guard let code = renderQRCode(scene.payload, scale: 7) else { continue }
-        let frame = place(code, variant: scene.variant, on: empty, width: width, height: height, shift: n * 23)
-        for _ in 0..<codeFrames { try emit(frame) }
-        for _ in 0..<gapFrames { try emit(empty) }
-      }
-      try writeFileAtomically(directory + "/allow-list.txt", Array(allowList.utf8))
+      let index = try writeScenes(to: directory, fps: fps, width: width, height: height)
 
       config.cameraSource = .replay
       config.replayPath = directory
@@ -121,6 +103,31 @@ enum DemoCommand {
       writeStandardError("scangate demo: \(error)\n")
       return 2
     }
+  }
+
+  /// Writes the scenes as PGM frames (each code in view 0.6 s, then 1 s of empty view so it
+  /// leaves) and the demo's allow-list into `directory`; returns the frame count.
+  static func writeScenes(to directory: String, fps: Int, width: Int, height: Int) throws(FileError) -> Int {
+    // Each code stays in view for 0.6 s, then the view is empty for 1 s (so it leaves).
+    let codeFrames = max(3, fps * 6 / 10), gapFrames = max(2, fps)
+    var index = 0
+    func emit(_ pixels: [UInt8]) throws(FileError) {
+      index += 1
+      let name = directory + "/frame-" + String(1000 + index).dropFirst() + ".pgm"
+      var bytes = Array("P5\n\(width) \(height)\n255\n".utf8)
+      bytes += pixels
+      try writeFileAtomically(name, bytes)
+    }
+    let empty = background(width: width, height: height)
+    for _ in 0..<gapFrames { try emit(empty) }
+    for (n, scene) in scenes.enumerated() {
+      guard let code = renderQRCode(scene.payload, scale: 7) else { continue }
+      let frame = place(code, variant: scene.variant, on: empty, width: width, height: height, shift: n * 23)
+      for _ in 0..<codeFrames { try emit(frame) }
+      for _ in 0..<gapFrames { try emit(empty) }
+    }
+    try writeFileAtomically(directory + "/allow-list.txt", Array(allowList.utf8))
+    return index
   }
 
   /// `--snapshot PREFIX`: one demo scene (a listed code, an unknown one, a region of interest)

@@ -19,16 +19,7 @@ enum SoakCommand {
       let width = 640, height = 480
       let directory = DemoCommand.makeTemporaryDirectory()
       defer { DemoCommand.removeDirectory(directory) }
-      let empty = DemoCommand.background(width: width, height: height)
-      var frameImages = [empty]
-      var script: [ScriptedFrameSource.Step] = []
-      let scenes: [(String, ImageVariant)] = [("ALICE-0001", .upright), ("MALLORY-9999", .upright), ("DAVE-0004", .inverted)]
-      for (n, scene) in scenes.enumerated() {
-        let code = renderQRCode(Array(scene.0.utf8), scale: 6)!
-        frameImages.append(DemoCommand.place(code, variant: scene.1, on: empty, width: width, height: height, shift: n * 30))
-        script += Array(repeating: .frame(n + 1), count: 10)
-        script += Array(repeating: .frame(0), count: 200)  // long enough (> leave_after_ms) for the code to leave
-      }
+      var (frameImages, script) = scenes(width: width, height: height)
       try writeFileAtomically(directory + "/allow-list.txt", Array("text:ALICE-0001\ntext:DAVE-0004\n".utf8))
 
       var config = ScanConfig()
@@ -54,21 +45,7 @@ enum SoakCommand {
       settings.watchAllowList = false
       let frames = frameImages, steps = script
       frameImages = []
-      var console: ConsoleServer<SystemMonotonicClock>? = nil
-      var load: ConsoleLoad? = nil
-      if consoleClients >= 0 {
-        var consoleSettings = ConsoleSettings()
-        consoleSettings.listen = ["127.0.0.1:0"]
-        consoleSettings.clientsMax = consoleClients + 2
-        // The load generator measures what serving the console costs, so its STATUS stream is
-        // not throttled by the per-session line budget.
-        consoleSettings.limits.linesPerSecond = 1_000_000
-        consoleSettings.limits.lineBurst = 1_000_000
-        let server = try ConsoleServer(settings: consoleSettings, clock: clock)
-        console = server
-        let port = UInt16(server.boundAddresses[0].split(separator: ":").last!)!
-        load = ConsoleLoad(port: port, idle: consoleClients)
-      }
+      let (console, load) = consoleClients >= 0 ? try loadedConsole(idle: consoleClients, clock: clock) : (nil, nil)
       var loop = RunLoop(engine: engine, settings: settings, console: console) { () throws(CaptureError) in
         ScriptedFrameSource(width: width, height: height, frames: frames, script: steps, loops: true, clock: clock)
       }
@@ -98,26 +75,61 @@ enum SoakCommand {
         print("# console: \(consoleClients) idle clients, 1 watching (\(load.watchedLines.load(ordering: .relaxed)) event lines), "
           + "STATUS round trips \(formatMilliseconds(Double(load.commands.load(ordering: .relaxed)) / seconds)) per second")
       }
-      let arena = loop.engine.pipeline.decoder.stats
       rssLast = residentKiB()
-      print("# \(s.frames) frames in \(formatMilliseconds(seconds * 1000)) ms: \(formatMilliseconds(Double(s.frames) / seconds)) frames/s on one core, views \(config.engine.decode.variantMode.rawValue)")
-      print("# rss first \(rssFirst) KiB, last \(rssLast) KiB; decisions \(s.grants) granted, \(s.denies) denied")
-      print("# decode p50 \(s.decode.percentile(0.5)) µs p99 \(s.decode.percentile(0.99)) µs; frame-to-edge p50 \(s.frameToEdge.percentile(0.5)) µs p99 \(s.frameToEdge.percentile(0.99)) µs")
-      print("# decoder arena: high water \(arena.arenaHighWaterBytes / 1024) KiB of \(arena.arenaCapacityBytes / 1024) KiB, pinned \(arena.arenaPinnedBytes / 1024) KiB, overflows \(arena.arenaOverflows)")
-      if let path = options.value("histogram") {
-        var text = "upper_us,frame_to_edge,decode\n"
-        var rows: [UInt64: (UInt32, UInt32)] = [:]
-        for (bound, n) in s.frameToEdge.nonEmptyBuckets { rows[bound, default: (0, 0)].0 = n }
-        for (bound, n) in s.decode.nonEmptyBuckets { rows[bound, default: (0, 0)].1 = n }
-        for bound in rows.keys.sorted() { text += "\(bound),\(rows[bound]!.0),\(rows[bound]!.1)\n" }
-        try writeFileAtomically(path, Array(text.utf8))
-      }
+      report(s, seconds: seconds, rss: (rssFirst, rssLast), arena: loop.engine.pipeline.decoder.stats,
+             views: config.engine.decode.variantMode.rawValue)
+      if let path = options.value("histogram") { try writeHistogram(s, to: path) }
       loop.finish()
       return 0
     } catch {
       writeStandardError("scangate soak: \(error)\n")
       return 2
     }
+  }
+
+  /// Three codes, each in view for 10 frames, then long enough away (> leave_after_ms) to leave.
+  static func scenes(width: Int, height: Int) -> ([[UInt8]], [ScriptedFrameSource.Step]) {
+    let empty = DemoCommand.background(width: width, height: height)
+    var frameImages = [empty]
+    var script: [ScriptedFrameSource.Step] = []
+    let scenes: [(String, ImageVariant)] = [("ALICE-0001", .upright), ("MALLORY-9999", .upright), ("DAVE-0004", .inverted)]
+    for (n, scene) in scenes.enumerated() {
+      let code = renderQRCode(Array(scene.0.utf8), scale: 6)!
+      frameImages.append(DemoCommand.place(code, variant: scene.1, on: empty, width: width, height: height, shift: n * 30))
+      script += Array(repeating: .frame(n + 1), count: 10)
+      script += Array(repeating: .frame(0), count: 200)
+    }
+    return (frameImages, script)
+  }
+
+  /// A console on a loopback port with `idle` idle clients, a watcher and a STATUS stream.
+  static func loadedConsole(idle: Int, clock: SystemMonotonicClock) throws -> (ConsoleServer<SystemMonotonicClock>?, ConsoleLoad?) {
+    var consoleSettings = ConsoleSettings()
+    consoleSettings.listen = ["127.0.0.1:0"]
+    consoleSettings.clientsMax = idle + 2
+    // The load generator measures what serving the console costs, so its STATUS stream is
+    // not throttled by the per-session line budget.
+    consoleSettings.limits.linesPerSecond = 1_000_000
+    consoleSettings.limits.lineBurst = 1_000_000
+    let server = try ConsoleServer(settings: consoleSettings, clock: clock)
+    let port = UInt16(server.boundAddresses[0].split(separator: ":").last!)!
+    return (server, ConsoleLoad(port: port, idle: idle))
+  }
+
+  static func report(_ s: ScanStats, seconds: Double, rss: (Int, Int), arena: DecoderStats, views: String) {
+    print("# \(s.frames) frames in \(formatMilliseconds(seconds * 1000)) ms: \(formatMilliseconds(Double(s.frames) / seconds)) frames/s on one core, views \(views)")
+    print("# rss first \(rss.0) KiB, last \(rss.1) KiB; decisions \(s.grants) granted, \(s.denies) denied")
+    print("# decode p50 \(s.decode.percentile(0.5)) µs p99 \(s.decode.percentile(0.99)) µs; frame-to-edge p50 \(s.frameToEdge.percentile(0.5)) µs p99 \(s.frameToEdge.percentile(0.99)) µs")
+    print("# decoder arena: high water \(arena.arenaHighWaterBytes / 1024) KiB of \(arena.arenaCapacityBytes / 1024) KiB, pinned \(arena.arenaPinnedBytes / 1024) KiB, overflows \(arena.arenaOverflows)")
+  }
+
+  static func writeHistogram(_ s: ScanStats, to path: String) throws {
+    var text = "upper_us,frame_to_edge,decode\n"
+    var rows: [UInt64: (UInt32, UInt32)] = [:]
+    for (bound, n) in s.frameToEdge.nonEmptyBuckets { rows[bound, default: (0, 0)].0 = n }
+    for (bound, n) in s.decode.nonEmptyBuckets { rows[bound, default: (0, 0)].1 = n }
+    for bound in rows.keys.sorted() { text += "\(bound),\(rows[bound]!.0),\(rows[bound]!.1)\n" }
+    try writeFileAtomically(path, Array(text.utf8))
   }
 
   /// Resident set size from /proc/self/statm, in KiB.
