@@ -42,7 +42,7 @@ let package = Package(
     // MARK: The only Swift target that imports C.
     .target(
       name: "ScanLinux",
-      dependencies: ["ScanCore", "ScanConsole", "ScanSim", "CZXing", "CImageIO", "CV4L2", "CGPIOD", "CLinux", "CToml", "CSQLite"],
+      dependencies: ["ScanCore", "ScanConsole", "CZXing", "CImageIO", "CV4L2", "CGPIOD", "CLinux", "CToml", "CSQLite"],
       swiftSettings: swiftSettings),
 
     .executableTarget(

@@ -1,16 +1,4 @@
 import ScanCore
-import ScanSim
-
-/// A frame source the run loop can poll: either a descriptor that becomes readable, or a
-/// source that paces itself and says when its next frame is due.
-public protocol LoopFrameSource: FrameSource, ~Copyable {
-  /// The descriptor to poll for a frame, or -1 for a self-paced source.
-  var pollDescriptor: Int32 { get }
-  /// Milliseconds until a self-paced source has its next frame (0: now).
-  func millisecondsUntilReady(at now: Instant) -> Int
-  /// One line for STATUS: device or path, format and size.
-  var summary: String { get }
-}
 
 extension V4L2FrameSource: LoopFrameSource {
   public var pollDescriptor: Int32 { descriptor }
@@ -20,17 +8,14 @@ extension V4L2FrameSource: LoopFrameSource {
   }
 }
 
-extension ScriptedFrameSource: LoopFrameSource {
-  public var pollDescriptor: Int32 { -1 }
-  public func millisecondsUntilReady(at now: Instant) -> Int { 0 }
-  public var summary: String { "scripted \(width)x\(height), as fast as the loop takes frames" }
-}
-
 /// Replays image files (a directory, sorted by name) or a raw 8-bit gray file (frames of
 /// width × height back to back) at a frame rate, or as fast as the loop takes them; looped or once.
 /// Files are decoded and fitted to the frame size once, at open.
 public struct ReplayFrameSource: LoopFrameSource {
-  private var frames: ScriptedFrameSource
+  private let reel: FrameReel
+  private let loops: Bool
+  private var position = 0
+  private var sequence: UInt64 = 0
   public let path: String
   public let framesPerSecond: Int
   private let clock: any MonotonicClock
@@ -65,7 +50,8 @@ public struct ReplayFrameSource: LoopFrameSource {
       images = stride(from: 0, to: bytes.count, by: size).map { Array(bytes[$0..<($0 + size)]) }
     }
     guard !images.isEmpty else { throw .formatRejected("\(path): no frames to replay") }
-    frames = ScriptedFrameSource(width: width, height: height, frames: images, loops: loops, clock: clock)
+    reel = FrameReel(width: width, height: height, frames: images)
+    self.loops = loops
     self.path = path
     self.framesPerSecond = framesPerSecond
     self.clock = clock
@@ -76,7 +62,7 @@ public struct ReplayFrameSource: LoopFrameSource {
   public var droppedFrames: UInt64 { 0 }
   public var pollDescriptor: Int32 { -1 }
   public var summary: String {
-    "replay \(path) \(frameCount) frames \(frames.width)x\(frames.height) at \(framesPerSecond == 0 ? "full speed" : "\(framesPerSecond) fps")"
+    "replay \(path) \(frameCount) frames \(reel.width)x\(reel.height) at \(framesPerSecond == 0 ? "full speed" : "\(framesPerSecond) fps")"
   }
 
   public func millisecondsUntilReady(at now: Instant) -> Int {
@@ -93,9 +79,15 @@ public struct ReplayFrameSource: LoopFrameSource {
       nextDue.nanoseconds += period
       if nextDue < now { nextDue = now }  // fell behind: do not burst to catch up
     }
-    return try frames.withNextFrame(timeoutMilliseconds: 0, body)
+    if position == reel.count {
+      guard loops else { throw .endOfStream }
+      position = 0
+    }
+    position += 1
+    sequence += 1
+    return body(reel.frame(position - 1, captured: now, sequence: sequence))
   }
 
   /// Frees the frame storage.
-  public func release() { frames.release() }
+  public func release() { reel.release() }
 }

@@ -13,10 +13,9 @@ public struct ScriptedFrameSource: FrameSource {
     case lost(errno: Int32)
   }
 
-  public let width: Int
-  public let height: Int
-  private let pixels: UnsafeMutableRawBufferPointer
-  private let frameCount: Int
+  public var width: Int { reel.width }
+  public var height: Int { reel.height }
+  private let reel: FrameReel
   private let script: [Step]
   private var position = 0
   public let loops: Bool
@@ -35,15 +34,7 @@ public struct ScriptedFrameSource: FrameSource {
     width: Int, height: Int, frames: [[UInt8]], script: [Step]? = nil, loops: Bool,
     clock: any MonotonicClock
   ) {
-    precondition(!frames.isEmpty && frames.allSatisfy { $0.count == width * height })
-    self.width = width
-    self.height = height
-    frameCount = frames.count
-    let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: width * height * frames.count, alignment: 64)
-    for (i, frame) in frames.enumerated() {
-      frame.withUnsafeBytes { buffer.baseAddress!.advanced(by: i * width * height).copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
-    }
-    pixels = buffer
+    reel = FrameReel(width: width, height: height, frames: frames)
     let count = frames.count
     self.script = script ?? (0..<count).map { Step.frame($0) }
     self.loops = loops
@@ -52,7 +43,7 @@ public struct ScriptedFrameSource: FrameSource {
   }
 
   /// Frees the frame storage. (A struct cannot have a deinit while Copyable.)
-  public func release() { pixels.deallocate() }
+  public func release() { reel.release() }
 
   public var isFinished: Bool { !loops && position >= script.count }
 
@@ -72,11 +63,13 @@ public struct ScriptedFrameSource: FrameSource {
     case .frame(let index):
       sequence += 1
       lentFrames += 1
-      let start = index * width * height
-      let frame = LumaFrame(
-        bytes: UnsafeRawBufferPointer(rebasing: pixels[start..<(start + width * height)]),
-        geometry: .gray(width: width, height: height), captured: clock.now(), sequence: sequence)
-      return body(frame)
+      return body(reel.frame(index, captured: clock.now(), sequence: sequence))
     }
   }
+}
+
+extension ScriptedFrameSource: LoopFrameSource {
+  public var pollDescriptor: Int32 { -1 }
+  public func millisecondsUntilReady(at now: Instant) -> Int { 0 }
+  public var summary: String { "scripted \(width)x\(height), as fast as the loop takes frames" }
 }

@@ -1,7 +1,6 @@
 import Glibc
 import ScanCore
 import ScanLinux
-import ScanSim
 
 /// Builds the service from a configuration and runs it until a signal (or the frame limit).
 enum Service {
@@ -21,8 +20,8 @@ enum Service {
     let clock = SystemMonotonicClock()
     switch config.gpioBackend {
     case .sim:
-      let relay = RecordingOutputLine(name: "relay", clock: clock)
-      let buzzer = RecordingOutputLine(name: "buzzer", clock: clock)
+      let relay = SimulatedOutputLine()
+      let buzzer = SimulatedOutputLine()
       return withSource(config, options: options, relay: relay, buzzer: buzzer)
     case .gpiod:
       do {
