@@ -316,6 +316,8 @@ public enum ConfigSchema {
 }
 
 /// The memory the configuration commits to at startup, line by line.
+/// What the reader allocates at startup, line by line: each owner says what it allocates for
+/// the configuration (the console's owner lives in ScanLinux and adds its line there).
 public struct MemoryBudget: Sendable {
   public var lines: [(name: String, bytes: Int)]
   public var totalBytes: Int { lines.reduce(0) { $0 + $1.bytes } }
@@ -326,14 +328,19 @@ public struct MemoryBudget: Sendable {
     lines = [
       ("camera buffers (driver mmap, YUYV worst case)", c.cameraBuffers * frame * 2),
       ("gray plane (MJPEG decode target)", frame),
-      ("decoder scratch plane (inverted/mirrored/downscaled views)", frame),
+      ("decoder scratch plane (inverted/mirrored/downscaled views)", DecodePipeline<NoDecoder>.bytes(maxWidth: c.cameraWidth, maxHeight: c.cameraHeight)),
       ("decoder C++ arena", c.decoderArenaKiB * 1024),
-      ("result slots (\(e.resultsCapacity) × \(e.payloadBytesMax) B × payload+text)", e.resultsCapacity * (e.payloadBytesMax * 2 + 64)),
+      ("result slots (\(e.resultsCapacity) × \(e.payloadBytesMax) B × payload+text)",
+       DecodeResults.bytes(capacity: e.resultsCapacity, payloadBytesMax: e.payloadBytesMax)),
       ("allow-list tables (live + spare, \(e.allowList.entriesMax) entries)", 2 * AllowListTable.bytes(entriesMax: e.allowList.entriesMax)),
-      ("presence slots (\(e.presenceSlots))", e.presenceSlots * 96),
-      ("event ring (\(c.eventRingCapacity) × \(MemoryLayout<ScanEvent>.stride) B)", c.eventRingCapacity * MemoryLayout<ScanEvent>.stride),
-      ("console (\(c.consoleClientsMax) TCP + 1 serial client: 512 B line, 2 KiB queue, \(c.consoleClientOutputBytes) B output)",
-       (c.consoleClientsMax + 1) * (513 + 2_048 + c.consoleClientOutputBytes)),
+      ("presence slots (\(e.presenceSlots))", PresenceTracker.bytes(capacity: e.presenceSlots)),
+      ("event ring (\(EventRing.roundedCapacity(c.eventRingCapacity)) × \(MemoryLayout<ScanEvent>.stride) B)",
+       EventRing.bytes(capacity: c.eventRingCapacity)),
     ]
   }
+}
+
+/// A decoder type for asking `DecodePipeline` its size without one.
+public struct NoDecoder: CodeDecoder {
+  public mutating func decode(_ view: LumaFrame, formats: BarcodeFormats, into results: inout DecodeResults) {}
 }

@@ -69,6 +69,9 @@ public struct DecodePipeline<Decoder: CodeDecoder & ~Copyable>: ~Copyable {
 
   deinit { scratch.deallocate() }
 
+  /// Bytes the pipeline allocates for frames up to `maxWidth` × `maxHeight`.
+  public static func bytes(maxWidth: Int, maxHeight: Int) -> Int { maxWidth * maxHeight }
+
   /// Decodes `frame` into `results` (cleared first). Corners come back in frame coordinates.
   /// `mode` overrides the configured variant mode for this frame (a snapshot wants every view).
   public mutating func decode(_ frame: LumaFrame, into results: inout DecodeResults, mode: VariantMode? = nil) {

@@ -52,6 +52,11 @@ public struct DecodeResults: ~Copyable {
   private let payloads: UnsafeMutableRawBufferPointer
   private let texts: UnsafeMutableRawBufferPointer
 
+  /// Bytes the slots allocate (the memory budget asks).
+  public static func bytes(capacity: Int, payloadBytesMax: Int) -> Int {
+    capacity * (MemoryLayout<DecodedSymbol>.stride + 2 * payloadBytesMax)
+  }
+
   public init(capacity: Int, payloadBytesMax: Int) {
     precondition(capacity > 0 && capacity <= 64, "result slots out of range")
     precondition(payloadBytesMax > 0 && payloadBytesMax <= 8192, "payload size out of range")

@@ -118,12 +118,20 @@ public final class EventRing: @unchecked Sendable {
   private let published = Atomic<UInt64>(0)
 
   /// Capacity is rounded up to a power of two.
+  public static func roundedCapacity(_ capacity: Int) -> Int {
+    var c = 2
+    while c < capacity { c <<= 1 }
+    return c
+  }
+
+  /// Bytes a ring of `capacity` events allocates (after rounding).
+  public static func bytes(capacity: Int) -> Int { roundedCapacity(capacity) * MemoryLayout<ScanEvent>.stride }
+
   public init(capacity: Int) {
     precondition(capacity >= 2 && capacity <= 1 << 20)
     LabelLimits.checkStorage()
     precondition(ScanEvent.PayloadStorage.count == ScanEvent.payloadBytesMax, "ScanEvent.payload's size and payloadBytesMax disagree")
-    var c = 2
-    while c < capacity { c <<= 1 }
+    let c = Self.roundedCapacity(capacity)
     self.capacity = c
     mask = c - 1
     slots = .allocate(capacity: c)

@@ -47,6 +47,9 @@ public struct PresenceTracker: ~Copyable {
 
   deinit { slots.deallocate() }
 
+  /// Bytes a tracker of `capacity` slots allocates (the memory budget asks).
+  public static func bytes(capacity: Int) -> Int { capacity * MemoryLayout<Slot>.stride }
+
   /// Records that `digest` was seen at `now`.
   public mutating func observe(_ digest: Digest, at now: Instant) -> PresenceChange {
     var index = -1

@@ -74,7 +74,7 @@ enum CheckConfigCommand {
         + "buzzer line \(config.buzzerLine)\(config.buzzerActiveLow ? " (active-low)" : ""), pulse \(config.engine.actuation.relayPulseMilliseconds) ms "
         + "(max \(config.engine.actuation.relayPulseMillisecondsMax) ms)")
       print("memory budget (allocated at startup):")
-      let budget = MemoryBudget(config)
+      let budget = MemoryBudget.withConsole(config)
       for line in budget.lines { print("  " + String(line.bytes / 1024).padding(toLength: 8, left: true) + " KiB  " + line.name) }
       print("  " + String(budget.totalBytes / 1024).padding(toLength: 8, left: true) + " KiB  total")
       return status
