@@ -22,3 +22,19 @@ extension MemoryBudget {
     return budget
   }
 }
+
+/// The console cannot push a decision out of the event ring: every console event (an operator
+/// command, an AUTH outcome) costs a line of its session's budget, and read-only commands and
+/// bad lines add none, so all sessions together add at most (clients_max + 1) × (line_burst +
+/// lines_per_second) events in any second. The ring must hold that while the log writer drains
+/// it (every commit interval; a second covers a slow flush). Returns why the configuration
+/// breaks this, or nil.
+public func consoleRingProblem(_ c: ScanConfig) -> String? {
+  guard !c.consoleListen.isEmpty || !c.consoleSerialPath.isEmpty else { return nil }
+  let limits = ConsoleLimits()
+  let worst = (c.consoleClientsMax + 1) * (limits.lineBurst + limits.linesPerSecond)
+  let ring = EventRing.roundedCapacity(c.eventRingCapacity)
+  guard ring < worst else { return nil }
+  return "events.ring_capacity \(ring) is too small for console.clients_max \(c.consoleClientsMax): \(worst) console "
+    + "events in a second could overwrite decisions before the log writes them; use at least \(EventRing.roundedCapacity(worst))"
+}

@@ -73,6 +73,10 @@ enum CheckConfigCommand {
       print("gpio: \(config.gpioBackend.rawValue) \(config.gpioChip) relay line \(config.relayLine)\(config.relayActiveLow ? " (active-low)" : "") "
         + "buzzer line \(config.buzzerLine)\(config.buzzerActiveLow ? " (active-low)" : ""), pulse \(config.engine.actuation.relayPulseMilliseconds) ms "
         + "(max \(config.engine.actuation.relayPulseMillisecondsMax) ms)")
+      if let problem = consoleRingProblem(config) {
+        print("console: \(problem)")
+        status = 1
+      }
       print("memory budget (allocated at startup):")
       let budget = MemoryBudget.withConsole(config)
       for line in budget.lines { print("  " + String(line.bytes / 1024).padding(toLength: 8, left: true) + " KiB  " + line.name) }

@@ -120,6 +120,10 @@ enum Service {
   /// matters more than the console, so the reader runs without it, loudly).
   static func makeConsole(_ config: ScanConfig, clock: SystemMonotonicClock) -> ConsoleServer<SystemMonotonicClock>? {
     guard !config.consoleListen.isEmpty || !config.consoleSerialPath.isEmpty else { return nil }
+    if let problem = consoleRingProblem(config) {
+      writeStandardError("scangate: console disabled: \(problem)\n")
+      return nil
+    }
     do {
       let console = try ConsoleServer(settings: ConsoleSettings(config), clock: clock)
       for address in console.boundAddresses { print("console listening on \(address)") }

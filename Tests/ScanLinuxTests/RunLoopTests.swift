@@ -223,3 +223,18 @@ import Testing
     #expect(input.serviced == 2 && stopped)
   }
 }
+
+@Suite struct ConsoleRingBudgetTests {
+  @Test("the event ring must hold a second of the console's worst case, or the console is refused")
+  func ringBudget() {
+    var c = ScanConfig()
+    #expect(consoleRingProblem(c) == nil)  // 17 sessions × 50 = 850 ≤ 4096
+    c.consoleClientsMax = 100  // 101 × 50 = 5050 > 4096
+    #expect(consoleRingProblem(c)?.contains("use at least 8192") == true)
+    c.eventRingCapacity = 8192
+    #expect(consoleRingProblem(c) == nil)
+    c.consoleListen = []
+    c.eventRingCapacity = 64
+    #expect(consoleRingProblem(c) == nil)  // no console, no console events
+  }
+}
