@@ -196,20 +196,18 @@ public final class AuditLog: AuditLogAccess, @unchecked Sendable {
   /// Takes what the loop added to the ring since `cursor` into `pending` (counting events the
   /// ring overwrote before they were read).
   private func collect(from cursor: inout UInt64, run: Int64, into pending: inout [AuditRecord], lost: inout Int64) {
-    let head = ring.lastSequence
-    while cursor <= head {
-      switch ring.read(cursor) {
+    var reader = EventCursor(next: cursor)
+    reader.read(ring) { item in
+      switch item {
       case .event(let e):
         if AuditRecord.isLogged(e.kind) {
           pending.append(AuditRecord(e, sequence: 0, run: run, keepPayload: settings.rawPayloads || e.kind != .decision))
         }
-      case .overwritten:
-        lost += 1
-      case .notYet:
-        break
+      case .overwritten(let count):
+        lost += Int64(count)
       }
-      cursor += 1
     }
+    cursor = reader.next
   }
 
   private enum OpenFailure: Error {

@@ -39,32 +39,23 @@ public final class EventPrinter: @unchecked Sendable {
   public var printedSequence: UInt64 { printedUpTo.load(ordering: .acquiring) }
 
   private func body() {
-    var next: UInt64 = 1
+    var cursor = EventCursor(next: 1)
     while true {
       let stopping = worker.stopRequested
-      next = drain(from: next)
+      drain(&cursor)
       if stopping { break }
       usleep(20_000)
     }
   }
 
-  private func drain(from first: UInt64) -> UInt64 {
-    var next = first
-    var lost: UInt64 = 0
-    while true {
-      switch ring.read(next) {
-      case .notYet:
-        if lost > 0 { emit("(\(lost) events overwritten before they could be printed)") }
-        printedUpTo.store(next - 1, ordering: .releasing)
-        return next
-      case .overwritten:
-        lost += 1
-      case .event(let e):
-        if lost > 0 { emit("(\(lost) events overwritten before they could be printed)"); lost = 0 }
-        if !skipping.contains(e.kind) { emit(EventText.line(e, since: start, payloads: payloads)) }
+  private func drain(_ cursor: inout EventCursor) {
+    cursor.read(ring) { item in
+      switch item {
+      case .overwritten(let count): emit("(\(count) events overwritten before they could be printed)")
+      case .event(let e): if !skipping.contains(e.kind) { emit(EventText.line(e, since: start, payloads: payloads)) }
       }
-      next += 1
     }
+    printedUpTo.store(cursor.next - 1, ordering: .releasing)
   }
 
   private func emit(_ line: String) {

@@ -121,3 +121,31 @@ import Testing
     #expect(e.withPayload { $0.count } == 64)
   }
 }
+
+@Suite struct EventCursorTests {
+  @Test("a cursor that fell behind is told how many events it lost and resumes at the oldest kept")
+  func lappedCursor() {
+    let ring = EventRing(capacity: 8)
+    var cursor = EventCursor(next: 1)
+    for i in 0..<3 {
+      var e = ScanEvent()
+      e.code = UInt16(i)
+      ring.append(e)
+    }
+    var seen: [UInt64] = []
+    cursor.read(ring) { if case .event(let e) = $0 { seen.append(e.sequence) } }
+    #expect(seen == [1, 2, 3] && cursor.next == 4)
+    for _ in 0..<20 { ring.append(ScanEvent()) }  // 4...23: the ring keeps the newest 6 readable
+    var lost: UInt64 = 0
+    seen = []
+    cursor.read(ring) { item in
+      switch item {
+      case .event(let e): seen.append(e.sequence)
+      case .overwritten(let n): lost += n
+      }
+    }
+    #expect(lost + UInt64(seen.count) == 20, "every sequence accounted for once: lost \(lost), read \(seen)")
+    #expect(seen.last == 23 && seen == Array(seen.first!...23))
+    #expect(cursor.next == 24)
+  }
+}
