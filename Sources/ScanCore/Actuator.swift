@@ -92,6 +92,8 @@ public struct Actuator: Sendable {
       return false
     }
     relayUntil = min(max(relayUntil, now.adding(milliseconds: requested)), capEnd)
+    // The relay's whole period never outlasts the hard cap, however many pulses extend it.
+    assert(relayUntil <= capEnd && capEnd.nanoseconds - relayUntil.nanoseconds <= UInt64(relayCapMilliseconds) * 1_000_000)
     return true
   }
 

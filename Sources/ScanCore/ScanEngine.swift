@@ -167,6 +167,8 @@ public struct ScanEngine<
   ) {
     let decision = policy.decide(payload, digest: digest, nowUnixSeconds: wall.unixSeconds())
     let verdict = decision.verdict
+    // A grant always names the rule that granted it (no policy grants by default).
+    assert(!verdict.isGranted || decision.source != .none)
     let decided = clock.now()
     if verdict.isGranted {
       stats.grants &+= 1
