@@ -110,8 +110,19 @@ import Testing
     #expect(Array("ALICE".utf8).withUnsafeBytes { engine.check($0) } == .granted)
     #expect(Array("BOB".utf8).withUnsafeBytes { engine.check($0) } == .deniedUnknown)
     #expect(rig.relay.edges.isEmpty)
-    engine.openManually(milliseconds: 3_600_000)
-    rig.feed(&engine, 0, count: 120)
+    let opened = engine.openManually(milliseconds: 3_600_000)
+    #expect(opened)
+    rig.feed(&engine, 0, count: 62)  // 2,046 ms: past the 2 s cap, inside the 1 s rest
+    #expect(rig.relay.activePeriodsMilliseconds == [2_000])
+    // The period ran into the cap: the relay rests, and an OPEN now is refused, not "OK".
+    let rest = engine.actuator.restRemainingMilliseconds(at: rig.clock.now())
+    #expect(rest != nil)
+    let manualOpens = engine.stats.manualOpens
+    let refused = !engine.openManually(milliseconds: 500)
+    #expect(refused)
+    let after = engine.stats.manualOpens
+    #expect(after == manualOpens)
+    rig.feed(&engine, 0, count: 60)
     #expect(rig.relay.activePeriodsMilliseconds == [2_000])
   }
 
