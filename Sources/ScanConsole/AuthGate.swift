@@ -36,16 +36,7 @@ public struct PeerKey: Hashable, Sendable {
 /// parallel. A fixed table; a full table reuses the record idle longest, but never one that is
 /// locked out now (while every record is, new network peers are refused too).
 public struct AuthGate: ~Copyable {
-  public struct Settings: Equatable, Sendable {
-    public var failuresMax = 5
-    public var lockoutSeconds = 300
-    public var firstBackoffMilliseconds = 1_000
-    /// Failures from all network peers together within `globalWindowSeconds` before every
-    /// network AUTH is refused for `lockoutSeconds` (the serial port is not affected).
-    public var globalFailuresMax = 20
-    public var globalWindowSeconds = 600
-    public init() {}
-  }
+  public typealias Settings = AuthSettings
 
   /// What the gate says about an attempt.
   public enum Admission: Equatable, Sendable {

@@ -25,20 +25,6 @@ public struct ConsoleSession: Sendable {
   public init() {}
 }
 
-/// Limits on what one session may do.
-public struct ConsoleLimits: Equatable, Sendable {
-  /// Lines a session may send per second on average, and in one burst.
-  public var linesPerSecond = 10
-  public var lineBurst = 40
-  /// CHECK attempts per minute and in one burst (guessing passes is slow work).
-  public var checksPerMinute = 12
-  public var checkBurst = 3
-  /// An operator session on the serial port falls back to unauthenticated after this long
-  /// without input (the next person on the cable must AUTH again). 0: never.
-  public var serialOperatorIdleSeconds = 120
-  public init() {}
-}
-
 /// What the interpreter counted rather than recorded one by one.
 public struct ConsoleCounters: Equatable, Sendable {
   /// Read-only commands (HELP, STATUS, ...): counted, not each recorded.

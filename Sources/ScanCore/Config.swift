@@ -70,8 +70,8 @@ public struct ScanConfig: Equatable, Sendable {
   public var replayPath = ""
   public var replayFPS = 0
   public var replayLoop = true
-  public var reopenBackoffMillisecondsMax = 1_000
-  public var frameTimeoutMilliseconds = 2_000
+  /// Frame timeout and reopen backoff (`camera.frame_timeout_ms`, `camera.reopen_backoff_ms_max`).
+  public var cameraSupervision = CameraSupervisor.Settings()
   // [decoder], [presence], [gpio] timing, result slots
   public var engine = ScanConfig.readerDefaults()
   public var decoderArenaKiB = 4_096
@@ -96,13 +96,7 @@ public struct ScanConfig: Equatable, Sendable {
   // [events]
   public var eventRingCapacity = 4_096
   // [log]
-  public var logPath = "/var/lib/scangate/audit.db"
-  public var logCommitIntervalMilliseconds = 200
-  public var logRetainRecords = 1_000_000
-  public var logRetainDays = 365
-  public var logRawPayloads = false
-  public var logRetainBytes = 536_870_912
-  public var logChainKeyFile = ""
+  public var log = AuditLogSettings(path: "/var/lib/scangate/audit.db")
   // [console]
   public var consoleListen = ["127.0.0.1:4570"]
   public var consoleClientsMax = 16
@@ -111,9 +105,8 @@ public struct ScanConfig: Equatable, Sendable {
   public var consoleSerialPath = ""
   public var consoleSerialBaud = 115_200
   public var consoleSecretFile = ""
-  public var consoleAuthFailuresMax = 5
-  public var consoleAuthLockoutSeconds = 300
-  public var consoleSerialOperatorIdleSeconds = 120
+  public var consoleAuth = AuthSettings()
+  public var consoleLimits = ConsoleLimits()
 
   public init() {}
 }
@@ -157,8 +150,8 @@ public enum ConfigSchema {
     Key(name: "camera.replay_path", kind: .string) { $0.replayPath = str($1) },
     Key(name: "camera.replay_fps", kind: .integer(0...1000)) { $0.replayFPS = int($1) },
     Key(name: "camera.replay_loop", kind: .boolean) { $0.replayLoop = bool($1) },
-    Key(name: "camera.reopen_backoff_ms_max", kind: .integer(100...10_000)) { $0.reopenBackoffMillisecondsMax = int($1) },
-    Key(name: "camera.frame_timeout_ms", kind: .integer(100...30_000)) { $0.frameTimeoutMilliseconds = int($1) },
+    Key(name: "camera.reopen_backoff_ms_max", kind: .integer(100...10_000)) { $0.cameraSupervision.reopenBackoffMillisecondsMax = int($1) },
+    Key(name: "camera.frame_timeout_ms", kind: .integer(100...30_000)) { $0.cameraSupervision.frameTimeoutMilliseconds = int($1) },
 
     Key(name: "decoder.formats", kind: .choices(formatNames, count: 1...16)) {
       $0.engine.decode.formats = (try? BarcodeFormats.parse(strs($1).joined(separator: ","))) ?? .qrCode
@@ -201,13 +194,13 @@ public enum ConfigSchema {
 
     Key(name: "events.ring_capacity", kind: .integer(64...1_048_576)) { $0.eventRingCapacity = int($1) },
 
-    Key(name: "log.path", kind: .string) { $0.logPath = str($1) },
-    Key(name: "log.commit_interval_ms", kind: .integer(10...10_000)) { $0.logCommitIntervalMilliseconds = int($1) },
-    Key(name: "log.retain_records", kind: .integer(1_000...100_000_000)) { $0.logRetainRecords = int($1) },
-    Key(name: "log.retain_days", kind: .integer(1...3_650)) { $0.logRetainDays = int($1) },
-    Key(name: "log.raw_payloads", kind: .boolean) { $0.logRawPayloads = bool($1) },
-    Key(name: "log.retain_bytes", kind: .integer(1_048_576...1_099_511_627_776)) { $0.logRetainBytes = int($1) },
-    Key(name: "log.chain_key_file", kind: .string) { $0.logChainKeyFile = str($1) },
+    Key(name: "log.path", kind: .string) { $0.log.path = str($1) },
+    Key(name: "log.commit_interval_ms", kind: .integer(10...10_000)) { $0.log.commitIntervalMilliseconds = int($1) },
+    Key(name: "log.retain_records", kind: .integer(1_000...100_000_000)) { $0.log.retainRecords = Int64(int($1)) },
+    Key(name: "log.retain_days", kind: .integer(1...3_650)) { $0.log.retainDays = int($1) },
+    Key(name: "log.raw_payloads", kind: .boolean) { $0.log.rawPayloads = bool($1) },
+    Key(name: "log.retain_bytes", kind: .integer(1_048_576...1_099_511_627_776)) { $0.log.retainBytes = Int64(int($1)) },
+    Key(name: "log.chain_key_file", kind: .string) { $0.log.chainKeyFile = str($1) },
 
     Key(name: "console.listen", kind: .strings(count: 0...8)) { $0.consoleListen = strs($1) },
     Key(name: "console.clients_max", kind: .integer(1...256)) { $0.consoleClientsMax = int($1) },
@@ -218,9 +211,9 @@ public enum ConfigSchema {
       $0.consoleSerialBaud = Int(str($1))!
     },
     Key(name: "console.secret_file", kind: .string) { $0.consoleSecretFile = str($1) },
-    Key(name: "console.auth_failures_max", kind: .integer(1...100)) { $0.consoleAuthFailuresMax = int($1) },
-    Key(name: "console.auth_lockout_s", kind: .integer(1...86_400)) { $0.consoleAuthLockoutSeconds = int($1) },
-    Key(name: "console.serial_operator_idle_s", kind: .integer(0...86_400)) { $0.consoleSerialOperatorIdleSeconds = int($1) },
+    Key(name: "console.auth_failures_max", kind: .integer(1...100)) { $0.consoleAuth.failuresMax = int($1) },
+    Key(name: "console.auth_lockout_s", kind: .integer(1...86_400)) { $0.consoleAuth.lockoutSeconds = int($1) },
+    Key(name: "console.serial_operator_idle_s", kind: .integer(0...86_400)) { $0.consoleLimits.serialOperatorIdleSeconds = int($1) },
   ]
 
   /// Every key the file may contain.

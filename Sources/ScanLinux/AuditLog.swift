@@ -4,17 +4,7 @@ import ScanCore
 import Synchronization
 
 /// Audit log settings (config.toml [log]).
-public struct AuditLogSettings: Sendable {
-  public var path: String
-  public var commitIntervalMilliseconds = 200
-  public var retainRecords: Int64 = 1_000_000
-  public var retainDays = 365
-  /// Prune the oldest records while the records take more than this many bytes of the file.
-  public var retainBytes: Int64 = 512 << 20
-  public var rawPayloads = false
-  /// The chain key's secret file; empty: `<path>.key` (`AuditChainKey.defaultPath`).
-  public var chainKeyFile = ""
-  public init(path: String) { self.path = path }
+extension AuditLogSettings {
   /// Where the chain key is read from (and created at first start).
   public var chainKeyPath: String { chainKeyFile.isEmpty ? AuditChainKey.defaultPath(forLog: path) : chainKeyFile }
 }

@@ -3,33 +3,6 @@ import Glibc
 import ScanConsole
 import ScanCore
 
-/// Console transport settings.
-public struct ConsoleSettings: Sendable {
-  public var listen: [String] = ["127.0.0.1:4570"]
-  public var clientsMax = 16
-  public var idleTimeoutSeconds = 300
-  public var clientOutputBytes = 16_384
-  public var serialPath = ""
-  public var serialBaud = 115_200
-  public var secretFile = ""
-  public var auth = AuthGate.Settings()
-  public var limits = ConsoleLimits()
-  public init() {}
-
-  public init(_ c: ScanConfig) {
-    listen = c.consoleListen
-    clientsMax = c.consoleClientsMax
-    idleTimeoutSeconds = c.consoleIdleTimeoutSeconds
-    clientOutputBytes = c.consoleClientOutputBytes
-    serialPath = c.consoleSerialPath
-    serialBaud = c.consoleSerialBaud
-    secretFile = c.consoleSecretFile
-    auth.failuresMax = c.consoleAuthFailuresMax
-    auth.lockoutSeconds = c.consoleAuthLockoutSeconds
-    limits.serialOperatorIdleSeconds = c.consoleSerialOperatorIdleSeconds
-  }
-}
-
 /// The console's transports: TCP listeners and clients, and one serial port, all polled by the
 /// run loop (no thread per client). Every buffer is allocated at init: a 512-byte line framer,
 /// a queue of complete lines and a fixed output buffer per client slot.

@@ -3,16 +3,23 @@ import Glibc
 import ScanConsole
 import ScanCore
 
-/// Settings of the loop itself (the engine has its own).
+/// Settings of the loop itself (the engine has its own), taken from the configuration.
 public struct LoopSettings: Sendable {
   public var allowListPath: String?
-  public var watchAllowList = true
-  public var camera = CameraSupervisor.Settings()
+  public var watchAllowList: Bool
+  public var camera: CameraSupervisor.Settings
   /// Stop after this many frames (0 = run until a signal).
   public var maxFrames: UInt64 = 0
   /// Handle SIGTERM/SIGINT/SIGHUP through a signalfd.
   public var handleSignals = true
-  public init() {}
+
+  /// The configuration's loop settings (the defaults are the configuration's, so a test that
+  /// builds `LoopSettings()` runs with what a reader runs with).
+  public init(_ c: ScanConfig = ScanConfig()) {
+    allowListPath = c.allowListPath
+    watchAllowList = c.allowListWatch
+    camera = c.cameraSupervision
+  }
 
   public var frameTimeoutMilliseconds: Int {
     get { camera.frameTimeoutMilliseconds }

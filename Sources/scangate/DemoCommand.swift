@@ -46,7 +46,7 @@ enum DemoCommand {
         config = loaded
       } else {
         // The demo's passes are made up: show what was read (a site's config keeps it off).
-        config.logRawPayloads = true
+        config.log.rawPayloads = true
       }
       let directory = options.value("dir") ?? makeTemporaryDirectory()
       if !isDirectory(directory) && mkdir(directory, 0o755) != 0 {
@@ -64,7 +64,7 @@ enum DemoCommand {
       config.gpioBackend = .sim
       config.allowListPath = directory + "/allow-list.txt"
       config.allowListWatch = false
-      config.logPath = directory + "/audit.db"
+      config.log.path = directory + "/audit.db"
       let demoConsole = options.value("config") == nil
       if demoConsole {
         // The console on loopback with an operator secret made for this run only (random,

@@ -16,8 +16,8 @@ enum LogCommand {
       var keyPath = options.value("key")
       if path == nil {
         guard let config = ExtraCommands.loadConfig(options) else { return 1 }
-        path = config.logPath
-        if keyPath == nil && !config.logChainKeyFile.isEmpty { keyPath = config.logChainKeyFile }
+        path = config.log.path
+        if keyPath == nil && !config.log.chainKeyFile.isEmpty { keyPath = config.log.chainKeyFile }
       }
       guard let path, !path.isEmpty else { throw ParseError(message: "no log configured ([log] path, or --db FILE)") }
       guard fileExists(path) else { throw ParseError(message: "\(path): no such log") }

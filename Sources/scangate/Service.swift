@@ -70,10 +70,10 @@ enum Service {
     let console = makeConsole(config, clock: clock)
     var loop = RunLoop(engine: engine, settings: loopSettings(config, maxFrames: options.maxFrames), console: console,
                        openSource: openSource)
-    let auditLog = config.logPath.isEmpty ? nil : AuditLog(settings: auditLogSettings(config), ring: ring)
+    let auditLog = config.log.path.isEmpty ? nil : AuditLog(settings: config.log, ring: ring)
     loop.auditLog = auditLog
     let printer = EventPrinter(ring: ring, start: loop.startedAt, clock: clock, skipping: options.skipping,
-                               payloads: config.logRawPayloads ? .shown : .hidden)
+                               payloads: config.log.rawPayloads ? .shown : .hidden)
     if let error = loop.reloadAllowList() {
       writeStandardError("scangate: allow-list \(config.allowListPath): \(error); denying every code until it loads\n")
     }
@@ -96,24 +96,9 @@ enum Service {
   }
 
   static func loopSettings(_ config: ScanConfig, maxFrames: UInt64) -> LoopSettings {
-    var settings = LoopSettings()
-    settings.allowListPath = config.allowListPath
-    settings.watchAllowList = config.allowListWatch
-    settings.frameTimeoutMilliseconds = config.frameTimeoutMilliseconds
-    settings.reopenBackoffMillisecondsMax = config.reopenBackoffMillisecondsMax
+    var settings = LoopSettings(config)
     settings.maxFrames = maxFrames
     return settings
-  }
-
-  static func auditLogSettings(_ config: ScanConfig) -> AuditLogSettings {
-    var s = AuditLogSettings(path: config.logPath)
-    s.commitIntervalMilliseconds = config.logCommitIntervalMilliseconds
-    s.retainRecords = Int64(config.logRetainRecords)
-    s.retainDays = config.logRetainDays
-    s.rawPayloads = config.logRawPayloads
-    s.retainBytes = Int64(config.logRetainBytes)
-    s.chainKeyFile = config.logChainKeyFile
-    return s
   }
 
   /// The console as configured, or nil (none configured, or it could not start: the door

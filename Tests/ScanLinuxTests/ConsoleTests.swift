@@ -203,6 +203,26 @@ import Testing
     }
   }
 
+  @Test("QUIT answers OK bye and closes the connection at once, freeing the slot")
+  func quitCloses() {
+    let rig = Rig()
+    let client = rig.connect()
+    #expect(rig.loop.console!.connectedClients == 1)
+    client.send("QUIT\n")
+    let end = SystemMonotonicClock().now().adding(milliseconds: 1_000)
+    var closed = false
+    var buffer = [UInt8](repeating: 0, count: 256)
+    while !closed && SystemMonotonicClock().now() < end {
+      rig.step()
+      let n = buffer.withUnsafeMutableBytes { Glibc.recv(client.fd, $0.baseAddress, $0.count, 0) }
+      if n > 0 { client.received += buffer[0..<n] }
+      closed = n == 0
+    }
+    #expect(client.text.contains("OK bye"))
+    #expect(closed, "the connection stayed open after QUIT")
+    #expect(rig.loop.console!.connectedClients == 0)
+  }
+
   @Test("a client that floods lines is throttled, told once, and its lines are dropped, not queued")
   func throttled() {
     let rig = Rig()

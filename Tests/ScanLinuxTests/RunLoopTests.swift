@@ -204,6 +204,7 @@ import Testing
       maxWidth: 64, maxHeight: 48)
     var settings = LoopSettings()
     settings.handleSignals = false
+    settings.allowListPath = nil
     let frames = [FixtureDecoder.frame(width: 64, height: 48, naming: 0)]
     var loop = RunLoop(engine: engine, settings: settings) { () throws(CaptureError) in
       ScriptedFrameSource(width: 64, height: 48, frames: frames, script: [.frame(0)], loops: true, clock: clock)
