@@ -18,7 +18,7 @@
 #
 # Usage: deploy/console-abuse.sh [path/to/scangate]   (default: .build/debug/scangate)
 # Environment: BASE_S (20), ABUSE_S (60), CLIENTS (64);
-#   ABUSE_BREAK=a,b,c,d,e,f,verify (any of them) gives those checks a deliberately wrong expectation (to see it fail).
+#   ABUSE_BREAK=a,a2,a3,b,c,c2,d,d2,e,f,verify (any of them) gives those checks a deliberately wrong expectation (to see it fail).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 HERE=$(pwd)
@@ -127,7 +127,7 @@ lock_reply=$($PY probe "$PORT" "AUTH $SECRET" 127.0.77.1 | grep -E '^(OK|ERR)')
 if broken d; then lock_expect='^OK operator'; else lock_expect='^ERR (423|429) '; fi
 grep -qE "$lock_expect" <<<"$lock_reply"
 check $? "(d) after the failures, AUTH with the right secret from 127.0.77.1 is refused: '$lock_reply'"
-n423=$(count err423); n429=$(count err429_backoff)
+n423=$(count err423); n429=$(count err429_backoff); broken d2 && n423=0
 [ "$n423" -gt 0 ] && [ "$n429" -gt 0 ] && [ "$(count leak_operator)" = 0 ]
 check $? "(d) during the run the clients got backoff (ERR 429: $n429) and lockout (ERR 423: $n423) replies, never OK operator"
 
@@ -159,10 +159,11 @@ broken a && db_g=$((db_g + 1))
 log "decisions: summary $sum_g granted $sum_d denied; audit log $db_g / $db_d; journal $j_g / $j_d; STATS before the stop: $stats_dec"
 [ -n "$sum_g" ] && [ "$((sum_g + sum_d))" -gt 0 ] && [ "$db_g" = "$sum_g" ] && [ "$db_d" = "$sum_d" ] && [ "$j_g" = "$sum_g" ] && [ "$j_d" = "$sum_d" ]
 check $? "(a) every decision is in the audit log: $db_g granted + $db_d denied records = journal $j_g + $j_d = summary $sum_g + $sum_d"
-st_g=$(awk '{ print $3 }' <<<"$stats_dec"); st_d=$(awk '{ print $5 }' <<<"$stats_dec")
-[ -n "$st_g" ] && [ "$st_g" -le "$sum_g" ] && [ "$st_d" -le "$sum_d" ] && [ "$((sum_g + sum_d - st_g - st_d))" -le 20 ]
+st_g=$(awk '{ print $3 }' <<<"$stats_dec"); st_d=$(awk '{ print $5 }' <<<"$stats_dec"); broken a2 && st_g=$((sum_g + 1))
+[ -n "$st_g" ] && [ "$st_g" -le "$sum_g" ] && [ "$st_d" -le "$sum_d" ] && [ "$((sum_g + sum_d - st_g - st_d))" -le 100 ]
 check $? "(a) STATS read just before the stop ($stats_dec) is at most the final count, within the last seconds' decisions"
-! grep -qE 'overwritten before|records-lost' "$D/journal" \
+lost_pattern='overwritten before|records-lost'; broken a3 && lost_pattern='decision granted'
+! grep -qE "$lost_pattern" "$D/journal" \
   && [ "$(sqlite3 "file:$D/log/audit.db?mode=ro" "SELECT count(*) FROM events WHERE kind='records-lost'")" = 0 ]
 check $? "(a) no event overwritten before the journal printed it, no records-lost record"
 
@@ -177,17 +178,17 @@ check $? "(b) every ERR 403 wrong secret the clients got ($n403) is an auth-fail
 needle=$SECRET; broken c && needle="granted"
 hex=${SECRET#abuse-}
 files=("$D"/log/audit.db* "$D"/live/audit.db* "$D/journal")
-found=$(for f in "${files[@]}"; do grep -a -l -F -e "$needle" -e "$hex" -e "${hex:0:12}" "$f"; done)
+found=$(for f in "${files[@]}"; do grep -a -l -F -e "$needle" -e "$hex" -e "${hex:0:12}" "$f"; done | xargs)
 [ -z "$found" ]
 check $? "(c) the secret (or its random part) is in none of ${#files[@]} files: $(basename -a "${files[@]}" | xargs)${found:+ — found in $found}"
-lk=$(( $(count leak_secret) + $(count leak_payload) + $(count unframed) ))
+lk=$(( $(count leak_secret) + $(count leak_payload) + $(count unframed) )); broken c2 && lk=$(count body)
 [ "$lk" = 0 ]; check $? "(c) no reply to the clients held the secret or a payload, and every line was body, status or event"
 
 # ---------------------------------------------------------------- (e) frame rate
 ratio=$(awk -v a="$ABUSE_FPS" -v b="$BASE_FPS" 'BEGIN { printf "%.3f", (b > 0 ? a / b : 0) }')
 need=0.95; broken e && need=1.5
-awk -v r="$ratio" -v n="$need" 'BEGIN { exit !(r >= n) }'
 cpu_ratio=$(awk -v a="$ABUSE_CPU" -v b="$BASE_CPU" 'BEGIN { printf "%.3f", (b > 0 ? a / b : 0) }')
+awk -v r="$ratio" -v n="$need" 'BEGIN { exit !(r >= n) }'
 check $? "(e) frame rate under abuse $ABUSE_FPS fps vs baseline $BASE_FPS fps: ratio $ratio (>= $need; after the clients $AFTER_FPS fps; frames per loop-thread CPU second $ABUSE_CPU vs $BASE_CPU: $cpu_ratio)"
 
 # ---------------------------------------------------------------- log verify
