@@ -15,6 +15,13 @@ PACKAGES=(
   libsodium-dev        # SHA-256 of payloads, constant-time compares
   libtomlplusplus-dev  # config.toml
   libqrencode-dev      # QR fixtures for tests and the demo
+  qrencode             # QR frames for the console stages (deploy/console-*.sh)
+  socat                # the serial console's pty pair (deploy/console-tools.sh)
+  picocom              # a technician's serial terminal, under test (deploy/console-tools.sh)
+  screen               # another one
+  tmux                 # drives picocom and screen, reads their screens
+  sqlite3              # reads the audit log independently (deploy/console-abuse.sh)
+  python3              # the abuse run's clients (deploy/console-abuse.py, standard library only)
 )
 
 missing=()
