@@ -275,8 +275,9 @@ public struct ScanEngine<
     actuator.relayForcedInactive(at: now)
     let wallNow = wall.unixNanoseconds()
     if relayLevel == .active {
-      // The edge the guard drove, at its own time (so first: nothing was recorded since), appended
-      // directly, never held behind a decision.
+      // The edge the guard drove, at its own time (earlier than the events the loop recorded
+      // since it resumed: the ring's order shows when the loop took the trip), appended directly,
+      // never held behind a decision.
       let trip = min(trippedAt, now)
       var edge = ScanEvent()
       edge.kind = .edge

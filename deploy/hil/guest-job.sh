@@ -185,6 +185,7 @@ start wd
 sample "$W/gpio-wd.txt"
 python3 "$W/stall-thread.py" $pid $S/sim_gpio1/value 5 > "$W/stall-wd.txt" 2>&1 &
 staller=$!
+waitfor "$W/stall-wd.txt" "^ready" 60  # Python takes seconds to start under TCG: the pulse must come after
 feed GREY "$W/alice.grey"
 wait $staller; sleep 1.5; stop_sample
 stopped=$(awk '$1 == "stopped" {print $2}' "$W/stall-wd.txt"); resumed=$(awk '$1 == "resumed" {print $2}' "$W/stall-wd.txt")

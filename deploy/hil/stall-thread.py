@@ -4,7 +4,8 @@ reader's loop, while its other threads run on: ptrace(PTRACE_SEIZE) + PTRACE_INT
 that thread in a ptrace-stop (SIGSTOP would stop every thread, the relay watchdog's included).
 
 Usage: stall-thread.py TID VALUE_FILE SECONDS
-Waits until VALUE_FILE (a gpio-sim line's sysfs value) reads 1, stops thread TID (the main
+Prints "ready" once it runs (Python starts slowly under TCG: start the pulse only then), waits
+until VALUE_FILE (a gpio-sim line's sysfs value) reads 1, stops thread TID (the main
 thread of a process is its pid: the reader's loop), holds it SECONDS, lets it go. Prints
 "stopped MS" and "resumed MS" (CLOCK_REALTIME milliseconds, as the rig's sampler)."""
 import ctypes, os, sys, time
@@ -27,6 +28,7 @@ def ms():
 
 
 tid, path, seconds = int(sys.argv[1]), sys.argv[2], float(sys.argv[3])
+print("ready", ms(), flush=True)
 end = time.monotonic() + 60
 while True:
     with open(path) as f:
