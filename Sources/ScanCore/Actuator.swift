@@ -41,6 +41,9 @@ public struct ActuationSettings: Equatable, Sendable {
   public static let relayPulseMillisecondsCap = 30_000
   /// After a relay period that ran into its cap, pulses are refused for this long.
   public static let relayRestMilliseconds = 1_000
+  /// How long after its period's cap end the relay watchdog (`RelayGuard`) waits for the loop
+  /// to have driven the relay inactive before it does so itself.
+  public static let relayWatchdogMarginMilliseconds = 250
   public var relayPulseMilliseconds = 3_000
   public var relayPulseMillisecondsMax = 10_000
   public var grantPattern = BuzzerPattern.grant
@@ -101,6 +104,16 @@ public struct Actuator: Sendable {
   public mutating func releaseRelay() {
     periodCapEnd = nil
     relayUntil = Instant(nanoseconds: 0)
+  }
+
+  /// When the current relay period must end at the latest (nil: no period).
+  public var relayPeriodCapEnd: Instant? { periodCapEnd }
+
+  /// The relay was driven inactive behind the actuator's back (the relay watchdog, after the
+  /// period's cap): the period ends, and pulses rest as after any capped period.
+  public mutating func relayForcedInactive(at now: Instant) {
+    releaseRelay()
+    restUntil = max(restUntil, now.adding(milliseconds: ActuationSettings.relayRestMilliseconds))
   }
 
   /// Milliseconds of rest left at `now` (pulses are refused until then), or nil.

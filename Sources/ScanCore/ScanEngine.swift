@@ -7,6 +7,8 @@ public struct ScanStats: Sendable {
   public var denies: UInt64 = 0
   public var manualOpens: UInt64 = 0
   public var gpioErrors: UInt64 = 0
+  /// Times the relay watchdog drove the relay inactive because the loop had not by its cap.
+  public var relayWatchdogTrips: UInt64 = 0
   public var truncatedPayloads: UInt64 = 0
   /// Time spent in the decoder per frame.
   public var decode = LatencyHistogram()
@@ -53,6 +55,10 @@ public struct ScanEngine<
   public private(set) var relay: Relay
   public private(set) var buzzer: Buzzer
   public private(set) var relayLevel = LineLevel.inactive
+  /// Holds the relay's cap when the loop does not (nil: nothing but `tick` does). Set by the
+  /// owner before the first pulse.
+  public var relayGuard: (any RelayGuard)? = nil
+  private var relayGuardArmed = false
   public private(set) var buzzerLevel = LineLevel.inactive
   public var stats = ScanStats()
   public let events: EventRing
@@ -218,15 +224,22 @@ public struct ScanEngine<
   /// Drives the lines to the actuator's levels for now. Call whenever `nextDeadline` passes.
   public mutating func tick() {
     let now = clock.now()
+    if let tripped = relayGuard?.takeTrip() { relayGuardTripped(at: now, trippedAt: tripped) }
     let levels = actuator.levels(at: now)
     var edged = false
     if levels.relay != relayLevel {
+      // Armed before the active write: the guard can never find an active relay it was not told of.
+      if levels.relay == .active { armRelayGuard() }
       do throws(GPIOError) {
         try relay.set(levels.relay)
         relayLevel = levels.relay
         edged = levels.relay == .active
         recordEdge(line: EdgeCode.relay, level: levels.relay, at: now)
+        // Disarmed only after the inactive write succeeded: a failed (or hung) one is the guard's.
+        if levels.relay == .inactive { disarmRelayGuard() }
       } catch { recordGPIOFault(error) }
+    } else if levels.relay == .inactive && relayGuardArmed {
+      disarmRelayGuard()  // the active write failed, and the period is over
     }
     if levels.buzzer != buzzerLevel {
       do throws(GPIOError) {
@@ -242,6 +255,47 @@ public struct ScanEngine<
       lastEdgeMicroseconds = UInt32(clamping: edgeAt.microseconds(since: from))
       pendingEdgeFrom = nil
     }
+  }
+
+  private mutating func armRelayGuard() {
+    guard let relayGuard, let capEnd = actuator.relayPeriodCapEnd else { return }
+    relayGuard.arm(deadline: capEnd.adding(milliseconds: ActuationSettings.relayWatchdogMarginMilliseconds))
+    relayGuardArmed = true
+  }
+
+  private mutating func disarmRelayGuard() {
+    guard relayGuardArmed else { return }
+    relayGuard?.disarm()
+    relayGuardArmed = false
+  }
+
+  /// The guard drove the relay inactive at `trippedAt` because this loop had not by the cap:
+  /// record it, and count the relay inactive (level and period) so the loop does not fight it.
+  private mutating func relayGuardTripped(at now: Instant, trippedAt: Instant) {
+    stats.relayWatchdogTrips &+= 1
+    relayGuardArmed = false
+    actuator.relayForcedInactive(at: now)
+    let wallNow = wall.unixNanoseconds()
+    if relayLevel == .active {
+      // The edge the guard drove, at its own time (earlier than the events the loop recorded
+      // since it resumed: the ring's order shows when the loop took the trip), appended directly,
+      // never held behind a decision.
+      let trip = min(trippedAt, now)
+      var edge = ScanEvent()
+      edge.kind = .edge
+      edge.code = EdgeCode.code(line: EdgeCode.relay, level: .inactive)
+      edge.monotonic = trip
+      edge.wallNanoseconds = wallNow &- Int64(clamping: now.nanoseconds - trip.nanoseconds)
+      events.append(edge)
+      relayLevel = .inactive
+    }
+    var e = ScanEvent()
+    e.kind = .fault
+    e.code = FaultCode.relayWatchdog.rawValue
+    e.monotonic = now
+    e.wallNanoseconds = wallNow
+    events.append(e)
+    actuator.play(settings.actuation.faultPattern, at: now)
   }
 
   private mutating func recordEdge(line: UInt16, level: LineLevel, at now: Instant) {
@@ -316,7 +370,10 @@ public struct ScanEngine<
     let now = clock.now()
     // Set both even when they already read inactive: a failed earlier write may have left the
     // line in another state than `relayLevel` says.
-    do throws(GPIOError) { try relay.set(.inactive) } catch { recordGPIOFault(error) }
+    do throws(GPIOError) {
+      try relay.set(.inactive)
+      disarmRelayGuard()
+    } catch { recordGPIOFault(error) }
     do throws(GPIOError) { try buzzer.set(.inactive) } catch { recordGPIOFault(error) }
     if relayLevel == .active { recordEdge(line: EdgeCode.relay, level: .inactive, at: now) }
     if buzzerLevel == .active { recordEdge(line: EdgeCode.buzzer, level: .inactive, at: now) }
@@ -339,6 +396,9 @@ public enum FaultCode: UInt16, Sendable {
   /// The audit log's file was moved aside (corrupt, or written before the keyed chain) and a
   /// new one started; the record's detail names the old file.
   case logMovedAside = 10
+  /// The relay watchdog drove the relay inactive: the loop had not by the relay's cap (plus
+  /// `ActuationSettings.relayWatchdogMarginMilliseconds`).
+  case relayWatchdog = 11
 
   public var name: String {
     switch self {
@@ -352,6 +412,7 @@ public enum FaultCode: UInt16, Sendable {
     case .started: "started"
     case .stopping: "stopping"
     case .logMovedAside: "log-moved-aside"
+    case .relayWatchdog: "relay-watchdog"
     }
   }
 }

@@ -159,6 +159,23 @@ public protocol OutputLine: ~Copyable {
   mutating func set(_ level: LineLevel) throws(GPIOError)
 }
 
+/// Holds the relay's hard cap when the loop does not (the seam to the relay watchdog).
+///
+/// The engine arms it, with the instant by which the relay must be inactive (its period's cap
+/// end plus `ActuationSettings.relayWatchdogMarginMilliseconds`), before it drives the relay
+/// active, and disarms it once it has driven the relay inactive. If the deadline passes while it
+/// is armed, the guard drives the relay inactive itself, on its own thread, and the engine's
+/// next `tick` takes the trip: a `relay-watchdog` fault, the fault pattern, and the relay counted
+/// inactive. The guard only ever drives the relay inactive. Deadlines are on the engine's
+/// clock, which must then be the one the guard sleeps on (CLOCK_MONOTONIC on Linux).
+/// `arm`, `disarm` and `takeTrip` run on the loop's thread, must not block or allocate.
+public protocol RelayGuard: AnyObject {
+  func arm(deadline: Instant)
+  func disarm()
+  /// When the guard drove the relay inactive, if it did since the last call (then cleared).
+  func takeTrip() -> Instant?
+}
+
 /// SHA-256 of payload bytes (a crypto library does it, not the core).
 public protocol PayloadDigester {
   func sha256(_ bytes: UnsafeRawBufferPointer) -> Digest

@@ -1,25 +1,41 @@
 import ScanCore
+import Synchronization
 
 /// A simulated GPIO line that records every edge with its time, into storage allocated once.
 ///
 /// Used by tests (assert on the edge history) and by `scangate demo` (print edges as they
 /// happen through `onEdge`). Optionally fails on demand, to test GPIO fault handling.
-public final class RecordingOutputLine: OutputLine {
+///
+/// Safe to drive from two threads (the loop, and the relay watchdog's inactive write), as a
+/// line request is: each `set` and each read of the history holds a lock (no allocation).
+/// `onEdge` is called outside it, on the thread that drove the edge.
+public final class RecordingOutputLine: OutputLine, @unchecked Sendable {
   /// One recorded change of level.
   public struct Edge: Equatable, Sendable {
     public var level: LineLevel
     public var at: Instant
   }
 
+  private struct State {
+    var level = LineLevel.inactive
+    var edgeCount = 0
+    var droppedEdges = 0
+    var failWithErrno: Int32? = nil
+  }
+
   public let name: String
-  public private(set) var level = LineLevel.inactive
+  private let state = Mutex(State())
   private let clock: any MonotonicClock
   private let storage: UnsafeMutableBufferPointer<Edge>
-  public private(set) var edgeCount = 0
+  public var level: LineLevel { state.withLock { $0.level } }
+  public var edgeCount: Int { state.withLock { $0.edgeCount } }
   /// Edges that did not fit in the storage.
-  public private(set) var droppedEdges = 0
+  public var droppedEdges: Int { state.withLock { $0.droppedEdges } }
   /// When set, `set` throws this errno.
-  public var failWithErrno: Int32? = nil
+  public var failWithErrno: Int32? {
+    get { state.withLock { $0.failWithErrno } }
+    set { state.withLock { $0.failWithErrno = newValue } }
+  }
   /// Called on every change of level (the demo prints it).
   public var onEdge: ((String, LineLevel, Instant) -> Void)? = nil
 
@@ -33,17 +49,21 @@ public final class RecordingOutputLine: OutputLine {
   deinit { storage.deallocate() }
 
   public func set(_ newLevel: LineLevel) throws(GPIOError) {
-    if let code = failWithErrno { throw GPIOError(errno: code, operation: "set \(name)") }
-    guard newLevel != level else { return }
-    level = newLevel
-    let now = clock.now()
-    if edgeCount < storage.count { storage[edgeCount] = Edge(level: newLevel, at: now); edgeCount += 1 }
-    else { droppedEdges += 1 }
-    onEdge?(name, newLevel, now)
+    let outcome: (failed: Int32?, edgeAt: Instant?) = state.withLock { s in
+      if let code = s.failWithErrno { return (code, nil) }
+      guard newLevel != s.level else { return (nil, nil) }
+      s.level = newLevel
+      let now = clock.now()
+      if s.edgeCount < storage.count { storage[s.edgeCount] = Edge(level: newLevel, at: now); s.edgeCount += 1 }
+      else { s.droppedEdges += 1 }
+      return (nil, now)
+    }
+    if let code = outcome.failed { throw GPIOError(errno: code, operation: "set \(name)") }
+    if let now = outcome.edgeAt { onEdge?(name, newLevel, now) }
   }
 
   /// The recorded edges, oldest first.
-  public var edges: [Edge] { Array(storage[0..<edgeCount]) }
+  public var edges: [Edge] { state.withLock { Array(storage[0..<$0.edgeCount]) } }
 
   /// Lengths in milliseconds of every completed active period.
   public var activePeriodsMilliseconds: [Int] {
@@ -56,5 +76,5 @@ public final class RecordingOutputLine: OutputLine {
     return out
   }
 
-  public func clear() { edgeCount = 0 }
+  public func clear() { state.withLock { $0.edgeCount = 0 } }
 }

@@ -22,12 +22,19 @@ enum Service {
     case .sim:
       let relay = SimulatedOutputLine()
       let buzzer = SimulatedOutputLine()
-      return withSource(config, options: options, relay: relay, buzzer: buzzer)
+      do {
+        let watchdog = try RelayWatchdog(simulated: relay)
+        return withSource(config, options: options, relay: relay, buzzer: buzzer, watchdog: watchdog)
+      } catch {
+        writeStandardError("scangate: cannot \(error.operation): \(SystemError.describe(error.errno))\n")
+        return 1
+      }
     case .gpiod:
       do {
         let relay = try GPIODOutputLine(chip: config.gpioChip, offset: UInt32(config.relayLine), activeLow: config.relayActiveLow)
         let buzzer = try GPIODOutputLine(chip: config.gpioChip, offset: UInt32(config.buzzerLine), activeLow: config.buzzerActiveLow)
-        return withSource(config, options: options, relay: relay, buzzer: buzzer)
+        let watchdog = try RelayWatchdog(relay: relay)
+        return withSource(config, options: options, relay: relay, buzzer: buzzer, watchdog: watchdog)
       } catch {
         writeStandardError("scangate: cannot request GPIO lines: \(error.operation): \(SystemError.describe(error.errno))\n")
         return 1
@@ -36,17 +43,17 @@ enum Service {
   }
 
   static func withSource<R: OutputLine & ~Copyable, B: OutputLine & ~Copyable>(
-    _ config: ScanConfig, options: Options, relay: consuming R, buzzer: consuming B
+    _ config: ScanConfig, options: Options, relay: consuming R, buzzer: consuming B, watchdog: RelayWatchdog
   ) -> Int32 {
     switch config.cameraSource {
     case .v4l2:
       let settings = cameraSettings(config)
-      return serve(config, options: options, relay: relay, buzzer: buzzer) { () throws(CaptureError) in
+      return serve(config, options: options, relay: relay, buzzer: buzzer, watchdog: watchdog) { () throws(CaptureError) in
         try V4L2FrameSource(settings)
       }
     case .replay:
       let clock = SystemMonotonicClock()
-      return serve(config, options: options, relay: relay, buzzer: buzzer) { () throws(CaptureError) in
+      return serve(config, options: options, relay: relay, buzzer: buzzer, watchdog: watchdog) { () throws(CaptureError) in
         try ReplayFrameSource(path: config.replayPath, width: config.cameraWidth, height: config.cameraHeight,
                               framesPerSecond: config.replayFPS, loops: config.replayLoop, clock: clock)
       }
@@ -54,7 +61,7 @@ enum Service {
   }
 
   static func serve<S: LoopFrameSource & ~Copyable, R: OutputLine & ~Copyable, B: OutputLine & ~Copyable>(
-    _ config: ScanConfig, options: Options, relay: consuming R, buzzer: consuming B,
+    _ config: ScanConfig, options: Options, relay: consuming R, buzzer: consuming B, watchdog: RelayWatchdog,
     openSource: @escaping () throws(CaptureError) -> S
   ) -> Int32 {
     let clock = SystemMonotonicClock()
@@ -72,6 +79,7 @@ enum Service {
                        openSource: openSource)
     let auditLog = config.log.path.isEmpty ? nil : AuditLog(settings: config.log, ring: ring)
     loop.auditLog = auditLog
+    loop.engine.relayGuard = watchdog  // the relay's cap, held off the loop too
     let printer = EventPrinter(ring: ring, start: loop.startedAt, clock: clock, skipping: options.skipping,
                                payloads: config.log.rawPayloads ? .shown : .hidden)
     if let error = loop.reloadAllowList() {
@@ -80,6 +88,7 @@ enum Service {
     printer.startThread()
     auditLog?.start()
     loop.run()
+    watchdog.stop()  // disarmed by the loop's release; stopped while the relay line is still open
     auditLog?.stop()  // everything the loop recorded, its last events included, is written
     if let auditLog { printChainHead(auditLog) }
     printer.stop()

@@ -106,15 +106,21 @@ import Testing
     var loop = RunLoop(engine: engine, settings: loopSettings) { () throws(CaptureError) in
       try ReplayFrameSource(path: path, width: Self.width, height: Self.height, framesPerSecond: 0, loops: true, clock: clock)
     }
+    // The service's relay watchdog rides along: arming, disarming and the per-tick trip check
+    // are on the frame path too.
+    let watchdog = try RelayWatchdog(simulated: relay)
+    defer { watchdog.stop() }
+    loop.engine.relayGuard = watchdog
     #expect(loop.reloadAllowList() == nil)
     for _ in 0..<240 { loop.runOnce(maximumWaitMilliseconds: 5) }
-    let framesBefore = loop.engine.stats.frames
+    let framesBefore = loop.engine.stats.frames, armsBefore = watchdog.arms
     alloc_counter_reset()
     for _ in 0..<1_200 { loop.runOnce(maximumWaitMilliseconds: 5) }
     let allocations = alloc_counter_mallocs()
     #expect(allocations == 0, "\(allocations) allocations in 1,200 loop iterations")
     #expect(loop.engine.stats.frames - framesBefore >= 1_000)
     #expect(loop.engine.stats.grants > 0)
+    #expect(watchdog.arms > armsBefore && watchdog.trips == 0)
   }
 }
 

@@ -171,6 +171,38 @@ for how in TERM KILL; do
   [ $how = TERM ] && check "SIGTERM: the service drove the relay inactive itself before exiting" grep -q "edge relay inactive" "$W/sig$how.out"
 done
 
+# ---------------------------------------------------------------- relay watchdog: the loop stalled mid-pulse
+# The loop thread alone is held in a ptrace-stop (stall-thread.py: PTRACE_SEIZE + PTRACE_INTERRUPT
+# on the main thread, as a hung driver call or a slow disk would hold it; SIGSTOP would stop the
+# watchdog thread too) from the moment gpio-sim shows the relay active, for 5 s. With
+# relay_pulse_ms = relay_pulse_ms_max = 2000 the relay must read 0 about 2250 ms after it went
+# active (cap end + the watchdog's 250 ms margin) while the loop is still stopped; once the loop
+# runs again it records "fault relay-watchdog" and leaves the relay off.
+config wd grey 2000 ""
+sed -i 's/^relay_pulse_ms = 2000$/&\nrelay_pulse_ms_max = 2000/; s/^leave_after_ms = .*/leave_after_ms = 60000/' "$W/wd.toml"
+feed GREY "$W/blank.grey"
+start wd
+sample "$W/gpio-wd.txt"
+python3 "$W/stall-thread.py" $pid $S/sim_gpio1/value 5 > "$W/stall-wd.txt" 2>&1 &
+staller=$!
+waitfor "$W/stall-wd.txt" "^ready" 60  # Python takes seconds to start under TCG: the pulse must come after
+feed GREY "$W/alice.grey"
+wait $staller; sleep 1.5; stop_sample
+stopped=$(awk '$1 == "stopped" {print $2}' "$W/stall-wd.txt"); resumed=$(awk '$1 == "resumed" {print $2}' "$W/stall-wd.txt")
+on=$(awk '$2 == 1 {print $1; exit}' "$W/gpio-wd.txt")
+off=$(awk -v on="${on:-0}" '$1 > on && $2 == 0 {print $1; exit}' "$W/gpio-wd.txt")
+again=$(awk -v off="${off:-0}" '$1 > off && $2 == 1' "$W/gpio-wd.txt" | wc -l)
+held=$(( ${off:-0} - ${on:-0} ))
+# Stopped once the relay read 1 (the staller waits for it), before the loop's own release was due.
+wd_stopped() { [ -n "$stopped" ] && [ -n "$resumed" ] && [ -n "$on" ] && [ "$stopped" -lt $(( on + 2000 )) ]; }
+wd_off() { [ -n "$off" ] && [ "$held" -ge 2200 ] && [ "$held" -le 3000 ] && [ "$off" -gt "${stopped:-0}" ] && [ "$off" -lt "${resumed:-0}" ]; }
+check "relay watchdog: the loop thread alone was stopped while the relay was active, $(( ${stopped:-0} - ${on:-0} )) ms after it went active ($(tr '\n' ' ' < "$W/stall-wd.txt" | head -c 120))" wd_stopped
+check "relay watchdog: relay inactive $held ms after it went active (want 2200-3000: cap 2000 + margin 250), while the loop was stopped ($(( ${off:-0} - ${stopped:-0} )) ms into a $(( ${resumed:-0} - ${stopped:-0} )) ms stall)" wd_off
+check "relay watchdog: the resumed loop recorded 'fault relay-watchdog'" waitfor "$W/wd.out" "fault relay-watchdog" 10
+check "relay watchdog: the relay stayed off after the loop resumed ($again samples of 1)" test "$again" = 0
+kill -TERM $pid; wait $pid; rc=$?
+check "relay watchdog: SIGTERM: exit status 0 (got $rc)" test $rc = 0
+
 # ---------------------------------------------------------------- fatal signals mid-pulse: the crash guard
 # gpio-sim puts a released line back to its pull, so "inactive after death" proves nothing by
 # itself. Here the relay's pull is the ACTIVE level, and the core is piped to a helper that holds

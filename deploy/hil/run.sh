@@ -133,6 +133,7 @@ chmod +x "$IR/core-sink"
 # ---------------------------------------------------------------- frames and config
 python3 "$ROOT/deploy/hil/frames.py" "$RUN" || die "frame generation"
 cp "$ROOT/deploy/hil/guest-job.sh" "$RUN/job.sh"
+cp "$ROOT/deploy/hil/stall-thread.py" "$RUN/stall-thread.py"
 # The guest sees the host root read-only but with its own tmpfs on /tmp and /run: the binary
 # (and any library it loads from there) is copied into the work folder, which the guest mounts.
 mkdir -p "$RUN/bin"; cp "$BIN" "$RUN/bin/scangate" || die "copying $BIN"

@@ -25,6 +25,36 @@ void sg_gpio_release(sg_gpio_line *line);
 int sg_gpio_crash_guard_install(void);
 /// How many open output lines the crash guard would drive inactive now.
 int sg_gpio_crash_guarded_lines(void);
+/// The relay watchdog: one thread, started with the service, that holds the relay's hard cap
+/// independently of the loop. The loop arms it (the absolute CLOCK_MONOTONIC deadline by which
+/// the relay must be inactive) before it drives the relay active and disarms it after it drove
+/// the relay inactive. If the deadline passes while armed, the thread drives the relay inactive
+/// itself, counts the trip and leaves it for the loop to take (`sg_relay_watchdog_take_trip`).
+/// It only ever drives inactive, so it may race the owner's own inactive write.
+typedef struct sg_relay_watchdog sg_relay_watchdog;
+
+/// Starts a watchdog for `line`, driven through the crash guard's table of registered lines (the
+/// same one ioctl as the crash handler); the line must be open, and stay open until
+/// `sg_relay_watchdog_stop`. With `line` NULL it calls `drive_inactive(context)` instead (the
+/// simulated backend). The thread blocks every signal but the crash guard's and sleeps in a
+/// futex wait (absolute CLOCK_MONOTONIC timeout) whenever it has nothing to do. Returns NULL
+/// with errno on failure.
+sg_relay_watchdog *sg_relay_watchdog_start(const sg_gpio_line *line, void (*drive_inactive)(void *context),
+                                           void *context);
+/// Arms with `deadline_ns` (CLOCK_MONOTONIC, nonzero): two atomic stores and one FUTEX_WAKE; no
+/// lock, no allocation. A later call replaces the deadline.
+void sg_relay_watchdog_arm(sg_relay_watchdog *watchdog, uint64_t deadline_ns);
+/// Disarms: one atomic store.
+void sg_relay_watchdog_disarm(sg_relay_watchdog *watchdog);
+/// When the thread last drove the output inactive (CLOCK_MONOTONIC ns), if the owner has not
+/// taken that trip yet; takes it. 0 when there is none.
+uint64_t sg_relay_watchdog_take_trip(sg_relay_watchdog *watchdog);
+/// Trips and arms since the start.
+uint64_t sg_relay_watchdog_trips(const sg_relay_watchdog *watchdog);
+uint64_t sg_relay_watchdog_arms(const sg_relay_watchdog *watchdog);
+/// Stops the thread, waits for it and frees the watchdog.
+void sg_relay_watchdog_stop(sg_relay_watchdog *watchdog);
+
 /// The libgpiod version string.
 const char *sg_gpio_library_version(void);
 
