@@ -59,6 +59,12 @@ public struct ConsoleListener: Equatable, Sendable, CustomStringConvertible {
 
   public static let tlsPrefix = "tls:"
 
+  public init(address: String, tls: Bool, loopback: Bool) {
+    self.address = address
+    self.tls = tls
+    self.loopback = loopback
+  }
+
   /// Whether `host`, an IPv4 or IPv6 literal (no brackets), is a loopback address:
   /// 127.0.0.0/8 or ::1. Nil when it is not an address. Everything else counts as remote,
   /// including the wildcards 0.0.0.0 and :: and IPv4-mapped addresses.
@@ -322,6 +328,7 @@ public final class ConsoleServer<Clock: MonotonicClock>: ConsoleOutput {
       if !clients[i].handshaking { _ = sg_tls_shutdown(session) }  // close_notify, not awaited
       sg_tls_session_free(session)
     }
+    if !clients[i].isSerial { discardInput(clients[i].fd) }
     close(clients[i].fd)
     if dropped { droppedClients &+= 1 }
     let wasSerial = clients[i].isSerial
@@ -331,6 +338,15 @@ public final class ConsoleServer<Clock: MonotonicClock>: ConsoleOutput {
     if wasSerial {
       serialReopens &+= 1
       scheduleSerialRetry()
+    }
+  }
+
+  /// Reads and drops what a closing client already sent (a pipelined line, a TLS close_notify):
+  /// closing a socket with unread input sends a reset, which can destroy the replies still on
+  /// their way to the client (`printf 'STATUS\nQUIT\n' | socat ...` would see none of them).
+  private func discardInput(_ fd: Int32) {
+    for _ in 0..<16 {
+      if recv(fd, readBuffer.baseAddress, readBuffer.count, Int32(MSG_DONTWAIT)) <= 0 { return }
     }
   }
 
@@ -358,7 +374,12 @@ public final class ConsoleServer<Clock: MonotonicClock>: ConsoleOutput {
   /// Appends one whole reply or event to client `i`'s output through `body`. If it does not fit,
   /// the client is disconnected (it is not reading); partial replies are never sent.
   public func send(_ slot: Int, _ body: (inout ByteWriter) -> Void) { write(slot, body) }
-  public func closeWhenFlushed(_ slot: Int) { clients[slot].closeWhenFlushed = true }
+  public func closeWhenFlushed(_ slot: Int) {
+    clients[slot].closeWhenFlushed = true
+    // Already flushed (the usual case: the reply went out with its send): close now, or
+    // nothing would (no output pending, no POLLOUT).
+    if clients[slot].fd >= 0 && clients[slot].outputStart == clients[slot].outputEnd { disconnect(slot) }
+  }
 
   func write(_ i: Int, _ body: (inout ByteWriter) -> Void) {
     guard clients[i].fd >= 0 else { return }
