@@ -15,6 +15,9 @@ PACKAGES=(
   libsodium-dev        # SHA-256 of payloads, constant-time compares
   libtomlplusplus-dev  # config.toml
   libqrencode-dev      # QR fixtures for tests and the demo
+  libssl-dev           # TLS on console listeners beyond loopback (OpenSSL libssl/libcrypto)
+  openssl              # tests: the test CA and certificates, s_client as an independent TLS client
+  socat                # tests: a second independent TLS client
 )
 
 missing=()
