@@ -51,6 +51,7 @@ import Testing
          extensions: "subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n")
     leaf("client", "/CN=technician", signedBy: "client-ca", extensions: "basicConstraints=CA:FALSE\nextendedKeyUsage=clientAuth\n")
     leaf("stranger", "/CN=stranger", signedBy: "ca", extensions: "basicConstraints=CA:FALSE\nextendedKeyUsage=clientAuth\n")
+    atexit { removeTree(ConsoleTLSTests.pki.directory) }  // test keys do not outlive the run
     return PKI(directory: d)
   }()
 
