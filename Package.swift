@@ -34,6 +34,7 @@ let package = Package(
     .target(name: "CGPIOD", linkerSettings: [.linkedLibrary("gpiod")]),
     .target(name: "CLinux", linkerSettings: [.linkedLibrary("sodium")]),
     .target(name: "CSQLite", linkerSettings: [.linkedLibrary("sqlite3")]),
+    .target(name: "CTLS", linkerSettings: [.linkedLibrary("ssl"), .linkedLibrary("crypto")]),
     .target(
       name: "CToml",
       cxxSettings: [.define("TOML_HEADER_ONLY", to: "0"), .define("TOML_SHARED_LIB", to: "1")],
@@ -42,7 +43,7 @@ let package = Package(
     // MARK: The only Swift target that imports C.
     .target(
       name: "ScanLinux",
-      dependencies: ["ScanCore", "ScanConsole", "CZXing", "CImageIO", "CV4L2", "CGPIOD", "CLinux", "CToml", "CSQLite"],
+      dependencies: ["ScanCore", "ScanConsole", "CZXing", "CImageIO", "CV4L2", "CGPIOD", "CLinux", "CToml", "CSQLite", "CTLS"],
       swiftSettings: swiftSettings),
 
     .executableTarget(

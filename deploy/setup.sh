@@ -22,6 +22,8 @@ PACKAGES=(
   tmux                 # drives picocom and screen, reads their screens
   sqlite3              # reads the audit log independently (deploy/console-abuse.sh)
   python3              # the abuse run's clients (deploy/console-abuse.py, standard library only)
+  libssl-dev           # TLS on console listeners beyond loopback (OpenSSL libssl/libcrypto)
+  openssl              # tests: the test CA and certificates, s_client as an independent TLS client
 )
 
 missing=()

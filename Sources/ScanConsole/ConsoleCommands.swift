@@ -195,8 +195,8 @@ public final class ConsoleCommands<Clock: MonotonicClock> {
     case .log: startLog(request, slot: slot, host: &host, output: output)
     case .auth: authenticate(argument, slot: slot, host: &host, output: output)
     case .quit:
-      output.closeWhenFlushed(slot)  // first: the reply's own flush then closes the connection
       output.send(slot) { $0.write("OK bye\n") }
+      output.closeWhenFlushed(slot)  // closes at once when the reply is already out
     case .open: open(request, sequence: sequence, slot: slot, host: &host, output: output)
     case .reload:
       let outcome = host.reload()

@@ -107,6 +107,10 @@ public struct ScanConfig: Equatable, Sendable {
   public var consoleSecretFile = ""
   public var consoleAuth = AuthSettings()
   public var consoleLimits = ConsoleLimits()
+  public var consoleTLSCertFile = ""
+  public var consoleTLSKeyFile = ""
+  public var consoleTLSClientCAFile = ""
+  public var consoleAllowPlaintextRemote = false
 
   public init() {}
 }
@@ -211,6 +215,10 @@ public enum ConfigSchema {
       $0.consoleSerialBaud = Int(str($1))!
     },
     Key(name: "console.secret_file", kind: .string) { $0.consoleSecretFile = str($1) },
+    Key(name: "console.tls_cert_file", kind: .string) { $0.consoleTLSCertFile = str($1) },
+    Key(name: "console.tls_key_file", kind: .string) { $0.consoleTLSKeyFile = str($1) },
+    Key(name: "console.tls_client_ca_file", kind: .string) { $0.consoleTLSClientCAFile = str($1) },
+    Key(name: "console.allow_plaintext_remote", kind: .boolean) { $0.consoleAllowPlaintextRemote = bool($1) },
     Key(name: "console.auth_failures_max", kind: .integer(1...100)) { $0.consoleAuth.failuresMax = int($1) },
     Key(name: "console.auth_lockout_s", kind: .integer(1...86_400)) { $0.consoleAuth.lockoutSeconds = int($1) },
     Key(name: "console.serial_operator_idle_s", kind: .integer(0...86_400)) { $0.consoleLimits.serialOperatorIdleSeconds = int($1) },

@@ -1,7 +1,73 @@
 import CLinux
+import CTLS
 import Glibc
 import ScanConsole
 import ScanCore
+
+/// One `console.listen` entry and how it is served. The secure default: a listener on a
+/// loopback address (127.0.0.0/8, ::1) speaks plain text; any other address (0.0.0.0, ::, a
+/// LAN or link-local address) speaks TLS when `console.tls_cert_file` and `tls_key_file` are
+/// set, plain text only with `console.allow_plaintext_remote = true`, and is refused otherwise.
+/// "tls:ADDRESS" asks for TLS on any address, loopback included (a reader behind a local
+/// proxy, and the tests).
+public struct ConsoleListener: Equatable, Sendable, CustomStringConvertible {
+  /// "host:port" or "[v6]:port", without the "tls:" prefix.
+  public var address: String
+  public var tls: Bool
+  public var loopback: Bool
+  /// "tls:0.0.0.0:4570" or "127.0.0.1:4570".
+  public var description: String { tls ? "tls:" + address : address }
+
+  public static let tlsPrefix = "tls:"
+
+  public init(address: String, tls: Bool, loopback: Bool) {
+    self.address = address
+    self.tls = tls
+    self.loopback = loopback
+  }
+
+  /// Whether `host`, an IPv4 or IPv6 literal (no brackets), is a loopback address:
+  /// 127.0.0.0/8 or ::1. Nil when it is not an address. Everything else counts as remote,
+  /// including the wildcards 0.0.0.0 and :: and IPv4-mapped addresses.
+  public static func isLoopback(host: String) -> Bool? {
+    var v4 = in_addr(), v6 = in6_addr()
+    if inet_pton(AF_INET, host, &v4) == 1 { return UInt32(bigEndian: v4.s_addr) >> 24 == 127 }
+    if inet_pton(AF_INET6, host, &v6) == 1 {
+      return withUnsafeBytes(of: v6) { b in (0..<15).allSatisfy { b[$0] == 0 } && b[15] == 1 }
+    }
+    return nil
+  }
+
+  /// The listeners `settings` asks for, each with its transport; throws when one is refused
+  /// (a plaintext listener that is not loopback, "tls:" without the files, a bad address).
+  public static func plan(_ settings: ConsoleSettings) throws(SystemError) -> [ConsoleListener] {
+    let tlsConfigured = !settings.tlsCertFile.isEmpty || !settings.tlsKeyFile.isEmpty
+    if tlsConfigured && (settings.tlsCertFile.isEmpty || settings.tlsKeyFile.isEmpty) {
+      throw SystemError(errno: EINVAL, operation: "console.tls_cert_file and console.tls_key_file: set both, or neither")
+    }
+    if !settings.tlsClientCAFile.isEmpty && !tlsConfigured {
+      throw SystemError(errno: EINVAL, operation: "console.tls_client_ca_file needs console.tls_cert_file and console.tls_key_file")
+    }
+    var listeners: [ConsoleListener] = []
+    for entry in settings.listen {
+      let prefixed = entry.hasPrefix(tlsPrefix)
+      let address = prefixed ? String(entry.dropFirst(tlsPrefix.count)) : entry
+      guard let loopback = isLoopback(host: splitHostPort(address).host) else {
+        throw SystemError(errno: EINVAL, operation: "console.listen \"\(entry)\": not an IPv4 or IPv6 address")
+      }
+      if prefixed && !tlsConfigured {
+        throw SystemError(errno: EINVAL, operation: "console.listen \"\(entry)\": TLS needs console.tls_cert_file and console.tls_key_file")
+      }
+      let tls = prefixed || (!loopback && tlsConfigured)
+      if !tls && !loopback && !settings.allowPlaintextRemote {
+        throw SystemError(errno: EPERM, operation: "console.listen \"\(entry)\" is not loopback and would send the AUTH secret and every "
+          + "reply in clear: set console.tls_cert_file and console.tls_key_file (TLS), or console.allow_plaintext_remote = true")
+      }
+      listeners.append(ConsoleListener(address: address, tls: tls, loopback: loopback))
+    }
+    return listeners
+  }
+}
 
 /// The console's transports: TCP listeners and clients, and one serial port, all polled by the
 /// run loop (no thread per client). Every buffer is allocated at init: a 512-byte line framer,
@@ -10,6 +76,13 @@ import ScanCore
 /// A client whose output buffer cannot take a whole reply or event (it does not read) is
 /// disconnected; nothing blocks the loop or grows. A serial port that fails (adapter unplugged)
 /// is closed and reopened with backoff.
+///
+/// TLS listeners (`ConsoleListener`): an accepted connection gets an OpenSSL session (created
+/// per connection: an allocation on accept, never on the frame path) and is handshaken
+/// non-blocking, driven by poll (want-read: POLLIN, want-write: POLLOUT), within
+/// `tlsHandshakeTimeoutMilliseconds`; only then does the console session start (greeting,
+/// commands). Reads and writes go through the session with the same fixed buffers; a close
+/// sends close_notify. Lockouts still key on the TCP peer's address.
 public final class ConsoleServer<Clock: MonotonicClock>: ConsoleOutput {
   /// One connection (a TCP client, or the serial port in the last slot).
   struct Client {
@@ -21,6 +94,12 @@ public final class ConsoleServer<Clock: MonotonicClock>: ConsoleOutput {
     var outputEnd = 0
     var queued = 0           // complete lines waiting in the queue
     var queueBytes = 0       // bytes used in the queue
+    var tls: OpaquePointer? = nil  // the TLS session (sg_tls_session), nil for plain text
+    var handshaking = false  // TLS: the handshake is not finished (no console session yet)
+    var handshakeWants = Int16(0)  // TLS: what the handshake waits for (POLLIN or POLLOUT)
+    var readWantsWrite = false     // TLS: the last read needs the socket writable
+    var writeWantsRead = false     // TLS: the last write needs the socket readable
+    var peer = PeerKey.loopback
   }
 
   public static var lineBytesMax: Int { LineFramer.lineBytesMax }
@@ -28,8 +107,17 @@ public final class ConsoleServer<Clock: MonotonicClock>: ConsoleOutput {
 
   public let settings: ConsoleSettings
   public private(set) var listenerDescriptors: [Int32] = []
-  /// Where each listener is bound ("127.0.0.1:4570"), ports resolved.
+  /// Where each listener is bound ("127.0.0.1:4570", "tls:0.0.0.0:4570"), ports resolved.
   public private(set) var boundAddresses: [String] = []
+  /// Whether each listener speaks TLS.
+  public private(set) var listenerTLS: [Bool] = []
+  /// The TLS context (nil when no TLS is configured).
+  public let tls: ConsoleTLS?
+  public private(set) var tlsHandshakes: UInt64 = 0
+  public private(set) var tlsHandshakeFailures: UInt64 = 0
+  public private(set) var tlsHandshakeTimeouts: UInt64 = 0
+  /// Why the last TLS handshake failed ("" when none has).
+  public private(set) var lastTLSFailure = ""
   /// Why the operator secret is unavailable (nil when one is loaded).
   public var secretProblem: String? { commands.secretProblem }
   /// The command interpreter: sessions, roles, budgets, AUTH.
@@ -78,17 +166,21 @@ public final class ConsoleServer<Clock: MonotonicClock>: ConsoleOutput {
     listenerTokens.initialize(repeating: .none)
     clientTokens = .allocate(capacity: slotCount)
     clientTokens.initialize(repeating: .none)
-    for address in settings.listen {
-      let (fd, bound) = try Self.listen(on: address)
+    let plan = try ConsoleListener.plan(settings)
+    tls = settings.tlsCertFile.isEmpty ? nil
+      : try ConsoleTLS(certFile: settings.tlsCertFile, keyFile: settings.tlsKeyFile, clientCAFile: settings.tlsClientCAFile)
+    for listener in plan {
+      let (fd, bound) = try Self.listen(on: listener.address)
       listenerDescriptors.append(fd)
-      boundAddresses.append(bound)
+      boundAddresses.append(listener.tls ? ConsoleListener.tlsPrefix + bound : bound)
+      listenerTLS.append(listener.tls)
     }
     if !settings.serialPath.isEmpty { openSerial() }
   }
 
   deinit {
     for fd in listenerDescriptors { close(fd) }
-    for i in 0..<slotCount where clients[i].fd >= 0 { close(clients[i].fd) }
+    for i in 0..<slotCount where clients[i].fd >= 0 { disconnect(i) }
     for i in 0..<slotCount { (framers + i).deinitialize(count: 1) }
     framers.deallocate()
     clients.deallocate()
@@ -175,8 +267,13 @@ public final class ConsoleServer<Clock: MonotonicClock>: ConsoleOutput {
   // MARK: - Clients
 
   private func attach(fd: Int32, peer: PeerKey, slot: Int, serial: Bool) {
-    clients[slot] = Client(fd: fd, isSerial: serial, lastActivity: clock.now())
-    commands.opened(slot, peer: peer, transport: serial ? .serial : .tcp)
+    clients[slot] = Client(fd: fd, isSerial: serial, lastActivity: clock.now(), peer: peer)
+    startSession(slot)
+  }
+
+  /// Starts the console session on a connected slot (for TLS, once the handshake is done).
+  private func startSession(_ slot: Int) {
+    commands.opened(slot, peer: clients[slot].peer, transport: clients[slot].isSerial ? .serial : .tcp)
     framers[slot].reset()
     write(slot) { w in
       w.write("! scangate ")
@@ -188,6 +285,11 @@ public final class ConsoleServer<Clock: MonotonicClock>: ConsoleOutput {
   /// Closes slot `i` (a serial port is reopened later).
   func disconnect(_ i: Int, dropped: Bool = false) {
     guard clients[i].fd >= 0 else { return }
+    if let session = clients[i].tls {
+      if !clients[i].handshaking { _ = sg_tls_shutdown(session) }  // close_notify, not awaited
+      sg_tls_session_free(session)
+    }
+    if !clients[i].isSerial { discardInput(clients[i].fd) }
     close(clients[i].fd)
     if dropped { droppedClients &+= 1 }
     let wasSerial = clients[i].isSerial
@@ -200,10 +302,25 @@ public final class ConsoleServer<Clock: MonotonicClock>: ConsoleOutput {
     }
   }
 
+  /// Reads and drops what a closing client already sent (a pipelined line, a TLS close_notify):
+  /// closing a socket with unread input sends a reset, which can destroy the replies still on
+  /// their way to the client (`printf 'STATUS\nQUIT\n' | socat ...` would see none of them).
+  private func discardInput(_ fd: Int32) {
+    for _ in 0..<16 {
+      if recv(fd, readBuffer.baseAddress, readBuffer.count, Int32(MSG_DONTWAIT)) <= 0 { return }
+    }
+  }
+
   /// Connected TCP clients and whether the serial port is open.
   public var connectedClients: Int {
     var n = 0
     for i in 0..<slotCount where clients[i].fd >= 0 && !clients[i].isSerial { n += 1 }
+    return n
+  }
+  /// TLS clients still in their handshake (counted in `connectedClients` too).
+  public var handshakingClients: Int {
+    var n = 0
+    for i in 0..<slotCount where clients[i].fd >= 0 && clients[i].handshaking { n += 1 }
     return n
   }
   public var watchingClients: Int {
@@ -218,7 +335,12 @@ public final class ConsoleServer<Clock: MonotonicClock>: ConsoleOutput {
   /// Appends one whole reply or event to client `i`'s output through `body`. If it does not fit,
   /// the client is disconnected (it is not reading); partial replies are never sent.
   public func send(_ slot: Int, _ body: (inout ByteWriter) -> Void) { write(slot, body) }
-  public func closeWhenFlushed(_ slot: Int) { clients[slot].closeWhenFlushed = true }
+  public func closeWhenFlushed(_ slot: Int) {
+    clients[slot].closeWhenFlushed = true
+    // Already flushed (the usual case: the reply went out with its send): close now, or
+    // nothing would (no output pending, no POLLOUT).
+    if clients[slot].fd >= 0 && clients[slot].outputStart == clients[slot].outputEnd { disconnect(slot) }
+  }
 
   func write(_ i: Int, _ body: (inout ByteWriter) -> Void) {
     guard clients[i].fd >= 0 else { return }
@@ -295,6 +417,10 @@ public final class ConsoleServer<Clock: MonotonicClock>: ConsoleOutput {
 
   /// Sends what client `i` has pending, as far as the socket takes it now.
   func flush(_ i: Int) {
+    if clients[i].tls != nil {
+      flushTLS(i)
+      return
+    }
     while clients[i].fd >= 0 && clients[i].outputStart < clients[i].outputEnd {
       let base = i * settings.clientOutputBytes
       let start = output.baseAddress! + base + clients[i].outputStart
@@ -319,10 +445,43 @@ public final class ConsoleServer<Clock: MonotonicClock>: ConsoleOutput {
     }
   }
 
+  /// `flush` for a TLS client: nothing before the handshake is done; SSL_write may take part
+  /// of the buffer (partial writes), and a retry may start at a moved buffer.
+  private func flushTLS(_ i: Int) {
+    guard let session = clients[i].tls, !clients[i].handshaking else { return }
+    clients[i].writeWantsRead = false
+    while clients[i].outputStart < clients[i].outputEnd {
+      let base = i * settings.clientOutputBytes
+      let length = min(clients[i].outputEnd - clients[i].outputStart, Int(Int32.max))
+      let n = sg_tls_write(session, output.baseAddress! + base + clients[i].outputStart, Int32(length))
+      if n > 0 {
+        clients[i].outputStart += Int(n)
+        continue
+      }
+      switch n {
+      case Int32(SG_TLS_WANT_WRITE): return  // POLLOUT: output is pending
+      case Int32(SG_TLS_WANT_READ): clients[i].writeWantsRead = true; return
+      default: disconnect(i); return
+      }
+    }
+    clients[i].outputStart = 0
+    clients[i].outputEnd = 0
+    if clients[i].closeWhenFlushed { disconnect(i) }
+  }
+
   // MARK: - Polling
 
   /// Descriptors the console may add to a poll set at most.
   public var pollCapacity: Int { listenerDescriptors.count + slotCount }
+
+  /// Whether client `i`'s line queue can take another read.
+  private func hasRoom(_ i: Int) -> Bool { clients[i].queueBytes + Self.lineBytesMax + 2 <= Self.queueBytes }
+
+  /// Whether TLS client `i` holds decrypted input that poll cannot report (read it now).
+  private func tlsInputPending(_ i: Int) -> Bool {
+    guard let session = clients[i].tls, !clients[i].handshaking else { return false }
+    return hasRoom(i) && sg_tls_pending(session) > 0
+  }
 
   /// Adds the listeners and clients to `poll`; returns when the console next needs the loop
   /// (a serial reopen, an idle client, a snapshot being rendered).
@@ -334,11 +493,21 @@ public final class ConsoleServer<Clock: MonotonicClock>: ConsoleOutput {
       clientTokens[i] = .none
       guard clients[i].fd >= 0 else { continue }
       var events = Int16(0)
-      if clients[i].queueBytes + Self.lineBytesMax + 2 <= Self.queueBytes { events |= Int16(POLLIN) }
-      if clients[i].outputStart < clients[i].outputEnd || i == bulkClient { events |= Int16(POLLOUT) }
+      if clients[i].handshaking {
+        events = clients[i].handshakeWants
+      } else {
+        if hasRoom(i) || clients[i].writeWantsRead { events |= Int16(POLLIN) }
+        if clients[i].outputStart < clients[i].outputEnd || i == bulkClient || clients[i].readWantsWrite { events |= Int16(POLLOUT) }
+      }
       clientTokens[i] = poll.add(clients[i].fd, events: events)
     }
     var deadline: Instant? = rendering ? now.adding(milliseconds: 10) : nil
+    for i in 0..<slotCount where clients[i].tls != nil {
+      var due: Instant? = nil
+      if clients[i].handshaking { due = clients[i].lastActivity.adding(milliseconds: settings.tlsHandshakeTimeoutMilliseconds) }
+      else if tlsInputPending(i) { due = now }
+      if let due, deadline == nil || due < deadline! { deadline = due }
+    }
     if !settings.serialPath.isEmpty && !serialOpen && (deadline == nil || serialRetryAt < deadline!) { deadline = serialRetryAt }
     return deadline
   }
@@ -348,17 +517,33 @@ public final class ConsoleServer<Clock: MonotonicClock>: ConsoleOutput {
   public func service(_ poll: PollSet) {
     let now = clock.now()
     for k in 0..<listenerDescriptors.count where poll.revents(listenerTokens[k]) & Int16(POLLIN) != 0 {
-      acceptAll(listenerDescriptors[k])
+      acceptAll(listenerDescriptors[k], tls: listenerTLS[k])
     }
     for i in 0..<slotCount where clients[i].fd >= 0 {
       let revents = poll.revents(clientTokens[i])
-      if revents & Int16(POLLOUT) != 0 {
+      if clients[i].handshaking {
+        if revents != 0 { advanceHandshake(i) }
+        continue
+      }
+      if revents & Int16(POLLOUT) != 0 || (clients[i].writeWantsRead && revents & Int16(POLLIN) != 0) {
         flush(i)
         if i == bulkClient { pumpBulk() }
       }
-      if revents & Int16(POLLIN | POLLHUP | POLLERR) != 0 { readClient(i, now: now) }
+      guard clients[i].fd >= 0 else { continue }
+      if revents & Int16(POLLIN | POLLHUP | POLLERR) != 0 || (clients[i].readWantsWrite && revents & Int16(POLLOUT) != 0)
+        || tlsInputPending(i)
+      {
+        readClient(i, now: now)
+      }
     }
-    for i in 0..<slotCount where clients[i].fd >= 0 && !clients[i].isSerial {
+    for i in 0..<slotCount where clients[i].fd >= 0 && clients[i].handshaking {
+      if now.milliseconds(since: clients[i].lastActivity) >= settings.tlsHandshakeTimeoutMilliseconds {
+        tlsHandshakeTimeouts &+= 1
+        lastTLSFailure = "no handshake within \(settings.tlsHandshakeTimeoutMilliseconds) ms"
+        disconnect(i)
+      }
+    }
+    for i in 0..<slotCount where clients[i].fd >= 0 && !clients[i].isSerial && !clients[i].handshaking {
       if now.milliseconds(since: clients[i].lastActivity) > settings.idleTimeoutSeconds * 1000 {
         write(i) { $0.write("! idle timeout, closing\n") }
         disconnect(i)
@@ -368,7 +553,7 @@ public final class ConsoleServer<Clock: MonotonicClock>: ConsoleOutput {
     if !settings.serialPath.isEmpty && !serialOpen && now >= serialRetryAt { openSerial() }
   }
 
-  private func acceptAll(_ listener: Int32) {
+  private func acceptAll(_ listener: Int32, tls: Bool) {
     for _ in 0..<16 {
       var address = sockaddr_storage()
       var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
@@ -380,12 +565,45 @@ public final class ConsoleServer<Clock: MonotonicClock>: ConsoleOutput {
       for i in 0..<(slotCount - 1) where clients[i].fd < 0 { slot = i; break }
       guard slot >= 0 else {
         rejectedClients &+= 1
-        let message: StaticString = "ERR 503 too many clients\n"
-        _ = message.withUTF8Buffer { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        if !tls {  // a TLS client could not read it before a handshake: just closed
+          let message: StaticString = "ERR 503 too many clients\n"
+          _ = message.withUTF8Buffer { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        }
         close(fd)
         continue
       }
-      attach(fd: fd, peer: Self.peerKey(address), slot: slot, serial: false)
+      guard tls else {
+        attach(fd: fd, peer: Self.peerKey(address), slot: slot, serial: false)
+        continue
+      }
+      // One OpenSSL session per accepted connection: allocated here, freed on disconnect.
+      guard let context = self.tls?.context, let session = sg_tls_session_new(context, fd) else {
+        rejectedClients &+= 1
+        close(fd)
+        continue
+      }
+      clients[slot] = Client(fd: fd, lastActivity: clock.now(), tls: session, handshaking: true,
+                             handshakeWants: Int16(POLLIN), peer: Self.peerKey(address))
+      advanceHandshake(slot)
+    }
+  }
+
+  /// One step of client `i`'s TLS handshake; starts the console session when it is done.
+  private func advanceHandshake(_ i: Int) {
+    guard let session = clients[i].tls else { return }
+    switch sg_tls_handshake(session) {
+    case Int32(SG_TLS_DONE):
+      tlsHandshakes &+= 1
+      clients[i].handshaking = false
+      clients[i].handshakeWants = 0
+      clients[i].lastActivity = clock.now()
+      startSession(i)
+    case Int32(SG_TLS_WANT_READ): clients[i].handshakeWants = Int16(POLLIN)
+    case Int32(SG_TLS_WANT_WRITE): clients[i].handshakeWants = Int16(POLLOUT)
+    default:
+      tlsHandshakeFailures &+= 1
+      lastTLSFailure = String(cString: sg_tls_error(session))
+      disconnect(i)
     }
   }
 
@@ -408,15 +626,30 @@ public final class ConsoleServer<Clock: MonotonicClock>: ConsoleOutput {
 
   private func readClient(_ i: Int, now: Instant) {
     let fd = clients[i].fd
-    let n: IOResult<Int>
-    do { n = try syscallRetrying("console read", { Glibc.read(fd, readBuffer.baseAddress, min(readBuffer.count, Self.queueBytes - clients[i].queueBytes)) }) } catch {
-      disconnect(i)
-      return
-    }
-    guard case .done(let count) = n else { return }
-    if count == 0 {
-      disconnect(i)  // end of stream (or, for a tty, the other side hung up)
-      return
+    let room = min(readBuffer.count, Self.queueBytes - clients[i].queueBytes)
+    let count: Int
+    if let session = clients[i].tls {
+      guard room > 0 else { return }
+      clients[i].readWantsWrite = false
+      let n = sg_tls_read(session, readBuffer.baseAddress, Int32(room))
+      switch n {
+      case 1...: count = Int(n)
+      case Int32(SG_TLS_WANT_READ): return
+      case Int32(SG_TLS_WANT_WRITE): clients[i].readWantsWrite = true; return
+      default: disconnect(i); return  // close_notify, end of stream, or a TLS error
+      }
+    } else {
+      let n: IOResult<Int>
+      do { n = try syscallRetrying("console read", { Glibc.read(fd, readBuffer.baseAddress, room) }) } catch {
+        disconnect(i)
+        return
+      }
+      guard case .done(let read) = n else { return }
+      if read == 0 {
+        disconnect(i)  // end of stream (or, for a tty, the other side hung up)
+        return
+      }
+      count = read
     }
     clients[i].lastActivity = now
     framers[i].feed(UnsafeRawBufferPointer(rebasing: readBuffer[0..<count])) { out in

@@ -11,6 +11,14 @@ public struct ConsoleSettings: Sendable {
   public var serialPath: String
   public var serialBaud: Int
   public var secretFile: String
+  /// TLS for listeners that are not loopback, or that say "tls:" (see `ConsoleListener`).
+  public var tlsCertFile: String
+  public var tlsKeyFile: String
+  public var tlsClientCAFile: String
+  /// Lets a non-loopback listener speak plain text when no TLS is configured.
+  public var allowPlaintextRemote: Bool
+  /// A TLS client that has not finished its handshake by then is dropped (frees the slot).
+  public var tlsHandshakeTimeoutMilliseconds = 10_000
   public var auth: AuthSettings
   public var limits: ConsoleLimits
 
@@ -22,6 +30,10 @@ public struct ConsoleSettings: Sendable {
     serialPath = c.consoleSerialPath
     serialBaud = c.consoleSerialBaud
     secretFile = c.consoleSecretFile
+    tlsCertFile = c.consoleTLSCertFile
+    tlsKeyFile = c.consoleTLSKeyFile
+    tlsClientCAFile = c.consoleTLSClientCAFile
+    allowPlaintextRemote = c.consoleAllowPlaintextRemote
     auth = c.consoleAuth
     limits = c.consoleLimits
   }

@@ -77,6 +77,7 @@ enum CheckConfigCommand {
         print("console: \(problem)")
         status = 1
       }
+      if !checkConsole(ConsoleSettings(config)) { status = 1 }
       print("memory budget (allocated at startup):")
       let budget = MemoryBudget.withConsole(config)
       for line in budget.lines { print("  " + String(line.bytes / 1024).padding(toLength: 8, left: true) + " KiB  " + line.name) }
@@ -85,6 +86,26 @@ enum CheckConfigCommand {
     } catch {
       writeStandardError("scangate check-config: \(error)\n")
       return 2
+    }
+  }
+  /// The console's listeners as the service would serve them (plain text or TLS), or why the
+  /// service would run without its console (a refused listener, unusable TLS files).
+  static func checkConsole(_ settings: ConsoleSettings) -> Bool {
+    do {
+      let listeners = try ConsoleListener.plan(settings)
+      var tls: ConsoleTLS? = nil
+      if !settings.tlsCertFile.isEmpty {
+        tls = try ConsoleTLS(certFile: settings.tlsCertFile, keyFile: settings.tlsKeyFile, clientCAFile: settings.tlsClientCAFile)
+      }
+      for listener in listeners {
+        let how = listener.tls ? "TLS" + (tls?.requiresClientCertificates == true ? ", client certificates required" : "")
+          : listener.loopback ? "plain text, loopback" : "PLAIN TEXT on the network (console.allow_plaintext_remote)"
+        print("console: \(listener) (\(how))")
+      }
+      return true
+    } catch {
+      print("console: refused, the service would run without it: \(error)")
+      return false
     }
   }
 }
