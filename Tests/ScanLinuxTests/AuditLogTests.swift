@@ -338,10 +338,7 @@ import Testing
   func writer() throws {
     let dir = temporaryDirectory("log")
     defer { removeTree(dir) }
-    let ring = EventRing(capacity: 256)
-    var settings = AuditLogSettings(path: dir + "/a.db")
-    settings.commitIntervalMilliseconds = 20
-    let log = AuditLog(settings: settings, ring: ring)
+    let (ring, log) = writer(dir, ringCapacity: 256)
     log.start()
     for _ in 0..<20 {
       ring.append(event(.decision))
@@ -358,6 +355,14 @@ import Testing
     #expect(allEmpty)
     let v = try store.verify(key: AuditChainKey.load(dir + "/a.db.key"))
     #expect(v.firstBreak == nil)
+  }
+
+  /// A log writing `dir`/a.db from a new ring, committing every 20 ms (not started).
+  func writer(_ dir: String, ringCapacity: Int) -> (EventRing, AuditLog) {
+    let ring = EventRing(capacity: ringCapacity)
+    var settings = AuditLogSettings(path: dir + "/a.db")
+    settings.commitIntervalMilliseconds = 20
+    return (ring, AuditLog(settings: settings, ring: ring))
   }
 
   func status(_ log: AuditLog) -> String {
@@ -380,10 +385,7 @@ import Testing
   func writerKey() throws {
     let dir = temporaryDirectory("log")
     defer { removeTree(dir) }
-    let ring = EventRing(capacity: 256)
-    var settings = AuditLogSettings(path: dir + "/a.db")
-    settings.commitIntervalMilliseconds = 20
-    let log = AuditLog(settings: settings, ring: ring)
+    let (ring, log) = writer(dir, ringCapacity: 256)
     log.start()
     for _ in 0..<30 { ring.append(event(.decision)) }
     #expect(waitUntil { log.committedSequence == ring.lastSequence })
@@ -451,10 +453,7 @@ import Testing
     let old = try AuditStore(path: dir + "/a.db", readOnly: true)
     let oldHead = old.head
     #expect(try old.chainFormat() == .unkeyed)
-    let ring = EventRing(capacity: 64)
-    var settings = AuditLogSettings(path: dir + "/a.db")
-    settings.commitIntervalMilliseconds = 20
-    let log = AuditLog(settings: settings, ring: ring)
+    let (ring, log) = writer(dir, ringCapacity: 64)
     log.start()
     ring.append(event(.decision))
     #expect(waitUntil { log.committedSequence == ring.lastSequence })
@@ -508,10 +507,7 @@ import Testing
     let dir = temporaryDirectory("log")
     defer { removeTree(dir) }
     writeFile(dir + "/a.db", String(repeating: "this is not a database ", count: 500))
-    let ring = EventRing(capacity: 64)
-    var settings = AuditLogSettings(path: dir + "/a.db")
-    settings.commitIntervalMilliseconds = 20
-    let log = AuditLog(settings: settings, ring: ring)
+    let (ring, log) = writer(dir, ringCapacity: 64)
     log.start()
     ring.append(event(.decision))
     #expect(waitUntil { log.committedSequence == ring.lastSequence })
@@ -543,10 +539,7 @@ import Testing
         .enabled(if: geteuid() == 0, "needs root to mount a small tmpfs"))
   func diskFull() throws {
     try withTmpfs(600) { dir in
-      let ring = EventRing(capacity: 4096)
-      var settings = AuditLogSettings(path: dir + "/a.db")
-      settings.commitIntervalMilliseconds = 20
-      let log = AuditLog(settings: settings, ring: ring)
+      let (ring, log) = writer(dir, ringCapacity: 4096)
       log.start()
       ring.append(event(.state, FaultCode.started.rawValue))
       #expect(waitUntil { log.committedSequence == ring.lastSequence })
@@ -572,10 +565,7 @@ import Testing
   func readOnly() throws {
     try withTmpfs(4096) { dir in
       #expect(mount("tmpfs", dir, "tmpfs", UInt(MS_REMOUNT | MS_RDONLY), nil) == 0)
-      let ring = EventRing(capacity: 1024)
-      var settings = AuditLogSettings(path: dir + "/a.db")
-      settings.commitIntervalMilliseconds = 20
-      let log = AuditLog(settings: settings, ring: ring)
+      let (ring, log) = writer(dir, ringCapacity: 1024)
       log.start()
       for _ in 0..<10 { ring.append(event(.decision)) }
       #expect(waitUntil { log.fault == .readOnly })
