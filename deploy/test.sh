@@ -1,6 +1,9 @@
 #!/bin/bash
 # ScanGate's test suite: everything CI runs, in order. Needs deploy/setup.sh first.
+#   0. swift-format lint (the tree as .swift-format writes it)
 #   1. swift test: unit, adapter, console, corpus (when ../shared/corpus exists) and allocation tests
+#   1a. the console with real picocom and screen on a pty pair (deploy/console-tools.sh)
+#   1b. the console abuse run: 64 hostile clients for 60 s against the real binary (deploy/console-abuse.sh)
 #   1b. deploy/console-tools.sh: picocom and screen (under tmux) on the serial console through a socat
 #      pty pair; deploy/console-abuse.sh: 64 abusive TCP clients against the real service (audit log,
 #      secret, lockouts, frame rate)
@@ -49,6 +52,13 @@ check_stage() {  # name command
   failed=$((failed + fails))
   rm -f "$log"
 }
+
+# Formatting: the tree as swift-format (in the toolchain) writes it with .swift-format.
+if stage "swift-format lint" swift format lint --strict --configuration .swift-format -r Sources Tests fuzz Package.swift; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1))
+fi
 
 swift_stage "swift test" "swift build --build-tests && swift test --skip-build"
 

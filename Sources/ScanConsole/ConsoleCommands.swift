@@ -30,8 +30,10 @@ public final class ConsoleCommands<Clock: MonotonicClock> {
 
   public static var argumentBytesMax: Int { LineFramer.lineBytesMax }
 
-  public init(slots: Int, limits: ConsoleLimits, auth: AuthGate.Settings, secret: any OperatorSecretVerifier,
-              clock: Clock) {
+  public init(
+    slots: Int, limits: ConsoleLimits, auth: AuthGate.Settings, secret: any OperatorSecretVerifier,
+    clock: Clock
+  ) {
     precondition(slots > 0)
     self.limits = limits
     self.clock = clock
@@ -307,8 +309,9 @@ public final class ConsoleCommands<Clock: MonotonicClock> {
       gate.recordSuccess(peer)
       sessions[slot].isOperator = true
       let ok: StaticString = "AUTH ok"
-      host.record(.command, code: UInt16(ConsoleVerb.auth.rawValue),
-                  text: UnsafeRawBufferPointer(start: ok.utf8Start, count: ok.utf8CodeUnitCount))
+      host.record(
+        .command, code: UInt16(ConsoleVerb.auth.rawValue),
+        text: UnsafeRawBufferPointer(start: ok.utf8Start, count: ok.utf8CodeUnitCount))
       output.send(slot) { $0.write("OK operator\n") }
       return
     }

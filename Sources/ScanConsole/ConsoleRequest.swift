@@ -132,9 +132,13 @@ public struct ConsoleRequest: Sendable {
       }
     case .watch:
       guard words == 2 else { return .failure(.badArgument) }
-      if equalsIgnoringCase(word(1), "ON") { request.flag = true }
-      else if equalsIgnoringCase(word(1), "OFF") { request.flag = false }
-      else { return .failure(.badArgument) }
+      if equalsIgnoringCase(word(1), "ON") {
+        request.flag = true
+      } else if equalsIgnoringCase(word(1), "OFF") {
+        request.flag = false
+      } else {
+        return .failure(.badArgument)
+      }
     case .snapshot:
       guard words <= 2 else { return .failure(.tooManyArguments) }
       if words == 2 {

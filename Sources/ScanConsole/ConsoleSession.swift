@@ -49,8 +49,10 @@ extension ConsoleSession {
   }
 
   /// Starts a session with full budgets.
-  static func opened(peer: PeerKey, transport: ConsoleTransport, generation: UInt32, at now: Instant,
-                     limits: ConsoleLimits) -> ConsoleSession {
+  static func opened(
+    peer: PeerKey, transport: ConsoleTransport, generation: UInt32, at now: Instant,
+    limits: ConsoleLimits
+  ) -> ConsoleSession {
     var s = ConsoleSession()
     s.open = true
     s.peer = peer

@@ -31,10 +31,12 @@ public struct AuditRecord: Equatable, Sendable {
   public var decideMicroseconds: Int64
   public var edgeMicroseconds: Int64
 
-  public init(sequence: Int64, run: Int64, eventSequence: Int64, wallNanoseconds: Int64, kind: EventKind,
-              verdict: Verdict? = nil, format: String = "", variant: String = "", digest: String = "", label: String = "",
-              payload: String = "", code: Int64 = 0, detail: String = "", decodeMicroseconds: Int64 = 0,
-              decideMicroseconds: Int64 = 0, edgeMicroseconds: Int64 = 0) {
+  public init(
+    sequence: Int64, run: Int64, eventSequence: Int64, wallNanoseconds: Int64, kind: EventKind,
+    verdict: Verdict? = nil, format: String = "", variant: String = "", digest: String = "", label: String = "",
+    payload: String = "", code: Int64 = 0, detail: String = "", decodeMicroseconds: Int64 = 0,
+    decideMicroseconds: Int64 = 0, edgeMicroseconds: Int64 = 0
+  ) {
     self.sequence = sequence; self.run = run; self.eventSequence = eventSequence
     self.wallNanoseconds = wallNanoseconds; self.kind = kind; self.verdict = verdict; self.format = format
     self.variant = variant; self.digest = digest; self.label = label; self.payload = payload; self.code = code

@@ -48,8 +48,11 @@ public struct BarcodeFormats: OptionSet, Hashable, Sendable {
       if w == "all" { formats.formUnion(.all); continue }
       if w == "matrix" { formats.formUnion(.matrix); continue }
       guard let entry = names.first(where: { $0.name == w || ($0.name == "qr" && w == "qrcode") })
-      else { throw ParseError(message: "unknown barcode format '\(word)' (known: all, matrix, "
-        + names.map(\.name).joined(separator: ", ") + ")") }
+      else {
+        throw ParseError(
+          message: "unknown barcode format '\(word)' (known: all, matrix, "
+            + names.map(\.name).joined(separator: ", ") + ")")
+      }
       formats.formUnion(entry.format)
     }
     if formats.isEmpty { throw ParseError(message: "no barcode format given") }

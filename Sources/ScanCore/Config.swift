@@ -191,7 +191,9 @@ public enum ConfigSchema {
     Key(name: "gpio.buzzer_line", kind: .integer(0...1023)) { $0.buzzerLine = int($1) },
     Key(name: "gpio.buzzer_active_low", kind: .boolean) { $0.buzzerActiveLow = bool($1) },
     Key(name: "gpio.relay_pulse_ms", kind: .integer(50...ActuationSettings.relayPulseMillisecondsCap)) { $0.engine.actuation.relayPulseMilliseconds = int($1) },
-    Key(name: "gpio.relay_pulse_ms_max", kind: .integer(50...ActuationSettings.relayPulseMillisecondsCap)) { $0.engine.actuation.relayPulseMillisecondsMax = int($1) },
+    Key(name: "gpio.relay_pulse_ms_max", kind: .integer(50...ActuationSettings.relayPulseMillisecondsCap)) {
+      $0.engine.actuation.relayPulseMillisecondsMax = int($1)
+    },
     Key(name: "gpio.grant_pattern", kind: .integers(1...5_000, count: 1...8)) { $0.engine.actuation.grantPattern = BuzzerPattern(ints($1)) },
     Key(name: "gpio.deny_pattern", kind: .integers(1...5_000, count: 1...8)) { $0.engine.actuation.denyPattern = BuzzerPattern(ints($1)) },
     Key(name: "gpio.fault_pattern", kind: .integers(1...5_000, count: 1...8)) { $0.engine.actuation.faultPattern = BuzzerPattern(ints($1)) },
@@ -254,14 +256,18 @@ public enum ConfigSchema {
     let line: (String) -> Int = { name in entries.first { $0.key == name }?.line ?? 0 }
     let a = config.engine.actuation
     if a.relayPulseMilliseconds > a.relayPulseMillisecondsMax {
-      errors.append(ConfigError(key: "gpio.relay_pulse_ms", line: line("gpio.relay_pulse_ms"),
-        reason: "\(a.relayPulseMilliseconds) exceeds gpio.relay_pulse_ms_max (\(a.relayPulseMillisecondsMax))"))
+      errors.append(
+        ConfigError(
+          key: "gpio.relay_pulse_ms", line: line("gpio.relay_pulse_ms"),
+          reason: "\(a.relayPulseMilliseconds) exceeds gpio.relay_pulse_ms_max (\(a.relayPulseMillisecondsMax))"))
     }
     if let r = config.engine.decode.region,
       r.width < 16 || r.height < 16 || r.x + r.width > config.cameraWidth || r.y + r.height > config.cameraHeight
     {
-      errors.append(ConfigError(key: "decoder.roi", line: line("decoder.roi"),
-        reason: "[x, y, width, height] must lie inside the \(config.cameraWidth)×\(config.cameraHeight) frame and be at least 16×16"))
+      errors.append(
+        ConfigError(
+          key: "decoder.roi", line: line("decoder.roi"),
+          reason: "[x, y, width, height] must lie inside the \(config.cameraWidth)×\(config.cameraHeight) frame and be at least 16×16"))
     }
     if config.gpioBackend == .gpiod && config.relayLine == config.buzzerLine {
       errors.append(ConfigError(key: "gpio.buzzer_line", line: line("gpio.buzzer_line"), reason: "same line as gpio.relay_line"))
@@ -331,12 +337,16 @@ public struct MemoryBudget: Sendable {
       ("gray plane (MJPEG decode target)", frame),
       ("decoder scratch plane (inverted/mirrored/downscaled views)", DecodePipeline<NoDecoder>.bytes(maxWidth: c.cameraWidth, maxHeight: c.cameraHeight)),
       ("decoder C++ arena", c.decoderArenaKiB * 1024),
-      ("result slots (\(e.resultsCapacity) × \(e.payloadBytesMax) B × payload+text)",
-       DecodeResults.bytes(capacity: e.resultsCapacity, payloadBytesMax: e.payloadBytesMax)),
+      (
+        "result slots (\(e.resultsCapacity) × \(e.payloadBytesMax) B × payload+text)",
+        DecodeResults.bytes(capacity: e.resultsCapacity, payloadBytesMax: e.payloadBytesMax)
+      ),
       ("allow-list tables (live + spare, \(e.allowList.entriesMax) entries)", 2 * AllowListTable.bytes(entriesMax: e.allowList.entriesMax)),
       ("presence slots (\(e.presenceSlots))", PresenceTracker.bytes(capacity: e.presenceSlots)),
-      ("event ring (\(EventRing.roundedCapacity(c.eventRingCapacity)) × \(MemoryLayout<ScanEvent>.stride) B)",
-       EventRing.bytes(capacity: c.eventRingCapacity)),
+      (
+        "event ring (\(EventRing.roundedCapacity(c.eventRingCapacity)) × \(MemoryLayout<ScanEvent>.stride) B)",
+        EventRing.bytes(capacity: c.eventRingCapacity)
+      ),
     ]
   }
 }

@@ -77,7 +77,8 @@ public struct DecodePipeline<Decoder: CodeDecoder & ~Copyable>: ~Copyable {
   public mutating func decode(_ frame: LumaFrame, into results: inout DecodeResults, mode: VariantMode? = nil) {
     results.removeAll()
     let g = frame.geometry
-    let region = settings.region?.clipped(width: g.width, height: g.height)
+    let region =
+      settings.region?.clipped(width: g.width, height: g.height)
       ?? Region(x: 0, y: 0, width: g.width, height: g.height)
     switch mode ?? settings.variantMode {
     case .upright:
@@ -106,8 +107,9 @@ public struct DecodePipeline<Decoder: CodeDecoder & ~Copyable>: ~Copyable {
       let offset = region.y * g.rowStrideBytes + region.x * g.pixelStrideBytes
       let view = LumaFrame(
         bytes: UnsafeRawBufferPointer(rebasing: frame.bytes[offset...]),
-        geometry: FrameGeometry(width: region.width, height: region.height,
-                                rowStrideBytes: g.rowStrideBytes, pixelStrideBytes: g.pixelStrideBytes),
+        geometry: FrameGeometry(
+          width: region.width, height: region.height,
+          rowStrideBytes: g.rowStrideBytes, pixelStrideBytes: g.pixelStrideBytes),
         captured: frame.captured, sequence: frame.sequence)
       decoder.decode(view, formats: settings.formats, into: &results)
     } else {
@@ -151,8 +153,9 @@ public struct DecodePipeline<Decoder: CodeDecoder & ~Copyable>: ~Copyable {
         } else {
           let a = sy * g.rowStrideBytes + sx * g.pixelStrideBytes
           let b = a + g.rowStrideBytes
-          value = (Int(src[a]) + Int(src[a + g.pixelStrideBytes]) + Int(src[b])
-            + Int(src[b + g.pixelStrideBytes]) + 2) >> 2
+          value =
+            (Int(src[a]) + Int(src[a + g.pixelStrideBytes]) + Int(src[b])
+              + Int(src[b + g.pixelStrideBytes]) + 2) >> 2
         }
         let dx = mirror ? w - 1 - x : x
         scratch[dstRow + dx] = UInt8(truncatingIfNeeded: value) ^ invert

@@ -65,7 +65,9 @@ public enum PayloadEscaping {
 
   /// Escapes `bytes` into `out`; stops before overflowing. Returns (bytes written, input consumed).
   @discardableResult
-  public static func escape(_ bytes: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer)
+  public static func escape(
+    _ bytes: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer
+  )
     -> (written: Int, consumed: Int)
   {
     PercentCodec.encode(bytes, into: out)
@@ -84,7 +86,8 @@ public enum PayloadEscaping {
 
   /// Reverses `escape`. Throws on a bad escape, or on a byte that should have been escaped.
   public static func unescape(_ text: Substring.UTF8View) throws(ParseError) -> [UInt8] {
-    let result = text.withContiguousStorageIfAvailable { decode(UnsafeRawBufferPointer($0)) }
+    let result =
+      text.withContiguousStorageIfAvailable { decode(UnsafeRawBufferPointer($0)) }
       ?? Array(text).withUnsafeBytes { decode($0) }
     return try result.get()
   }
@@ -139,10 +142,15 @@ func isValidUTF8Text(_ bytes: UnsafeRawBufferPointer) -> Bool {
     let length: Int
     let minimum: UInt32
     var scalar: UInt32
-    if b & 0xE0 == 0xC0 { length = 2; minimum = 0x80; scalar = UInt32(b & 0x1F) }
-    else if b & 0xF0 == 0xE0 { length = 3; minimum = 0x800; scalar = UInt32(b & 0x0F) }
-    else if b & 0xF8 == 0xF0 { length = 4; minimum = 0x10000; scalar = UInt32(b & 0x07) }
-    else { return false }
+    if b & 0xE0 == 0xC0 {
+      length = 2; minimum = 0x80; scalar = UInt32(b & 0x1F)
+    } else if b & 0xF0 == 0xE0 {
+      length = 3; minimum = 0x800; scalar = UInt32(b & 0x0F)
+    } else if b & 0xF8 == 0xF0 {
+      length = 4; minimum = 0x10000; scalar = UInt32(b & 0x07)
+    } else {
+      return false
+    }
     guard i + length <= n else { return false }
     for k in 1..<length {
       let c = bytes[i + k]

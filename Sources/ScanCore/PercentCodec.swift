@@ -22,7 +22,9 @@ public enum PercentCodec {
   /// Escapes `bytes` into `out`, stopping before an escape would not fit. Returns
   /// (bytes written, input bytes consumed).
   @discardableResult
-  public static func encode(_ bytes: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer)
+  public static func encode(
+    _ bytes: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer
+  )
     -> (written: Int, consumed: Int)
   {
     var w = 0

@@ -61,8 +61,9 @@ public struct PresenceTracker: ~Copyable {
     }
     if index < 0 {
       let free = index == -1 ? oldest : -2 - index
-      slots[free] = Slot(digest: digest, used: true, present: false, sightings: 0, lastSeen: now,
-                         reportedAt: Instant(nanoseconds: 0), coolUntil: Instant(nanoseconds: 0))
+      slots[free] = Slot(
+        digest: digest, used: true, present: false, sightings: 0, lastSeen: now,
+        reportedAt: Instant(nanoseconds: 0), coolUntil: Instant(nanoseconds: 0))
       index = free
     }
     var slot = slots[index]

@@ -130,8 +130,10 @@ public struct DecoderStats: Equatable, Sendable {
   public var arenaCapacityBytes: Int
   /// Decode calls that ended in a caught engine exception.
   public var engineErrors: UInt64
-  public init(decodes: UInt64, arenaAllocations: UInt64, arenaOverflows: UInt64, arenaHighWaterBytes: Int,
-              arenaPinnedBytes: Int, arenaCapacityBytes: Int, engineErrors: UInt64) {
+  public init(
+    decodes: UInt64, arenaAllocations: UInt64, arenaOverflows: UInt64, arenaHighWaterBytes: Int,
+    arenaPinnedBytes: Int, arenaCapacityBytes: Int, engineErrors: UInt64
+  ) {
     self.decodes = decodes; self.arenaAllocations = arenaAllocations; self.arenaOverflows = arenaOverflows
     self.arenaHighWaterBytes = arenaHighWaterBytes; self.arenaPinnedBytes = arenaPinnedBytes
     self.arenaCapacityBytes = arenaCapacityBytes; self.engineErrors = engineErrors

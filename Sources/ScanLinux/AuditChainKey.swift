@@ -34,8 +34,9 @@ public final class AuditChainKey: RecordAuthenticator, CustomStringConvertible, 
   public func authenticate(_ bytes: UnsafeRawBufferPointer) -> Digest {
     withUnsafeTemporaryAllocation(byteCount: 32, alignment: 8) { out in
       let data = bytes.baseAddress?.assumingMemoryBound(to: UInt8.self) ?? UnsafePointer(bitPattern: 1)!
-      sg_hmac_sha256(storage.baseAddress!.assumingMemoryBound(to: UInt8.self), storage.count, data, bytes.count,
-                     out.baseAddress!.assumingMemoryBound(to: UInt8.self))
+      sg_hmac_sha256(
+        storage.baseAddress!.assumingMemoryBound(to: UInt8.self), storage.count, data, bytes.count,
+        out.baseAddress!.assumingMemoryBound(to: UInt8.self))
       return Digest(bytes: UnsafeRawBufferPointer(out))
     }
   }

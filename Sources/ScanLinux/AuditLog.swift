@@ -149,8 +149,10 @@ public final class AuditLog: AuditLogAccess, @unchecked Sendable {
       if let s = store, let key, !pending.isEmpty || lost > 0 {
         var batch = pending
         if lost > 0 {
-          batch.insert(AuditRecord(sequence: 0, run: run, eventSequence: 0, wallNanoseconds: now, kind: .recordsLost,
-                                   code: lost, detail: "events that could not be kept while the log was failing"), at: 0)
+          batch.insert(
+            AuditRecord(
+              sequence: 0, run: run, eventSequence: 0, wallNanoseconds: now, kind: .recordsLost,
+              code: lost, detail: "events that could not be kept while the log was failing"), at: 0)
         }
         do {
           try s.append(batch, key: key)
@@ -174,8 +176,10 @@ public final class AuditLog: AuditLogAccess, @unchecked Sendable {
       if let s = store, now - lastPrune > 10_000_000_000 {
         lastPrune = now
         let cutoff = now - Int64(settings.retainDays) * 86_400 * 1_000_000_000
-        _ = try? s.prune(AuditStore.PruneLimits(keepRecords: settings.retainRecords, olderThan: cutoff,
-                                                maxBytes: settings.retainBytes, retainFrom: retainFrom))
+        _ = try? s.prune(
+          AuditStore.PruneLimits(
+            keepRecords: settings.retainRecords, olderThan: cutoff,
+            maxBytes: settings.retainBytes, retainFrom: retainFrom))
       }
       serveRecent(store)
       if stopping && (pending.isEmpty || store == nil) && cursor > ring.lastSequence { break }
@@ -216,7 +220,7 @@ public final class AuditLog: AuditLogAccess, @unchecked Sendable {
         store = try AuditStore(path: settings.path, readOnly: false)
         // A quick structural check: a damaged page makes this fail.
         try store!.database.execute("PRAGMA quick_check(1)")
-      } catch where error.isCorrupt {
+      } catch  where error.isCorrupt {
         store = nil
         let moved = AuditStore.moveAside(settings.path, now: now / 1_000_000_000)
         movedAsideCount.wrappingAdd(1, ordering: .relaxed)
@@ -243,11 +247,16 @@ public final class AuditLog: AuditLogAccess, @unchecked Sendable {
     do throws(FileError) {
       if case .keyed(let id) = format {
         guard fileExists(keyPath) else {
-          throw FileError(path: keyPath, reason: "missing, and \(settings.path) is chained with key \(id): restore that key file, or move the log aside to start a new one")
+          throw FileError(
+            path: keyPath, reason: "missing, and \(settings.path) is chained with key \(id): restore that key file, or move the log aside to start a new one")
         }
         key = try AuditChainKey.load(keyPath)
         guard key.identifier == id else {
-          throw FileError(path: keyPath, reason: "holds key \(key.identifier), but \(settings.path) is chained with key \(id): restore the right key file, or move the log aside to start a new one")
+          throw FileError(
+            path: keyPath,
+            reason:
+              "holds key \(key.identifier), but \(settings.path) is chained with key \(id): restore the right key file, or move the log aside to start a new one"
+          )
         }
       } else {
         // A new log: the first start, or after moving a log aside. Only now may a key be made.
@@ -263,8 +272,9 @@ public final class AuditLog: AuditLogAccess, @unchecked Sendable {
   }
 
   private func note(_ now: Int64, _ detail: String) -> AuditRecord {
-    AuditRecord(sequence: 0, run: 0, eventSequence: 0, wallNanoseconds: now, kind: .state,
-                code: Int64(FaultCode.logMovedAside.rawValue), detail: FaultCode.logMovedAside.name + ": " + detail)
+    AuditRecord(
+      sequence: 0, run: 0, eventSequence: 0, wallNanoseconds: now, kind: .state,
+      code: Int64(FaultCode.logMovedAside.rawValue), detail: FaultCode.logMovedAside.name + ": " + detail)
   }
 
   private func setKeyProblem(_ problem: String) {
@@ -280,8 +290,13 @@ public final class AuditLog: AuditLogAccess, @unchecked Sendable {
 
   private func setFault(_ error: SQLiteError) {
     let fault: AuditLogFault =
-      error.isDiskFull ? .diskFull : error.isReadOnly ? .readOnly : error.isCorrupt ? .corruptMovedAside
-      : error.isIOError ? .ioError : .other
+      error.isDiskFull
+      ? .diskFull
+      : error.isReadOnly
+        ? .readOnly
+        : error.isCorrupt
+          ? .corruptMovedAside
+          : error.isIOError ? .ioError : .other
     faultRaw.store(fault.rawValue, ordering: .releasing)
   }
 
@@ -319,7 +334,11 @@ public final class AuditLog: AuditLogAccess, @unchecked Sendable {
     }
   }
 
-  public func takeRecent() -> AuditRecentRead? { recentResult.withLock { r in defer { r = nil }; return r } }
+  public func takeRecent() -> AuditRecentRead? {
+    recentResult.withLock { r in
+      defer { r = nil }; return r
+    }
+  }
 
   /// On the log's thread: serves a pending LOG request from the open store (or says none).
   private func serveRecent(_ store: AuditStore?) {

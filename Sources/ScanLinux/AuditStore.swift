@@ -42,7 +42,8 @@ public final class AuditStore {
     if !readOnly {
       try database.execute("PRAGMA journal_mode=WAL")
       try database.execute("PRAGMA synchronous=FULL")
-      try database.execute("""
+      try database.execute(
+        """
         CREATE TABLE IF NOT EXISTS events (
           seq INTEGER PRIMARY KEY, run INTEGER NOT NULL, event_seq INTEGER NOT NULL, time_ns INTEGER NOT NULL,
           kind TEXT NOT NULL, verdict TEXT NOT NULL, format TEXT NOT NULL, variant TEXT NOT NULL,
@@ -75,7 +76,8 @@ public final class AuditStore {
   /// How this file's records are chained.
   public func chainFormat() throws(SQLiteError) -> ChainFormat {
     let q = try database.prepare(
-      "SELECT (SELECT value FROM meta WHERE key='chain'), (SELECT value FROM meta WHERE key='key_id'), (SELECT COUNT(*) FROM events), (SELECT value FROM meta WHERE key='anchor_seq')")
+      "SELECT (SELECT value FROM meta WHERE key='chain'), (SELECT value FROM meta WHERE key='key_id'), (SELECT COUNT(*) FROM events), (SELECT value FROM meta WHERE key='anchor_seq')"
+    )
     _ = try q.step()
     if q.text(0) == Self.keyedFormat { return .keyed(keyIdentifier: q.text(1)) }
     return q.int(2) > 0 || q.int(3) > 0 ? .unkeyed : .none
@@ -102,7 +104,8 @@ public final class AuditStore {
   /// Bytes the records take in the file: pages in use (freed pages are reused, so the file
   /// itself stays at its high-water mark).
   public func usedBytes() throws(SQLiteError) -> Int64 {
-    let q = try database.prepare("SELECT (SELECT page_count FROM pragma_page_count()) - (SELECT freelist_count FROM pragma_freelist_count()), (SELECT page_size FROM pragma_page_size())")
+    let q = try database.prepare(
+      "SELECT (SELECT page_count FROM pragma_page_count()) - (SELECT freelist_count FROM pragma_freelist_count()), (SELECT page_size FROM pragma_page_size())")
     _ = try q.step()
     return q.int(0) * q.int(1)
   }
@@ -159,8 +162,10 @@ public final class AuditStore {
     public var retainFrom: Int64 = .max
     /// At most this many records per call (a call is one transaction).
     public var batch: Int64 = 5_000
-    public init(keepRecords: Int64, olderThan cutoffNanoseconds: Int64, maxBytes: Int64 = .max, retainFrom: Int64 = .max,
-                batch: Int64 = 5_000) {
+    public init(
+      keepRecords: Int64, olderThan cutoffNanoseconds: Int64, maxBytes: Int64 = .max, retainFrom: Int64 = .max,
+      batch: Int64 = 5_000
+    ) {
       self.keepRecords = keepRecords
       self.cutoffNanoseconds = cutoffNanoseconds
       self.maxBytes = maxBytes
@@ -216,9 +221,12 @@ public final class AuditStore {
 
   /// Records in sequence order, from `sinceNanoseconds`, at most `limit` (the newest when
   /// `newest`), calling `body` for each.
-  public func read(sinceNanoseconds: Int64 = .min, limit: Int64 = .max, newest: Bool = false,
-                   _ body: (AuditRecord) -> Void) throws(SQLiteError) {
-    let sql = newest
+  public func read(
+    sinceNanoseconds: Int64 = .min, limit: Int64 = .max, newest: Bool = false,
+    _ body: (AuditRecord) -> Void
+  ) throws(SQLiteError) {
+    let sql =
+      newest
       ? "SELECT * FROM (SELECT \(Self.columns) FROM events WHERE time_ns >= ? ORDER BY seq DESC LIMIT ?) ORDER BY seq"
       : "SELECT \(Self.columns) FROM events WHERE time_ns >= ? ORDER BY seq LIMIT ?"
     let q = try database.prepare(sql)
@@ -248,10 +256,12 @@ public final class AuditStore {
       }
       verdict = v
     }
-    return .success(AuditRecord(sequence: q.int(0), run: q.int(1), eventSequence: q.int(2), wallNanoseconds: q.int(3), kind: kind,
-                verdict: verdict, format: q.text(6), variant: q.text(7), digest: q.text(8), label: q.text(9),
-                payload: q.text(10), code: q.int(11), detail: q.text(12), decodeMicroseconds: q.int(13),
-                decideMicroseconds: q.int(14), edgeMicroseconds: q.int(15)))
+    return .success(
+      AuditRecord(
+        sequence: q.int(0), run: q.int(1), eventSequence: q.int(2), wallNanoseconds: q.int(3), kind: kind,
+        verdict: verdict, format: q.text(6), variant: q.text(7), digest: q.text(8), label: q.text(9),
+        payload: q.text(10), code: q.int(11), detail: q.text(12), decodeMicroseconds: q.int(13),
+        decideMicroseconds: q.int(14), edgeMicroseconds: q.int(15)))
   }
 
   /// The outcome of `verify`.
@@ -334,7 +344,8 @@ public final class AuditStore {
   private func check(_ published: PublishedChainHead, lastSequence: Int64, anchorSequence: Int64) throws(SQLiteError) -> String? {
     let shown = published.prefix.map { String($0, radix: 16).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16) }.joined()
     if published.sequence > lastSequence {
-      return "the log ends at record \(lastSequence) but a chain head through record \(published.sequence) was published: records \(lastSequence + 1)...\(published.sequence) were cut"
+      return
+        "the log ends at record \(lastSequence) but a chain head through record \(published.sequence) was published: records \(lastSequence + 1)...\(published.sequence) were cut"
     }
     let stored: [UInt8]
     if published.sequence == anchorSequence {

@@ -60,8 +60,10 @@ public struct ConsoleListener: Equatable, Sendable, CustomStringConvertible {
       }
       let tls = prefixed || (!loopback && tlsConfigured)
       if !tls && !loopback && !settings.allowPlaintextRemote {
-        throw SystemError(errno: EPERM, operation: "console.listen \"\(entry)\" is not loopback and would send the AUTH secret and every "
-          + "reply in clear: set console.tls_cert_file and console.tls_key_file (TLS), or console.allow_plaintext_remote = true")
+        throw SystemError(
+          errno: EPERM,
+          operation: "console.listen \"\(entry)\" is not loopback and would send the AUTH secret and every "
+            + "reply in clear: set console.tls_cert_file and console.tls_key_file (TLS), or console.allow_plaintext_remote = true")
       }
       listeners.append(ConsoleListener(address: address, tls: tls, loopback: loopback))
     }

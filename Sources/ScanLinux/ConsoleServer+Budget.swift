@@ -17,8 +17,11 @@ extension MemoryBudget {
     var budget = MemoryBudget(c)
     guard !c.consoleListen.isEmpty || !c.consoleSerialPath.isEmpty else { return budget }
     let settings = ConsoleSettings(c)
-    budget.lines.append(("console (\(settings.clientsMax) TCP + 1 serial client, \(settings.clientOutputBytes) B output each)",
-                         ConsoleServer<SystemMonotonicClock>.bytes(settings: settings)))
+    budget.lines.append(
+      (
+        "console (\(settings.clientsMax) TCP + 1 serial client, \(settings.clientOutputBytes) B output each)",
+        ConsoleServer<SystemMonotonicClock>.bytes(settings: settings)
+      ))
     return budget
   }
 }

@@ -67,9 +67,11 @@ extension ConsoleServer {
       let fd = clients[i].fd
       let n: IOResult<Int>
       do {
-        n = try syscallRetrying("console write", {
-          clients[i].isSerial ? Glibc.write(fd, start, length) : Glibc.send(fd, start, length, Int32(MSG_NOSIGNAL))
-        })
+        n = try syscallRetrying(
+          "console write",
+          {
+            clients[i].isSerial ? Glibc.write(fd, start, length) : Glibc.send(fd, start, length, Int32(MSG_NOSIGNAL))
+          })
       } catch {
         disconnect(i)
         return

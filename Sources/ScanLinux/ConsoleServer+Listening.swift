@@ -15,9 +15,13 @@ extension ConsoleServer {
     }
     var v4 = in_addr(), v6 = in6_addr()
     let isV6: Bool
-    if inet_pton(AF_INET, host, &v4) == 1 { isV6 = false }
-    else if inet_pton(AF_INET6, host, &v6) == 1 { isV6 = true }
-    else { throw SystemError(errno: EINVAL, operation: "console.listen \"\(address)\": not an IPv4 or IPv6 address") }
+    if inet_pton(AF_INET, host, &v4) == 1 {
+      isV6 = false
+    } else if inet_pton(AF_INET6, host, &v6) == 1 {
+      isV6 = true
+    } else {
+      throw SystemError(errno: EINVAL, operation: "console.listen \"\(address)\": not an IPv4 or IPv6 address")
+    }
     let fd = socket(isV6 ? AF_INET6 : AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
     guard fd >= 0 else { throw SystemError(errno: lastErrno(), operation: "socket for \(address)") }
     do {
@@ -51,7 +55,8 @@ extension ConsoleServer {
     var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
     _ = withUnsafeMutablePointer(to: &bound) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
     let boundPort = withUnsafePointer(to: &bound) { p -> UInt16 in
-      isV6 ? p.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { UInt16(bigEndian: $0.pointee.sin6_port) }
+      isV6
+        ? p.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { UInt16(bigEndian: $0.pointee.sin6_port) }
         : p.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { UInt16(bigEndian: $0.pointee.sin_port) }
     }
     return (fd, isV6 ? "[\(host)]:\(boundPort)" : "\(host):\(boundPort)")

@@ -40,8 +40,11 @@ extension ConsoleServer {
     var deadline: Instant? = rendering ? now.adding(milliseconds: 10) : nil
     for i in 0..<slotCount where clients[i].tls != nil {
       var due: Instant? = nil
-      if clients[i].handshaking { due = clients[i].lastActivity.adding(milliseconds: settings.tlsHandshakeTimeoutMilliseconds) }
-      else if tlsInputPending(i) { due = now }
+      if clients[i].handshaking {
+        due = clients[i].lastActivity.adding(milliseconds: settings.tlsHandshakeTimeoutMilliseconds)
+      } else if tlsInputPending(i) {
+        due = now
+      }
       if let due, deadline == nil || due < deadline! { deadline = due }
     }
     if !settings.serialPath.isEmpty && !serialOpen && (deadline == nil || serialRetryAt < deadline!) { deadline = serialRetryAt }
@@ -118,8 +121,9 @@ extension ConsoleServer {
         close(fd)
         continue
       }
-      clients[slot] = Client(fd: fd, lastActivity: clock.now(), tls: session, handshaking: true,
-                             handshakeWants: Int16(POLLIN), peer: Self.peerKey(address))
+      clients[slot] = Client(
+        fd: fd, lastActivity: clock.now(), tls: session, handshaking: true,
+        handshakeWants: Int16(POLLIN), peer: Self.peerKey(address))
       advanceHandshake(slot)
     }
   }
@@ -149,8 +153,9 @@ extension ConsoleServer {
       if p.pointee.ss_family == sa_family_t(AF_INET6) {
         return p.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { s in
           withUnsafeBytes(of: s.pointee.sin6_addr) { b in
-            PeerKey.ipv6(high: UInt64(bigEndian: b.loadUnaligned(fromByteOffset: 0, as: UInt64.self)),
-                         low: UInt64(bigEndian: b.loadUnaligned(fromByteOffset: 8, as: UInt64.self)))
+            PeerKey.ipv6(
+              high: UInt64(bigEndian: b.loadUnaligned(fromByteOffset: 0, as: UInt64.self)),
+              low: UInt64(bigEndian: b.loadUnaligned(fromByteOffset: 8, as: UInt64.self)))
           }
         }
       }

@@ -27,13 +27,13 @@ public final class ConsoleServer<Clock: MonotonicClock>: ConsoleOutput {
     var lastActivity = Instant(nanoseconds: 0)
     var outputStart = 0
     var outputEnd = 0
-    var queued = 0           // complete lines waiting in the queue
-    var queueBytes = 0       // bytes used in the queue
+    var queued = 0  // complete lines waiting in the queue
+    var queueBytes = 0  // bytes used in the queue
     var tls: OpaquePointer? = nil  // the TLS session (sg_tls_session), nil for plain text
     var handshaking = false  // TLS: the handshake is not finished (no console session yet)
     var handshakeWants = Int16(0)  // TLS: what the handshake waits for (POLLIN or POLLOUT)
-    var readWantsWrite = false     // TLS: the last read needs the socket writable
-    var writeWantsRead = false     // TLS: the last write needs the socket readable
+    var readWantsWrite = false  // TLS: the last read needs the socket writable
+    var writeWantsRead = false  // TLS: the last write needs the socket readable
     var peer = PeerKey.loopback
   }
 
@@ -85,8 +85,9 @@ public final class ConsoleServer<Clock: MonotonicClock>: ConsoleOutput {
     self.settings = settings
     self.clock = clock
     slotCount = settings.clientsMax + 1  // the last slot is the serial port's
-    commands = ConsoleCommands(slots: slotCount, limits: settings.limits, auth: settings.auth,
-                               secret: OperatorSecret(file: settings.secretFile), clock: clock)
+    commands = ConsoleCommands(
+      slots: slotCount, limits: settings.limits, auth: settings.auth,
+      secret: OperatorSecret(file: settings.secretFile), clock: clock)
     clients = .allocate(capacity: slotCount)
     clients.initialize(repeating: Client())
     framers = .allocate(capacity: slotCount)
@@ -102,7 +103,9 @@ public final class ConsoleServer<Clock: MonotonicClock>: ConsoleOutput {
     clientTokens = .allocate(capacity: slotCount)
     clientTokens.initialize(repeating: .none)
     let plan = try ConsoleListener.plan(settings)
-    tls = settings.tlsCertFile.isEmpty ? nil
+    tls =
+      settings.tlsCertFile.isEmpty
+      ? nil
       : try ConsoleTLS(certFile: settings.tlsCertFile, keyFile: settings.tlsKeyFile, clientCAFile: settings.tlsClientCAFile)
     for listener in plan {
       let (fd, bound) = try Self.listen(on: listener.address)

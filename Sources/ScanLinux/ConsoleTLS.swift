@@ -28,9 +28,12 @@ public final class ConsoleTLS {
     }
     guard let made else {
       let text = String(decoding: reason.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-      let key = text.hasPrefix("client CA") ? "console.tls_client_ca_file \(clientCAFile)"
-        : text.hasPrefix("certificate") ? "console.tls_cert_file \(certFile)"
-        : "console.tls_key_file \(keyFile)"
+      let key =
+        text.hasPrefix("client CA")
+        ? "console.tls_client_ca_file \(clientCAFile)"
+        : text.hasPrefix("certificate")
+          ? "console.tls_cert_file \(certFile)"
+          : "console.tls_key_file \(keyFile)"
       throw SystemError(errno: EINVAL, operation: "\(key): \(text)")
     }
     context = made

@@ -16,8 +16,10 @@ public final class EventPrinter: @unchecked Sendable {
   /// Whether journal lines show payloads (`log.raw_payloads`); by default they do not.
   public let payloads: PayloadVisibility
 
-  public init(ring: EventRing, start: Instant, clock: any MonotonicClock, skipping: Set<EventKind> = [],
-              payloads: PayloadVisibility) {
+  public init(
+    ring: EventRing, start: Instant, clock: any MonotonicClock, skipping: Set<EventKind> = [],
+    payloads: PayloadVisibility
+  ) {
     self.payloads = payloads
     self.ring = ring
     self.start = start

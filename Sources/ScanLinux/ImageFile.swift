@@ -17,8 +17,10 @@ public struct GrayImage: Sendable {
   /// Lends the image as a frame.
   public func withFrame<R>(sequence: UInt64 = 0, _ body: (LumaFrame) -> R) -> R {
     pixels.withUnsafeBytes { raw in
-      body(LumaFrame(bytes: raw, geometry: .gray(width: width, height: height),
-                     captured: Instant(nanoseconds: 0), sequence: sequence))
+      body(
+        LumaFrame(
+          bytes: raw, geometry: .gray(width: width, height: height),
+          captured: Instant(nanoseconds: 0), sequence: sequence))
     }
   }
 

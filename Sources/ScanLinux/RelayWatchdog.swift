@@ -47,9 +47,13 @@ public final class RelayWatchdog: RelayGuard, @unchecked Sendable {
     }
     let retained = Unmanaged.passRetained(driver)
     simulated = retained
-    guard let handle = sg_relay_watchdog_start(nil, { context in
-      Unmanaged<InactiveDriver>.fromOpaque(context!).takeUnretainedValue().drive()
-    }, retained.toOpaque()) else {
+    guard
+      let handle = sg_relay_watchdog_start(
+        nil,
+        { context in
+          Unmanaged<InactiveDriver>.fromOpaque(context!).takeUnretainedValue().drive()
+        }, retained.toOpaque())
+    else {
       retained.release()
       throw GPIOError(errno: sg_errno(), operation: "start the relay watchdog for a simulated line")
     }

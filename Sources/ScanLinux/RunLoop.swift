@@ -130,8 +130,9 @@ public struct RunLoop<
     case .success(let bytes):
       error = engine.allowList.load(bytes, digester: engine.digester, nowUnixSeconds: engine.wall.unixSeconds())
     }
-    engine.record(error == nil ? .state : .fault,
-                  code: (error == nil ? FaultCode.allowListLoaded : FaultCode.allowListRejected).rawValue)
+    engine.record(
+      error == nil ? .state : .fault,
+      code: (error == nil ? FaultCode.allowListLoaded : FaultCode.allowListRejected).rawValue)
     return error
   }
 
@@ -293,7 +294,13 @@ public struct RunLoop<
       w.write(entries)
       w.write(" entries")
     }
-    if notifier.readySent { notifier.send { w in w.write("STATUS="); write(&w) } } else { notifier.ready(status: write) }
+    if notifier.readySent {
+      notifier.send { w in
+        w.write("STATUS="); write(&w)
+      }
+    } else {
+      notifier.ready(status: write)
+    }
   }
 
   /// Reports the audit log's faults and recoveries (event, fault buzzer pattern).

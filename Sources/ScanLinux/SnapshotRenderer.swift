@@ -80,13 +80,16 @@ public enum SnapshotRenderer {
     out[i] = color.0; out[i + 1] = color.1; out[i + 2] = color.2
   }
 
-  static func fill(_ out: UnsafeMutableBufferPointer<UInt8>, _ w: Int, _ h: Int, _ x: Int, _ y: Int, _ width: Int, _ height: Int, color: (UInt8, UInt8, UInt8)) {
+  static func fill(_ out: UnsafeMutableBufferPointer<UInt8>, _ w: Int, _ h: Int, _ x: Int, _ y: Int, _ width: Int, _ height: Int, color: (UInt8, UInt8, UInt8))
+  {
     for yy in max(0, y)..<min(h, y + height) {
       for xx in max(0, x)..<min(w, x + width) { set(out, w, h, xx, yy, color) }
     }
   }
 
-  static func line(_ out: UnsafeMutableBufferPointer<UInt8>, _ w: Int, _ h: Int, _ x0: Int, _ y0: Int, _ x1: Int, _ y1: Int, color: (UInt8, UInt8, UInt8), thickness: Int) {
+  static func line(
+    _ out: UnsafeMutableBufferPointer<UInt8>, _ w: Int, _ h: Int, _ x0: Int, _ y0: Int, _ x1: Int, _ y1: Int, color: (UInt8, UInt8, UInt8), thickness: Int
+  ) {
     let steps = max(abs(x1 - x0), abs(y1 - y0), 1)
     for t in 0...steps {
       let x = x0 + (x1 - x0) * t / steps, y = y0 + (y1 - y0) * t / steps

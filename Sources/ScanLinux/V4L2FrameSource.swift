@@ -70,7 +70,10 @@ public struct V4L2FrameSource: FrameSource, ~Copyable {
     _ = try check("VIDIOC_S_FMT", { sg_v4l2_set_format(fd, chosen, UInt32(settings.width), UInt32(settings.height), &gotFourcc, &w, &h, &bpl, &sizeImage) })
     guard gotFourcc == chosen else { throw fail(.formatRejected("driver switched \(Self.name(chosen)) to \(Self.name(gotFourcc))")) }
     guard Int(w) <= settings.width && Int(h) <= settings.height else {
-      throw fail(.formatRejected("driver chose \(w)×\(h), larger than the configured \(settings.width)×\(settings.height); configure a size the camera offers (scangate probe lists them)"))
+      throw fail(
+        .formatRejected(
+          "driver chose \(w)×\(h), larger than the configured \(settings.width)×\(settings.height); configure a size the camera offers (scangate probe lists them)"
+        ))
     }
     let isYUYV = chosen == SG_PIX_FMT_YUYV
     let isJPEG = chosen == SG_PIX_FMT_MJPEG || chosen == SG_PIX_FMT_JPEG
@@ -149,7 +152,9 @@ public struct V4L2FrameSource: FrameSource, ~Copyable {
     case .mjpeg: wanted = [SG_PIX_FMT_MJPEG, SG_PIX_FMT_JPEG]
     }
     guard let chosen = wanted.first(where: { offered.contains($0) }) else {
-      throw .formatRejected("\(settings.path) offers none of the formats asked for (\(settings.format.rawValue)); it offers \(offered.map(Self.name).sorted().joined(separator: ", "))")
+      throw .formatRejected(
+        "\(settings.path) offers none of the formats asked for (\(settings.format.rawValue)); it offers \(offered.map(Self.name).sorted().joined(separator: ", "))"
+      )
     }
     return chosen
   }
@@ -220,23 +225,26 @@ public struct V4L2FrameSource: FrameSource, ~Copyable {
     let result: R?
     if let jpeg {
       var w: Int32 = 0, h: Int32 = 0
-      let rc = sg_jpeg_decode_frame(jpeg, mapping.address.assumingMemoryBound(to: UInt8.self), Int(frame.used),
-                                    halfScale ? 2 : 1, grayPlane.baseAddress!.assumingMemoryBound(to: UInt8.self),
-                                    grayPlane.count, &w, &h)
+      let rc = sg_jpeg_decode_frame(
+        jpeg, mapping.address.assumingMemoryBound(to: UInt8.self), Int(frame.used),
+        halfScale ? 2 : 1, grayPlane.baseAddress!.assumingMemoryBound(to: UInt8.self),
+        grayPlane.count, &w, &h)
       if rc != 0 {
         corruptFrames &+= 1
         result = nil
       } else {
-        result = body(LumaFrame(
-          bytes: UnsafeRawBufferPointer(rebasing: grayPlane[0..<(Int(w) * Int(h))]),
-          geometry: .gray(width: Int(w), height: Int(h)), captured: captured, sequence: UInt64(frame.sequence)))
+        result = body(
+          LumaFrame(
+            bytes: UnsafeRawBufferPointer(rebasing: grayPlane[0..<(Int(w) * Int(h))]),
+            geometry: .gray(width: Int(w), height: Int(h)), captured: captured, sequence: UInt64(frame.sequence)))
       }
     } else {
       let isYUYV = fourcc == SG_PIX_FMT_YUYV
       let geometry = FrameGeometry(width: width, height: height, rowStrideBytes: bytesPerLine, pixelStrideBytes: isYUYV ? 2 : 1)
-      result = body(LumaFrame(
-        bytes: UnsafeRawBufferPointer(start: mapping.address, count: mapping.length),
-        geometry: geometry, captured: captured, sequence: UInt64(frame.sequence)))
+      result = body(
+        LumaFrame(
+          bytes: UnsafeRawBufferPointer(start: mapping.address, count: mapping.length),
+          geometry: geometry, captured: captured, sequence: UInt64(frame.sequence)))
     }
     try requeue(frame.index)
     return result

@@ -91,4 +91,3 @@ public struct ZXingDecoder: CodeDecoder, ~Copyable {
   /// The engine's name and version.
   public static var engineVersion: String { String(cString: sg_zx_engine_version()) }
 }
-

@@ -54,8 +54,7 @@ public final class RecordingOutputLine: OutputLine, @unchecked Sendable {
       guard newLevel != s.level else { return (nil, nil) }
       s.level = newLevel
       let now = clock.now()
-      if s.edgeCount < storage.count { storage[s.edgeCount] = Edge(level: newLevel, at: now); s.edgeCount += 1 }
-      else { s.droppedEdges += 1 }
+      if s.edgeCount < storage.count { storage[s.edgeCount] = Edge(level: newLevel, at: now); s.edgeCount += 1 } else { s.droppedEdges += 1 }
       return (nil, now)
     }
     if let code = outcome.failed { throw GPIOError(errno: code, operation: "set \(name)") }
@@ -70,8 +69,7 @@ public final class RecordingOutputLine: OutputLine, @unchecked Sendable {
     var out: [Int] = []
     var since: Instant? = nil
     for edge in edges {
-      if edge.level == .active { since = edge.at }
-      else if let s = since { out.append(edge.at.milliseconds(since: s)); since = nil }
+      if edge.level == .active { since = edge.at } else if let s = since { out.append(edge.at.milliseconds(since: s)); since = nil }
     }
     return out
   }

@@ -34,8 +34,9 @@ enum DecodeCommand {
         return try expect(directory: directory, options: options, settings: settings, reader: reader)
       }
       guard !options.positionals.isEmpty else { throw ParseError(message: "no image files given") }
-      return decodeFiles(options.positionals, json: options.flag("json"), settings: settings,
-                         reader: reader, capacity: capacity)
+      return decodeFiles(
+        options.positionals, json: options.flag("json"), settings: settings,
+        reader: reader, capacity: capacity)
     } catch {
       writeStandardError("scangate decode: \(error)\n")
       return 2
@@ -211,10 +212,11 @@ enum DecodeCommand {
     }
     let passed = all.reduce(0) { $0 + $1.passed }, total = all.reduce(0) { $0 + $1.total }
     let times = all.flatMap(\.milliseconds)
-    print("TOTAL".padding(toLength: 24) + " " + "\(passed) / \(total)".padding(toLength: 16, left: true)
-      + "   " + formatPercent(passed, total).padding(toLength: 6, left: true)
-      + "   " + formatMilliseconds(median(times)).padding(toLength: 8, left: true)
-      + "   false positives: \(all.reduce(0) { $0 + $1.falsePositives })")
+    print(
+      "TOTAL".padding(toLength: 24) + " " + "\(passed) / \(total)".padding(toLength: 16, left: true)
+        + "   " + formatPercent(passed, total).padding(toLength: 6, left: true)
+        + "   " + formatMilliseconds(median(times)).padding(toLength: 8, left: true)
+        + "   false positives: \(all.reduce(0) { $0 + $1.falsePositives })")
     return 0
   }
 }
@@ -222,7 +224,10 @@ enum DecodeCommand {
 extension String {
   /// Pads with spaces to `length` (on the left when `left`); never truncates.
   func padding(toLength length: Int, left: Bool = false) -> String {
-    count >= length ? self : (left ? String(repeating: " ", count: length - count) + self
-      : self + String(repeating: " ", count: length - count))
+    count >= length
+      ? self
+      : (left
+        ? String(repeating: " ", count: length - count) + self
+        : self + String(repeating: " ", count: length - count))
   }
 }

@@ -76,13 +76,15 @@ enum DemoCommand {
         config.consoleListen = ["127.0.0.1:4570"]
       }
       print("ScanGate demo: \(index) frames of \(width)x\(height) at \(fps) fps from \(directory), simulated GPIO")
-      print("decoder \(ZXingDecoder.engineVersion), views \(config.engine.decode.variantMode.rawValue) over "
-        + config.engine.decode.variants.map(\.name).joined(separator: ","))
+      print(
+        "decoder \(ZXingDecoder.engineVersion), views \(config.engine.decode.variantMode.rawValue) over "
+          + config.engine.decode.variants.map(\.name).joined(separator: ","))
       for scene in scenes {
         print("  code " + PayloadEscaping.escaped(scene.payload) + " (\(scene.variant.name)): \(scene.note)")
       }
       if demoConsole {
-        print("""
+        print(
+          """
           console: in a second terminal, while the demo runs (a lower --fps, e.g. 5, gives more time):
             scangate console --command STATUS
             scangate console --command 'WATCH ON'          (decisions by label and digest)

@@ -66,13 +66,16 @@ enum CheckConfigCommand {
         print("allow-list: \(failure.error)")
         status = 1
       }
-      print("source: \(config.cameraSource.rawValue) \(config.cameraSource == .v4l2 ? config.cameraDevice : config.replayPath) "
-        + "\(config.cameraWidth)x\(config.cameraHeight) format \(config.cameraFormat.rawValue)")
-      print("decoder: \(ZXingDecoder.engineVersion), formats \(config.engine.decode.formats.listDescription), "
-        + "views \(config.engine.decode.variantMode.rawValue) over \(config.engine.decode.variants.map(\.name).joined(separator: ","))")
-      print("gpio: \(config.gpioBackend.rawValue) \(config.gpioChip) relay line \(config.relayLine)\(config.relayActiveLow ? " (active-low)" : "") "
-        + "buzzer line \(config.buzzerLine)\(config.buzzerActiveLow ? " (active-low)" : ""), pulse \(config.engine.actuation.relayPulseMilliseconds) ms "
-        + "(max \(config.engine.actuation.relayPulseMillisecondsMax) ms)")
+      print(
+        "source: \(config.cameraSource.rawValue) \(config.cameraSource == .v4l2 ? config.cameraDevice : config.replayPath) "
+          + "\(config.cameraWidth)x\(config.cameraHeight) format \(config.cameraFormat.rawValue)")
+      print(
+        "decoder: \(ZXingDecoder.engineVersion), formats \(config.engine.decode.formats.listDescription), "
+          + "views \(config.engine.decode.variantMode.rawValue) over \(config.engine.decode.variants.map(\.name).joined(separator: ","))")
+      print(
+        "gpio: \(config.gpioBackend.rawValue) \(config.gpioChip) relay line \(config.relayLine)\(config.relayActiveLow ? " (active-low)" : "") "
+          + "buzzer line \(config.buzzerLine)\(config.buzzerActiveLow ? " (active-low)" : ""), pulse \(config.engine.actuation.relayPulseMilliseconds) ms "
+          + "(max \(config.engine.actuation.relayPulseMillisecondsMax) ms)")
       if let problem = consoleRingProblem(config) {
         print("console: \(problem)")
         status = 1
@@ -98,7 +101,9 @@ enum CheckConfigCommand {
         tls = try ConsoleTLS(certFile: settings.tlsCertFile, keyFile: settings.tlsKeyFile, clientCAFile: settings.tlsClientCAFile)
       }
       for listener in listeners {
-        let how = listener.tls ? "TLS" + (tls?.requiresClientCertificates == true ? ", client certificates required" : "")
+        let how =
+          listener.tls
+          ? "TLS" + (tls?.requiresClientCertificates == true ? ", client certificates required" : "")
           : listener.loopback ? "plain text, loopback" : "PLAIN TEXT on the network (console.allow_plaintext_remote)"
         print("console: \(listener) (\(how))")
       }

@@ -46,15 +46,17 @@ enum LocationHarness {
       }
       totalFound += found; totalLabelled += labelled; totalFalse += falsePositives
       allTimes += times
-      print(category.padding(toLength: 24) + " " + "\(found) / \(labelled)".padding(toLength: 16, left: true)
-        + "   " + formatPercent(found, labelled).padding(toLength: 6, left: true)
-        + "   " + formatMilliseconds(median(times)).padding(toLength: 8, left: true)
-        + (falsePositives > 0 ? "   false positives: \(falsePositives)" : ""))
+      print(
+        category.padding(toLength: 24) + " " + "\(found) / \(labelled)".padding(toLength: 16, left: true)
+          + "   " + formatPercent(found, labelled).padding(toLength: 6, left: true)
+          + "   " + formatMilliseconds(median(times)).padding(toLength: 8, left: true)
+          + (falsePositives > 0 ? "   false positives: \(falsePositives)" : ""))
       flushStandardOutput()
     }
-    print("TOTAL".padding(toLength: 24) + " " + "\(totalFound) / \(totalLabelled)".padding(toLength: 16, left: true)
-      + "   " + formatPercent(totalFound, totalLabelled).padding(toLength: 6, left: true)
-      + "   " + formatMilliseconds(median(allTimes)).padding(toLength: 8, left: true) + "   false positives: \(totalFalse)")
+    print(
+      "TOTAL".padding(toLength: 24) + " " + "\(totalFound) / \(totalLabelled)".padding(toLength: 16, left: true)
+        + "   " + formatPercent(totalFound, totalLabelled).padding(toLength: 6, left: true)
+        + "   " + formatMilliseconds(median(allTimes)).padding(toLength: 8, left: true) + "   false positives: \(totalFalse)")
     return 0
   }
 

@@ -43,11 +43,12 @@ enum LogCommand {
       do {
         try store.read(sinceNanoseconds: since, limit: limit) { r in
           if json {
-            print("{\"seq\":\(r.sequence),\"run\":\(r.run),\"event\":\(r.eventSequence),\"time\":\(jsonString(RFC3339.format(r.wallNanoseconds / 1_000_000_000))),"
-              + "\"time_ns\":\(r.wallNanoseconds),\"kind\":\(jsonString(r.kind.name)),\"verdict\":\(jsonString(r.verdict?.name ?? "")),"
-              + "\"format\":\(jsonString(r.format)),\"variant\":\(jsonString(r.variant)),\"sha256\":\(jsonString(r.digest)),"
-              + "\"label\":\(jsonString(r.label)),\"payload\":\(jsonString(r.payload)),\"code\":\(r.code),\"detail\":\(jsonString(r.detail)),"
-              + "\"decode_us\":\(r.decodeMicroseconds),\"decide_us\":\(r.decideMicroseconds),\"edge_us\":\(r.edgeMicroseconds)}")
+            print(
+              "{\"seq\":\(r.sequence),\"run\":\(r.run),\"event\":\(r.eventSequence),\"time\":\(jsonString(RFC3339.format(r.wallNanoseconds / 1_000_000_000))),"
+                + "\"time_ns\":\(r.wallNanoseconds),\"kind\":\(jsonString(r.kind.name)),\"verdict\":\(jsonString(r.verdict?.name ?? "")),"
+                + "\"format\":\(jsonString(r.format)),\"variant\":\(jsonString(r.variant)),\"sha256\":\(jsonString(r.digest)),"
+                + "\"label\":\(jsonString(r.label)),\"payload\":\(jsonString(r.payload)),\"code\":\(r.code),\"detail\":\(jsonString(r.detail)),"
+                + "\"decode_us\":\(r.decodeMicroseconds),\"decide_us\":\(r.decideMicroseconds),\"edge_us\":\(r.edgeMicroseconds)}")
           } else {
             print(r.line)
           }
@@ -83,8 +84,9 @@ enum LogCommand {
         return 1
       }
       if v.unkeyed {
-        print("\(path): UNKEYED: written before the keyed chain; its SHA-256 chain is consistent through record "
-          + "\(v.head.sequence) (head \(v.head.text)), which proves nothing against whoever could write the file (\(range))")
+        print(
+          "\(path): UNKEYED: written before the keyed chain; its SHA-256 chain is consistent through record "
+            + "\(v.head.sequence) (head \(v.head.text)), which proves nothing against whoever could write the file (\(range))")
         return 1
       }
       let pruned = v.anchorSequence > 0 ? ", records 1...\(v.anchorSequence) pruned" : ""

@@ -11,13 +11,13 @@ enum Service {
   }
 
   static func cameraSettings(_ c: ScanConfig) -> CameraSettings {
-    CameraSettings(path: c.cameraDevice, width: c.cameraWidth, height: c.cameraHeight, fps: c.cameraFPS,
-                   format: c.cameraFormat, buffers: c.cameraBuffers, mjpegHalfScale: c.mjpegHalfScale)
+    CameraSettings(
+      path: c.cameraDevice, width: c.cameraWidth, height: c.cameraHeight, fps: c.cameraFPS,
+      format: c.cameraFormat, buffers: c.cameraBuffers, mjpegHalfScale: c.mjpegHalfScale)
   }
 
   /// Runs with the configured source and GPIO backend. Returns the exit status.
   static func run(_ config: ScanConfig, options: Options) -> Int32 {
-    let clock = SystemMonotonicClock()
     switch config.gpioBackend {
     case .sim:
       let relay = SimulatedOutputLine()
@@ -54,8 +54,9 @@ enum Service {
     case .replay:
       let clock = SystemMonotonicClock()
       return serve(config, options: options, relay: relay, buzzer: buzzer, watchdog: watchdog) { () throws(CaptureError) in
-        try ReplayFrameSource(path: config.replayPath, width: config.cameraWidth, height: config.cameraHeight,
-                              framesPerSecond: config.replayFPS, loops: config.replayLoop, clock: clock)
+        try ReplayFrameSource(
+          path: config.replayPath, width: config.cameraWidth, height: config.cameraHeight,
+          framesPerSecond: config.replayFPS, loops: config.replayLoop, clock: clock)
       }
     }
   }
@@ -75,13 +76,15 @@ enum Service {
       settings: config.engine, decoder: decoder, relay: relay, buzzer: buzzer, clock: clock, wall: SystemWallClock(),
       digester: SodiumDigester(), events: ring, maxWidth: config.cameraWidth, maxHeight: config.cameraHeight)
     let console = makeConsole(config, clock: clock)
-    var loop = RunLoop(engine: engine, settings: loopSettings(config, maxFrames: options.maxFrames), console: console,
-                       openSource: openSource)
+    var loop = RunLoop(
+      engine: engine, settings: loopSettings(config, maxFrames: options.maxFrames), console: console,
+      openSource: openSource)
     let auditLog = config.log.path.isEmpty ? nil : AuditLog(settings: config.log, ring: ring)
     loop.auditLog = auditLog
     loop.engine.relayGuard = watchdog  // the relay's cap, held off the loop too
-    let printer = EventPrinter(ring: ring, start: loop.startedAt, clock: clock, skipping: options.skipping,
-                               payloads: config.log.rawPayloads ? .shown : .hidden)
+    let printer = EventPrinter(
+      ring: ring, start: loop.startedAt, clock: clock, skipping: options.skipping,
+      payloads: config.log.rawPayloads ? .shown : .hidden)
     if let error = loop.reloadAllowList() {
       writeStandardError("scangate: allow-list \(config.allowListPath): \(error); denying every code until it loads\n")
     }
@@ -100,8 +103,9 @@ enum Service {
 
   /// The decoder as configured (arena, result slots, try-harder).
   static func makeDecoder(_ config: ScanConfig) throws(SystemError) -> ZXingDecoder {
-    try ZXingDecoder(arenaBytes: config.decoderArenaKiB * 1024, capacity: config.engine.resultsCapacity,
-                     tryHarder: config.engine.decode.tryHarder)
+    try ZXingDecoder(
+      arenaBytes: config.decoderArenaKiB * 1024, capacity: config.engine.resultsCapacity,
+      tryHarder: config.engine.decode.tryHarder)
   }
 
   static func loopSettings(_ config: ScanConfig, maxFrames: UInt64) -> LoopSettings {
@@ -146,9 +150,11 @@ enum Service {
   ) {
     let seconds = Double(elapsed) / 1_000_000
     let fps = seconds > 0 ? Double(s.frames) / seconds : 0
-    print("summary: \(s.frames) frames in \(formatMilliseconds(seconds * 1000)) ms (\(formatMilliseconds(fps)) fps), "
-      + "\(s.grants) granted, \(s.denies) denied, \(loop.droppedFrames) dropped, \(loop.cameraLosses) camera losses")
-    print("latency: decode p50 \(s.decode.percentile(0.5)) µs p99 \(s.decode.percentile(0.99)) µs; "
-      + "frame-to-edge p50 \(s.frameToEdge.percentile(0.5)) µs p99 \(s.frameToEdge.percentile(0.99)) µs")
+    print(
+      "summary: \(s.frames) frames in \(formatMilliseconds(seconds * 1000)) ms (\(formatMilliseconds(fps)) fps), "
+        + "\(s.grants) granted, \(s.denies) denied, \(loop.droppedFrames) dropped, \(loop.cameraLosses) camera losses")
+    print(
+      "latency: decode p50 \(s.decode.percentile(0.5)) µs p99 \(s.decode.percentile(0.99)) µs; "
+        + "frame-to-edge p50 \(s.frameToEdge.percentile(0.5)) µs p99 \(s.frameToEdge.percentile(0.99)) µs")
   }
 }

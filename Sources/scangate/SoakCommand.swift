@@ -72,12 +72,14 @@ enum SoakCommand {
       let seconds = Double(clock.now().microseconds(since: start)) / 1_000_000
       load?.stop()
       if let load {
-        print("# console: \(consoleClients) idle clients, 1 watching (\(load.watchedLines.load(ordering: .relaxed)) event lines), "
-          + "STATUS round trips \(formatMilliseconds(Double(load.commands.load(ordering: .relaxed)) / seconds)) per second")
+        print(
+          "# console: \(consoleClients) idle clients, 1 watching (\(load.watchedLines.load(ordering: .relaxed)) event lines), "
+            + "STATUS round trips \(formatMilliseconds(Double(load.commands.load(ordering: .relaxed)) / seconds)) per second")
       }
       rssLast = residentKiB()
-      report(s, seconds: seconds, rss: (rssFirst, rssLast), arena: loop.engine.pipeline.decoder.stats,
-             views: config.engine.decode.variantMode.rawValue)
+      report(
+        s, seconds: seconds, rss: (rssFirst, rssLast), arena: loop.engine.pipeline.decoder.stats,
+        views: config.engine.decode.variantMode.rawValue)
       if let path = options.value("histogram") { try writeHistogram(s, to: path) }
       loop.finish()
       return 0
@@ -117,10 +119,16 @@ enum SoakCommand {
   }
 
   static func report(_ s: ScanStats, seconds: Double, rss: (Int, Int), arena: DecoderStats, views: String) {
-    print("# \(s.frames) frames in \(formatMilliseconds(seconds * 1000)) ms: \(formatMilliseconds(Double(s.frames) / seconds)) frames/s on one core, views \(views)")
+    print(
+      "# \(s.frames) frames in \(formatMilliseconds(seconds * 1000)) ms: \(formatMilliseconds(Double(s.frames) / seconds)) frames/s on one core, views \(views)"
+    )
     print("# rss first \(rss.0) KiB, last \(rss.1) KiB; decisions \(s.grants) granted, \(s.denies) denied")
-    print("# decode p50 \(s.decode.percentile(0.5)) µs p99 \(s.decode.percentile(0.99)) µs; frame-to-edge p50 \(s.frameToEdge.percentile(0.5)) µs p99 \(s.frameToEdge.percentile(0.99)) µs")
-    print("# decoder arena: high water \(arena.arenaHighWaterBytes / 1024) KiB of \(arena.arenaCapacityBytes / 1024) KiB, pinned \(arena.arenaPinnedBytes / 1024) KiB, overflows \(arena.arenaOverflows)")
+    print(
+      "# decode p50 \(s.decode.percentile(0.5)) µs p99 \(s.decode.percentile(0.99)) µs; frame-to-edge p50 \(s.frameToEdge.percentile(0.5)) µs p99 \(s.frameToEdge.percentile(0.99)) µs"
+    )
+    print(
+      "# decoder arena: high water \(arena.arenaHighWaterBytes / 1024) KiB of \(arena.arenaCapacityBytes / 1024) KiB, pinned \(arena.arenaPinnedBytes / 1024) KiB, overflows \(arena.arenaOverflows)"
+    )
   }
 
   static func writeHistogram(_ s: ScanStats, to path: String) throws {

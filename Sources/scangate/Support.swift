@@ -86,7 +86,6 @@ func jsonString(_ text: String) -> String {
   return out + "\""
 }
 
-
 /// Milliseconds with two decimals.
 func formatMilliseconds(_ ms: Double) -> String {
   let hundredths = Int((ms * 100).rounded())

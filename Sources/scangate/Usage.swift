@@ -11,29 +11,40 @@ struct CommandUsage {
 
 enum Usage {
   static let commands: [CommandUsage] = [
-    CommandUsage(name: "run", lines: ["run [--config FILE] [--frames N] [--quiet-edges]"],
-                 summary: "run the reader service (camera, GPIO, console, log); --frames stops after N frames"),
-    CommandUsage(name: "demo", lines: ["demo [--config FILE] [--fps N] [--frames N] [--dir DIR] [--keep]", "demo --snapshot PREFIX"],
-                 summary: "replay generated codes through the real loop with simulated GPIO; --snapshot writes PREFIX.png and PREFIX.txt"),
-    CommandUsage(name: "decode", lines: [
-      "decode [--formats LIST|all] [--json] [--variants upright|retry|alternate] [--fast] [--max-pixels N] [--results N] FILE...",
-      "decode --expect DIR [--formats LIST|all] [--variant upright|inverted|mirrored] [--size WxH]",
-      "decode --locations DIR [--formats LIST|all] [--variant upright|inverted|mirrored]",
-    ], summary: "decode barcodes in image files; --expect: the accuracy harness over image + .txt/.bin; --locations: found by position"),
-    CommandUsage(name: "check-config", lines: ["check-config [--config FILE]"],
-                 summary: "validate config.toml and the allow-list, print the memory budget"),
-    CommandUsage(name: "probe", lines: ["probe [--all-lines]"],
-                 summary: "cameras, GPIO chips and serial ports this machine offers"),
-    CommandUsage(name: "console", lines: ["console [--tcp HOST:PORT | --serial PATH [--baud N]] [--secret-file FILE] [--command LINE [--timeout SECONDS]]"],
-                 summary: "talk to a running reader's console (docs/console.md)"),
-    CommandUsage(name: "log", lines: [
-      "log [--config FILE | --db FILE] [--since TIME] [--limit N] [--json]",
-      "log verify [--config FILE | --db FILE] [--key FILE] [--head SEQ:HEX]",
-    ], summary: "read the audit log; verify: check its keyed chain and sequence, and with a published chain head that nothing was cut or re-chained"),
-    CommandUsage(name: "snapshot", lines: ["snapshot (--out FILE.png | --text) [--tcp HOST:PORT | --serial PATH [--baud N]] [--secret-file FILE] [--timeout SECONDS]"],
-                 summary: "the aiming aid: what the camera sees, zone and codes marked"),
-    CommandUsage(name: "soak", lines: ["soak [--frames N] [--every N] [--variants upright|retry|alternate] [--histogram FILE] [--console-clients N]"],
-                 summary: "the fixed-memory soak benchmark (bench/)"),
+    CommandUsage(
+      name: "run", lines: ["run [--config FILE] [--frames N] [--quiet-edges]"],
+      summary: "run the reader service (camera, GPIO, console, log); --frames stops after N frames"),
+    CommandUsage(
+      name: "demo", lines: ["demo [--config FILE] [--fps N] [--frames N] [--dir DIR] [--keep]", "demo --snapshot PREFIX"],
+      summary: "replay generated codes through the real loop with simulated GPIO; --snapshot writes PREFIX.png and PREFIX.txt"),
+    CommandUsage(
+      name: "decode",
+      lines: [
+        "decode [--formats LIST|all] [--json] [--variants upright|retry|alternate] [--fast] [--max-pixels N] [--results N] FILE...",
+        "decode --expect DIR [--formats LIST|all] [--variant upright|inverted|mirrored] [--size WxH]",
+        "decode --locations DIR [--formats LIST|all] [--variant upright|inverted|mirrored]",
+      ], summary: "decode barcodes in image files; --expect: the accuracy harness over image + .txt/.bin; --locations: found by position"),
+    CommandUsage(
+      name: "check-config", lines: ["check-config [--config FILE]"],
+      summary: "validate config.toml and the allow-list, print the memory budget"),
+    CommandUsage(
+      name: "probe", lines: ["probe [--all-lines]"],
+      summary: "cameras, GPIO chips and serial ports this machine offers"),
+    CommandUsage(
+      name: "console", lines: ["console [--tcp HOST:PORT | --serial PATH [--baud N]] [--secret-file FILE] [--command LINE [--timeout SECONDS]]"],
+      summary: "talk to a running reader's console (docs/console.md)"),
+    CommandUsage(
+      name: "log",
+      lines: [
+        "log [--config FILE | --db FILE] [--since TIME] [--limit N] [--json]",
+        "log verify [--config FILE | --db FILE] [--key FILE] [--head SEQ:HEX]",
+      ], summary: "read the audit log; verify: check its keyed chain and sequence, and with a published chain head that nothing was cut or re-chained"),
+    CommandUsage(
+      name: "snapshot", lines: ["snapshot (--out FILE.png | --text) [--tcp HOST:PORT | --serial PATH [--baud N]] [--secret-file FILE] [--timeout SECONDS]"],
+      summary: "the aiming aid: what the camera sees, zone and codes marked"),
+    CommandUsage(
+      name: "soak", lines: ["soak [--frames N] [--every N] [--variants upright|retry|alternate] [--histogram FILE] [--console-clients N]"],
+      summary: "the fixed-memory soak benchmark (bench/)"),
     CommandUsage(name: "version", lines: ["version"], summary: "print versions"),
   ]
 

@@ -33,9 +33,11 @@ switch command {
 case "decode": status = DecodeCommand.run(arguments)
 case "version", "--version": status = VersionCommand.run(arguments)
 default:
-  status = ExtraCommands.run(command, arguments) ?? {
-    writeStandardError("scangate: unknown command '\(command)'\n\(Usage.overview)")
-    return 2
-  }()
+  status =
+    ExtraCommands.run(command, arguments)
+    ?? {
+      writeStandardError("scangate: unknown command '\(command)'\n\(Usage.overview)")
+      return 2
+    }()
 }
 exit(status)

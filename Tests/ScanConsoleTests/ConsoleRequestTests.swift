@@ -44,11 +44,13 @@ import Testing
     #expect(parse("AUTH s3cret").1 == Array("s3cret".utf8))
   }
 
-  @Test("malformed lines are rejected whole", arguments: [
-    ("STATUS\u{0}", 400), ("STA\u{1b}[2JTUS", 400), ("OPEN\r", 400), ("BOGUS", 400), ("OPEN 1 2 3", 400),
-    ("LAST x", 400), ("LAST 0", 400), ("OPEN 99999999", 400), ("WATCH maybe", 400), ("WATCH", 400),
-    ("CHECK %zz", 400), ("CHECK", 400), ("STATUS now", 400), ("caf\u{e9}", 400),
-  ])
+  @Test(
+    "malformed lines are rejected whole",
+    arguments: [
+      ("STATUS\u{0}", 400), ("STA\u{1b}[2JTUS", 400), ("OPEN\r", 400), ("BOGUS", 400), ("OPEN 1 2 3", 400),
+      ("LAST x", 400), ("LAST 0", 400), ("OPEN 99999999", 400), ("WATCH maybe", 400), ("WATCH", 400),
+      ("CHECK %zz", 400), ("CHECK", 400), ("STATUS now", 400), ("caf\u{e9}", 400),
+    ])
   func rejects(text: String, code: Int) {
     #expect(error(text)?.code == code, "\(text)")
   }

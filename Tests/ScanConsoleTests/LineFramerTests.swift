@@ -50,12 +50,12 @@ func frame(_ bytes: [UInt8], capacity: Int, chunk: Int) -> [Framed] {
     var t: [UInt8] = []
     t += Array("STATUS\n".utf8)
     t += Array("watch on\r\n".utf8)
-    t += Array(repeating: UInt8(ascii: "A"), count: 512) + [0x0A]        // exactly the limit
+    t += Array(repeating: UInt8(ascii: "A"), count: 512) + [0x0A]  // exactly the limit
     t += Array(repeating: UInt8(ascii: "B"), count: 512) + [0x0D, 0x0A]  // the limit, CRLF
-    t += Array(repeating: UInt8(ascii: "C"), count: 513) + [0x0A]        // one over
+    t += Array(repeating: UInt8(ascii: "C"), count: 513) + [0x0A]  // one over
     t += Array(repeating: UInt8(ascii: "D"), count: 5_000) + [0x0D, 0x0A]
-    t += [0x00, 0x01, 0xFF, 0x1B, 0x5B, 0x32, 0x4A, 0x0A]                // NUL, binary, ANSI
-    t += Array("\r\n\n".utf8)                                              // empty lines
+    t += [0x00, 0x01, 0xFF, 0x1B, 0x5B, 0x32, 0x4A, 0x0A]  // NUL, binary, ANSI
+    t += Array("\r\n\n".utf8)  // empty lines
     t += Array("CHECK EVIL%0D%0AOK\n".utf8)
     t += Array("partial without end".utf8)
     return t
@@ -74,12 +74,15 @@ func frame(_ bytes: [UInt8], capacity: Int, chunk: Int) -> [Framed] {
 
   @Test("a bare CR ends a line, as picocom and screen send on Enter; CRLF split across reads is one end")
   func bareCarriageReturn() {
-    #expect(frame(Array("STATUS\rLAST\r".utf8), capacity: 512, chunk: 3)
-      == [.line(Array("STATUS".utf8)), .line(Array("LAST".utf8))])
-    #expect(frame(Array("STATUS\r\nLAST\r\n".utf8), capacity: 512, chunk: 7)
-      == [.line(Array("STATUS".utf8)), .line(Array("LAST".utf8))])
-    #expect(frame(Array("A\r\r\nB\n\rC\r".utf8), capacity: 512, chunk: 1)
-      == [.line([0x41]), .line([]), .line([0x42]), .line([]), .line([0x43])])
+    #expect(
+      frame(Array("STATUS\rLAST\r".utf8), capacity: 512, chunk: 3)
+        == [.line(Array("STATUS".utf8)), .line(Array("LAST".utf8))])
+    #expect(
+      frame(Array("STATUS\r\nLAST\r\n".utf8), capacity: 512, chunk: 7)
+        == [.line(Array("STATUS".utf8)), .line(Array("LAST".utf8))])
+    #expect(
+      frame(Array("A\r\r\nB\n\rC\r".utf8), capacity: 512, chunk: 1)
+        == [.line([0x41]), .line([]), .line([0x42]), .line([]), .line([0x43])])
   }
 
   @Test("random transcripts match the oracle", arguments: 0..<20)

@@ -59,20 +59,22 @@ import Testing
     #expect(label == "front%20desk")
   }
 
-  @Test("bad files name the line and keep the live list", arguments: [
-    ("text:A\ntext:A\n", 2, "duplicate"),
-    ("text:A\nfoo:B\n", 2, "must start with"),
-    ("text:A label=x colour=red\n", 1, "unknown key"),
-    ("text:bad%zz\n", 1, "escape"),
-    ("text:tab\there\n", 1, "expected key=value"),
-    ("\n\ntext:A until=2026-13-01T00:00:00Z\n", 3, "month"),
-    ("text:A from=2026-01-02T00:00:00Z until=2026-01-01T00:00:00Z\n", 1, "not after"),
-    ("sha256:abcd\n", 1, "64 hex"),
-    ("sha256:\(String(repeating: "g", count: 64))\n", 1, "not hex"),
-    ("text:A label=x label=y\n", 1, "twice"),
-    ("text:A\u{7}\n", 1, "control character"),
-    ("text:A label=\(String(repeating: "x", count: 49))\n", 1, "longer"),
-  ])
+  @Test(
+    "bad files name the line and keep the live list",
+    arguments: [
+      ("text:A\ntext:A\n", 2, "duplicate"),
+      ("text:A\nfoo:B\n", 2, "must start with"),
+      ("text:A label=x colour=red\n", 1, "unknown key"),
+      ("text:bad%zz\n", 1, "escape"),
+      ("text:tab\there\n", 1, "expected key=value"),
+      ("\n\ntext:A until=2026-13-01T00:00:00Z\n", 3, "month"),
+      ("text:A from=2026-01-02T00:00:00Z until=2026-01-01T00:00:00Z\n", 1, "not after"),
+      ("sha256:abcd\n", 1, "64 hex"),
+      ("sha256:\(String(repeating: "g", count: 64))\n", 1, "not hex"),
+      ("text:A label=x label=y\n", 1, "twice"),
+      ("text:A\u{7}\n", 1, "control character"),
+      ("text:A label=\(String(repeating: "x", count: 49))\n", 1, "longer"),
+    ])
   func rejectsBadFiles(text: String, line: Int, reason: String) {
     var list = AllowList(limits: AllowListLimits())
     #expect(load("text:GOOD\n", into: &list) == nil)
@@ -131,14 +133,16 @@ import Testing
 }
 
 @Suite struct RFC3339Tests {
-  @Test("known instants", arguments: [
-    ("1970-01-01T00:00:00Z", Int64(0)),
-    ("2000-02-29T12:00:00Z", Int64(951_825_600)),
-    ("2026-11-30T02:40:11Z", Int64(1_796_006_411)),
-    ("2026-11-30T03:40:11+01:00", Int64(1_796_006_411)),
-    ("2026-11-29T21:40:11.999-05:00", Int64(1_796_006_411)),
-    ("1969-12-31T23:59:59Z", Int64(-1)),
-  ])
+  @Test(
+    "known instants",
+    arguments: [
+      ("1970-01-01T00:00:00Z", Int64(0)),
+      ("2000-02-29T12:00:00Z", Int64(951_825_600)),
+      ("2026-11-30T02:40:11Z", Int64(1_796_006_411)),
+      ("2026-11-30T03:40:11+01:00", Int64(1_796_006_411)),
+      ("2026-11-29T21:40:11.999-05:00", Int64(1_796_006_411)),
+      ("1969-12-31T23:59:59Z", Int64(-1)),
+    ])
   func parses(text: String, seconds: Int64) throws {
     #expect(try RFC3339.parse(text[...]) == seconds)
     if !text.contains("+") && !text.contains("-05") && !text.contains(".") {

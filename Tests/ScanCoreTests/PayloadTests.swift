@@ -35,14 +35,16 @@ import Testing
     #expect(throws: ParseError.self) { try PayloadEscaping.unescape(text[...].utf8) }
   }
 
-  @Test("payload kinds, as ML Kit types them", arguments: [
-    ("https://example.com/door?id=1", PayloadKind.url),
-    ("HTTP://EXAMPLE.COM", .url),
-    ("WIFI:S:Office;T:WPA;P:secret;;", .wifi),
-    ("ALICE-0001", .text),
-    ("grüße\ttab", .text),
-    ("bad\u{1}control", .bytes),
-  ])
+  @Test(
+    "payload kinds, as ML Kit types them",
+    arguments: [
+      ("https://example.com/door?id=1", PayloadKind.url),
+      ("HTTP://EXAMPLE.COM", .url),
+      ("WIFI:S:Office;T:WPA;P:secret;;", .wifi),
+      ("ALICE-0001", .text),
+      ("grüße\ttab", .text),
+      ("bad\u{1}control", .bytes),
+    ])
   func kinds(text: String, kind: PayloadKind) {
     #expect(Array(text.utf8).withUnsafeBytes { PayloadKind.classify($0) } == kind)
   }

@@ -12,10 +12,12 @@ import Testing
     for i in 0..<n {
       let time: Int64 = 1_796_000_000_000_000_000 + Int64(i) * 1_000_000_000
       let granted = i % 2 == 0
-      out.append(AuditRecord(sequence: 0, run: run, eventSequence: Int64(i + 1), wallNanoseconds: time,
-                             kind: .decision, verdict: granted ? .granted : .deniedUnknown, format: "qr",
-                             variant: "upright", digest: String(repeating: "ab", count: 32),
-                             label: granted ? "alice" : "", edgeMicroseconds: 900))
+      out.append(
+        AuditRecord(
+          sequence: 0, run: run, eventSequence: Int64(i + 1), wallNanoseconds: time,
+          kind: .decision, verdict: granted ? .granted : .deniedUnknown, format: "qr",
+          variant: "upright", digest: String(repeating: "ab", count: 32),
+          label: granted ? "alice" : "", edgeMicroseconds: 900))
     }
     return out
   }
@@ -130,7 +132,10 @@ import Testing
     #expect(output.split(separator: "\n").map(String.init) == stored)
     #expect(stored.count == 2)
     // The key's fingerprint is HMAC(key, "scangate audit key id"), first 8 bytes.
-    let (_, id) = runCommand(["/usr/bin/python3", "-c", "import hmac,hashlib,sys; print(hmac.new(bytes.fromhex(sys.argv[1]), b'scangate audit key id', hashlib.sha256).hexdigest()[:16])", Self.keyHex])
+    let (_, id) = runCommand([
+      "/usr/bin/python3", "-c",
+      "import hmac,hashlib,sys; print(hmac.new(bytes.fromhex(sys.argv[1]), b'scangate audit key id', hashlib.sha256).hexdigest()[:16])", Self.keyHex,
+    ])
     #expect(id.split(separator: "\n").first.map(String.init) == key.identifier)
   }
 
@@ -215,8 +220,9 @@ import Testing
     (status, output) = runCommand([scangateBinary, "log", "verify", "--db", dir + "/a.db", "--head", at90])
     #expect(status == 1 && output.contains("re-chained"), "\(output)")
     // Malformed heads are refused as usage errors.
-    #expect(PublishedChainHead("90") == nil && PublishedChainHead("90:abc") == nil && PublishedChainHead("x:" + String(repeating: "0", count: 16)) == nil
-      && PublishedChainHead("90:+f" + String(repeating: "0", count: 14)) == nil)
+    #expect(
+      PublishedChainHead("90") == nil && PublishedChainHead("90:abc") == nil && PublishedChainHead("x:" + String(repeating: "0", count: 16)) == nil
+        && PublishedChainHead("90:+f" + String(repeating: "0", count: 14)) == nil)
   }
 
   @Test("the key file follows the secret-file rules; its content is never in an error message")
@@ -349,7 +355,9 @@ import Testing
     let store = try AuditStore(path: dir + "/a.db", readOnly: true)
     var kinds: [EventKind] = []
     var payloads: [String] = []
-    try store.read { kinds.append($0.kind); payloads.append($0.payload) }
+    try store.read {
+      kinds.append($0.kind); payloads.append($0.payload)
+    }
     #expect(kinds == Array(repeating: .decision, count: 20))
     let allEmpty = payloads.allSatisfy { $0.isEmpty }
     #expect(allEmpty)
@@ -535,8 +543,9 @@ import Testing
     try body(dir)
   }
 
-  @Test("disk full: the fault is reported, records wait, and everything is written once space returns",
-        .enabled(if: geteuid() == 0, "needs root to mount a small tmpfs"))
+  @Test(
+    "disk full: the fault is reported, records wait, and everything is written once space returns",
+    .enabled(if: geteuid() == 0, "needs root to mount a small tmpfs"))
   func diskFull() throws {
     try withTmpfs(600) { dir in
       let (ring, log) = writer(dir, ringCapacity: 4096)
@@ -560,8 +569,9 @@ import Testing
     }
   }
 
-  @Test("read-only file system: reported, records wait, and all are written when it is writable again",
-        .enabled(if: geteuid() == 0, "needs root to remount a tmpfs read-only"))
+  @Test(
+    "read-only file system: reported, records wait, and all are written when it is writable again",
+    .enabled(if: geteuid() == 0, "needs root to remount a tmpfs read-only"))
   func readOnly() throws {
     try withTmpfs(4096) { dir in
       #expect(mount("tmpfs", dir, "tmpfs", UInt(MS_REMOUNT | MS_RDONLY), nil) == 0)
@@ -590,7 +600,9 @@ import Testing
     _ = writePNG(path: dir + "/frames/3.png", pixels: qrFrame("MALLORY").pixels, width: 640, height: 480, components: 1)
     _ = writePNG(path: dir + "/frames/4.png", pixels: [UInt8](repeating: 200, count: 640 * 480), width: 640, height: 480, components: 1)
     writeFile(dir + "/allow-list.txt", "text:ALICE\n")
-    writeFile(dir + "/config.toml", """
+    writeFile(
+      dir + "/config.toml",
+      """
       [camera]
       source = "replay"
       replay_path = "\(dir)/frames"

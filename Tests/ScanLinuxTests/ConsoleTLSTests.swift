@@ -34,21 +34,28 @@ import Testing
       precondition(status == 0, "openssl \(arguments.joined(separator: " ")): \(output)")
     }
     func ca(_ name: String, _ subject: String) {
-      run(["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", "\(d)/\(name).key",
-           "-out", "\(d)/\(name).pem", "-days", "2", "-subj", subject])
+      run([
+        "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", "\(d)/\(name).key",
+        "-out", "\(d)/\(name).pem", "-days", "2", "-subj", subject,
+      ])
     }
     func leaf(_ name: String, _ subject: String, signedBy issuer: String, extensions: String) {
       writeFile("\(d)/\(name).ext", extensions)
-      run(["req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", "\(d)/\(name).key",
-           "-out", "\(d)/\(name).csr", "-subj", subject])
-      run(["x509", "-req", "-in", "\(d)/\(name).csr", "-CA", "\(d)/\(issuer).pem", "-CAkey", "\(d)/\(issuer).key",
-           "-CAcreateserial", "-out", "\(d)/\(name).pem", "-days", "2", "-extfile", "\(d)/\(name).ext"])
+      run([
+        "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", "\(d)/\(name).key",
+        "-out", "\(d)/\(name).csr", "-subj", subject,
+      ])
+      run([
+        "x509", "-req", "-in", "\(d)/\(name).csr", "-CA", "\(d)/\(issuer).pem", "-CAkey", "\(d)/\(issuer).key",
+        "-CAcreateserial", "-out", "\(d)/\(name).pem", "-days", "2", "-extfile", "\(d)/\(name).ext",
+      ])
       chmod("\(d)/\(name).key", 0o600)
     }
     ca("ca", "/CN=ScanGate test server CA")
     ca("client-ca", "/CN=ScanGate test client CA")
-    leaf("server", "/CN=127.0.0.1", signedBy: "ca",
-         extensions: "subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n")
+    leaf(
+      "server", "/CN=127.0.0.1", signedBy: "ca",
+      extensions: "subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n")
     leaf("client", "/CN=technician", signedBy: "client-ca", extensions: "basicConstraints=CA:FALSE\nextendedKeyUsage=clientAuth\n")
     leaf("stranger", "/CN=stranger", signedBy: "ca", extensions: "basicConstraints=CA:FALSE\nextendedKeyUsage=clientAuth\n")
     atexit { removeTree(ConsoleTLSTests.pki.directory) }  // test keys do not outlive the run
@@ -58,13 +65,14 @@ import Testing
   /// A rig whose console has a TLS listener on loopback (and, with `plain`, a plaintext one).
   static func rig(clientCA: Bool = false, plain: Bool = false, _ more: @escaping (inout ConsoleSettings) -> Void = { _ in }) -> Rig {
     let pki = pki
-    return Rig(consoleSettings: { s in
-      s.listen = plain ? ["127.0.0.1:0", "tls:127.0.0.1:0"] : ["tls:127.0.0.1:0"]
-      s.tlsCertFile = pki.serverCert
-      s.tlsKeyFile = pki.serverKey
-      if clientCA { s.tlsClientCAFile = pki.clientCA }
-      more(&s)
-    }, secret: secret)
+    return Rig(
+      consoleSettings: { s in
+        s.listen = plain ? ["127.0.0.1:0", "tls:127.0.0.1:0"] : ["tls:127.0.0.1:0"]
+        s.tlsCertFile = pki.serverCert
+        s.tlsKeyFile = pki.serverKey
+        if clientCA { s.tlsClientCAFile = pki.clientCA }
+        more(&s)
+      }, secret: secret)
   }
 
   static func tlsPort(_ rig: Rig) -> UInt16 {
@@ -161,17 +169,19 @@ import Testing
       // The server refuses before binding anything: the same error.
       #expect(throws: SystemError.self) { _ = try ConsoleServer(settings: s, clock: SystemMonotonicClock()) }
       s.allowPlaintextRemote = true
-      #expect(try ConsoleListener.plan(s) == [
-        ConsoleListener(address: "127.0.0.1:4570", tls: false, loopback: true),
-        ConsoleListener(address: address, tls: false, loopback: false),
-      ])
+      #expect(
+        try ConsoleListener.plan(s) == [
+          ConsoleListener(address: "127.0.0.1:4570", tls: false, loopback: true),
+          ConsoleListener(address: address, tls: false, loopback: false),
+        ])
       s.allowPlaintextRemote = false
       s.tlsCertFile = "/c.pem"
       s.tlsKeyFile = "/k.pem"
-      #expect(try ConsoleListener.plan(s) == [
-        ConsoleListener(address: "127.0.0.1:4570", tls: false, loopback: true),
-        ConsoleListener(address: address, tls: true, loopback: false),
-      ])
+      #expect(
+        try ConsoleListener.plan(s) == [
+          ConsoleListener(address: "127.0.0.1:4570", tls: false, loopback: true),
+          ConsoleListener(address: address, tls: true, loopback: false),
+        ])
     }
     var s = ConsoleSettings()
     s.listen = ["[::1]:4570", "127.8.9.10:1"]
@@ -353,7 +363,9 @@ import Testing
     writeFile(dir + "/secret", Self.secret + "\n")
     chmod(dir + "/secret", 0o600)
     func config(_ console: String) -> String {
-      writeFile(dir + "/config.toml", """
+      writeFile(
+        dir + "/config.toml",
+        """
         [camera]
         source = "replay"
         replay_path = "\(dir)"
@@ -370,7 +382,8 @@ import Testing
         """)
       return dir + "/config.toml"
     }
-    let tls = config("""
+    let tls = config(
+      """
       listen = ["tls:127.0.0.1:0"]
       tls_cert_file = "\(Self.pki.serverCert)"
       tls_key_file = "\(Self.pki.serverKey)"

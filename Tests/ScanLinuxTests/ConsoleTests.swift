@@ -9,7 +9,9 @@ import Testing
 /// The console on real transports: TCP on loopback and a pty pair for serial, served by the real
 /// run loop (stepped on the test's thread between sends and reads).
 @Suite(.serialized) struct ConsoleTests {
-  typealias Loop = RunLoop<ScriptedFrameSource, FixtureDecoder, RecordingOutputLine, RecordingOutputLine, SystemMonotonicClock, SystemWallClock, FixtureDigester>
+  typealias Loop = RunLoop<
+    ScriptedFrameSource, FixtureDecoder, RecordingOutputLine, RecordingOutputLine, SystemMonotonicClock, SystemWallClock, FixtureDigester
+  >
 
   final class Rig: @unchecked Sendable {
     let clock = SystemMonotonicClock()
@@ -19,8 +21,10 @@ import Testing
     var loop: Loop
     let port: UInt16
 
-    init(consoleSettings: (inout ConsoleSettings) -> Void = { _ in }, secret: String? = "correct horse battery",
-         payloads: [[UInt8]] = [Array("ALICE".utf8)], script: [ScriptedFrameSource.Step] = [.frame(0)]) {
+    init(
+      consoleSettings: (inout ConsoleSettings) -> Void = { _ in }, secret: String? = "correct horse battery",
+      payloads: [[UInt8]] = [Array("ALICE".utf8)], script: [ScriptedFrameSource.Step] = [.frame(0)]
+    ) {
       relay = RecordingOutputLine(name: "relay", clock: clock, capacity: 100_000)
       buzzer = RecordingOutputLine(name: "buzzer", clock: clock, capacity: 100_000)
       writeFile(directory + "/allow-list.txt", "text:ALICE label=alice\n")
@@ -64,7 +68,9 @@ import Testing
       sa.sin_family = sa_family_t(AF_INET)
       sa.sin_port = port.bigEndian
       sa.sin_addr.s_addr = inet_addr("127.0.0.1")
-      let rc = withUnsafePointer(to: &sa) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+      let rc = withUnsafePointer(to: &sa) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+      }
       precondition(rc == 0, "connect failed")
       _ = sg_fcntl_int(fd, F_SETFL, sg_fcntl_int(fd, F_GETFL, 0) | O_NONBLOCK)
       let client = TestClient(fd: fd, rig: self)
@@ -297,7 +303,9 @@ import Testing
     sa.sin_family = sa_family_t(AF_INET)
     sa.sin_port = rig.port.bigEndian
     sa.sin_addr.s_addr = inet_addr("127.0.0.1")
-    _ = withUnsafePointer(to: &sa) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(extra, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+    _ = withUnsafePointer(to: &sa) {
+      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(extra, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+    }
     rig.step(20)
     var buffer = [UInt8](repeating: 0, count: 256)
     let n = buffer.withUnsafeMutableBytes { recv(extra, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }

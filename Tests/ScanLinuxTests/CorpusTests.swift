@@ -44,8 +44,9 @@ import Testing
     return (0..<results.count).map { Array(raw ? results.payload($0) : results.text($0)) }
   }
 
-  @Test("per-set accuracy is at least zxing-cpp 1.4's own blackbox floor", .enabled(if: corpusRoot != nil, "../shared/corpus is absent"),
-        arguments: floors.map(\.set))
+  @Test(
+    "per-set accuracy is at least zxing-cpp 1.4's own blackbox floor", .enabled(if: corpusRoot != nil, "../shared/corpus is absent"),
+    arguments: floors.map(\.set))
   func accuracy(set: String) throws {
     var floor = Self.floors.first { $0.set == set }!
     if ZXingDecoder.readsInvertedNatively, let lower = Self.floors2x[set] { floor.minimum = lower }
@@ -97,8 +98,9 @@ import Testing
     #expect(decoder.engineErrors == 0)
   }
 
-  @Test("no false positives on the code-free photos", .enabled(if: corpusRoot != nil, "../shared/corpus is absent"),
-        arguments: ["falsepositives-1", "falsepositives-2"])
+  @Test(
+    "no false positives on the code-free photos", .enabled(if: corpusRoot != nil, "../shared/corpus is absent"),
+    arguments: ["falsepositives-1", "falsepositives-2"])
   func falsePositives(set: String) throws {
     var found = 0
     for sample in Self.images(in: set) {

@@ -38,8 +38,9 @@ import Testing
     return (signal, String(decoding: bytes, as: UTF8.self))
   }
 
-  @Test("a fatal signal is announced once and re-raised with its default action",
-        arguments: [SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTRAP])
+  @Test(
+    "a fatal signal is announced once and re-raised with its default action",
+    arguments: [SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTRAP])
   func reraises(signal: Int32) {
     let (died, stderr) = crashChild {
       // The test runner's threads may block some of these (SIGABRT here): kill(2) from outside

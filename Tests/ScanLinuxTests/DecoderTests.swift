@@ -74,8 +74,10 @@ import Testing
     var pipeline = DecodePipeline(decoder: decoder, settings: DecodeSettings(), maxWidth: 640, maxHeight: 480)
     var results = DecodeResults(capacity: 4, payloadBytesMax: 256)
     yuyv.withUnsafeBytes { raw in
-      pipeline.decode(LumaFrame(bytes: raw, geometry: FrameGeometry(width: 640, height: 480, rowStrideBytes: 1280, pixelStrideBytes: 2),
-                                captured: Instant(nanoseconds: 0), sequence: 1), into: &results)
+      pipeline.decode(
+        LumaFrame(
+          bytes: raw, geometry: FrameGeometry(width: 640, height: 480, rowStrideBytes: 1280, pixelStrideBytes: 2),
+          captured: Instant(nanoseconds: 0), sequence: 1), into: &results)
     }
     #expect(results.count == 1)
     #expect(String(decoding: results.payload(0), as: UTF8.self) == "YUYV-OK")
@@ -147,13 +149,15 @@ import Testing
 @Suite struct ImageFileTests {
   let reader = ImageFileReader(maxPixels: 50_000_000)
 
-  @Test("bad files give a clear error and no crash", arguments: [
-    ("empty", [UInt8](), "empty file"),
-    ("garbage", Array("hello world".utf8), "not a JPEG"),
-    ("truncated PNG", Array([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A, 0, 0, 0, 13]), ""),
-    ("truncated JPEG", [0xFF, 0xD8, 0xFF, 0xE0, 0x00, 0x10], ""),
-    ("huge PGM header", Array("P5\n20000 20000\n255\n".utf8) + [0, 0, 0], "larger than"),
-  ])
+  @Test(
+    "bad files give a clear error and no crash",
+    arguments: [
+      ("empty", [UInt8](), "empty file"),
+      ("garbage", Array("hello world".utf8), "not a JPEG"),
+      ("truncated PNG", Array([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A, 0, 0, 0, 13]), ""),
+      ("truncated JPEG", [0xFF, 0xD8, 0xFF, 0xE0, 0x00, 0x10], ""),
+      ("huge PGM header", Array("P5\n20000 20000\n255\n".utf8) + [0, 0, 0], "larger than"),
+    ])
   func badFiles(name: String, bytes: [UInt8], reason: String) {
     do {
       _ = try reader.decode(bytes, path: name)

@@ -7,7 +7,9 @@ import Testing
 
 /// The Linux loop with scripted frame sources and real timers, files and inotify.
 @Suite(.serialized) struct RunLoopTests {
-  typealias Loop = RunLoop<ScriptedFrameSource, FixtureDecoder, RecordingOutputLine, RecordingOutputLine, SystemMonotonicClock, SystemWallClock, FixtureDigester>
+  typealias Loop = RunLoop<
+    ScriptedFrameSource, FixtureDecoder, RecordingOutputLine, RecordingOutputLine, SystemMonotonicClock, SystemWallClock, FixtureDigester
+  >
 
   final class World: @unchecked Sendable {
     let clock = SystemMonotonicClock()

@@ -13,7 +13,9 @@ import Testing
     writeFile(dir + "/allow-list.txt", "text:ALICE-0001 label=alice\n")
     writeFile(dir + "/secret", "correct horse battery staple\n")
     chmod(dir + "/secret", 0o600)
-    writeFile(dir + "/config.toml", """
+    writeFile(
+      dir + "/config.toml",
+      """
       [camera]
       source = "replay"
       replay_path = "\(dir)"
@@ -81,22 +83,26 @@ import Testing
     defer { removeTree(dir) }
     let child = Child.start([scangateBinary, "run", "--config", config])
     #expect(child.waitForOutput("decision granted"))
-    let port = child.output.split(separator: "\n").first { $0.hasPrefix("console listening on 127.0.0.1:") }?
+    let port =
+      child.output.split(separator: "\n").first { $0.hasPrefix("console listening on 127.0.0.1:") }?
       .split(separator: ":").last.map(String.init) ?? "0"
     usleep(300_000)
     let (refused, denied) = runCommand([scangateBinary, "console", "--tcp", "127.0.0.1:" + port, "--command", "LOG 5"])
     #expect(refused == 1 && denied.contains("ERR 401"), "LOG needs AUTH: \(denied)")
-    let (status, reply) = runCommand([scangateBinary, "console", "--tcp", "127.0.0.1:" + port,
-                                      "--secret-file", dir + "/secret", "--command", "LOG 5"])
+    let (status, reply) = runCommand([
+      scangateBinary, "console", "--tcp", "127.0.0.1:" + port,
+      "--secret-file", dir + "/secret", "--command", "LOG 5",
+    ])
     #expect(status == 0, "\(reply)")
     #expect(reply.contains("decision granted qr label=alice"))
     #expect(reply.contains("OK log"))
     // STATUS publishes the chain head; after the stop, the log still contains it.
     let (_, statusReply) = runCommand([scangateBinary, "console", "--tcp", "127.0.0.1:" + port, "--command", "STATUS"])
-    let head = statusReply.split(separator: "\n").compactMap { line -> String? in
-      guard let range = line.firstRange(of: "chain head ") else { return nil }
-      return String(line[range.upperBound...].prefix { $0 != ";" && $0 != " " })
-    }.first ?? ""
+    let head =
+      statusReply.split(separator: "\n").compactMap { line -> String? in
+        guard let range = line.firstRange(of: "chain head ") else { return nil }
+        return String(line[range.upperBound...].prefix { $0 != ";" && $0 != " " })
+      }.first ?? ""
     #expect(PublishedChainHead(head) != nil, "\(statusReply)")
     kill(child.pid, SIGTERM)
     #expect(child.wait() == 0)
@@ -104,8 +110,9 @@ import Testing
     #expect(verifyStatus == 0 && verifyOutput.contains("keyed chain intact"), "\(verifyOutput)")
     let (_, json) = runCommand([scangateBinary, "log", "--json", "--db", dir + "/audit.db"])
     #expect(json.contains(#""kind":"decision","verdict":"granted""#))
-    #expect(json.contains(#""kind":"command""#) && json.contains(#""payload":"LOG%205""#)
-      && json.contains(#""payload":"AUTH%20ok""#))
+    #expect(
+      json.contains(#""kind":"command""#) && json.contains(#""payload":"LOG%205""#)
+        && json.contains(#""payload":"AUTH%20ok""#))
     #expect(json.contains(#""detail":"stopping""#))
     #expect(!json.contains("ALICE-0001"))  // no raw payloads unless configured
     #expect(!json.contains("horse"))  // the secret is never recorded
@@ -117,17 +124,22 @@ import Testing
     defer { removeTree(dir) }
     let child = Child.start([scangateBinary, "run", "--config", config])
     #expect(child.waitForOutput("decision granted"))
-    let port = child.output.split(separator: "\n").first { $0.hasPrefix("console listening on 127.0.0.1:") }?
+    let port =
+      child.output.split(separator: "\n").first { $0.hasPrefix("console listening on 127.0.0.1:") }?
       .split(separator: ":").last.map(String.init) ?? "0"
     var (status, output) = runCommand([scangateBinary, "snapshot", "--tcp", "127.0.0.1:" + port, "--out", dir + "/snap.png"])
     #expect(status == 1 && output.contains("ERR 401"), "a frame shows the pass: SNAPSHOT needs AUTH: \(output)")
-    (status, output) = runCommand([scangateBinary, "snapshot", "--tcp", "127.0.0.1:" + port, "--secret-file", dir + "/secret",
-                                   "--out", dir + "/snap.png"])
+    (status, output) = runCommand([
+      scangateBinary, "snapshot", "--tcp", "127.0.0.1:" + port, "--secret-file", dir + "/secret",
+      "--out", dir + "/snap.png",
+    ])
     #expect(status == 0, "\(output)")
     let image = try? ImageFileReader().read(dir + "/snap.png")
     #expect(image?.width == 640 && image?.height == 480)
-    (status, output) = runCommand([scangateBinary, "snapshot", "--tcp", "127.0.0.1:" + port, "--secret-file", dir + "/secret",
-                                   "--text"])
+    (status, output) = runCommand([
+      scangateBinary, "snapshot", "--tcp", "127.0.0.1:" + port, "--secret-file", dir + "/secret",
+      "--text",
+    ])
     #expect(status == 0)
     #expect(output.contains("code 1 qr granted") && output.contains("payload=ALICE-0001"))
     #expect(output.split(separator: "\n").filter { $0.count == 80 }.count == 40)
@@ -149,8 +161,9 @@ import Testing
     }
     #expect(bound == 0)
     defer { close(fd) }
-    let child = Child.start([scangateBinary, "run", "--config", config],
-                            environment: ["NOTIFY_SOCKET=\(socketPath)", "WATCHDOG_USEC=400000"])
+    let child = Child.start(
+      [scangateBinary, "run", "--config", config],
+      environment: ["NOTIFY_SOCKET=\(socketPath)", "WATCHDOG_USEC=400000"])
     /// Datagrams received within `milliseconds`.
     func receive(_ milliseconds: Int) -> [String] {
       var got: [String] = []

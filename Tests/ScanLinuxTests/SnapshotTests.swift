@@ -35,8 +35,9 @@ import Testing
     return rgb
   }
 
-  @Test("PNG of a replayed corpus frame: outlines sit on the code's corners, outside the ROI is dimmed",
-        .enabled(if: corpusRoot != nil, "../shared/corpus is absent"))
+  @Test(
+    "PNG of a replayed corpus frame: outlines sit on the code's corners, outside the ROI is dimmed",
+    .enabled(if: corpusRoot != nil, "../shared/corpus is absent"))
   func pngOnCorpusFrame() throws {
     let image = try ImageFileReader().read(corpusRoot! + "/zxing-cpp/qrcode-1/1.png").fitted(width: 640, height: 480)
     let region = Region(x: 20, y: 30, width: 600, height: 430)

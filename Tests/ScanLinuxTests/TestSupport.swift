@@ -42,7 +42,9 @@ func writeFile(_ path: String, bytes: [UInt8]) {
 
 /// A 640×480 frame with a QR code for `payload` on a light background; inverted or mirrored
 /// as a phone screen may show it.
-func qrFrame(_ payload: String, variant: ImageVariant = .upright, width: Int = 640, height: Int = 480, scale: Int = 6, at origin: (Int, Int)? = nil) -> GrayImage {
+func qrFrame(
+  _ payload: String, variant: ImageVariant = .upright, width: Int = 640, height: Int = 480, scale: Int = 6, at origin: (Int, Int)? = nil
+) -> GrayImage {
   var code = renderQRCode(Array(payload.utf8), scale: scale)!
   if variant.isMirrored { code = code.mirrored() }
   if variant.isInverted { code = code.inverted() }

@@ -17,9 +17,10 @@ import Testing
 
   /// The subcommand words of a usage line: "log verify [--db FILE]" -> ["log", "verify"].
   static func words(_ line: String) -> [String] {
-    Array(line.split(separator: " ").prefix { w in
-      !w.hasPrefix("[") && !w.hasPrefix("(") && !w.hasPrefix("-") && w.first.map { !$0.isUppercase } ?? false
-    }.map(String.init))
+    Array(
+      line.split(separator: " ").prefix { w in
+        !w.hasPrefix("[") && !w.hasPrefix("(") && !w.hasPrefix("-") && w.first.map { !$0.isUppercase } ?? false
+      }.map(String.init))
   }
 
   /// The options of a usage line, with whether each takes a value ("--config FILE" does,
