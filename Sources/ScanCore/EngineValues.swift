@@ -1,0 +1,67 @@
+/// Counters and latency histograms of the loop (fixed size).
+public struct ScanStats: Sendable {
+  public var frames: UInt64 = 0
+  public var framesWithCodes: UInt64 = 0
+  public var symbols: UInt64 = 0
+  public var grants: UInt64 = 0
+  public var denies: UInt64 = 0
+  public var manualOpens: UInt64 = 0
+  public var gpioErrors: UInt64 = 0
+  /// Times the relay watchdog drove the relay inactive because the loop had not by its cap.
+  public var relayWatchdogTrips: UInt64 = 0
+  public var truncatedPayloads: UInt64 = 0
+  /// Time spent in the decoder per frame.
+  public var decode = LatencyHistogram()
+  /// Frame capture to decision.
+  public var frameToDecision = LatencyHistogram()
+  /// Frame capture to the relay's (or, on a deny, the buzzer's) first edge.
+  public var frameToEdge = LatencyHistogram()
+  public init() {}
+}
+
+/// Everything the engine is configured with.
+public struct EngineSettings: Equatable, Sendable {
+  public var decode = DecodeSettings()
+  public var presence = PresenceSettings()
+  public var actuation = ActuationSettings()
+  public var resultsCapacity = 8
+  public var payloadBytesMax = 1_024
+  public var allowList = AllowListLimits()
+  public var presenceSlots = 32
+  public init() {}
+}
+
+/// Codes carried by fault and state events.
+public enum FaultCode: UInt16, Sendable {
+  case gpio = 1
+  case cameraLost = 2
+  case cameraRestored = 3
+  case allowListRejected = 4
+  case allowListLoaded = 5
+  case logWriteFailed = 6
+  case logRecovered = 7
+  case started = 8
+  case stopping = 9
+  /// The audit log's file was moved aside (corrupt, or written before the keyed chain) and a
+  /// new one started; the record's detail names the old file.
+  case logMovedAside = 10
+  /// The relay watchdog drove the relay inactive: the loop had not by the relay's cap (plus
+  /// `ActuationSettings.relayWatchdogMarginMilliseconds`).
+  case relayWatchdog = 11
+
+  public var name: String {
+    switch self {
+    case .gpio: "gpio-error"
+    case .cameraLost: "camera-lost"
+    case .cameraRestored: "camera-restored"
+    case .allowListRejected: "allow-list-rejected"
+    case .allowListLoaded: "allow-list-loaded"
+    case .logWriteFailed: "log-write-failed"
+    case .logRecovered: "log-recovered"
+    case .started: "started"
+    case .stopping: "stopping"
+    case .logMovedAside: "log-moved-aside"
+    case .relayWatchdog: "relay-watchdog"
+    }
+  }
+}
