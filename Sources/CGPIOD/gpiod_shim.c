@@ -1,6 +1,7 @@
 // sigaction, sigaltstack and stack_t are POSIX, not ISO C; pthread_setname_np is GNU.
 #define _GNU_SOURCE
 #include "scangate_gpiod.h"
+#include "gpiod_internal.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -30,31 +31,19 @@
 // state is published with release, and the handler reads them after an acquire load, which
 // orders them on ARM as well.
 
-enum { SG_CRASH_SLOTS = 8, SG_SLOT_FREE = 0, SG_SLOT_CLAIMED = 1, SG_SLOT_LIVE = 2 };
-
-typedef struct sg_crash_slot {
-  _Atomic int state;
-#ifdef GPIOD_BIT
-  struct gpiod_line *line;  // v1: gpiod_line_set_value is one GPIOHANDLE_SET_LINE_VALUES ioctl
-#else
-  int fd;                   // v2: the line request's fd, for GPIO_V2_LINE_SET_VALUES_IOCTL
-#endif
-  const sg_gpio_line *owner;
-} sg_crash_slot;
-
 // A handler may only touch lock-free atomics (a lock could be held by the interrupted code).
 _Static_assert(ATOMIC_INT_LOCK_FREE == 2, "int atomics must be lock-free for the signal handler");
 
-static sg_crash_slot crash_slots[SG_CRASH_SLOTS];
+sg_crash_slot sg_crash_slots[SG_CRASH_SLOTS];
 static _Atomic int crash_entered;
-static const int crash_signals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTRAP};
+const int sg_crash_signals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTRAP};
+const size_t sg_crash_signal_count = sizeof sg_crash_signals / sizeof sg_crash_signals[0];
 static pthread_once_t crash_once = PTHREAD_ONCE_INIT;
 static int crash_installed;
 // The alternate stack for the thread that installs the handler (the one opening the lines at
 // startup): a handler for a stack overflow cannot run on the overflowed stack.
 static _Alignas(16) char crash_stack[64 * 1024];
 
-static void crash_drive_inactive(const sg_crash_slot *slot);
 
 /// Appends the decimal digits of `value` (0..99999) to `out`; returns the new end.
 static char *crash_put_int(char *out, int value) {
@@ -73,8 +62,8 @@ static void crash_handler(int sig) {
   // A second fatal signal inside the handler (or on another thread) goes straight to default.
   if (atomic_exchange_explicit(&crash_entered, 1, memory_order_acq_rel) == 0) {
     for (int i = 0; i < SG_CRASH_SLOTS; i++) {
-      if (atomic_load_explicit(&crash_slots[i].state, memory_order_acquire) == SG_SLOT_LIVE)
-        crash_drive_inactive(&crash_slots[i]);
+      if (atomic_load_explicit(&sg_crash_slots[i].state, memory_order_acquire) == SG_SLOT_LIVE)
+        sg_crash_drive_inactive(&sg_crash_slots[i]);
     }
     char line[80], *end = line;
     static const char head[] = "scangate: fatal signal ", tail[] = ": outputs driven inactive\n";
@@ -108,8 +97,8 @@ static void crash_install(void) {
   action.sa_flags = SA_RESETHAND | SA_ONSTACK;
   sigemptyset(&action.sa_mask);
   int ok = 1;
-  for (size_t i = 0; i < sizeof crash_signals / sizeof crash_signals[0]; i++)
-    if (sigaction(crash_signals[i], &action, NULL) != 0) ok = 0;
+  for (size_t i = 0; i < sizeof sg_crash_signals / sizeof sg_crash_signals[0]; i++)
+    if (sigaction(sg_crash_signals[i], &action, NULL) != 0) ok = 0;
   crash_installed = ok;
 }
 
@@ -122,10 +111,10 @@ int sg_gpio_crash_guard_install(void) {
 static sg_crash_slot *crash_claim(const sg_gpio_line *owner) {
   for (int i = 0; i < SG_CRASH_SLOTS; i++) {
     int expected = SG_SLOT_FREE;
-    if (atomic_compare_exchange_strong_explicit(&crash_slots[i].state, &expected, SG_SLOT_CLAIMED,
+    if (atomic_compare_exchange_strong_explicit(&sg_crash_slots[i].state, &expected, SG_SLOT_CLAIMED,
                                                 memory_order_acquire, memory_order_relaxed)) {
-      crash_slots[i].owner = owner;
-      return &crash_slots[i];
+      sg_crash_slots[i].owner = owner;
+      return &sg_crash_slots[i];
     }
   }
   errno = ENOSPC;
@@ -138,10 +127,10 @@ static void crash_publish(sg_crash_slot *slot) {
 
 static void crash_unregister(const sg_gpio_line *owner) {
   for (int i = 0; i < SG_CRASH_SLOTS; i++) {
-    if (atomic_load_explicit(&crash_slots[i].state, memory_order_acquire) == SG_SLOT_LIVE &&
-        crash_slots[i].owner == owner) {
-      crash_slots[i].owner = NULL;
-      atomic_store_explicit(&crash_slots[i].state, SG_SLOT_FREE, memory_order_release);
+    if (atomic_load_explicit(&sg_crash_slots[i].state, memory_order_acquire) == SG_SLOT_LIVE &&
+        sg_crash_slots[i].owner == owner) {
+      sg_crash_slots[i].owner = NULL;
+      atomic_store_explicit(&sg_crash_slots[i].state, SG_SLOT_FREE, memory_order_release);
     }
   }
 }
@@ -149,175 +138,8 @@ static void crash_unregister(const sg_gpio_line *owner) {
 int sg_gpio_crash_guarded_lines(void) {
   int n = 0;
   for (int i = 0; i < SG_CRASH_SLOTS; i++)
-    if (atomic_load_explicit(&crash_slots[i].state, memory_order_acquire) == SG_SLOT_LIVE) n++;
+    if (atomic_load_explicit(&sg_crash_slots[i].state, memory_order_acquire) == SG_SLOT_LIVE) n++;
   return n;
-}
-
-// MARK: - Relay watchdog (both backends)
-//
-// The loop's hard cap on the relay (the actuator's period end) holds only while the loop runs;
-// this thread holds it when the loop does not (a slow SD card, a hung driver call, a flood).
-// State is four C11 atomics:
-//   deadline   CLOCK_MONOTONIC ns by which the relay must be inactive; 0 = disarmed. The loop
-//              stores it (release) before it drives the relay active, and 0 after it drove the
-//              relay inactive. The thread claims an expired deadline with a compare-exchange to 0,
-//              so a disarm or a re-arm that lands first wins and nothing is driven.
-//   wake       the futex word: bumped (release) after each arm, and by stop; the thread reads it
-//              (acquire) before it reads the deadline, and FUTEX_WAIT compares it in the kernel,
-//              so an arm between the read and the wait makes the wait return at once.
-//   tripped_at when the thread drove the relay inactive (release after the drive); the loop
-//              exchanges it with 0 (acquire) on every tick.
-//   trips, arms counters (relaxed).
-// The thread only ever drives the relay INACTIVE. That is safe to race with the owner's own
-// inactive write. It cannot race the owner's active write of the same period: the owner arms
-// before it drives active and the deadline lies past the period's cap end, by when the owner no
-// longer drives it active. (An owner late by more than the margin that starts a new period
-// exactly while the thread is between its claim and its ioctl has that new pulse cut short: the
-// safe direction, and the trip it then takes tells it so.)
-
-// The drive is the crash handler's: one GPIO_V2_LINE_SET_VALUES_IOCTL on the request's fd (v2),
-// or gpiod_line_set_value (v1), which besides its one ioctl only stores the value it set in the
-// line object (an aligned int the owner's own set stores too; the kernel orders the ioctls).
-_Static_assert(ATOMIC_LLONG_LOCK_FREE == 2, "64-bit atomics must be lock-free: the loop never takes a lock to arm");
-
-struct sg_relay_watchdog {
-  _Atomic uint32_t wake;
-  _Atomic int stop;
-  _Atomic uint64_t deadline;
-  _Atomic uint64_t tripped_at;
-  _Atomic uint64_t trips;
-  _Atomic uint64_t arms;
-  const sg_crash_slot *slot;  // the registered line (NULL: the callback)
-  void (*drive_inactive)(void *context);
-  void *context;
-  pthread_t thread;
-};
-
-static uint64_t watchdog_now_ns(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
-
-/// Waits while `*word == seen`, until `deadline_ns` on CLOCK_MONOTONIC (0: no timeout).
-/// FUTEX_WAIT_BITSET takes an absolute timeout on CLOCK_MONOTONIC (no FUTEX_CLOCK_REALTIME).
-static void watchdog_wait(_Atomic uint32_t *word, uint32_t seen, uint64_t deadline_ns) {
-  struct timespec at = {.tv_sec = (time_t)(deadline_ns / 1000000000u), .tv_nsec = (long)(deadline_ns % 1000000000u)};
-  syscall(SYS_futex, (uint32_t *)word, FUTEX_WAIT_BITSET | FUTEX_PRIVATE_FLAG, seen,
-          deadline_ns ? &at : NULL, NULL, FUTEX_BITSET_MATCH_ANY);
-  // EINTR, EAGAIN (the word changed) and ETIMEDOUT all mean: look again.
-}
-
-static void *watchdog_main(void *arg) {
-  sg_relay_watchdog *w = arg;
-  for (;;) {
-    uint32_t seen = atomic_load_explicit(&w->wake, memory_order_acquire);
-    if (atomic_load_explicit(&w->stop, memory_order_acquire)) break;
-    uint64_t deadline = atomic_load_explicit(&w->deadline, memory_order_acquire);
-    if (deadline == 0) {
-      watchdog_wait(&w->wake, seen, 0);
-      continue;
-    }
-    if (watchdog_now_ns() < deadline) {
-      watchdog_wait(&w->wake, seen, deadline);
-      continue;  // re-check: the owner may have disarmed or re-armed while this slept
-    }
-    // Still armed with this very deadline? Then it is this thread's: the owner's disarm (or a new
-    // deadline) after this point finds 0 and changes nothing.
-    if (!atomic_compare_exchange_strong_explicit(&w->deadline, &deadline, 0, memory_order_acq_rel,
-                                                 memory_order_acquire))
-      continue;
-    if (w->slot != NULL) {
-      if (atomic_load_explicit(&w->slot->state, memory_order_acquire) == SG_SLOT_LIVE) crash_drive_inactive(w->slot);
-    } else {
-      w->drive_inactive(w->context);
-    }
-    atomic_fetch_add_explicit(&w->trips, 1, memory_order_relaxed);
-    atomic_store_explicit(&w->tripped_at, watchdog_now_ns(), memory_order_release);
-  }
-  return NULL;
-}
-
-sg_relay_watchdog *sg_relay_watchdog_start(const sg_gpio_line *line, void (*drive_inactive)(void *), void *context) {
-  const sg_crash_slot *slot = NULL;
-  if (line != NULL) {
-    for (int i = 0; i < SG_CRASH_SLOTS && slot == NULL; i++)
-      if (atomic_load_explicit(&crash_slots[i].state, memory_order_acquire) == SG_SLOT_LIVE &&
-          crash_slots[i].owner == line)
-        slot = &crash_slots[i];
-    if (slot == NULL) {
-      errno = ENOENT;
-      return NULL;
-    }
-  } else if (drive_inactive == NULL) {
-    errno = EINVAL;
-    return NULL;
-  }
-  sg_relay_watchdog *w = calloc(1, sizeof *w);
-  if (w == NULL) return NULL;
-  w->slot = slot;
-  w->drive_inactive = drive_inactive;
-  w->context = context;
-  atomic_init(&w->wake, 0);
-  atomic_init(&w->stop, 0);
-  atomic_init(&w->deadline, 0);
-  atomic_init(&w->tripped_at, 0);
-  atomic_init(&w->trips, 0);
-  atomic_init(&w->arms, 0);
-  // The thread takes no signal but a fault of its own: a SIGTERM must reach the loop's
-  // signalfd, never end the process with its default action from here.
-  sigset_t all, saved;
-  sigfillset(&all);
-  for (size_t i = 0; i < sizeof crash_signals / sizeof crash_signals[0]; i++) sigdelset(&all, crash_signals[i]);
-  pthread_sigmask(SIG_BLOCK, &all, &saved);
-  pthread_attr_t attr;
-  pthread_attr_init(&attr);
-  pthread_attr_setstacksize(&attr, 64 * 1024);
-  int rc = pthread_create(&w->thread, &attr, watchdog_main, w);
-  pthread_attr_destroy(&attr);
-  pthread_sigmask(SIG_SETMASK, &saved, NULL);
-  if (rc != 0) {
-    free(w);
-    errno = rc;
-    return NULL;
-  }
-  pthread_setname_np(w->thread, "relay-watchdog");
-  return w;
-}
-
-void sg_relay_watchdog_arm(sg_relay_watchdog *w, uint64_t deadline_ns) {
-  atomic_store_explicit(&w->deadline, deadline_ns ? deadline_ns : 1, memory_order_release);
-  atomic_fetch_add_explicit(&w->arms, 1, memory_order_relaxed);
-  atomic_fetch_add_explicit(&w->wake, 1, memory_order_release);
-  syscall(SYS_futex, (uint32_t *)&w->wake, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, 1, NULL, NULL, 0);
-}
-
-void sg_relay_watchdog_disarm(sg_relay_watchdog *w) {
-  // No wake: a thread sleeping until the old deadline wakes then, finds 0 and sleeps on.
-  atomic_store_explicit(&w->deadline, 0, memory_order_release);
-}
-
-uint64_t sg_relay_watchdog_take_trip(sg_relay_watchdog *w) {
-  // A plain load first: the common case (no trip, every tick) takes the cache line shared.
-  if (atomic_load_explicit(&w->tripped_at, memory_order_relaxed) == 0) return 0;
-  return atomic_exchange_explicit(&w->tripped_at, 0, memory_order_acquire);
-}
-
-uint64_t sg_relay_watchdog_trips(const sg_relay_watchdog *w) {
-  return atomic_load_explicit(&w->trips, memory_order_relaxed);
-}
-
-uint64_t sg_relay_watchdog_arms(const sg_relay_watchdog *w) {
-  return atomic_load_explicit(&w->arms, memory_order_relaxed);
-}
-
-void sg_relay_watchdog_stop(sg_relay_watchdog *w) {
-  if (w == NULL) return;
-  atomic_store_explicit(&w->stop, 1, memory_order_release);
-  atomic_fetch_add_explicit(&w->wake, 1, memory_order_release);
-  syscall(SYS_futex, (uint32_t *)&w->wake, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, 1, NULL, NULL, 0);
-  pthread_join(w->thread, NULL);
-  free(w);
 }
 
 #ifdef GPIOD_BIT
@@ -379,7 +201,7 @@ sg_gpio_line *sg_gpio_request_output(const char *chip_name, uint32_t offset, int
 /// line's inactive physical level. libgpiod 1.6's gpiod_line_set_value_bulk only checks the
 /// line's state in memory and issues one GPIOHANDLE_SET_LINE_VALUES_IOCTL (no allocation, no
 /// locks, no stdio): async-signal-safe.
-static void crash_drive_inactive(const sg_crash_slot *slot) { gpiod_line_set_value(slot->line, 0); }
+void sg_crash_drive_inactive(const sg_crash_slot *slot) { gpiod_line_set_value(slot->line, 0); }
 
 int sg_gpio_set(sg_gpio_line *line, int active) { return gpiod_line_set_value(line->line, active ? 1 : 0); }
 
@@ -503,7 +325,7 @@ sg_gpio_line *sg_gpio_request_output(const char *chip_name, uint32_t offset, int
 
 /// One GPIO_V2_LINE_SET_VALUES_IOCTL on the request's fd, bit 0 (its only line) to logical 0:
 /// the request carries the active-low flag, so the kernel drives the inactive physical level.
-static void crash_drive_inactive(const sg_crash_slot *slot) {
+void sg_crash_drive_inactive(const sg_crash_slot *slot) {
   struct gpio_v2_line_values values = {.bits = 0, .mask = 1};
   ioctl(slot->fd, GPIO_V2_LINE_SET_VALUES_IOCTL, &values);
 }
