@@ -5,14 +5,52 @@ venv), OpenCV's QRCodeDetector. QR codes only, one decode call per image, timed 
 
 Usage: peers.py ENGINE DATASET_DIR...   prints one line per dataset:
   engine dataset passed total median_ms false_positives
+       peers.py --self-test [ENGINE...]  the scorer's self-test (bench/scorer_test.py)
 A zxing-style dataset (image + expected .txt) counts an image when a decoded text equals the
 expected one; a BoofCV-style one (a .txt with a SETS line) counts codes whose corner polygon
-overlaps a labelled one with IoU > 0.1, each label matched once; other results are false positives.
+overlaps a labelled one with IoU > 0.1, each label matched once (the best-overlapping one still
+free); other results are false positives. Both polygons are taken as the convex hull of their
+corners, so neither an engine's corner order (zxing-cpp: top-left, top-right, bottom-right,
+bottom-left of the symbol; zbar and OpenCV: their own) nor the label's orientation matters.
 """
 import os, statistics, sys, time
 import numpy as np
 
-engine, datasets = sys.argv[1], sys.argv[2:]
+ENGINES = ("zbar", "zxing-1.4", "zxing-newest", "opencv")
+
+
+def make_decoder(engine):
+    """decode(img: 2-D uint8 array) -> [(text, [(x, y), ...])], points in the image's pixels."""
+    if engine == "zbar":
+        from pyzbar import pyzbar
+        def decode(img):
+            out = []
+            for s in pyzbar.decode((img.tobytes(), img.shape[1], img.shape[0]), symbols=[pyzbar.ZBarSymbol.QRCODE]):
+                out.append((s.data.decode("utf-8", "replace"), [(float(p.x), float(p.y)) for p in s.polygon]))
+            return out
+        return decode
+    if engine in ("zxing-1.4", "zxing-newest"):  # Debian's, or PyPI's from a venv
+        import zxingcpp
+        kwargs = {}
+        if hasattr(zxingcpp, "TextMode"):
+            kwargs["text_mode"] = zxingcpp.TextMode.Plain
+        def decode(img):
+            out = []
+            for r in zxingcpp.read_barcodes(np.ascontiguousarray(img), formats=zxingcpp.BarcodeFormat.QRCode, **kwargs):
+                p = r.position
+                out.append((r.text, [(float(q.x), float(q.y)) for q in (p.top_left, p.top_right, p.bottom_right, p.bottom_left)]))
+            return out
+        return decode
+    if engine == "opencv":
+        import cv2
+        detector = cv2.QRCodeDetector()
+        def decode(img):
+            ok, texts, points, _ = detector.detectAndDecodeMulti(img)
+            if not ok or points is None: return []
+            return [(t, [(float(q[0]), float(q[1])) for q in pts]) for t, pts in zip(texts, points) if t]
+        return decode
+    raise SystemExit("unknown engine " + engine)
+
 
 def read_pgm(path):
     data = open(path, "rb").read()
@@ -27,42 +65,30 @@ def read_pgm(path):
     w, h = int(fields[1]), int(fields[2])
     return np.frombuffer(data[i + 1:i + 1 + w * h], np.uint8).reshape(h, w)
 
-if engine == "zbar":
-    from pyzbar import pyzbar
-    def decode(img):
-        out = []
-        for s in pyzbar.decode((img.tobytes(), img.shape[1], img.shape[0]), symbols=[pyzbar.ZBarSymbol.QRCODE]):
-            out.append((s.data.decode("utf-8", "replace"), [(p.x, p.y) for p in s.polygon]))
-        return out
-elif engine.startswith("zxing"):  # zxing-1.4 (Debian) or zxing-newest (PyPI, from a venv)
-    import zxingcpp
-    kwargs = {}
-    if hasattr(zxingcpp, "TextMode"):
-        kwargs["text_mode"] = zxingcpp.TextMode.Plain
-    def decode(img):
-        out = []
-        for r in zxingcpp.read_barcodes(img, formats=zxingcpp.BarcodeFormat.QRCode, **kwargs):
-            p = r.position
-            out.append((r.text, [(p.top_left.x, p.top_left.y), (p.top_right.x, p.top_right.y),
-                                 (p.bottom_right.x, p.bottom_right.y), (p.bottom_left.x, p.bottom_left.y)]))
-        return out
-elif engine == "opencv":
-    import cv2
-    detector = cv2.QRCodeDetector()
-    def decode(img):
-        ok, texts, points, _ = detector.detectAndDecodeMulti(img)
-        if not ok or points is None: return []
-        return [(t, [tuple(q) for q in pts]) for t, pts in zip(texts, points) if t]
-else:
-    sys.exit("unknown engine " + engine)
 
 def area(p):
     return sum(p[i][0] * p[(i + 1) % len(p)][1] - p[(i + 1) % len(p)][0] * p[i][1] for i in range(len(p))) / 2
 
+
+def hull(points):
+    """Convex hull, counter-clockwise in x-right/y-up terms (Andrew's monotone chain)."""
+    pts = sorted(set((float(x), float(y)) for x, y in points))
+    if len(pts) < 3: return pts
+    turn = lambda o, a, b: (a[0] - o[0]) * (b[1] - o[1]) - (a[1] - o[1]) * (b[0] - o[0])
+    lower, upper = [], []
+    for p in pts:
+        while len(lower) >= 2 and turn(lower[-2], lower[-1], p) <= 0: lower.pop()
+        lower.append(p)
+    for p in reversed(pts):
+        while len(upper) >= 2 and turn(upper[-2], upper[-1], p) <= 0: upper.pop()
+        upper.append(p)
+    return lower[:-1] + upper[:-1]
+
+
 def iou(a, b):
+    """Intersection over union of the convex hulls of two point sets (Sutherland–Hodgman)."""
+    a, b = hull(a), hull(b)
     if len(a) < 3 or len(b) < 3: return 0.0
-    a = a if area(a) > 0 else a[::-1]
-    b = b if area(b) > 0 else b[::-1]
     out = list(a)
     for i in range(len(b)):
         e0, e1 = b[i], b[(i + 1) % len(b)]
@@ -86,6 +112,7 @@ def iou(a, b):
     union = abs(area(a)) + abs(area(b)) - inter
     return inter / union if union > 0 else 0.0
 
+
 def quads(path):
     q = []
     for line in open(path):
@@ -95,7 +122,24 @@ def quads(path):
             q.append([(f[0], f[1]), (f[2], f[3]), (f[4], f[5]), (f[6], f[7])])
     return q
 
-for dataset in datasets:
+
+def match(polygons, labels, threshold=0.1):
+    """(matched, false_positives): each polygon takes the free label it overlaps most, if IoU > threshold."""
+    free, matched, false_positives = list(labels), 0, 0
+    for poly in polygons:
+        scores = [iou(poly, l) for l in free]
+        best = max(range(len(free)), key=scores.__getitem__, default=None)
+        if best is None or scores[best] <= threshold:
+            false_positives += 1
+        else:
+            matched += 1
+            free.pop(best)
+    return matched, false_positives
+
+
+def score(dataset, decode, per_image=None):
+    """(passed, total, median_ms, false_positives) of DECODE over DATASET; PER_IMAGE, a list,
+    gets (path, labelled, matched, false_positives) for each BoofCV-style image."""
     passed = total = false_positives = 0
     times = []
     for folder, _, files in sorted(os.walk(dataset)):
@@ -112,16 +156,25 @@ for dataset in datasets:
             times.append((time.perf_counter() - start) * 1000)
             if b"SETS" in truth:
                 labels = quads(truth_path)
-                total += len(labels)
-                for _, poly in found:
-                    match = next((i for i, l in enumerate(labels) if iou(poly, l) > 0.1), None)
-                    if match is None: false_positives += 1
-                    else:
-                        passed += 1
-                        labels.pop(match)
+                m, fp = match([poly for _, poly in found], labels)
+                total += len(labels); passed += m; false_positives += fp
+                if per_image is not None: per_image.append((os.path.join(folder, name), len(labels), m, fp))
             else:
                 total += 1
                 expected = truth.decode("utf-8", "replace")
                 if any(text == expected for text, _ in found): passed += 1
     median = statistics.median(times) if times else 0.0
-    print(engine, os.path.basename(dataset.rstrip("/")), passed, total, "%.2f" % median, false_positives, flush=True)
+    return passed, total, median, false_positives
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "--self-test":
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import scorer_test
+        sys.exit(scorer_test.main(sys.argv[2:]))
+    if len(sys.argv) < 2: sys.exit(__doc__)
+    engine, datasets = sys.argv[1], sys.argv[2:]
+    decode = make_decoder(engine)
+    for dataset in datasets:
+        passed, total, median, false_positives = score(dataset, decode)
+        print(engine, os.path.basename(dataset.rstrip("/")), passed, total, "%.2f" % median, false_positives, flush=True)
