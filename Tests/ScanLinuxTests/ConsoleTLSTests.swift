@@ -126,19 +126,7 @@ import Testing
   }
 
   /// A plain TCP connection to `port` (not through `Rig.connect`, which waits for the greeting).
-  static func rawConnect(_ rig: Rig, port: UInt16) -> ConsoleTests.TestClient {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    var sa = sockaddr_in()
-    sa.sin_family = sa_family_t(AF_INET)
-    sa.sin_port = port.bigEndian
-    sa.sin_addr.s_addr = inet_addr("127.0.0.1")
-    let rc = withUnsafePointer(to: &sa) {
-      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-    }
-    precondition(rc == 0, "connect failed")
-    _ = sg_fcntl_int(fd, F_SETFL, sg_fcntl_int(fd, F_GETFL, 0) | O_NONBLOCK)
-    return ConsoleTests.TestClient(fd: fd, rig: rig)
-  }
+  static func rawConnect(_ rig: Rig, port: UInt16) -> ConsoleTests.TestClient { rig.rawConnect(port: port) }
 
   // MARK: - Address classification and the refusal (nothing is bound)
 

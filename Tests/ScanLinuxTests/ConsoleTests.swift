@@ -63,6 +63,13 @@ import Testing
     }
 
     func connect() -> TestClient {
+      let client = rawConnect(port: port)
+      _ = client.readUntil { $0.contains("console ready") }
+      return client
+    }
+
+    /// A plain non-blocking TCP connection to `port` on loopback (no wait for the greeting).
+    func rawConnect(port: UInt16) -> TestClient {
       let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
       var sa = sockaddr_in()
       sa.sin_family = sa_family_t(AF_INET)
@@ -73,9 +80,7 @@ import Testing
       }
       precondition(rc == 0, "connect failed")
       _ = sg_fcntl_int(fd, F_SETFL, sg_fcntl_int(fd, F_GETFL, 0) | O_NONBLOCK)
-      let client = TestClient(fd: fd, rig: self)
-      _ = client.readUntil { $0.contains("console ready") }
-      return client
+      return TestClient(fd: fd, rig: self)
     }
   }
 
