@@ -233,6 +233,8 @@ public enum ConsoleText {
     w.write(t.manualOpens)
     w.write(" gpio-errors ")
     w.write(t.gpioErrors)
+    w.write(" relay-watchdog-trips ")
+    w.write(t.relayWatchdogTrips)
     w.newline()
     writeHistogram("decode", t.decode, into: &w)
     writeHistogram("frame-to-decision", t.frameToDecision, into: &w)

@@ -99,6 +99,16 @@ import Testing
     #expect(rig.commands.counters.readOnlyCommands == 1)
   }
 
+  @Test("STATS counts the console's refusals and the relay watchdog's trips")
+  func stats() {
+    var rig = Rig()
+    _ = rig.say("NOPE")
+    #expect(rig.say("STATS") == "OK stats 7 lines")
+    let text = rig.output.text[0]!
+    #expect(text.contains("relay-watchdog-trips 0"))
+    #expect(text.contains("| console read-only 1 bad-lines 1 "), "\(text)")  // STATS itself is read-only
+  }
+
   @Test("LAST hides the payload until AUTH; then shows it, and the read is recorded")
   func lastByRole() {
     var rig = Rig()
