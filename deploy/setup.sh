@@ -24,6 +24,13 @@ PACKAGES=(
   python3              # the abuse run's clients (deploy/console-abuse.py, standard library only)
   libssl-dev           # TLS on console listeners beyond loopback (OpenSSL libssl/libcrypto)
   openssl              # tests: the test CA and certificates, s_client as an independent TLS client
+  libcbor-dev          # signed credentials: CBOR (COSE_Sign1, CWT claims)
+  tzdata               # schedules in the reader's local time zone
+  libmosquitto-dev     # the fleet link (MQTT client library)
+  mosquitto            # tests: a real broker, started per test run
+  mosquitto-clients    # tests: mosquitto_sub/pub beside the independent client
+  libcamera-dev        # the libcamera frame source (Pi camera modules); optional at build time
+  python3-venv         # tests: the PyPI peers' venv (deploy/peers.sh)
 )
 
 missing=()
