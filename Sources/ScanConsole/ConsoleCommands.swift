@@ -183,6 +183,7 @@ public final class ConsoleCommands<Clock: MonotonicClock> {
     case .help: output.send(slot) { ConsoleText.writeHelp(operator: sessions[slot].isOperator, into: &$0) }
     case .version: output.send(slot) { ConsoleText.writeVersion(host.consoleStatus(), into: &$0) }
     case .status: output.send(slot) { ConsoleText.writeStatus(host.consoleStatus(), into: &$0) }
+    case .door: output.send(slot) { ConsoleText.writeDoor(host.consoleStatus().door, into: &$0) }
     case .stats: output.send(slot) { ConsoleText.writeStats(host.consoleStatus(), console: counters, into: &$0) }
     case .last: writeLast(request, slot: slot, host: host, output: output)
     case .watch:

@@ -116,5 +116,7 @@ public struct ReaderStatus: Sendable {
   /// One line about the audit log (written by the log), or nil when there is none.
   public var logLine: String? = nil
   public var uptimeSeconds: UInt64 = 0
+  /// The door, when one is configured.
+  public var door: DoorStatus? = nil
   public init() {}
 }

@@ -4,6 +4,7 @@ import ScanCore
 public enum ConsoleVerb: UInt8, CaseIterable, Sendable {
   case help, version, status, stats, last, watch, check, log, auth, quit
   case open, reload, selftest, snapshot
+  case door
 
   public var name: String {
     switch self {
@@ -21,6 +22,7 @@ public enum ConsoleVerb: UInt8, CaseIterable, Sendable {
     case .reload: "RELOAD"
     case .selftest: "SELFTEST"
     case .snapshot: "SNAPSHOT"
+    case .door: "DOOR"
     }
   }
 
@@ -29,7 +31,7 @@ public enum ConsoleVerb: UInt8, CaseIterable, Sendable {
   public var needsOperator: Bool {
     switch self {
     case .open, .reload, .selftest, .log, .snapshot, .check: true
-    case .help, .version, .status, .stats, .last, .watch, .auth, .quit: false
+    case .help, .version, .status, .stats, .last, .watch, .auth, .quit, .door: false
     }
   }
 
@@ -37,7 +39,7 @@ public enum ConsoleVerb: UInt8, CaseIterable, Sendable {
   public var isAuditedForOperator: Bool {
     switch self {
     case .open, .reload, .selftest, .log, .snapshot, .check, .last, .watch: true
-    case .help, .version, .status, .stats, .auth, .quit: false
+    case .help, .version, .status, .stats, .auth, .quit, .door: false
     }
   }
 
@@ -58,6 +60,7 @@ public enum ConsoleVerb: UInt8, CaseIterable, Sendable {
     case .reload: "RELOAD              operator: reload the allow-list now"
     case .selftest: "SELFTEST            operator: play every buzzer pattern, pulse the relay 200 ms"
     case .snapshot: "SNAPSHOT [TEXT]     operator: the latest frame (PNG as base64, or TEXT: ASCII art)"
+    case .door: "DOOR                the door: state, strike, inputs, alarm and counts"
     }
   }
 }
@@ -122,7 +125,7 @@ public struct ConsoleRequest: Sendable {
     }
     var request = ConsoleRequest(verb: verb)
     switch verb {
-    case .help, .version, .status, .stats, .quit, .reload, .selftest:
+    case .help, .version, .status, .stats, .quit, .reload, .selftest, .door:
       guard words == 1 else { return .failure(.tooManyArguments) }
     case .last, .log, .open:
       guard words <= 2 else { return .failure(.tooManyArguments) }

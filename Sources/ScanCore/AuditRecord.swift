@@ -48,6 +48,7 @@ public struct AuditRecord: Equatable, Sendable {
   public static func isLogged(_ kind: EventKind) -> Bool {
     switch kind {
     case .decision, .fault, .state, .command, .authFailure, .manualOpen: true
+    case .doorUnlocked, .doorOpened, .doorClosed, .doorHeldOpen, .doorForced, .doorLocked, .exitRequest, .tamper: true
     case .edge, .left, .recordsLost: false
     }
   }
@@ -76,6 +77,9 @@ public struct AuditRecord: Equatable, Sendable {
       code = Int64(e.code)
     case .edge, .left, .recordsLost:
       code = Int64(e.code)
+    case .doorUnlocked, .doorOpened, .doorClosed, .doorHeldOpen, .doorForced, .doorLocked, .exitRequest, .tamper:
+      code = Int64(e.code)
+      detail = DoorText.detail(e.kind, code: e.code)
     }
   }
 

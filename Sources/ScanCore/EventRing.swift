@@ -14,9 +14,28 @@ public enum EventKind: UInt8, Sendable {
   /// The audit log had to drop events (ring overrun, or its bounded queue while the disk was
   /// failing). Written by the log writer, never put in the ring; the record's code is the count.
   case recordsLost = 9
+  /// The door (DoorMachine): the strike released (`code`: `UnlockReason`), the door opened after
+  /// an unlock, closed (`code`: seconds it was open), held open (`code`: the limit in seconds),
+  /// opened without an unlock, the strike locked again, the exit button pressed, the tamper
+  /// input changed (`code`: 1 active, 0 restored).
+  case doorUnlocked = 20
+  case doorOpened = 21
+  case doorClosed = 22
+  case doorHeldOpen = 23
+  case doorForced = 24
+  case doorLocked = 25
+  case exitRequest = 26
+  case tamper = 27
 
   /// Every kind, for parsing the stable names back.
-  public static let all: [EventKind] = [.decision, .left, .fault, .state, .command, .authFailure, .manualOpen, .edge, .recordsLost]
+  public static let all: [EventKind] =
+    [
+      .decision, .left, .fault, .state, .command, .authFailure, .manualOpen, .edge, .recordsLost,
+    ] + doorKinds
+  /// The door's kinds (raw values 20–29).
+  public static let doorKinds: [EventKind] = [
+    .doorUnlocked, .doorOpened, .doorClosed, .doorHeldOpen, .doorForced, .doorLocked, .exitRequest, .tamper,
+  ]
 
   /// The kind whose `name` is `name` (the audit log's stored text), or nil.
   public init?(name: some StringProtocol) {
@@ -36,6 +55,14 @@ public enum EventKind: UInt8, Sendable {
     case .manualOpen: "manual-open"
     case .edge: "edge"
     case .recordsLost: "records-lost"
+    case .doorUnlocked: "door-unlocked"
+    case .doorOpened: "door-opened"
+    case .doorClosed: "door-closed"
+    case .doorHeldOpen: "door-held-open"
+    case .doorForced: "door-forced"
+    case .doorLocked: "door-locked"
+    case .exitRequest: "exit-request"
+    case .tamper: "tamper"
     }
   }
 }

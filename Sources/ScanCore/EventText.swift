@@ -69,6 +69,8 @@ public enum EventText {
     case .recordsLost:
       w.write(" ")
       w.write(e.code)
+    case .doorUnlocked, .doorOpened, .doorClosed, .doorHeldOpen, .doorForced, .doorLocked, .exitRequest, .tamper:
+      DoorText.writeDetail(e.kind, code: e.code, into: &w)
     }
   }
 

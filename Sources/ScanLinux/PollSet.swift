@@ -56,6 +56,9 @@ public final class PollSet {
 public final class LoopRequests {
   public var stop = false
   public var reloadAllowList = false
+  /// The door: release the strike for the exit button; lock it now (the door closed again).
+  public var releaseStrikeForExit = false
+  public var relockStrike = false
   public init() {}
 }
 

@@ -29,6 +29,9 @@ extension RunLoop: ConsoleHost where Source: ~Copyable, Decoder: ~Copyable, Rela
     s.aim = engine.lastCodeGeometry
     s.exposure = engine.exposure
     s.codesInView = engine.presence.presentCount
+    for i in 0..<participants.count {
+      if let door = participants[i] as? any DoorStatusSource { s.door = door.doorStatus() }
+    }
     if let last = engine.lastDecision {
       s.lastDecision = last.verdict
       s.lastDecisionAgeSeconds = engine.clock.now().milliseconds(since: last.monotonic) / 1000

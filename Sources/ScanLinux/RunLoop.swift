@@ -55,7 +55,7 @@ public struct RunLoop<
   public private(set) var droppedFrames: UInt64 = 0
   public private(set) var stopRequested = false
   private let poll: PollSet
-  private var participants: [any PollParticipant] = []
+  var participants: [any PollParticipant] = []
   private let requests = LoopRequests()
   private let allowListWatcher: AllowListWatcher?
   /// The technician console, served by this loop (nil: none).
@@ -208,6 +208,14 @@ public struct RunLoop<
     if requests.reloadAllowList {
       requests.reloadAllowList = false
       reloadAllowList()
+    }
+    if requests.releaseStrikeForExit {
+      requests.releaseStrikeForExit = false
+      engine.releaseStrikeForExit()
+    }
+    if requests.relockStrike {
+      requests.relockStrike = false
+      engine.relockStrike()
     }
   }
 

@@ -1,0 +1,100 @@
+/// How an input line is biased inside the chip.
+public enum LineBias: String, Sendable, CaseIterable {
+  /// Leave the chip's setting as it is.
+  case asIs = "as-is"
+  case disabled
+  case pullUp = "pull-up"
+  case pullDown = "pull-down"
+}
+
+/// How the strike is wired: what the door does when the relay is not energised.
+public enum StrikeWiring: String, Sendable, CaseIterable {
+  /// Locked without power (the relay energised releases it): a power cut keeps the door locked.
+  case failSecure = "fail-secure"
+  /// Released without power (a maglock or a fail-safe strike, held by the relay's other
+  /// contact): a power cut releases the door, as fire codes demand for some escape routes.
+  case failSafe = "fail-safe"
+}
+
+/// One door input's line: where it is and how it reads (`line` -1: not fitted).
+public struct DoorInputConfig: Equatable, Sendable {
+  public var line = -1
+  public var activeLow = true
+  public var bias = LineBias.pullUp
+  public init() {}
+}
+
+/// `[door]`: the door's inputs, its alarm line, its timers and the strike's wiring.
+public struct DoorConfig: Equatable, Sendable {
+  public var machine = DoorSettings()
+  /// Contact (active: open), exit button (active: pressed), tamper (active: housing open).
+  public var inputs = [DoorInputConfig](repeating: DoorInputConfig(), count: 3)
+  /// The alarm/LED line (-1: none).
+  public var alarmLine = -1
+  public var alarmActiveLow = false
+  /// The strike relay's wiring (stated, shown by `probe` and DOOR; the relay line is `gpio.relay_line`).
+  public var strikeWiring = StrikeWiring.failSecure
+  /// The alarm line's wiring: a fail-secure alarm sounds only when driven.
+  public init() {}
+
+  /// The input settings for `input`.
+  public func input(_ input: DoorInput) -> DoorInputConfig { inputs[input.rawValue] }
+}
+
+extension ConfigSchema {
+  static func doorInputKeys(_ input: DoorInput, _ prefix: String) -> [Key] {
+    let i = input.rawValue
+    return [
+      Key(name: "door.\(prefix)_line", kind: .integer(-1...1023)) { $0.door.inputs[i].line = int($1) },
+      Key(name: "door.\(prefix)_active_low", kind: .boolean) { $0.door.inputs[i].activeLow = bool($1) },
+      Key(name: "door.\(prefix)_bias", kind: .choice(LineBias.allCases.map(\.rawValue))) {
+        $0.door.inputs[i].bias = LineBias(rawValue: str($1))!
+      },
+      Key(name: "door.\(prefix)_debounce_ms", kind: .integer(0...1_000)) {
+        $0.door.machine.debounceMilliseconds[i] = UInt16(int($1))
+      },
+    ]
+  }
+
+  /// `[door]`'s keys.
+  static let doorKeys: [Key] =
+    [
+      Key(name: "door.enabled", kind: .boolean) { $0.door.machine.enabled = bool($1) },
+      Key(name: "door.held_open_ms", kind: .integer(1_000...3_600_000)) { $0.door.machine.heldOpenMilliseconds = int($1) },
+      Key(name: "door.relock_on_close", kind: .boolean) { $0.door.machine.relockOnClose = bool($1) },
+      Key(name: "door.exit_unlocks", kind: .boolean) { $0.door.machine.exitButtonUnlocks = bool($1) },
+      Key(name: "door.forced_alarm_ms", kind: .integer(0...3_600_000)) { $0.door.machine.forcedAlarmMilliseconds = int($1) },
+      Key(name: "door.held_open_beep", kind: .integers(0...10_000, count: 2...2)) {
+        $0.door.machine.heldOpenBeepOnMilliseconds = ints($1)[0]
+        $0.door.machine.heldOpenBeepOffMilliseconds = ints($1)[1]
+      },
+      Key(name: "door.tamper_alarm", kind: .boolean) { $0.door.machine.tamperAlarm = bool($1) },
+      Key(name: "door.alarm_line", kind: .integer(-1...1023)) { $0.door.alarmLine = int($1) },
+      Key(name: "door.alarm_active_low", kind: .boolean) { $0.door.alarmActiveLow = bool($1) },
+      Key(name: "door.strike_wiring", kind: .choice(StrikeWiring.allCases.map(\.rawValue))) {
+        $0.door.strikeWiring = StrikeWiring(rawValue: str($1))!
+      },
+    ] + doorInputKeys(.contact, "contact") + doorInputKeys(.exitButton, "exit") + doorInputKeys(.tamper, "tamper")
+
+  /// The door's consistency rules: an enabled door needs a contact, and no two lines may share an offset.
+  static func doorErrors(_ c: ScanConfig, line: (String) -> Int) -> [ConfigError] {
+    let d = c.door
+    guard d.machine.enabled else { return [] }
+    var errors: [ConfigError] = []
+    if d.input(.contact).line < 0 && c.gpioBackend == .gpiod {
+      errors.append(ConfigError(key: "door.contact_line", line: line("door.enabled"), reason: "door.enabled needs door.contact_line"))
+    }
+    guard c.gpioBackend == .gpiod else { return errors }
+    var used: [(String, Int)] = [("gpio.relay_line", c.relayLine), ("gpio.buzzer_line", c.buzzerLine)]
+    for (name, offset) in [
+      ("door.contact_line", d.input(.contact).line), ("door.exit_line", d.input(.exitButton).line),
+      ("door.tamper_line", d.input(.tamper).line), ("door.alarm_line", d.alarmLine),
+    ] where offset >= 0 {
+      if let clash = used.first(where: { $0.1 == offset }) {
+        errors.append(ConfigError(key: name, line: line(name), reason: "same line as \(clash.0)"))
+      }
+      used.append((name, offset))
+    }
+    return errors
+  }
+}

@@ -1,0 +1,28 @@
+/// The door events' detail text (journal, console, audit log), written without allocating.
+public enum DoorText {
+  /// Writes ` grant`, ` 12s`, ` active` ... after the kind's name.
+  public static func writeDetail(_ kind: EventKind, code: UInt16, into w: inout ByteWriter) {
+    switch kind {
+    case .doorUnlocked:
+      w.write(" ")
+      w.write(UnlockReason(rawValue: code)?.name ?? "unknown")
+    case .doorClosed, .doorHeldOpen:
+      w.write(" ")
+      w.write(code)
+      w.write("s")
+    case .tamper:
+      w.write(code == 1 ? " active" : " restored")
+    default:
+      break
+    }
+  }
+
+  /// The same detail as a String, without its leading space (the audit record's `detail`).
+  public static func detail(_ kind: EventKind, code: UInt16) -> String {
+    withUnsafeTemporaryAllocation(byteCount: 32, alignment: 1) { buffer in
+      var w = ByteWriter(buffer)
+      writeDetail(kind, code: code, into: &w)
+      return String(decoding: w.written.dropFirst(w.written.isEmpty ? 0 : 1), as: UTF8.self)
+    }
+  }
+}

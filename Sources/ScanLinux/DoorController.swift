@@ -1,0 +1,143 @@
+import CLinux
+import Glibc
+import ScanCore
+
+/// The door on the loop: a poll participant that reads the contact, exit-button and tamper
+/// lines' edge events, follows the strike through the event ring (the engine's relay edges and
+/// the decisions and console OPENs before them say why it was released), runs the
+/// `DoorMachine`, records its transitions in the ring (console WATCH, journal, audit log), drives
+/// the alarm line, and asks the loop for a strike release (exit button) or an early relock
+/// (door closed again) through `LoopRequests`. It runs on the loop's thread: the ring keeps one
+/// producer. Nothing allocates per edge or per iteration.
+public final class DoorController: PollParticipant, DoorStatusSource {
+  public private(set) var machine: DoorMachine
+  private var lines: InlineArray<3, (any DoorInputLine)?>
+  private var tokens = InlineArray<3, PollSet.Token>(repeating: .none)
+  private var alarm: (any OutputLine)?
+  public private(set) var alarmLevel = LineLevel.inactive
+  private let ring: EventRing
+  private var cursor: EventCursor
+  private let wall: any WallClock
+  /// Why the next strike release happens (the last grant, OPEN or exit request before it).
+  private var pendingReason: UnlockReason? = nil
+  public private(set) var inputErrors: UInt64 = 0
+  public private(set) var alarmErrors: UInt64 = 0
+  public let backend: String
+
+  /// A door on `lines` (contact, exit button, tamper; nil: not fitted) whose inputs read their
+  /// current levels now.
+  public init(
+    settings: DoorSettings, ring: EventRing, wall: any WallClock, now: Instant,
+    contact: (any DoorInputLine)?, exitButton: (any DoorInputLine)?, tamper: (any DoorInputLine)?,
+    alarm: (any OutputLine)?
+  ) {
+    lines = [contact, exitButton, tamper]
+    var levels = InlineArray<3, LineLevel>(repeating: .inactive)
+    var errors: UInt64 = 0
+    for i in 0..<3 {
+      guard let line = lines[i] else { continue }
+      do throws(GPIOError) { levels[i] = try line.currentLevel() } catch { errors += 1 }
+    }
+    machine = DoorMachine(settings: settings, now: now, levels: levels)
+    inputErrors = errors
+    self.alarm = alarm
+    self.ring = ring
+    self.wall = wall
+    cursor = EventCursor(next: ring.nextSequence)
+    backend = contact?.backend ?? exitButton?.backend ?? tamper?.backend ?? "none"
+  }
+
+  public var pollCapacity: Int { 3 }
+
+  public func prepare(_ poll: PollSet, now: Instant) -> Instant? {
+    followStrike()
+    publish(now: now)
+    var next = machine.nextDeadline(after: now)
+    for i in 0..<3 {
+      tokens[i] = .none
+      guard let line = lines[i] else { continue }
+      if line.pollDescriptor >= 0 { tokens[i] = poll.add(line.pollDescriptor, events: Int16(POLLIN)) }
+      if let at = line.nextEdgeAt { next = next.map { min($0, at) } ?? at }
+    }
+    return next
+  }
+
+  public func service(_ poll: PollSet, now: Instant, requests: LoopRequests) {
+    followStrike()
+    for i in 0..<3 {
+      guard let line = lines[i], let input = DoorInput(rawValue: i) else { continue }
+      let ready = poll.revents(tokens[i]) != 0 || (line.nextEdgeAt.map { $0 <= now } ?? false)
+      guard ready else { continue }
+      do throws(GPIOError) {
+        try line.readEdges(now: now) { level, at in machine.edge(input, level: level, at: at) }
+      } catch { inputErrors &+= 1 }
+    }
+    machine.advance(to: now)
+    if machine.wantsStrikePulse {
+      machine.wantsStrikePulse = false
+      pendingReason = .exitButton
+      requests.releaseStrikeForExit = true
+    }
+    if machine.wantsRelock {
+      machine.wantsRelock = false
+      requests.relockStrike = true
+    }
+    publish(now: now)
+  }
+
+  /// Reads what the engine recorded since the last look: the strike's edges, and the grants and
+  /// OPENs that say why it was released.
+  private func followStrike() {
+    cursor.read(ring) { item in
+      guard case .event(let e) = item else { return }
+      switch e.kind {
+      case .decision where e.verdict.isGranted: pendingReason = .grant
+      case .manualOpen: pendingReason = .console
+      case .edge where e.code & 0xF0 == EdgeCode.relay:
+        let level: LineLevel = e.code & 1 == 1 ? .active : .inactive
+        machine.strike(level, reason: pendingReason ?? .console, at: e.monotonic)
+        if level == .active { pendingReason = nil }
+      default: break
+      }
+    }
+  }
+
+  /// Records the machine's transitions in the ring and drives the alarm line.
+  private func publish(now: Instant) {
+    let wallNow = wall.unixNanoseconds()
+    while let t = machine.takeTransition() {
+      var e = ScanEvent()
+      e.kind = t.kind
+      e.code = t.code
+      e.monotonic = t.at
+      e.wallNanoseconds = wallNow &- Int64(clamping: now.nanoseconds &- min(now.nanoseconds, t.at.nanoseconds))
+      ring.append(e)
+    }
+    // Our own events are behind the cursor's reach: skip them.
+    cursor = EventCursor(next: max(cursor.next, ring.nextSequence))
+    let level = machine.alarmLevel(at: now)
+    guard level != alarmLevel, alarm != nil else { return }
+    do throws(GPIOError) {
+      try alarm!.set(level)
+      alarmLevel = level
+    } catch { alarmErrors &+= 1 }
+  }
+
+  /// Drives the alarm line inactive (shutdown).
+  public func release() {
+    guard alarm != nil else { return }
+    do throws(GPIOError) { try alarm!.set(.inactive) } catch { alarmErrors &+= 1 }
+    alarmLevel = .inactive
+  }
+
+  public func doorStatus() -> DoorStatus {
+    var s = DoorStatus(machine, alarm: alarmLevel, backend: backend)
+    s.inputErrors = inputErrors
+    return s
+  }
+}
+
+/// What the console asks of the door (STATUS, DOOR).
+public protocol DoorStatusSource: AnyObject {
+  func doorStatus() -> DoorStatus
+}

@@ -1,0 +1,66 @@
+import ScanCore
+
+/// One door input (contact, exit button, tamper): a line whose level changes arrive as edge
+/// events with the kernel's timestamps. The door controller polls its descriptor (or, for a
+/// simulated line, wakes at its next scripted edge) and reads what came, without allocating.
+public protocol DoorInputLine: AnyObject {
+  /// The edge-event descriptor to poll (-1: none, a simulated line).
+  var pollDescriptor: Int32 { get }
+  /// When a simulated line next changes (nil: on I/O only).
+  var nextEdgeAt: Instant? { get }
+  /// The level now (active-low applied), read once at start.
+  func currentLevel() throws(GPIOError) -> LineLevel
+  /// Reads the edges that are in (at most a bounded batch), oldest first, as (level, time).
+  /// Returns how many were read.
+  @discardableResult
+  func readEdges(now: Instant, _ body: (LineLevel, Instant) -> Void) throws(GPIOError) -> Int
+  /// "gpiod v1", "gpiod v2", "sim": how the line is read.
+  var backend: String { get }
+}
+
+/// `gpio.backend = "sim"`: an input line driven by a script of edges set up before the loop
+/// runs (the demo, tests) or injected by a test between iterations. Edges are kept in a table
+/// reserved at init; nothing allocates while the loop reads them.
+public final class SimulatedInputLine: DoorInputLine {
+  private var edges: [(level: LineLevel, at: Instant)] = []
+  private var head = 0
+  private var level: LineLevel
+  public let capacity: Int
+
+  public init(level: LineLevel = .inactive, capacity: Int = 256) {
+    self.level = level
+    self.capacity = capacity
+    edges.reserveCapacity(capacity)
+  }
+
+  /// Adds an edge to `level` at `at` (edges must come in time order; at setup or between loop
+  /// iterations). Returns false when the table is full.
+  @discardableResult
+  public func schedule(_ level: LineLevel, at: Instant) -> Bool {
+    if head == edges.count && head > 0 {
+      edges.removeAll(keepingCapacity: true)
+      head = 0
+    }
+    guard edges.count < capacity else { return false }
+    precondition(edges.last.map { $0.at <= at } ?? true, "simulated edges in time order")
+    edges.append((level, at))
+    return true
+  }
+
+  public var pollDescriptor: Int32 { -1 }
+  public var nextEdgeAt: Instant? { head < edges.count ? edges[head].at : nil }
+  public var backend: String { "sim" }
+  public func currentLevel() throws(GPIOError) -> LineLevel { level }
+
+  @discardableResult
+  public func readEdges(now: Instant, _ body: (LineLevel, Instant) -> Void) throws(GPIOError) -> Int {
+    var n = 0
+    while head < edges.count && edges[head].at <= now && n < 64 {
+      level = edges[head].level
+      body(level, edges[head].at)
+      head += 1
+      n += 1
+    }
+    return n
+  }
+}
