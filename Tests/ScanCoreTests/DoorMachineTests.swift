@@ -298,3 +298,16 @@ import Testing
     #expect(DoorText.detail(.doorForced, code: 0) == "")
   }
 }
+
+@Suite struct DoorAuditTests {
+  @Test("door events are audit facts: the record keeps the code and its detail text")
+  func auditRecord() {
+    var e = ScanEvent()
+    e.kind = .doorUnlocked
+    e.code = UnlockReason.exitButton.rawValue
+    #expect(AuditRecord.isLogged(.doorUnlocked) && AuditRecord.isLogged(.doorForced) && AuditRecord.isLogged(.tamper))
+    let r = AuditRecord(e, sequence: 1, run: 1, keepPayload: false)
+    #expect(r.kind == .doorUnlocked && r.code == 2 && r.detail == "exit-button")
+    #expect(r.line.hasSuffix("door-unlocked exit-button"))
+  }
+}
