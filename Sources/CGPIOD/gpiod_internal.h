@@ -28,5 +28,9 @@ extern const int sg_crash_signals[];
 extern const size_t sg_crash_signal_count;
 /// Drives a registered line inactive with one ioctl: async-signal-safe (per backend).
 void sg_crash_drive_inactive(const sg_crash_slot *slot);
+#ifndef GPIOD_BIT
+/// Opens a chip by path, name or label (libgpiod 2 has no lookup helpers); gpiod_shim.c.
+struct gpiod_chip *sg_gpio_open_chip(const char *name);
+#endif
 
 #endif

@@ -273,6 +273,8 @@ static struct gpiod_chip *open_chip(const char *name) {
   return NULL;
 }
 
+struct gpiod_chip *sg_gpio_open_chip(const char *name) { return open_chip(name); }
+
 sg_gpio_line *sg_gpio_request_output(const char *chip_name, uint32_t offset, int active_low,
                                      const char *consumer) {
   struct gpiod_chip *chip = open_chip(chip_name);

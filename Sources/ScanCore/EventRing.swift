@@ -71,9 +71,19 @@ public enum EventKind: UInt8, Sendable {
 public enum EdgeCode {
   public static let relay: UInt16 = 0x10
   public static let buzzer: UInt16 = 0x20
+  /// The door's alarm/LED line.
+  public static let alarm: UInt16 = 0x30
   public static func code(line: UInt16, level: LineLevel) -> UInt16 { line | UInt16(level.rawValue) }
+  /// The line's name for `code`.
+  public static func lineName(_ code: UInt16) -> StaticString {
+    switch code & 0xF0 {
+    case relay: "relay"
+    case alarm: "alarm"
+    default: "buzzer"
+    }
+  }
   public static func describe(_ code: UInt16) -> String {
-    (code & 0xF0 == relay ? "relay" : "buzzer") + (code & 1 == 1 ? " active" : " inactive")
+    "\(lineName(code))" + (code & 1 == 1 ? " active" : " inactive")
   }
 }
 

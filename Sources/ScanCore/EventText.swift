@@ -54,7 +54,8 @@ public enum EventText {
       w.write(" sha256=")
       w.writeHex(e.digest, bytes: 8)
     case .edge:
-      w.write(e.code & 0xF0 == EdgeCode.relay ? " relay" : " buzzer")
+      w.write(" ")
+      w.write(EdgeCode.lineName(e.code))
       w.write(e.code & 1 == 1 ? " active" : " inactive")
     case .fault, .state:
       w.write(" ")

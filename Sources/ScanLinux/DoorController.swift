@@ -120,6 +120,13 @@ public final class DoorController: PollParticipant, DoorStatusSource {
     do throws(GPIOError) {
       try alarm!.set(level)
       alarmLevel = level
+      var e = ScanEvent()
+      e.kind = .edge
+      e.code = EdgeCode.code(line: EdgeCode.alarm, level: level)
+      e.monotonic = now
+      e.wallNanoseconds = wallNow
+      ring.append(e)
+      cursor = EventCursor(next: ring.nextSequence)
     } catch { alarmErrors &+= 1 }
   }
 

@@ -65,6 +65,7 @@ enum DemoCommand {
       config.allowListPath = directory + "/allow-list.txt"
       config.allowListWatch = false
       config.log.path = directory + "/audit.db"
+      DemoDoor.configure(&config)
       let demoConsole = options.value("config") == nil
       if demoConsole {
         // The console on loopback with an operator secret made for this run only (random,
@@ -82,6 +83,7 @@ enum DemoCommand {
       for scene in scenes {
         print("  code " + PayloadEscaping.escaped(scene.payload) + " (\(scene.variant.name)): \(scene.note)")
       }
+      for note in DemoDoor.notes { print("  " + note) }
       if demoConsole {
         print(
           """
@@ -95,6 +97,7 @@ enum DemoCommand {
       flushStandardOutput()
       var serviceOptions = Service.Options()
       serviceOptions.maxFrames = UInt64(try options.integer("frames", default: 0, range: 0...Int.max))
+      serviceOptions.doorDriver = { DemoDoor.Driver(lines: $0, ring: $1) }
       let status = Service.run(config, options: serviceOptions)
       if !options.flag("keep") && options.value("dir") == nil { removeDirectory(directory) }
       return status

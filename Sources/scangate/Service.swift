@@ -8,6 +8,8 @@ enum Service {
     var maxFrames: UInt64 = 0
     var skipping: Set<EventKind> = []
     var quiet = false
+    /// Drives the door's simulated lines from the loop (the demo): a participant registered after the door.
+    var doorDriver: ((DoorSetup.SimulatedLines, EventRing) -> any PollParticipant)? = nil
   }
 
   static func cameraSettings(_ c: ScanConfig) -> CameraSettings {
@@ -82,6 +84,13 @@ enum Service {
     let auditLog = config.log.path.isEmpty ? nil : AuditLog(settings: config.log, ring: ring)
     loop.auditLog = auditLog
     loop.engine.relayGuard = watchdog  // the relay's cap, held off the loop too
+    let door: (controller: DoorController, driver: (any PollParticipant)?)?
+    do throws(GPIOError) { door = try DoorSetup.make(config, ring: ring, now: clock.now(), driver: options.doorDriver) } catch {
+      writeStandardError("scangate: cannot request door lines: \(error.operation): \(SystemError.describe(error.errno))\n")
+      return 1
+    }
+    if let door { loop.register(door.controller) }
+    if let driver = door?.driver { loop.register(driver) }
     let printer = EventPrinter(
       ring: ring, start: loop.startedAt, clock: clock, skipping: options.skipping,
       payloads: config.log.rawPayloads ? .shown : .hidden)
@@ -91,6 +100,7 @@ enum Service {
     printer.startThread()
     auditLog?.start()
     loop.run()
+    door?.controller.release()
     watchdog.stop()  // disarmed by the loop's release; stopped while the relay line is still open
     auditLog?.stop()  // everything the loop recorded, its last events included, is written
     if let auditLog { printChainHead(auditLog) }

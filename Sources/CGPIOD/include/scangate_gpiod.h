@@ -55,6 +55,41 @@ uint64_t sg_relay_watchdog_arms(const sg_relay_watchdog *watchdog);
 /// Stops the thread, waits for it and frees the watchdog.
 void sg_relay_watchdog_stop(sg_relay_watchdog *watchdog);
 
+/// Door inputs: one line requested as an input with both-edge events, for this process's life.
+typedef struct sg_gpio_input sg_gpio_input;
+enum { SG_BIAS_AS_IS = 0, SG_BIAS_DISABLED = 1, SG_BIAS_PULL_UP = 2, SG_BIAS_PULL_DOWN = 3 };
+
+/// Requests `offset` on `chip` (path, name or label) as an input with both edges detected,
+/// `active_low` applied and `bias` (SG_BIAS_*) set where the chip supports it. With libgpiod 2
+/// the kernel debounces the line for `debounce_us` (then `*kernel_debounce` is 1); with 1.6
+/// (no debounce in its uAPI) the caller debounces on the timestamps. Edge timestamps are on
+/// CLOCK_MONOTONIC. Returns NULL with errno on failure.
+sg_gpio_input *sg_gpio_request_input(const char *chip, uint32_t offset, int active_low, int bias,
+                                     uint32_t debounce_us, const char *consumer, int *kernel_debounce);
+/// The descriptor to poll for edge events (non-blocking).
+int sg_gpio_input_fd(const sg_gpio_input *input);
+/// The logical level now: 1 active, 0 inactive, -1 with errno.
+int sg_gpio_input_get(sg_gpio_input *input);
+/// Reads up to `capacity` pending edge events (one read(2), no allocation): `levels[i]` 1 when
+/// the line became active, `timestamps_ns[i]` the kernel's CLOCK_MONOTONIC time. Returns the
+/// count (0: none pending), or -1 with errno.
+int sg_gpio_input_read(sg_gpio_input *input, int32_t *levels, uint64_t *timestamps_ns, int capacity);
+/// Releases the line.
+void sg_gpio_input_release(sg_gpio_input *input);
+
+/// What `scangate probe` reads of one line before the service claims it.
+typedef struct sg_gpio_line_state_info {
+  int32_t used;
+  int32_t output;
+  /// SG_BIAS_* (SG_BIAS_AS_IS: the kernel does not say).
+  int32_t bias;
+  /// The physical level (0 or 1; -1: unknown, e.g. the line is in use).
+  int32_t level;
+} sg_gpio_line_state_info;
+/// Reads a line's direction, bias and physical level without changing its direction. Returns
+/// 0, or -1 with errno.
+int sg_gpio_line_state(const char *chip, uint32_t offset, sg_gpio_line_state_info *info);
+
 /// The libgpiod version string.
 const char *sg_gpio_library_version(void);
 
