@@ -220,10 +220,11 @@ public struct DoorMachine: Sendable {
 
   /// The earliest pending settle: the input and its instant.
   private func nextSettle() -> (DoorInput, Instant)? {
+    // By index: `allCases` would build an array on every call.
     var best: (DoorInput, Instant)? = nil
-    for input in DoorInput.allCases where raw[input.rawValue] != stable[input.rawValue] {
-      let at = rawSince[input.rawValue].adding(milliseconds: Int(settings.debounceMilliseconds[input.rawValue]))
-      if best == nil || at < best!.1 { best = (input, at) }
+    for i in 0..<3 where raw[i] != stable[i] {
+      let at = rawSince[i].adding(milliseconds: Int(settings.debounceMilliseconds[i]))
+      if best == nil || at < best!.1, let input = DoorInput(rawValue: i) { best = (input, at) }
     }
     return best
   }
@@ -319,16 +320,21 @@ public struct DoorMachine: Sendable {
 
   /// When the machine next needs `advance` without an input (a settle, a timer, an alarm edge).
   public func nextDeadline(after time: Instant) -> Instant? {
+    // No local function capturing `next`: a debug build would box the captured variable.
     var next: Instant? = nextSettle()?.1
-    func consider(_ t: Instant) { if t > time { next = next.map { min($0, t) } ?? t } }
-    if state == .open { consider(openedAt.adding(milliseconds: settings.heldOpenMilliseconds)) }
-    if time < forcedAlarmUntil { consider(forcedAlarmUntil) }
+    var candidates = InlineArray<3, Instant?>(repeating: nil)
+    if state == .open { candidates[0] = openedAt.adding(milliseconds: settings.heldOpenMilliseconds) }
+    if time < forcedAlarmUntil { candidates[1] = forcedAlarmUntil }
     if state == .heldOpen, let since = heldOpenSince {
       let on = settings.heldOpenBeepOnMilliseconds, period = on + settings.heldOpenBeepOffMilliseconds
       if period > 0 {
         let phase = time.milliseconds(since: since) % period
-        consider(time.adding(milliseconds: (phase < on ? on : period) - phase))
+        candidates[2] = time.adding(milliseconds: (phase < on ? on : period) - phase)
       }
+    }
+    for i in 0..<3 {
+      guard let t = candidates[i], t > time else { continue }
+      next = next.map { min($0, t) } ?? t
     }
     return next
   }

@@ -124,6 +124,65 @@ import Testing
     // pulse, so the count is not taken from the measured stretch alone); never tripped.
     #expect(watchdog.arms > 0 && watchdog.trips == 0)
   }
+
+  @Test("the door on the loop (edges, bounce, exit releases, relocks, alarm) allocates nothing per iteration")
+  func doorDoesNotAllocate() throws {
+    let clock = SystemMonotonicClock()
+    let relay = RecordingOutputLine(name: "relay", clock: clock, capacity: 100_000)
+    let buzzer = RecordingOutputLine(name: "buzzer", clock: clock, capacity: 100_000)
+    let alarm = RecordingOutputLine(name: "alarm", clock: clock, capacity: 100_000)
+    let ring = EventRing(capacity: 1024)
+    let engine = ScanEngine(
+      settings: Self.settings(), decoder: try ZXingDecoder(arenaBytes: 16 << 20, capacity: 8), relay: relay,
+      buzzer: buzzer, clock: clock, wall: SystemWallClock(), digester: SodiumDigester(), events: ring,
+      maxWidth: Self.width, maxHeight: Self.height)
+    var loopSettings = LoopSettings()
+    loopSettings.allowListPath = nil
+    loopSettings.handleSignals = false
+    // Small empty frames: the door is what is measured here, the decoder has its own tests.
+    let empty = [UInt8](repeating: 200, count: 160 * 120)
+    var loop = RunLoop(engine: engine, settings: loopSettings) { () throws(CaptureError) in
+      ScriptedFrameSource(width: 160, height: 120, frames: [empty], loops: true, clock: clock)
+    }
+    let contact = SimulatedInputLine(capacity: 8_192)
+    let exitButton = SimulatedInputLine(capacity: 8_192)
+    let tamper = SimulatedInputLine(capacity: 8_192)
+    // Over 30 s: every 600 ms an exit press, the door opening with 6 bounce edges, closing 200 ms
+    // later (relock); every 1.2 s the door forced; tamper toggling every 3 s.
+    let start = clock.now()
+    for cycle in 0..<50 {
+      let t = start.adding(milliseconds: 100 + cycle * 600)
+      exitButton.schedule(.active, at: t)
+      exitButton.schedule(.inactive, at: t.adding(milliseconds: 60))
+      var level = LineLevel.active
+      for k in 0..<7 {
+        contact.schedule(level, at: t.adding(milliseconds: 150 + k))
+        level = level == .active ? .inactive : .active
+      }
+      contact.schedule(.inactive, at: t.adding(milliseconds: 350))
+      if cycle % 2 == 1 {
+        contact.schedule(.active, at: t.adding(milliseconds: 450))
+        contact.schedule(.inactive, at: t.adding(milliseconds: 520))
+      }
+      if cycle % 5 == 0 { tamper.schedule(cycle % 10 == 0 ? .active : .inactive, at: t.adding(milliseconds: 30)) }
+    }
+    var doorSettings = DoorSettings()
+    doorSettings.enabled = true
+    doorSettings.forcedAlarmMilliseconds = 100
+    doorSettings.debounceMilliseconds = [20, 20, 20]
+    let door = DoorController(
+      settings: doorSettings, ring: ring, wall: SystemWallClock(), now: start, contact: contact, exitButton: exitButton,
+      tamper: tamper, alarm: alarm)
+    loop.register(door)
+    for _ in 0..<200 { loop.runOnce(maximumWaitMilliseconds: 5) }
+    let edgesBefore = door.machine.rawEdges, exitsBefore = door.machine.exitRequests
+    alloc_counter_reset()
+    for _ in 0..<1_200 { loop.runOnce(maximumWaitMilliseconds: 5) }
+    let allocations = alloc_counter_mallocs()
+    #expect(allocations == 0, "\(allocations) allocations in 1,200 loop iterations with the door")
+    #expect(door.machine.rawEdges > edgesBefore && door.machine.exitRequests > exitsBefore)
+    #expect(door.machine.forcedCount > 0)
+  }
 }
 
 /// The counter itself: it must see Swift and C++ allocations, or a 0 above would mean nothing.
