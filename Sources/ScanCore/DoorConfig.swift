@@ -32,9 +32,11 @@ public struct DoorConfig: Equatable, Sendable {
   /// The alarm/LED line (-1: none).
   public var alarmLine = -1
   public var alarmActiveLow = false
+  /// The second relay (-1: none): active while any door alarm stands.
+  public var auxRelayLine = -1
+  public var auxRelayActiveLow = false
   /// The strike relay's wiring (stated, shown by `probe` and DOOR; the relay line is `gpio.relay_line`).
   public var strikeWiring = StrikeWiring.failSecure
-  /// The alarm line's wiring: a fail-secure alarm sounds only when driven.
   public init() {}
 
   /// The input settings for `input`.
@@ -71,6 +73,8 @@ extension ConfigSchema {
       Key(name: "door.tamper_alarm", kind: .boolean) { $0.door.machine.tamperAlarm = bool($1) },
       Key(name: "door.alarm_line", kind: .integer(-1...1023)) { $0.door.alarmLine = int($1) },
       Key(name: "door.alarm_active_low", kind: .boolean) { $0.door.alarmActiveLow = bool($1) },
+      Key(name: "door.aux_relay_line", kind: .integer(-1...1023)) { $0.door.auxRelayLine = int($1) },
+      Key(name: "door.aux_relay_active_low", kind: .boolean) { $0.door.auxRelayActiveLow = bool($1) },
       Key(name: "door.strike_wiring", kind: .choice(StrikeWiring.allCases.map(\.rawValue))) {
         $0.door.strikeWiring = StrikeWiring(rawValue: str($1))!
       },
@@ -89,6 +93,7 @@ extension ConfigSchema {
     for (name, offset) in [
       ("door.contact_line", d.input(.contact).line), ("door.exit_line", d.input(.exitButton).line),
       ("door.tamper_line", d.input(.tamper).line), ("door.alarm_line", d.alarmLine),
+      ("door.aux_relay_line", d.auxRelayLine),
     ] where offset >= 0 {
       if let clash = used.first(where: { $0.1 == offset }) {
         errors.append(ConfigError(key: name, line: line(name), reason: "same line as \(clash.0)"))

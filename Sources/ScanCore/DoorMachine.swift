@@ -318,6 +318,13 @@ public struct DoorMachine: Sendable {
     return .inactive
   }
 
+  /// The second relay's level at `time`: steady while any door alarm stands (forced, for
+  /// `forcedAlarmMilliseconds`; held open, until closed; tamper, while active), for an intruder
+  /// panel's zone input or a warning light.
+  public func alertLevel(at time: Instant) -> LineLevel {
+    time < forcedAlarmUntil || tamperActive || state == .heldOpen ? .active : .inactive
+  }
+
   /// When the machine next needs `advance` without an input (a settle, a timer, an alarm edge).
   public func nextDeadline(after time: Instant) -> Instant? {
     // No local function capturing `next`: a debug build would box the captured variable.

@@ -73,12 +73,15 @@ public enum EdgeCode {
   public static let buzzer: UInt16 = 0x20
   /// The door's alarm/LED line.
   public static let alarm: UInt16 = 0x30
+  /// The door's second relay (alarm output to a panel).
+  public static let auxRelay: UInt16 = 0x40
   public static func code(line: UInt16, level: LineLevel) -> UInt16 { line | UInt16(level.rawValue) }
   /// The line's name for `code`.
   public static func lineName(_ code: UInt16) -> StaticString {
     switch code & 0xF0 {
     case relay: "relay"
     case alarm: "alarm"
+    case auxRelay: "aux-relay"
     default: "buzzer"
     }
   }

@@ -15,6 +15,8 @@ public final class DoorController: PollParticipant, DoorStatusSource {
   private var tokens = InlineArray<3, PollSet.Token>(repeating: .none)
   private var alarm: (any OutputLine)?
   public private(set) var alarmLevel = LineLevel.inactive
+  private var auxRelay: (any OutputLine)?
+  public private(set) var auxRelayLevel = LineLevel.inactive
   private let ring: EventRing
   private var cursor: EventCursor
   private let wall: any WallClock
@@ -29,7 +31,7 @@ public final class DoorController: PollParticipant, DoorStatusSource {
   public init(
     settings: DoorSettings, ring: EventRing, wall: any WallClock, now: Instant,
     contact: (any DoorInputLine)?, exitButton: (any DoorInputLine)?, tamper: (any DoorInputLine)?,
-    alarm: (any OutputLine)?
+    alarm: (any OutputLine)?, auxRelay: (any OutputLine)? = nil
   ) {
     lines = [contact, exitButton, tamper]
     var levels = InlineArray<3, LineLevel>(repeating: .inactive)
@@ -41,6 +43,7 @@ public final class DoorController: PollParticipant, DoorStatusSource {
     machine = DoorMachine(settings: settings, now: now, levels: levels)
     inputErrors = errors
     self.alarm = alarm
+    self.auxRelay = auxRelay
     self.ring = ring
     self.wall = wall
     cursor = EventCursor(next: ring.nextSequence)
@@ -115,26 +118,48 @@ public final class DoorController: PollParticipant, DoorStatusSource {
     }
     // Our own events are behind the cursor's reach: skip them.
     cursor = EventCursor(next: max(cursor.next, ring.nextSequence))
-    let level = machine.alarmLevel(at: now)
-    guard level != alarmLevel, alarm != nil else { return }
-    do throws(GPIOError) {
-      try alarm!.set(level)
-      alarmLevel = level
-      var e = ScanEvent()
-      e.kind = .edge
-      e.code = EdgeCode.code(line: EdgeCode.alarm, level: level)
-      e.monotonic = now
-      e.wallNanoseconds = wallNow
-      ring.append(e)
-      cursor = EventCursor(next: ring.nextSequence)
-    } catch { alarmErrors &+= 1 }
+    if alarm != nil {
+      let level = machine.alarmLevel(at: now)
+      if level != alarmLevel, drive(&alarm, level, line: EdgeCode.alarm, now: now, wallNow: wallNow) { alarmLevel = level }
+    }
+    if auxRelay != nil {
+      let level = machine.alertLevel(at: now)
+      if level != auxRelayLevel, drive(&auxRelay, level, line: EdgeCode.auxRelay, now: now, wallNow: wallNow) {
+        auxRelayLevel = level
+      }
+    }
   }
 
-  /// Drives the alarm line inactive (shutdown).
+  /// Drives one of the door's outputs and records the edge; false when the write failed.
+  private func drive(
+    _ output: inout (any OutputLine)?, _ level: LineLevel, line: UInt16, now: Instant, wallNow: Int64
+  ) -> Bool {
+    do throws(GPIOError) {
+      try output!.set(level)
+    } catch {
+      alarmErrors &+= 1
+      return false
+    }
+    var e = ScanEvent()
+    e.kind = .edge
+    e.code = EdgeCode.code(line: line, level: level)
+    e.monotonic = now
+    e.wallNanoseconds = wallNow
+    ring.append(e)
+    cursor = EventCursor(next: ring.nextSequence)
+    return true
+  }
+
+  /// Drives the alarm line and the second relay inactive (shutdown).
   public func release() {
-    guard alarm != nil else { return }
-    do throws(GPIOError) { try alarm!.set(.inactive) } catch { alarmErrors &+= 1 }
-    alarmLevel = .inactive
+    if alarm != nil {
+      do throws(GPIOError) { try alarm!.set(.inactive) } catch { alarmErrors &+= 1 }
+      alarmLevel = .inactive
+    }
+    if auxRelay != nil {
+      do throws(GPIOError) { try auxRelay!.set(.inactive) } catch { alarmErrors &+= 1 }
+      auxRelayLevel = .inactive
+    }
   }
 
   public func doorStatus() -> DoorStatus {

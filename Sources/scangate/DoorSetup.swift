@@ -49,9 +49,16 @@ enum DoorSetup {
           try GPIODOutputLine(
             chip: config.gpioChip, offset: UInt32(d.alarmLine), activeLow: d.alarmActiveLow, consumer: "scangate-alarm"))
       }
+      var aux: GPIODOutputBox? = nil
+      if d.auxRelayLine >= 0 {
+        aux = GPIODOutputBox(
+          try GPIODOutputLine(
+            chip: config.gpioChip, offset: UInt32(d.auxRelayLine), activeLow: d.auxRelayActiveLow,
+            consumer: "scangate-aux-relay"))
+      }
       let controller = DoorController(
         settings: settings, ring: ring, wall: SystemWallClock(), now: now, contact: inputs[0], exitButton: inputs[1],
-        tamper: inputs[2], alarm: alarm)
+        tamper: inputs[2], alarm: alarm, auxRelay: aux)
       return (controller, nil)
     }
   }

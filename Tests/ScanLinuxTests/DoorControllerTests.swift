@@ -18,6 +18,7 @@ import Testing
     let relay: RecordingOutputLine
     let buzzer: RecordingOutputLine
     let alarm: RecordingOutputLine
+    let aux: RecordingOutputLine
     let ring = EventRing(capacity: 1024)
     let contact = SimulatedInputLine()
     let exitButton = SimulatedInputLine()
@@ -30,6 +31,7 @@ import Testing
       relay = RecordingOutputLine(name: "relay", clock: clock)
       buzzer = RecordingOutputLine(name: "buzzer", clock: clock)
       alarm = RecordingOutputLine(name: "alarm", clock: clock)
+      aux = RecordingOutputLine(name: "aux", clock: clock)
       let engine = ScanEngine(
         settings: EngineSettings(), decoder: FixtureDecoder(payloads: []), relay: relay, buzzer: buzzer, clock: clock,
         wall: clock, digester: FixtureDigester(), events: ring, maxWidth: 64, maxHeight: 48)
@@ -44,7 +46,7 @@ import Testing
       start = clock.now()
       door = DoorController(
         settings: settings, ring: ring, wall: clock, now: clock.now(), contact: contact, exitButton: exitButton,
-        tamper: tamper, alarm: alarm)
+        tamper: tamper, alarm: alarm, auxRelay: aux)
       loop.register(door)
     }
 
@@ -112,6 +114,9 @@ import Testing
     // Held open at 2.22 s (open at 0.22 s after debounce), closed at 4.02 s: 200 ms on, 800 off.
     let beeps = w.alarm.activePeriodsMilliseconds
     #expect(beeps.count == 2 && beeps.allSatisfy { $0 >= 195 && $0 <= 205 })
+    // The second relay: steady from held open (2.22 s) to closed (4.02 s).
+    let aux = w.aux.activePeriodsMilliseconds
+    #expect(aux.count == 1 && aux[0] >= 1_795 && aux[0] <= 1_805)
     #expect(w.alarm.level == .inactive)
   }
 
@@ -124,6 +129,9 @@ import Testing
     #expect(w.doorEvents() == ["door-forced", "door-closed 0s"])
     let alarm = w.alarm.activePeriodsMilliseconds
     #expect(alarm.count == 1 && alarm[0] >= 995 && alarm[0] <= 1_005)
+    // The second relay follows the alarm's state steadily.
+    let aux = w.aux.activePeriodsMilliseconds
+    #expect(aux.count == 1 && aux[0] >= 995 && aux[0] <= 1_005)
     #expect(w.relay.edgeCount == 0)
     #expect(w.loop.consoleStatus().door?.forcedCount == 1)
   }
