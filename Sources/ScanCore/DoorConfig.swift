@@ -21,14 +21,18 @@ public struct DoorInputConfig: Equatable, Sendable {
   public var line = -1
   public var activeLow = true
   public var bias = LineBias.pullUp
-  public init() {}
+  public init(activeLow: Bool = true) { self.activeLow = activeLow }
 }
 
 /// `[door]`: the door's inputs, its alarm line, its timers and the strike's wiring.
 public struct DoorConfig: Equatable, Sendable {
   public var machine = DoorSettings()
   /// Contact (active: open), exit button (active: pressed), tamper (active: housing open).
-  public var inputs = [DoorInputConfig](repeating: DoorInputConfig(), count: 3)
+  /// Defaults for the usual wiring, each switch to ground with the pull-up on: a contact and a
+  /// tamper loop closed at rest (open = high = active), an exit button open at rest (pressed = low).
+  public var inputs: [DoorInputConfig] = [
+    DoorInputConfig(activeLow: false), DoorInputConfig(activeLow: true), DoorInputConfig(activeLow: false),
+  ]
   /// The alarm/LED line (-1: none).
   public var alarmLine = -1
   public var alarmActiveLow = false
