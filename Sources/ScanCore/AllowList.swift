@@ -4,12 +4,14 @@ public enum Verdict: UInt8, Sendable, Equatable {
   case deniedUnknown = 1
   case deniedExpired = 2
   case deniedNotYetValid = 3
+  /// Known, but outside its schedule's window (or on a holiday): Schedule.swift.
+  case deniedOutsideSchedule = 20
 
   public var isGranted: Bool { self == .granted }
 
   /// The verdict whose `name` is `name` (the audit log's stored text), or nil.
   public init?(name: some StringProtocol) {
-    guard let verdict = [Verdict.granted, .deniedUnknown, .deniedExpired, .deniedNotYetValid].first(where: { $0.name == name })
+    guard let verdict = [Verdict.granted, .deniedUnknown, .deniedExpired, .deniedNotYetValid, .deniedOutsideSchedule].first(where: { $0.name == name })
     else { return nil }
     self = verdict
   }
@@ -21,6 +23,7 @@ public enum Verdict: UInt8, Sendable, Equatable {
     case .deniedUnknown: "denied-unknown"
     case .deniedExpired: "denied-expired"
     case .deniedNotYetValid: "denied-not-yet-valid"
+    case .deniedOutsideSchedule: "denied-outside-schedule"
     }
   }
 }

@@ -1,0 +1,229 @@
+/// A local date and time, as the reader's time zone shows it (tzdata, DST applied by the
+/// platform: ScanLinux's `SystemLocalCalendar` through glibc's localtime_r).
+public struct CivilTime: Equatable, Sendable {
+  public var year: Int
+  public var month: Int
+  public var day: Int
+  /// 0 = Sunday ... 6 = Saturday.
+  public var weekday: Int
+  /// Minutes since local midnight, 0...1439.
+  public var minuteOfDay: Int
+  public init(year: Int, month: Int, day: Int, weekday: Int, minuteOfDay: Int) {
+    self.year = year
+    self.month = month
+    self.day = day
+    self.weekday = weekday
+    self.minuteOfDay = minuteOfDay
+  }
+  /// The date as one comparable number, yyyymmdd.
+  public var dateKey: Int { year * 10_000 + month * 100 + day }
+}
+
+/// Wall time → local civil time (the seam to the platform's time zone database).
+public protocol LocalCalendar {
+  func civil(unixSeconds: Int64) -> CivilTime
+}
+
+/// One weekly window: days of the week (bit 0 = Sunday) and a span of minutes [start, end).
+public struct ScheduleWindow: Equatable, Sendable {
+  public var days: UInt8
+  public var startMinute: Int
+  public var endMinute: Int
+  public func contains(_ t: CivilTime) -> Bool {
+    days & (1 << UInt8(t.weekday)) != 0 && t.minuteOfDay >= startMinute && t.minuteOfDay < endMinute
+  }
+}
+
+/// A schedule file's rejection: the line and the reason. The live schedules stay in force.
+public struct ScheduleError: Error, Equatable, Sendable, CustomStringConvertible {
+  public var line: Int
+  public var reason: String
+  public init(line: Int, reason: String) {
+    self.line = line
+    self.reason = reason
+  }
+  public var description: String { "line \(line): \(reason)" }
+}
+
+/// Weekly schedules in the reader's local time, holidays, and which schedules hold the door
+/// unlocked (docs/schedules.md). Parsed whole or rejected whole; asking it allocates nothing.
+public struct ScheduleSet: Equatable, Sendable {
+  public static let schedulesMax = 32
+  public static let windowsMax = 16
+  public static let holidaysMax = 64
+  public static let nameBytesMax = 32
+  public static let fileBytesMax = 64 << 10
+  public static let lineBytesMax = 512
+
+  public private(set) var names: [String] = []
+  /// Windows per schedule, in the order of `names`.
+  public private(set) var windows: [[ScheduleWindow]] = []
+  /// Holiday dates (yyyymmdd), sorted: no schedule is open on them.
+  public private(set) var holidays: [Int] = []
+  /// Schedules whose windows hold the door unlocked (indices into `names`).
+  public private(set) var unlockSchedules: [Int] = []
+  /// An unlock window starts only once someone was granted inside it.
+  public private(set) var firstPersonIn = false
+
+  public init() {}
+
+  /// The schedule named `name`, or nil.
+  public func index(named name: some StringProtocol) -> Int? { names.firstIndex { $0 == name } }
+
+  /// Whether schedule `index` is open at `t` (closed on holidays).
+  public func isOpen(_ index: Int, at t: CivilTime) -> Bool {
+    guard index >= 0 && index < windows.count, !isHoliday(t) else { return false }
+    for w in windows[index] where w.contains(t) { return true }
+    return false
+  }
+
+  /// Whether a credential zone (a schedule's name, as signed credentials carry them) admits at
+  /// `t`: nil when no schedule has that name.
+  public func allows(zone: some StringProtocol, at t: CivilTime) -> Bool? {
+    guard let i = index(named: zone) else { return nil }
+    return isOpen(i, at: t)
+  }
+
+  public func isHoliday(_ t: CivilTime) -> Bool {
+    let key = t.dateKey
+    var lo = 0, hi = holidays.count
+    while lo < hi {
+      let mid = (lo + hi) / 2
+      if holidays[mid] < key { lo = mid + 1 } else { hi = mid }
+    }
+    return lo < holidays.count && holidays[lo] == key
+  }
+
+  /// Whether an unlock window stands at `t` (before "first person in" is applied).
+  public func unlockWindowOpen(at t: CivilTime) -> Bool {
+    for i in unlockSchedules where isOpen(i, at: t) { return true }
+    return false
+  }
+
+  // MARK: - Parsing
+
+  static let dayNames = ["sun", "mon", "tue", "wed", "thu", "fri", "sat"]
+
+  /// Parses a whole schedule file. Any error rejects it whole, naming the first bad line.
+  public static func parse(_ bytes: [UInt8]) -> Result<ScheduleSet, ScheduleError> {
+    guard bytes.count <= fileBytesMax else { return .failure(ScheduleError(line: 0, reason: "file larger than \(fileBytesMax) bytes")) }
+    var set = ScheduleSet()
+    var unlockNames: [(String, Int)] = []
+    var lineNumber = 0
+    for rawLine in bytes.split(separator: 0x0A, omittingEmptySubsequences: false) {
+      lineNumber += 1
+      guard rawLine.count <= lineBytesMax else { return .failure(ScheduleError(line: lineNumber, reason: "line too long")) }
+      var text = rawLine
+      if let hash = text.firstIndex(of: UInt8(ascii: "#")) { text = text[..<hash] }
+      guard text.allSatisfy({ $0 == 0x09 || $0 == 0x0D || ($0 >= 0x20 && $0 < 0x7F) }) else {
+        return .failure(ScheduleError(line: lineNumber, reason: "bytes outside printable ASCII"))
+      }
+      let words = text.split(whereSeparator: { $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }).map {
+        String(decoding: $0, as: UTF8.self)
+      }
+      if words.isEmpty { continue }
+      if let reason = set.apply(words, line: lineNumber, unlockNames: &unlockNames) {
+        return .failure(ScheduleError(line: lineNumber, reason: reason))
+      }
+    }
+    for (name, line) in unlockNames {
+      guard let i = set.index(named: name) else { return .failure(ScheduleError(line: line, reason: "unknown schedule \"\(name)\"")) }
+      if !set.unlockSchedules.contains(i) { set.unlockSchedules.append(i) }
+    }
+    set.holidays.sort()
+    return .success(set)
+  }
+
+  /// Applies one line's words; returns why it is bad, or nil.
+  private mutating func apply(_ w: [String], line: Int, unlockNames: inout [(String, Int)]) -> String? {
+    switch w[0] {
+    case "schedule":
+      guard w.count == 4 else { return "want: schedule <name> <days> <HH:MM>-<HH:MM>" }
+      guard Self.validName(w[1]) else { return "schedule names are 1 to 32 of a-z, 0-9, '-', '_'" }
+      guard let days = Self.parseDays(w[2]) else { return "days: mon, mon-fri, sat,sun, ... (sun mon tue wed thu fri sat)" }
+      guard let (start, end) = Self.parseSpan(w[3]) else { return "time span: HH:MM-HH:MM, start before end, end up to 24:00" }
+      var i = index(named: w[1])
+      if i == nil {
+        guard names.count < Self.schedulesMax else { return "more than \(Self.schedulesMax) schedules" }
+        names.append(w[1])
+        windows.append([])
+        i = names.count - 1
+      }
+      guard windows[i!].count < Self.windowsMax else { return "more than \(Self.windowsMax) windows in \"\(w[1])\"" }
+      windows[i!].append(ScheduleWindow(days: days, startMinute: start, endMinute: end))
+    case "holiday":
+      guard w.count == 2, let key = Self.parseDate(w[1]) else { return "want: holiday YYYY-MM-DD" }
+      guard !holidays.contains(key) else { return "duplicate holiday \(w[1])" }
+      guard holidays.count < Self.holidaysMax else { return "more than \(Self.holidaysMax) holidays" }
+      holidays.append(key)
+    case "unlock":
+      guard w.count == 2, Self.validName(w[1]) else { return "want: unlock <schedule name>" }
+      unlockNames.append((w[1], line))
+    case "first-person-in":
+      guard w.count == 1 else { return "first-person-in takes no argument" }
+      firstPersonIn = true
+    default:
+      return "unknown keyword \"\(w[0].prefix(32))\" (schedule, holiday, unlock, first-person-in)"
+    }
+    return nil
+  }
+
+  static func validName(_ s: String) -> Bool {
+    !s.isEmpty && s.utf8.count <= nameBytesMax
+      && s.utf8.allSatisfy { ($0 >= 0x61 && $0 <= 0x7A) || ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x2D || $0 == 0x5F }
+  }
+
+  /// `mon`, `mon-fri`, `sat,sun`, `fri-mon` (wrapping) → a day mask.
+  static func parseDays(_ s: String) -> UInt8? {
+    var mask: UInt8 = 0
+    for part in s.split(separator: ",", omittingEmptySubsequences: false) {
+      let ends = part.split(separator: "-", omittingEmptySubsequences: false)
+      guard ends.count == 1 || ends.count == 2,
+        let a = dayNames.firstIndex(of: String(ends[0])),
+        let b = ends.count == 2 ? dayNames.firstIndex(of: String(ends[1])) : a
+      else { return nil }
+      var d = a
+      while true {
+        mask |= 1 << UInt8(d)
+        if d == b { break }
+        d = (d + 1) % 7
+      }
+    }
+    return mask == 0 ? nil : mask
+  }
+
+  /// `HH:MM-HH:MM` → minutes [start, end), end up to 24:00.
+  static func parseSpan(_ s: String) -> (Int, Int)? {
+    let parts = s.split(separator: "-", omittingEmptySubsequences: false)
+    guard parts.count == 2, let a = parseClock(parts[0]), let b = parseClock(parts[1]), a < b, a < 1_440 else { return nil }
+    return (a, b)
+  }
+
+  static func parseClock(_ s: Substring) -> Int? {
+    let u = Array(s.utf8)
+    guard u.count == 5, u[2] == UInt8(ascii: ":"), u.indices.allSatisfy({ $0 == 2 || (u[$0] >= 0x30 && u[$0] <= 0x39) })
+    else { return nil }
+    let h = Int(u[0] - 0x30) * 10 + Int(u[1] - 0x30), m = Int(u[3] - 0x30) * 10 + Int(u[4] - 0x30)
+    guard m < 60, h < 24 || (h == 24 && m == 0) else { return nil }
+    return h * 60 + m
+  }
+
+  /// `YYYY-MM-DD` (a real date) → yyyymmdd.
+  static func parseDate(_ s: String) -> Int? {
+    let u = Array(s.utf8)
+    guard u.count == 10, u[4] == UInt8(ascii: "-"), u[7] == UInt8(ascii: "-") else { return nil }
+    func number(_ r: Range<Int>) -> Int? {
+      var n = 0
+      for i in r {
+        guard u[i] >= 0x30 && u[i] <= 0x39 else { return nil }
+        n = n * 10 + Int(u[i] - 0x30)
+      }
+      return n
+    }
+    guard let y = number(0..<4), let m = number(5..<7), let d = number(8..<10), y >= 1970, m >= 1, m <= 12 else { return nil }
+    let leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0
+    let lengths = [31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]
+    guard d >= 1 && d <= lengths[m - 1] else { return nil }
+    return y * 10_000 + m * 100 + d
+  }
+}
