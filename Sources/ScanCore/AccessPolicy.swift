@@ -36,11 +36,18 @@ extension AllowList: AccessPolicy {
 /// one policy does not know falls through to the next; the first that knows it decides.
 public struct AccessPolicies: AccessPolicy, ~Copyable {
   public var allowList: AllowList
+  /// Access windows: an allow-list grant whose entry names a schedule is denied outside it
+  /// (nil: no schedule file; an entry naming a schedule is then denied, fail-secure).
+  public var schedules: ScheduleStore? = nil
 
   public init(allowList: consuming AllowList) { self.allowList = allowList }
 
   public func decide(_ payload: UnsafeRawBufferPointer, digest: Digest, nowUnixSeconds now: Int64) -> AccessDecision {
-    let d = allowList.decide(payload, digest: digest, nowUnixSeconds: now)
+    var d = allowList.decide(payload, digest: digest, nowUnixSeconds: now)
+    if d.verdict.isGranted, let entry = d.entry {
+      let key = allowList.scheduleKey(entry)
+      if key != 0 { d.verdict = schedules?.check(key: key, nowUnixSeconds: now) ?? .deniedOutsideSchedule }
+    }
     if d.source != .none { return d }
     return .unknown
   }

@@ -66,6 +66,8 @@ public struct AllowListTable: ~Copyable {
   private let validUntil: UnsafeMutableBufferPointer<Int64>
   private let labels: UnsafeMutableRawBufferPointer
   private let labelLengths: UnsafeMutableBufferPointer<UInt8>
+  /// The entry's `schedule=` name as `ScheduleKey` (0: none).
+  private let scheduleKeys: UnsafeMutableBufferPointer<UInt64>
 
   public init(entriesMax: Int) {
     precondition(entriesMax > 0 && entriesMax <= 1_000_000)
@@ -85,18 +87,20 @@ public struct AllowListTable: ~Copyable {
     labels.initializeMemory(as: UInt8.self, repeating: 0)
     labelLengths = .allocate(capacity: entriesMax)
     labelLengths.initialize(repeating: 0)
+    scheduleKeys = .allocate(capacity: entriesMax)
+    scheduleKeys.initialize(repeating: 0)
   }
 
   deinit {
     slots.deallocate(); digests.deallocate(); validFrom.deallocate(); validUntil.deallocate()
-    labels.deallocate(); labelLengths.deallocate()
+    labels.deallocate(); labelLengths.deallocate(); scheduleKeys.deallocate()
   }
 
   /// Bytes this table holds, for the memory budget.
   public static func bytes(entriesMax: Int) -> Int {
     var slotCount = 16
     while slotCount < entriesMax * 2 { slotCount <<= 1 }
-    return slotCount * 4 + entriesMax * (32 + 8 + 8 + AllowListLimits.labelBytesMax + 1)
+    return slotCount * 4 + entriesMax * (32 + 8 + 8 + AllowListLimits.labelBytesMax + 1 + 8)
   }
 
   public mutating func removeAll() {
@@ -117,13 +121,14 @@ public struct AllowListTable: ~Copyable {
   }
 
   /// Adds an entry; false when the digest is already present. Precondition: not full.
-  mutating func insert(_ digest: Digest, from: Int64, until: Int64, label: [UInt8]) -> Bool {
+  mutating func insert(_ digest: Digest, from: Int64, until: Int64, label: [UInt8], schedule: UInt64 = 0) -> Bool {
     precondition(count < entriesMax)
     if find(digest) != nil { return false }
     let index = count
     digests[index] = digest
     validFrom[index] = from
     validUntil[index] = until
+    scheduleKeys[index] = schedule
     let n = min(label.count, AllowListLimits.labelBytesMax)
     for k in 0..<n { labels[index * AllowListLimits.labelBytesMax + k] = label[k] }
     labelLengths[index] = UInt8(n)
@@ -141,6 +146,9 @@ public struct AllowListTable: ~Copyable {
     if now >= validUntil[index] { return (.deniedExpired, index) }
     return (.granted, index)
   }
+
+  /// Entry `index`'s schedule (`ScheduleKey` of its `schedule=` name; 0: none).
+  public func scheduleKey(_ index: Int) -> UInt64 { scheduleKeys[index] }
 
   /// The label bytes (escaped form, as written in the file) of entry `index`.
   public func label(_ index: Int) -> UnsafeRawBufferPointer {
@@ -170,6 +178,9 @@ public struct AllowList: ~Copyable {
   public func decide(_ digest: Digest, nowUnixSeconds now: Int64) -> (Verdict, Int?) {
     tables[liveIndex].decide(digest, nowUnixSeconds: now)
   }
+
+  /// Entry `index`'s schedule key (0: none).
+  public func scheduleKey(_ index: Int) -> UInt64 { tables[liveIndex].scheduleKey(index) }
 
   /// Copies entry `index`'s label into `out`; returns the byte count.
   public func copyLabel(_ index: Int, into out: UnsafeMutableRawBufferPointer) -> Int {
@@ -274,6 +285,7 @@ public enum AllowListParser {
 
     var from = Int64.min, until = Int64.max
     var label: [UInt8] = []
+    var schedule: UInt64 = 0
     var seen: Set<Substring> = []
     for field in fields.dropFirst() {
       guard let eq = field.firstIndex(of: "=") else { return fail("expected key=value, got '\(field.prefix(40))'") }
@@ -290,13 +302,16 @@ public enum AllowListParser {
         do { from = try RFC3339.parse(value) } catch { return fail("from: \(error.message)") }
       case "until":
         do { until = try RFC3339.parse(value) } catch { return fail("until: \(error.message)") }
+      case "schedule":
+        guard ScheduleSet.validName(String(value)) else { return fail("schedule: names are 1 to 32 of a-z, 0-9, '-', '_'") }
+        schedule = ScheduleKey.of(value.utf8)
       default:
-        return fail("unknown key '\(key)' (known: label, from, until)")
+        return fail("unknown key '\(key)' (known: label, from, until, schedule)")
       }
     }
     if from != .min && until != .max && until <= from { return fail("until is not after from") }
     if table.count >= limits.entriesMax { return fail("more than \(limits.entriesMax) entries (allow_list.entries_max)") }
-    if !table.insert(digest, from: from, until: until, label: label) { return fail("duplicate entry") }
+    if !table.insert(digest, from: from, until: until, label: label, schedule: schedule) { return fail("duplicate entry") }
     return nil
   }
 }

@@ -41,6 +41,10 @@ public struct DoorConfig: Equatable, Sendable {
   public var auxRelayActiveLow = false
   /// The strike relay's wiring (stated, shown by `probe` and DOOR; the relay line is `gpio.relay_line`).
   public var strikeWiring = StrikeWiring.failSecure
+  /// `[schedule]`: the schedule file (docs/schedules.md; "" = none), reloaded when it changes,
+  /// and the time zone its windows are read in ("" = the system's /etc/localtime).
+  public var schedulePath = ""
+  public var timeZone = ""
   public init() {}
 
   /// The input settings for `input`.
@@ -79,6 +83,8 @@ extension ConfigSchema {
       Key(name: "door.alarm_active_low", kind: .boolean) { $0.door.alarmActiveLow = bool($1) },
       Key(name: "door.aux_relay_line", kind: .integer(-1...1023)) { $0.door.auxRelayLine = int($1) },
       Key(name: "door.aux_relay_active_low", kind: .boolean) { $0.door.auxRelayActiveLow = bool($1) },
+      Key(name: "schedule.path", kind: .string) { $0.door.schedulePath = str($1) },
+      Key(name: "schedule.time_zone", kind: .string) { $0.door.timeZone = str($1) },
       Key(name: "door.strike_wiring", kind: .choice(StrikeWiring.allCases.map(\.rawValue))) {
         $0.door.strikeWiring = StrikeWiring(rawValue: str($1))!
       },

@@ -56,6 +56,8 @@ public struct ScheduleSet: Equatable, Sendable {
   public static let lineBytesMax = 512
 
   public private(set) var names: [String] = []
+  /// `ScheduleKey` of each name (what allow-list entries carry).
+  public private(set) var keys: [UInt64] = []
   /// Windows per schedule, in the order of `names`.
   public private(set) var windows: [[ScheduleWindow]] = []
   /// Holiday dates (yyyymmdd), sorted: no schedule is open on them.
@@ -69,6 +71,12 @@ public struct ScheduleSet: Equatable, Sendable {
 
   /// The schedule named `name`, or nil.
   public func index(named name: some StringProtocol) -> Int? { names.firstIndex { $0 == name } }
+
+  /// The schedule whose `ScheduleKey` is `key`, or nil (no allocation: the decision path).
+  public func index(key: UInt64) -> Int? {
+    for i in 0..<keys.count where keys[i] == key { return i }
+    return nil
+  }
 
   /// Whether schedule `index` is open at `t` (closed on holidays).
   public func isOpen(_ index: Int, at t: CivilTime) -> Bool {
@@ -146,6 +154,7 @@ public struct ScheduleSet: Equatable, Sendable {
       if i == nil {
         guard names.count < Self.schedulesMax else { return "more than \(Self.schedulesMax) schedules" }
         names.append(w[1])
+        keys.append(ScheduleKey.of(w[1].utf8))
         windows.append([])
         i = names.count - 1
       }
@@ -225,5 +234,58 @@ public struct ScheduleSet: Equatable, Sendable {
     let lengths = [31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]
     guard d >= 1 && d <= lengths[m - 1] else { return nil }
     return y * 10_000 + m * 100 + d
+  }
+}
+
+/// A schedule name as a 64-bit FNV-1a hash: what an allow-list entry stores for its
+/// `schedule=` field (8 bytes per entry instead of the name). Never 0 (0 means "no schedule").
+public enum ScheduleKey {
+  public static func of(_ bytes: some Sequence<UInt8>) -> UInt64 {
+    var h: UInt64 = 0xcbf2_9ce4_8422_2325
+    for b in bytes { h = (h ^ UInt64(b)) &* 0x0000_0100_0000_01B3 }
+    return h == 0 ? 1 : h
+  }
+}
+
+/// The live schedules, shared by the decision (through `AccessPolicies`) and the loader that
+/// reloads the file: both run on the loop's thread. A failed load keeps the live set.
+public final class ScheduleStore {
+  public private(set) var live = ScheduleSet()
+  public private(set) var version = 0
+  public private(set) var lastError: ScheduleError? = nil
+  /// The reader's local time.
+  public let calendar: any LocalCalendar
+
+  public init(calendar: any LocalCalendar) { self.calendar = calendar }
+
+  /// Parses `bytes` and makes them live; on an error the live set stays and the error is kept.
+  @discardableResult
+  public func load(_ bytes: [UInt8]) -> ScheduleError? {
+    switch ScheduleSet.parse(bytes) {
+    case .success(let set):
+      live = set
+      version += 1
+      lastError = nil
+      return nil
+    case .failure(let error):
+      lastError = error
+      return error
+    }
+  }
+
+  /// The verdict for an allow-list grant whose entry names schedule `key` (0: none) at `now`:
+  /// granted inside a window, denied outside one, on a holiday, or when no schedule has the name.
+  public func check(key: UInt64, nowUnixSeconds now: Int64) -> Verdict {
+    guard key != 0 else { return .granted }
+    guard let i = live.index(key: key), live.isOpen(i, at: calendar.civil(unixSeconds: now)) else {
+      return .deniedOutsideSchedule
+    }
+    return .granted
+  }
+
+  /// Whether a credential zone admits now (signed credentials carry zone names): nil when no
+  /// schedule has that name.
+  public func allows(zone: some StringProtocol, nowUnixSeconds now: Int64) -> Bool? {
+    live.allows(zone: zone, at: calendar.civil(unixSeconds: now))
   }
 }

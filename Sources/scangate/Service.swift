@@ -91,6 +91,20 @@ enum Service {
     }
     if let door { loop.register(door.controller) }
     if let driver = door?.driver { loop.register(driver) }
+    if !config.door.schedulePath.isEmpty {
+      // The zone is set before the printer and log threads start (glibc reads TZ unsynchronised).
+      if !SystemLocalCalendar.useTimeZone(config.door.timeZone) {
+        writeStandardError("scangate: schedule.time_zone \(config.door.timeZone): not in tzdata\n")
+        return 1
+      }
+      let store = ScheduleStore(calendar: SystemLocalCalendar())
+      let watcher = ScheduleFileWatcher(path: config.door.schedulePath, store: store, now: clock.now())
+      if let problem = watcher.reload(now: clock.now()) {
+        writeStandardError("scangate: schedule \(config.door.schedulePath): \(problem); entries with schedule= are denied until it loads\n")
+      }
+      loop.engine.policy.schedules = store
+      loop.register(watcher)
+    }
     let printer = EventPrinter(
       ring: ring, start: loop.startedAt, clock: clock, skipping: options.skipping,
       payloads: config.log.rawPayloads ? .shown : .hidden)

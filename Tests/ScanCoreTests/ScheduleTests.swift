@@ -1,4 +1,5 @@
 import ScanCore
+import ScanSim
 import Testing
 
 /// The schedule file: parsed whole or rejected whole; windows, holidays, unlock windows and
@@ -54,20 +55,22 @@ import Testing
     #expect(s.allows(zone: "lab", at: Self.at(24, weekday: 4, 10)) == nil)
   }
 
-  @Test("a bad line rejects the whole file, naming the line", arguments: [
-    ("schedule shop mon 08:00-18:00\nschedule shop xyz 08:00-18:00\n", 2, "days"),
-    ("schedule shop mon 18:00-08:00\n", 1, "time span"),
-    ("schedule shop mon 08:00-24:01\n", 1, "time span"),
-    ("schedule shop mon 8:00-18:00\n", 1, "time span"),
-    ("schedule Shop mon 08:00-18:00\n", 1, "names"),
-    ("holiday 2026-02-30\n", 1, "holiday"),
-    ("holiday 2026-12-25\nholiday 2026-12-25\n", 2, "duplicate"),
-    ("unlock nowhere\n", 1, "unknown schedule"),
-    ("open sesame\n", 1, "unknown keyword"),
-    ("first-person-in now\n", 1, "no argument"),
-    ("schedule a mon 08:00-09:00 extra\n", 1, "want"),
-    ("schedule a mon 08:00-09:00 \u{1}\n", 1, "printable"),
-  ])
+  @Test(
+    "a bad line rejects the whole file, naming the line",
+    arguments: [
+      ("schedule shop mon 08:00-18:00\nschedule shop xyz 08:00-18:00\n", 2, "days"),
+      ("schedule shop mon 18:00-08:00\n", 1, "time span"),
+      ("schedule shop mon 08:00-24:01\n", 1, "time span"),
+      ("schedule shop mon 8:00-18:00\n", 1, "time span"),
+      ("schedule Shop mon 08:00-18:00\n", 1, "names"),
+      ("holiday 2026-02-30\n", 1, "holiday"),
+      ("holiday 2026-12-25\nholiday 2026-12-25\n", 2, "duplicate"),
+      ("unlock nowhere\n", 1, "unknown schedule"),
+      ("open sesame\n", 1, "unknown keyword"),
+      ("first-person-in now\n", 1, "no argument"),
+      ("schedule a mon 08:00-09:00 extra\n", 1, "want"),
+      ("schedule a mon 08:00-09:00 \u{1}\n", 1, "printable"),
+    ])
   func rejects(text: String, line: Int, reason: String) {
     guard case .failure(let e) = ScheduleSet.parse(Array(text.utf8)) else {
       Issue.record("accepted: \(text)")
@@ -98,5 +101,50 @@ import Testing
     #expect(Verdict.deniedOutsideSchedule.rawValue == 20)
     #expect(Verdict(name: "denied-outside-schedule") == .deniedOutsideSchedule)
     #expect(!Verdict.deniedOutsideSchedule.isGranted)
+  }
+}
+
+/// The decision with a schedule: an allow-list entry's `schedule=` is checked in local time.
+@Suite struct SchedulePolicyTests {
+  /// A calendar for tests: every unix time is read as Monday 2026-12-21, at (seconds / 60) % 1440 minutes.
+  struct MondayCalendar: LocalCalendar {
+    func civil(unixSeconds: Int64) -> CivilTime {
+      CivilTime(year: 2026, month: 12, day: 21, weekday: 1, minuteOfDay: Int(unixSeconds / 60 % 1_440))
+    }
+  }
+
+  @Test("an entry with schedule= is granted inside the window, denied outside it, and when the name is unknown")
+  func policy() throws {
+    var policy = AccessPolicies(allowList: AllowList(limits: AllowListLimits()))
+    let digester = FixtureDigester()
+    let text = "text:ALICE label=alice\ntext:CLEAN schedule=evenings\ntext:TYPO schedule=evenigns\n"
+    #expect(policy.allowList.load(Array(text.utf8), digester: digester, nowUnixSeconds: 0) == nil)
+    let store = ScheduleStore(calendar: MondayCalendar())
+    #expect(store.load(Array("schedule evenings mon-fri 18:00-22:00\n".utf8)) == nil)
+    func verdict(_ payload: String, minute: Int) -> Verdict {
+      Array(payload.utf8).withUnsafeBytes {
+        policy.decide($0, digest: digester.sha256($0), nowUnixSeconds: Int64(minute) * 60).verdict
+      }
+    }
+    // Without a schedule file an entry naming a schedule is denied (fail-secure).
+    #expect(verdict("CLEAN", minute: 19 * 60) == .deniedOutsideSchedule)
+    policy.schedules = store
+    #expect(verdict("ALICE", minute: 3 * 60) == .granted)
+    #expect(verdict("CLEAN", minute: 17 * 60 + 59) == .deniedOutsideSchedule)
+    #expect(verdict("CLEAN", minute: 18 * 60) == .granted)
+    #expect(verdict("CLEAN", minute: 22 * 60) == .deniedOutsideSchedule)
+    #expect(verdict("TYPO", minute: 19 * 60) == .deniedOutsideSchedule)
+    #expect(verdict("MALLORY", minute: 19 * 60) == .deniedUnknown)
+    // A bad reload keeps the live schedules.
+    #expect(store.load(Array("schedule evenings mon-fri 22:00-18:00\n".utf8)) != nil)
+    #expect(verdict("CLEAN", minute: 19 * 60) == .granted && store.version == 1)
+    #expect(store.allows(zone: "evenings", nowUnixSeconds: 19 * 60 * 60) == true)
+  }
+
+  @Test("schedule= in the allow-list: a bad name is an error naming the line")
+  func badName() {
+    var list = AllowList(limits: AllowListLimits())
+    let error = list.load(Array("text:A\ntext:B schedule=Bad!\n".utf8), digester: FixtureDigester(), nowUnixSeconds: 0)
+    #expect(error?.line == 2)
   }
 }

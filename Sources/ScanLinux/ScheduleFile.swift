@@ -1,0 +1,46 @@
+import Glibc
+import ScanCore
+
+/// Loads the schedule file into a `ScheduleStore` and reloads it when it changes: a poll
+/// participant that looks at the file's modification time and size once a second (one stat;
+/// the file is small and changes rarely). A bad or unreadable file keeps the live schedules (the
+/// parse error stays in the store, the count here).
+public final class ScheduleFileWatcher: PollParticipant {
+  public let path: String
+  public let store: ScheduleStore
+  private var nextCheck: Instant
+  private var seen: (seconds: Int, nanoseconds: Int, size: Int) = (-1, -1, -1)
+  public private(set) var loads: UInt64 = 0
+  public private(set) var rejections: UInt64 = 0
+
+  public init(path: String, store: ScheduleStore, now: Instant) {
+    self.path = path
+    self.store = store
+    nextCheck = now
+  }
+
+  public var pollCapacity: Int { 0 }
+  public func prepare(_ poll: PollSet, now: Instant) -> Instant? { nextCheck }
+
+  public func service(_ poll: PollSet, now: Instant, requests: LoopRequests) {
+    guard now >= nextCheck else { return }
+    nextCheck = now.adding(milliseconds: 1_000)
+    var st = stat()
+    guard stat(path, &st) == 0 else { return }
+    let stamp = (Int(st.st_mtim.tv_sec), Int(st.st_mtim.tv_nsec), Int(st.st_size))
+    guard stamp != seen else { return }
+    seen = stamp
+    _ = reload(now: now)
+  }
+
+  /// Reads and loads the file now; the error when it was rejected (the live set stays).
+  @discardableResult
+  public func reload(now: Instant) -> String? {
+    let problem: String?
+    do throws(FileError) {
+      problem = store.load(try readWholeFile(path, maxBytes: ScheduleSet.fileBytesMax)).map { "\($0)" }
+    } catch { problem = "\(error)" }
+    if problem == nil { loads &+= 1 } else { rejections &+= 1 }
+    return problem
+  }
+}
