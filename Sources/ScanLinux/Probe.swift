@@ -103,3 +103,34 @@ public enum Probe {
     devices(matching: ["ttyUSB", "ttyACM", "ttyAMA", "serial"]) + devices(matching: ["ttyS"]).prefix(4)
   }
 }
+
+extension Probe {
+  /// One output line's state before the service claims it.
+  public struct LineState: Sendable {
+    public var used = false
+    public var output = false
+    /// The bias the kernel reports (nil: it does not say).
+    public var bias: LineBias? = nil
+    /// The physical level now (nil: unknown, e.g. in use).
+    public var level: Int? = nil
+  }
+
+  /// Reads `offset` on `chip` without changing its direction; a description of the failure otherwise.
+  public static func lineState(chip: String, offset: Int) -> Result<LineState, SystemError> {
+    var info = sg_gpio_line_state_info()
+    guard sg_gpio_line_state(chip, UInt32(offset), &info) == 0 else {
+      return .failure(SystemError(Errno(rawValue: sg_errno()), operation: "read \(chip) line \(offset)"))
+    }
+    var s = LineState()
+    s.used = info.used != 0
+    s.output = info.output != 0
+    switch info.bias {
+    case Int32(SG_BIAS_PULL_UP): s.bias = .pullUp
+    case Int32(SG_BIAS_PULL_DOWN): s.bias = .pullDown
+    case Int32(SG_BIAS_DISABLED): s.bias = .disabled
+    default: s.bias = nil
+    }
+    s.level = info.level < 0 ? nil : Int(info.level)
+    return .success(s)
+  }
+}

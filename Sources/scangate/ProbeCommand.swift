@@ -5,7 +5,11 @@ import ScanLinux
 enum ProbeCommand {
   static func run(_ arguments: [String]) -> Int32 {
     let all: Bool
-    do { all = try Options(arguments, valued: [], known: ["all-lines"]).flag("all-lines") } catch {
+    let options: Options
+    do {
+      options = try Options(arguments, valued: ["config"], known: ["all-lines"])
+      all = options.flag("all-lines")
+    } catch {
       writeStandardError("scangate probe: \(error)\n")
       return 2
     }
@@ -38,6 +42,12 @@ enum ProbeCommand {
         print(line)
       }
     }
+    var config = ScanConfig()
+    if options.value("config") != nil {
+      guard let loaded = ExtraCommands.loadConfig(options) else { return 1 }
+      config = loaded
+    }
+    ProbeOutputs.report(config, chips: chips)
     print("serial ports (config [console] serial_path):")
     let ports = Probe.serialPorts()
     if ports.isEmpty { print("  none") }
