@@ -86,6 +86,8 @@ public struct ScanConfig: Equatable, Sendable {
   // [allow_list]
   public var allowListPath = "/etc/scangate/allow-list.txt"
   public var allowListWatch = true
+  // [credentials]
+  public var credentials = CredentialSettings()
   // [gpio]
   public var gpioBackend = GPIOBackend.gpiod
   public var gpioChip = "gpiochip0"
@@ -138,6 +140,7 @@ public enum ConfigSchema {
   static func str(_ v: ConfigValue) -> String { if case .string(let s) = v { return s }; return "" }
   static func ints(_ v: ConfigValue) -> [Int] { if case .list(let l) = v { return l.map(int) }; return [] }
   static func strs(_ v: ConfigValue) -> [String] { if case .list(let l) = v { return l.map(str) }; return [] }
+  static func nonEmpty(_ s: String) -> String? { s.isEmpty ? nil : s }
 
   static let variantNames = ImageVariant.allCases.map(\.name)
   static let formatNames = ["all", "matrix"] + BarcodeFormats.names.map(\.name)
@@ -207,6 +210,20 @@ public enum ConfigSchema {
     Key(name: "log.raw_payloads", kind: .boolean) { $0.log.rawPayloads = bool($1) },
     Key(name: "log.retain_bytes", kind: .integer(1_048_576...1_099_511_627_776)) { $0.log.retainBytes = Int64(int($1)) },
     Key(name: "log.chain_key_file", kind: .string) { $0.log.chainKeyFile = str($1) },
+
+    Key(name: "credentials.trust_file", kind: .string) { $0.credentials.trustFile = nonEmpty(str($1)) },
+    Key(name: "credentials.site_key_file", kind: .string) { $0.credentials.siteKeyFile = nonEmpty(str($1)) },
+    Key(name: "credentials.revocation_file", kind: .string) { $0.credentials.revocationFile = nonEmpty(str($1)) },
+    Key(name: "credentials.used_file", kind: .string) { $0.credentials.usedFile = nonEmpty(str($1)) },
+    Key(name: "credentials.clock_floor_file", kind: .string) { $0.credentials.clockFloorFile = nonEmpty(str($1)) },
+    Key(name: "credentials.zones", kind: .strings(count: 0...CredentialClaims.zonesMax)) { $0.credentials.zones = strs($1) },
+    Key(name: "credentials.totp_skew_steps", kind: .integer(0...3)) { $0.credentials.totpSkewSteps = int($1) },
+    Key(name: "credentials.leeway_s", kind: .integer(0...600)) { $0.credentials.leewaySeconds = int($1) },
+    Key(name: "credentials.time_policy", kind: .choice(TimePolicy.allCases.map(\.rawValue))) {
+      $0.credentials.timePolicy = TimePolicy(rawValue: str($1))!
+    },
+    Key(name: "credentials.replay_cache_entries", kind: .integer(16...65_536)) { $0.credentials.replayCacheEntries = int($1) },
+    Key(name: "credentials.single_use_entries", kind: .integer(16...1_000_000)) { $0.credentials.singleUseEntries = int($1) },
 
     Key(name: "console.listen", kind: .strings(count: 0...8)) { $0.consoleListen = strs($1) },
     Key(name: "console.clients_max", kind: .integer(1...256)) { $0.consoleClientsMax = int($1) },
@@ -332,22 +349,30 @@ public struct MemoryBudget: Sendable {
   public init(_ c: ScanConfig) {
     let frame = c.cameraWidth * c.cameraHeight
     let e = c.engine
-    lines = [
-      ("camera buffers (driver mmap, YUYV worst case)", c.cameraBuffers * frame * 2),
-      ("gray plane (MJPEG decode target)", frame),
-      ("decoder scratch plane (inverted/mirrored/downscaled views)", DecodePipeline<NoDecoder>.bytes(maxWidth: c.cameraWidth, maxHeight: c.cameraHeight)),
-      ("decoder C++ arena", c.decoderArenaKiB * 1024),
-      (
-        "result slots (\(e.resultsCapacity) × \(e.payloadBytesMax) B × payload+text)",
-        DecodeResults.bytes(capacity: e.resultsCapacity, payloadBytesMax: e.payloadBytesMax)
-      ),
-      ("allow-list tables (live + spare, \(e.allowList.entriesMax) entries)", 2 * AllowListTable.bytes(entriesMax: e.allowList.entriesMax)),
-      ("presence slots (\(e.presenceSlots))", PresenceTracker.bytes(capacity: e.presenceSlots)),
-      (
-        "event ring (\(EventRing.roundedCapacity(c.eventRingCapacity)) × \(MemoryLayout<ScanEvent>.stride) B)",
-        EventRing.bytes(capacity: c.eventRingCapacity)
-      ),
-    ]
+    lines =
+      [
+        ("camera buffers (driver mmap, YUYV worst case)", c.cameraBuffers * frame * 2),
+        ("gray plane (MJPEG decode target)", frame),
+        ("decoder scratch plane (inverted/mirrored/downscaled views)", DecodePipeline<NoDecoder>.bytes(maxWidth: c.cameraWidth, maxHeight: c.cameraHeight)),
+        ("decoder C++ arena", c.decoderArenaKiB * 1024),
+        (
+          "result slots (\(e.resultsCapacity) × \(e.payloadBytesMax) B × payload+text)",
+          DecodeResults.bytes(capacity: e.resultsCapacity, payloadBytesMax: e.payloadBytesMax)
+        ),
+        ("allow-list tables (live + spare, \(e.allowList.entriesMax) entries)", 2 * AllowListTable.bytes(entriesMax: e.allowList.entriesMax)),
+        ("presence slots (\(e.presenceSlots))", PresenceTracker.bytes(capacity: e.presenceSlots)),
+        (
+          "event ring (\(EventRing.roundedCapacity(c.eventRingCapacity)) × \(MemoryLayout<ScanEvent>.stride) B)",
+          EventRing.bytes(capacity: c.eventRingCapacity)
+        ),
+      ]
+      + (c.credentials.enabled
+        ? [
+          (
+            "signed credentials (message, replay cache of \(c.credentials.replayCacheEntries))",
+            CredentialVerifier.bytes(c.credentials)
+          )
+        ] : [])
   }
 }
 
