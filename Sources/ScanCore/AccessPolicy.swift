@@ -75,7 +75,7 @@ public struct AccessPolicies: AccessPolicy, ~Copyable {
   public func copyLabel(_ decision: AccessDecision, into buffer: UnsafeMutableRawBufferPointer) -> Int {
     switch decision.source {
     case .allowList: decision.entry.map { allowList.copyLabel($0, into: buffer) } ?? 0
-    case .credential: decision.verdict.isGranted ? (credentials?.copyLabel(into: buffer) ?? 0) : 0
+    case .credential: credentials?.copyLabel(into: buffer) ?? 0
     case .none: 0
     }
   }

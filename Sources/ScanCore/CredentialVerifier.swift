@@ -144,8 +144,10 @@ public final class CredentialVerifier {
   public var ready = true
   /// The last trust or revocation file that was refused, for STATUS.
   public var lastFileError: String? = nil
-  /// The claims of the last credential that verified (its label goes on the event).
+  /// The claims of the last credential whose signature verified (its label goes on the event).
   public private(set) var last = CredentialClaims()
+  /// Whether `last` belongs to the last decision (its signature verified).
+  public private(set) var lastVerified = false
   public private(set) var lastProblem: CredentialProblem? = nil
   /// Counters for STATUS.
   public private(set) var accepted: UInt64 = 0
@@ -187,8 +189,10 @@ public final class CredentialVerifier {
     return AccessDecision(verdict: .granted, source: .credential)
   }
 
-  /// Copies the last verified credential's label.
+  /// Copies the label of the last decided credential, when its signature verified (a refused
+  /// pass's label is shown only if the issuer wrote it).
   public func copyLabel(into buffer: UnsafeMutableRawBufferPointer) -> Int {
+    guard lastVerified else { return 0 }
     let n = min(last.labelCount, buffer.count)
     withUnsafeBytes(of: last.label) { src in
       for i in 0..<n { buffer[i] = src[i] }
@@ -205,6 +209,7 @@ public final class CredentialVerifier {
   /// throwing (a throw is free in the reader, but a test harness may record a backtrace per throw).
   func check(_ payload: UnsafeRawBufferPointer, now: Int64, mode: DecideMode) -> CredentialProblem? {
     let text: CredentialText.Parsed
+    lastVerified = false
     do throws(CredentialProblem) {
       text = try CredentialText.parse(payload)
       guard ready else { return .unavailable }
@@ -215,6 +220,7 @@ public final class CredentialVerifier {
       let parts = try sign1.verify(bytes, now: now)
       last = CredentialClaims()
       try Self.parseClaims(bytes, parts: parts, codec: sign1.codec, into: &last)
+      lastVerified = true
     } catch {
       return error
     }

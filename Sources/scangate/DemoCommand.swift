@@ -53,7 +53,9 @@ enum DemoCommand {
         throw ParseError(message: "\(directory): \(SystemError.describe(errno))")
       }
       let width = 640, height = 480
-      let index = try writeScenes(to: directory, fps: fps, width: width, height: height)
+      let demoConsole = options.value("config") == nil
+      let extra = demoConsole ? try DemoCredentials.prepare(in: directory, config: &config) : []
+      let index = try writeScenes(to: directory, fps: fps, width: width, height: height, extra: extra)
 
       config.cameraSource = .replay
       config.replayPath = directory
@@ -65,7 +67,6 @@ enum DemoCommand {
       config.allowListPath = directory + "/allow-list.txt"
       config.allowListWatch = false
       config.log.path = directory + "/audit.db"
-      let demoConsole = options.value("config") == nil
       if demoConsole {
         // The console on loopback with an operator secret made for this run only (random,
         // in a 0600 file in the demo's folder), so a newcomer can try every command.
@@ -79,8 +80,9 @@ enum DemoCommand {
       print(
         "decoder \(ZXingDecoder.engineVersion), views \(config.engine.decode.variantMode.rawValue) over "
           + config.engine.decode.variants.map(\.name).joined(separator: ","))
-      for scene in scenes {
-        print("  code " + PayloadEscaping.escaped(scene.payload) + " (\(scene.variant.name)): \(scene.note)")
+      for scene in scenes + extra {
+        let shown = scene.payload.count > 32 ? Array(scene.payload.prefix(20)) + Array("...".utf8) : scene.payload
+        print("  code " + PayloadEscaping.escaped(shown) + " (\(scene.variant.name)): \(scene.note)")
       }
       if demoConsole {
         print(
@@ -109,7 +111,7 @@ enum DemoCommand {
 
   /// Writes the scenes as PGM frames (each code in view 0.6 s, then 1 s of empty view so it
   /// leaves) and the demo's allow-list into `directory`; returns the frame count.
-  static func writeScenes(to directory: String, fps: Int, width: Int, height: Int) throws(FileError) -> Int {
+  static func writeScenes(to directory: String, fps: Int, width: Int, height: Int, extra: [Scene] = []) throws(FileError) -> Int {
     // Each code stays in view for 0.6 s, then the view is empty for 1 s (so it leaves).
     let codeFrames = max(3, fps * 6 / 10), gapFrames = max(2, fps)
     var index = 0
@@ -122,9 +124,18 @@ enum DemoCommand {
     }
     let empty = background(width: width, height: height)
     for _ in 0..<gapFrames { try emit(empty) }
-    for (n, scene) in scenes.enumerated() {
-      guard let code = renderQRCode(scene.payload, scale: 7) else { continue }
-      let frame = place(code, variant: scene.variant, on: empty, width: width, height: height, shift: n * 23)
+    let all = scenes + extra
+    for (n, scene) in all.enumerated() {
+      // The same code again: past the presence cooldown, so it is a new showing (a replay).
+      if n > 0 && all[n - 1].payload == scene.payload { for _ in 0..<(2 * fps) { try emit(empty) } }
+      // Signed passes are longer: alphanumeric mode, smaller modules, so they fit the frame.
+      let long = scene.payload.count > 64
+      guard
+        let code = long
+          ? renderQRCode(text: String(decoding: scene.payload, as: UTF8.self), scale: 5)?.image
+          : renderQRCode(scene.payload, scale: 7)
+      else { continue }
+      let frame = place(code, variant: scene.variant, on: empty, width: width, height: height, shift: long ? 60 : n * 23)
       for _ in 0..<codeFrames { try emit(frame) }
       for _ in 0..<gapFrames { try emit(empty) }
     }
