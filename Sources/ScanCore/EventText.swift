@@ -26,10 +26,6 @@ public enum EventText {
       w.write(e.verdict.name)
       w.write(" ")
       w.write(e.format.name)
-      if let source = DecisionSource(rawValue: UInt8(truncatingIfNeeded: e.code)), source != .none {
-        w.write(" by=")
-        w.write(source.name)
-      }
       if e.variant != .upright {
         w.write(" [")
         w.write(e.variant.name)
@@ -53,6 +49,11 @@ public enum EventText {
         w.write(" edge=")
         w.writeFixed(UInt64(e.edgeMicroseconds), scale: 1000, decimals: 2)
         w.write("ms")
+      }
+      // Which rule decided: the allow-list or a signed credential.
+      if let source = DecisionSource(rawValue: UInt8(truncatingIfNeeded: e.code)), source != .none {
+        w.write(" by=")
+        w.write(source.name)
       }
     case .left:
       w.write(" sha256=")

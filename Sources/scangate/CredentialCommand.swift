@@ -124,7 +124,8 @@ enum CredentialCommand {
   /// show [--config FILE | --trust FILE [--site-key FILE] [--zones A,B]] [--at TIME] [--json] TEXT|-:
   /// decodes and verifies like a reader would (nothing is recorded); exit 0 when it would open.
   static func show(_ arguments: [String]) throws -> Int32 {
-    let o = try Options(arguments, valued: ["config", "trust", "site-key", "revocation", "at", "zones", "time-policy"], known: ["json"])
+    let o = try Options(
+      arguments, valued: ["config", "trust", "site-key", "revocation", "at", "zones", "time-policy", "repeat"], known: ["json"])
     var settings = CredentialSettings()
     if o.value("trust") == nil {
       guard let config = ExtraCommands.loadConfig(o) else { return 1 }
@@ -163,6 +164,16 @@ enum CredentialCommand {
         try verifier.verify(b, now: now, mode: .inspect)
         return nil
       } catch { return error }
+    }
+    let repeats = try o.integer("repeat", default: 0, range: 0...10_000_000)
+    if repeats > 0 {
+      // Verification time on this machine (bench/): the same check a reader makes, repeated.
+      var t0 = timespec(), t1 = timespec()
+      clock_gettime(CLOCK_MONOTONIC, &t0)
+      bytes.withUnsafeBytes { b in for _ in 0..<repeats { _ = verifier.decide(b, nowUnixSeconds: now, mode: .inspect) } }
+      clock_gettime(CLOCK_MONOTONIC, &t1)
+      let ns = Double(t1.tv_sec - t0.tv_sec) * 1e9 + Double(t1.tv_nsec - t0.tv_nsec)
+      writeStandardError("verification: \(repeats) in \(formatMilliseconds(ns / 1e6)) ms, \(formatMilliseconds(ns / Double(repeats) / 1e3)) µs each\n")
     }
     let c = verifier.last
     let verdict = problem?.verdict ?? .granted
