@@ -1,0 +1,65 @@
+# Sourced by guest-run.sh after guest-job.sh (its helpers and devices): the fixed-memory claim on
+# real drivers. The service runs under the LD_PRELOAD allocation counter (alloc-count.c: every
+# thread, malloc/calloc/realloc/posix_memalign/aligned_alloc/memalign and operator new through
+# them) on vivid frames in each format, with its gpio-sim lines claimed; after warm-up (a grant,
+# its relay pulse over) the counter is read twice, ALLOC_FRAMES frames apart, and the frame count
+# is taken from STATS on the loopback console just outside that window. Goal: 0 per frame.
+ALLOC_FRAMES=${ALLOC_FRAMES:-1000}
+RUNIN=""; [ "$USERLAND" = bookworm ] || RUNIN="chroot /run/userland"
+fifo=/tmp/alloc-count.fifo
+rm -f $fifo; mkfifo $fifo
+# The counter counts: a known 600 allocations and 600 frees from a second thread, seen through
+# the FIFO the service is read with, in this userland.
+rm -f /tmp/alloc-check.txt
+got=$(LD_PRELOAD=$ALLOC_SO ALLOC_COUNT_FIFO=$fifo ALLOC_COUNT_OUT=/tmp/alloc-check.txt $RUNIN "$ALLOC_CHECK" 2>&1)
+check "allocation counter: counts a known 600 allocations and 600 frees on another thread (got '$got')" \
+  test "$got" = "allocations 600 frees 600"
+
+stats_frames() {  # "frames with-codes" from STATS on the service's loopback console
+  local line
+  exec 7<> /dev/tcp/127.0.0.1/4571 || return 1
+  printf 'STATS\r\n' >&7
+  while IFS= read -r -t 10 line <&7; do
+    case $line in *"| frames "*) set -- ${line#*| frames }; echo "$1 $3"; break ;; esac
+  done
+  exec 7<&- 7>&-
+}
+counter() {  # a counter line: "allocations A frees F bytes B" -> "A B"
+  local n; n=$(grep -c . /tmp/alloc-counts.txt 2>/dev/null)
+  printf s > $fifo
+  for _ in $(seq 100); do [ "$(grep -c . /tmp/alloc-counts.txt 2>/dev/null)" -gt "${n:-0}" ] && break; sleep 0.1; done
+  tail -1 /tmp/alloc-counts.txt | awk '{print $2, $6}'
+}
+for fmt in grey yuyv mjpeg; do
+  FMT=${fmt^^}
+  [ -e "$W/alice.$fmt" ] || continue
+  if [ $fmt = mjpeg ] && ! v4l2-ctl -d $CAP --list-formats 2>/dev/null | grep -q "'MJPG'"; then
+    echo "guest: vivid offers no MJPEG: the MJPEG allocation figure comes from the host's HotPathAllocationTests"
+    continue
+  fi
+  config alloc-$fmt $fmt 500 ""
+  sed -i 's/^listen = \[\]$/listen = ["127.0.0.1:4571"]/' "$W/alloc-$fmt.toml"
+  feed $FMT "$W/alice.$fmt"
+  rm -f /tmp/alloc-counts.txt
+  LD_PRELOAD=$ALLOC_SO ALLOC_COUNT_FIFO=$fifo ALLOC_COUNT_OUT=/tmp/alloc-counts.txt \
+    "$BIN" run --config "$W/alloc-$fmt.toml" > "$W/alloc-$fmt.out" 2>&1 &
+  pid=$!
+  ok=1
+  waitfor "$W/alloc-$fmt.out" "decision granted" 90 || ok=0
+  sleep 3  # warm-up: the grant's relay pulse (500 ms) and its events are over
+  read -r f0 _ <<< "$(stats_frames)"; sleep 4; read -r f1 _ <<< "$(stats_frames)"
+  fps=$(( (${f1:-0} - ${f0:-0}) / 4 )); [ "$fps" -ge 1 ] || { fps=1; ok=0; }
+  read -r fa ca <<< "$(stats_frames)"; sleep 1
+  read -r a0 b0 <<< "$(counter)"
+  sleep $(( (ALLOC_FRAMES * 12 / 10) / fps + 1 ))
+  read -r a1 b1 <<< "$(counter)"
+  sleep 1; read -r fb cb <<< "$(stats_frames)"
+  kill -TERM $pid; wait $pid
+  cp /tmp/alloc-counts.txt "$W/alloc-$fmt-counts.txt" 2>/dev/null
+  frames=$(( ${fb:-0} - ${fa:-0} )); codes=$(( ${cb:-0} - ${ca:-0} )); n=$(( ${a1:-0} - ${a0:-0} ))
+  [ -n "$a0" ] && [ -n "$a1" ] || ok=0
+  per=$(awk -v n=$n -v f=$frames 'BEGIN {printf "%.3f", f > 0 ? n / f : -1}')
+  echo "$USERLAND $FMT frames $frames codes $codes allocations $n bytes $(( ${b1:-0} - ${b0:-0} )) per-frame $per" >> "$W/alloc-summary.txt"
+  check "allocations on real drivers, $FMT: $n allocations ($(( ${b1:-0} - ${b0:-0} )) bytes) in $frames frames after warm-up = $per per frame, all threads (want 0 in >= $ALLOC_FRAMES frames; $codes frames decoded the code; $fps fps)" \
+    test $ok = 1 -a "$frames" -ge "$ALLOC_FRAMES" -a "$n" = 0
+done
