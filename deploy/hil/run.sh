@@ -17,7 +17,7 @@
 #
 # Usage: deploy/hil/run.sh [path/to/scangate]     (default: .build/debug/scangate)
 # Environment: HIL_CACHE (default /var/cache/scangate-hil: kernel + modules survive runs),
-#   HIL_ACCEL kvm|tcg|auto, HIL_TIMEOUT (guest seconds per boot, default 480), HIL_VERBOSE=1,
+#   HIL_ACCEL kvm|tcg|auto, HIL_TIMEOUT (guest seconds per boot, default 900), HIL_VERBOSE=1,
 #   HIL_USERLANDS (default "bookworm trixie"), TRIXIE_ROOT (default
 #   /var/cache/scangate-trixie/root), HIL_TRIXIE_BIN (a scangate built against trixie; default:
 #   built from this tree by deploy/trixie/run.sh, which makes the trixie root when it is missing).
@@ -234,7 +234,7 @@ boot() {  # userland
   for _ in $(seq 50); do [ -S "$w/uart1.sock" ] && break; sleep 0.1; done
   local t0; t0=$(date +%s)
   log "$u: booting linux $KVER ($ACCEL) with scangate $([ "$u" = bookworm ] && echo "$BIN" || echo "$TRIXIE_BIN")"
-  timeout "${HIL_TIMEOUT:-480}" qemu-system-x86_64 $ACC -M pc -smp 1 -m 1024 -nographic -no-reboot -net none \
+  timeout "${HIL_TIMEOUT:-900}" qemu-system-x86_64 $ACC -M pc -smp 1 -m 1024 -nographic -no-reboot -net none \
     -kernel "$K/vmlinux" -initrd "$RUN/initramfs.cpio.gz" \
     -append "console=ttyS0 quiet loglevel=3 panic=-1 hil.work=$w hil.job=$w/guest-run.sh hil.kernel=$K$append" \
     -virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \
