@@ -11,6 +11,7 @@
 // "allocations A frees F bytes B" to ALLOC_COUNT_OUT. The thread itself allocates nothing.
 #define _GNU_SOURCE
 #include <errno.h>
+#include <execinfo.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
@@ -27,11 +28,29 @@ extern void *__libc_realloc(void *p, size_t size);
 extern void *__libc_memalign(size_t alignment, size_t size);
 extern void __libc_free(void *p);
 
-static _Atomic uint64_t allocations, frees, bytes;
+static _Atomic uint64_t allocations, frees, bytes, main_thread_allocations;
+static pid_t process;
+
+// Where allocations come from: with ALLOC_COUNT_TRACE set, the call stacks (up to 8 return
+// addresses) of the first 16 allocations after the first snapshot are kept and reported.
+enum { TRACES = 16, DEPTH = 8 };
+static int tracing;
+static _Atomic int armed, traced;
+static void *traces[TRACES][DEPTH];
+static _Thread_local int in_trace;
 
 static inline void counted(size_t size) {
   atomic_fetch_add_explicit(&allocations, 1, memory_order_relaxed);
   atomic_fetch_add_explicit(&bytes, size, memory_order_relaxed);
+  if (gettid() == process) atomic_fetch_add_explicit(&main_thread_allocations, 1, memory_order_relaxed);
+  if (atomic_load_explicit(&armed, memory_order_relaxed) && !in_trace) {
+    int slot = atomic_fetch_add(&traced, 1);
+    if (slot < TRACES) {
+      in_trace = 1;
+      backtrace(traces[slot], DEPTH);
+      in_trace = 0;
+    }
+  }
 }
 
 void *malloc(size_t size) {
@@ -112,12 +131,28 @@ static void *reporter(void *unused) {
     p = put(p, "allocations "); p = put_number(p, c[0]);
     p = put(p, " frees "); p = put_number(p, c[1]);
     p = put(p, " bytes "); p = put_number(p, c[2]);
+    p = put(p, " main-thread "); p = put_number(p, atomic_load(&main_thread_allocations));
     *p++ = '\n';
     int out = open(out_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
     if (out < 0) continue;
     ssize_t written = write(out, line, (size_t)(p - line));
+    int seen = atomic_load(&traced);
+    for (int t = 0; t < seen && t < TRACES; t++) {
+      char trace[DEPTH * 20 + 16], *q = put(trace, "trace");
+      for (int f = 0; f < DEPTH && traces[t][f] != NULL; f++) {
+        q = put(q, " 0x");
+        uintptr_t a = (uintptr_t)traces[t][f];
+        char hex[17];
+        int n = 0;
+        do { hex[n++] = "0123456789abcdef"[a & 15]; a >>= 4; } while (a != 0);
+        while (n > 0) *q++ = hex[--n];
+      }
+      *q++ = '\n';
+      written = write(out, trace, (size_t)(q - trace));
+    }
     (void)written;
     close(out);
+    if (tracing) atomic_store(&armed, 1);
   }
 }
 
@@ -126,6 +161,12 @@ __attribute__((constructor)) static void start_reporter(void) {
   if (fifo == NULL || out == NULL || strlen(fifo) >= sizeof fifo_path || strlen(out) >= sizeof out_path) return;
   strcpy(fifo_path, fifo);
   strcpy(out_path, out);
+  process = getpid();
+  tracing = getenv("ALLOC_COUNT_TRACE") != NULL;
+  if (tracing) {  // loads the unwinder now, not inside an allocation
+    void *warm[2];
+    backtrace(warm, 2);
+  }
   sigset_t all, old;
   sigfillset(&all);
   pthread_sigmask(SIG_BLOCK, &all, &old);

@@ -24,11 +24,11 @@ stats_frames() {  # "frames with-codes" from STATS on the service's loopback con
   done
   exec 7<&- 7>&-
 }
-counter() {  # a counter line: "allocations A frees F bytes B" -> "A B"
-  local n; n=$(grep -c . /tmp/alloc-counts.txt 2>/dev/null)
+counter() {  # the counter now: "allocations bytes main-thread-allocations"
+  local n; n=$(grep -c '^allocations' /tmp/alloc-counts.txt 2>/dev/null)
   printf s > $fifo
-  for _ in $(seq 100); do [ "$(grep -c . /tmp/alloc-counts.txt 2>/dev/null)" -gt "${n:-0}" ] && break; sleep 0.1; done
-  tail -1 /tmp/alloc-counts.txt | awk '{print $2, $6}'
+  for _ in $(seq 100); do [ "$(grep -c '^allocations' /tmp/alloc-counts.txt 2>/dev/null)" -gt "${n:-0}" ] && break; sleep 0.1; done
+  grep '^allocations' /tmp/alloc-counts.txt | tail -1 | awk '{print $2, $6, $8}'
 }
 for fmt in grey yuyv mjpeg; do
   FMT=${fmt^^}
@@ -41,7 +41,9 @@ for fmt in grey yuyv mjpeg; do
   sed -i 's/^listen = \[\]$/listen = ["127.0.0.1:4571"]/' "$W/alloc-$fmt.toml"
   feed $FMT "$W/alice.$fmt"
   rm -f /tmp/alloc-counts.txt
-  LD_PRELOAD=$ALLOC_SO ALLOC_COUNT_FIFO=$fifo ALLOC_COUNT_OUT=/tmp/alloc-counts.txt \
+  # ALLOC_COUNT_TRACE: the first allocations after the first reading keep their call stacks
+  # (alloc-$fmt-counts.txt, with the process's maps beside it to place the addresses).
+  LD_PRELOAD=$ALLOC_SO ALLOC_COUNT_FIFO=$fifo ALLOC_COUNT_OUT=/tmp/alloc-counts.txt ALLOC_COUNT_TRACE=1 \
     "$BIN" run --config "$W/alloc-$fmt.toml" > "$W/alloc-$fmt.out" 2>&1 &
   pid=$!
   ok=1
@@ -50,16 +52,18 @@ for fmt in grey yuyv mjpeg; do
   read -r f0 _ <<< "$(stats_frames)"; sleep 4; read -r f1 _ <<< "$(stats_frames)"
   fps=$(( (${f1:-0} - ${f0:-0}) / 4 )); [ "$fps" -ge 1 ] || { fps=1; ok=0; }
   read -r fa ca <<< "$(stats_frames)"; sleep 1
-  read -r a0 b0 <<< "$(counter)"
+  read -r a0 b0 m0 <<< "$(counter)"
   sleep $(( (ALLOC_FRAMES * 12 / 10) / fps + 1 ))
-  read -r a1 b1 <<< "$(counter)"
+  read -r a1 b1 m1 <<< "$(counter)"
+  cp /proc/$pid/maps "$W/alloc-$fmt.maps" 2>/dev/null
   sleep 1; read -r fb cb <<< "$(stats_frames)"
   kill -TERM $pid; wait $pid
   cp /tmp/alloc-counts.txt "$W/alloc-$fmt-counts.txt" 2>/dev/null
   frames=$(( ${fb:-0} - ${fa:-0} )); codes=$(( ${cb:-0} - ${ca:-0} )); n=$(( ${a1:-0} - ${a0:-0} ))
   [ -n "$a0" ] && [ -n "$a1" ] || ok=0
-  per=$(awk -v n=$n -v f=$frames 'BEGIN {printf "%.3f", f > 0 ? n / f : -1}')
-  echo "$USERLAND $FMT frames $frames codes $codes allocations $n bytes $(( ${b1:-0} - ${b0:-0} )) per-frame $per" >> "$W/alloc-summary.txt"
-  check "allocations on real drivers, $FMT: $n allocations ($(( ${b1:-0} - ${b0:-0} )) bytes) in $frames frames after warm-up = $per per frame, all threads (want 0 in >= $ALLOC_FRAMES frames; $codes frames decoded the code; $fps fps)" \
+  per=$(awk -v n=$n -v f=$frames 'BEGIN {printf "%.3f", (f > 0 ? n / f : -1)}')
+  main=$(( ${m1:-0} - ${m0:-0} ))
+  echo "$USERLAND $FMT frames $frames codes $codes allocations $n bytes $(( ${b1:-0} - ${b0:-0} )) per-frame $per loop-thread $main" >> "$W/alloc-summary.txt"
+  check "allocations on real drivers, $FMT: $n allocations ($(( ${b1:-0} - ${b0:-0} )) bytes; $main on the loop's thread) in $frames frames after warm-up = $per per frame, all threads (want 0 in >= $ALLOC_FRAMES frames; $codes frames decoded the code; $fps fps)" \
     test $ok = 1 -a "$frames" -ge "$ALLOC_FRAMES" -a "$n" = 0
 done
