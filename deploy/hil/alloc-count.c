@@ -31,9 +31,11 @@ extern void __libc_free(void *p);
 static _Atomic uint64_t allocations, frees, bytes, main_thread_allocations;
 static pid_t process;
 
-// Where allocations come from: with ALLOC_COUNT_TRACE set, the call stacks (up to 8 return
-// addresses) of the first 16 allocations after the first snapshot are kept and reported.
-enum { TRACES = 16, DEPTH = 8 };
+// Where allocations come from: with ALLOC_COUNT_TRACE set, the call stacks (up to 12 return
+// addresses) of every 97th allocation after the first snapshot, up to 64 of them, are kept and
+// reported (samples spread over the window, not just its first burst).
+enum { TRACES = 64, DEPTH = 12, EVERY = 97 };
+static _Atomic uint64_t since_armed;
 static int tracing;
 static _Atomic int armed, traced;
 static void *traces[TRACES][DEPTH];
@@ -43,7 +45,8 @@ static inline void counted(size_t size) {
   atomic_fetch_add_explicit(&allocations, 1, memory_order_relaxed);
   atomic_fetch_add_explicit(&bytes, size, memory_order_relaxed);
   if (gettid() == process) atomic_fetch_add_explicit(&main_thread_allocations, 1, memory_order_relaxed);
-  if (atomic_load_explicit(&armed, memory_order_relaxed) && !in_trace) {
+  if (atomic_load_explicit(&armed, memory_order_relaxed) && !in_trace &&
+      atomic_fetch_add(&since_armed, 1) % EVERY == 0) {
     int slot = atomic_fetch_add(&traced, 1);
     if (slot < TRACES) {
       in_trace = 1;

@@ -253,6 +253,17 @@ boot() {  # userland
   if [ -s "$w/results.txt" ]; then
     while read -r status rest; do result "$status" "$u: $rest"; done < "$w/results.txt"
   fi
+  # The allocation proof over all threads: every sampled call stack of what allocated after
+  # warm-up must be off the frame path, in the audit log writer (SQLite is its alone).
+  local prefix=""; [ "$u" = bookworm ] || prefix=$TRIXIE_ROOT
+  while read -r fmt _ frames _ seconds _ n _ bytes _ per _ loop; do
+    [ -s "$w/alloc-${fmt,,}-counts.txt" ] || continue
+    python3 "$ROOT/deploy/hil/alloc-where.py" "$w/alloc-${fmt,,}-counts.txt" "$w/alloc-${fmt,,}.maps" "$prefix" \
+      'libsqlite3|Audit' > "$w/alloc-${fmt,,}-where.txt" 2>&1
+    read -r _ samples _ matching <<< "$(tail -1 "$w/alloc-${fmt,,}-where.txt")"
+    if [ "$n" = 0 ] || { [ "${samples:-0}" -gt 0 ] && [ "$samples" = "$matching" ]; }; then st=PASS; else st=FAIL; fi
+    result $st "$u: allocations on real drivers, $fmt, all threads: $n ($bytes bytes) in $frames frames over $seconds s ($per per frame; $loop on the loop's thread); of ${samples:-0} sampled call stacks ${matching:-0} are the audit log writer's (its SQLite prune every 10 s, off the frame path; $w/alloc-${fmt,,}-where.txt)"
+  done < <(cat "$w/alloc-summary.txt" 2>/dev/null)
   if grep -q "OK status" "$w/uart-host.txt" 2>/dev/null; then
     result PASS "$u: serial console: STATUS from the host pty over the guest's ttyS1 got 'OK status'"
   else
