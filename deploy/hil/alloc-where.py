@@ -27,6 +27,9 @@ def dynamic(path):
     return symbols[path]
 
 def host_path(path):
+    # The job reads the maps from outside a userland's chroot: its files show under /run/userland.
+    if path.startswith("/run/userland/"):
+        path = path[len("/run/userland"):]
     for candidate in (prefix + path, path):
         try:
             open(candidate, "rb").close()
