@@ -29,7 +29,9 @@ let package = Package(
     .target(
       name: "CImageIO",
       cSettings: [.unsafeFlags(["-I/usr/include/stb", "-O2"])],
-      linkerSettings: [.linkedLibrary("turbojpeg"), .linkedLibrary("qrencode"), .linkedLibrary("m")]),
+      linkerSettings: [
+        .linkedLibrary("turbojpeg"), .linkedLibrary("jpeg"), .linkedLibrary("qrencode"), .linkedLibrary("m"),
+      ]),
     .target(name: "CV4L2", linkerSettings: [.linkedLibrary("v4l2")]),
     .target(name: "CGPIOD", linkerSettings: [.linkedLibrary("gpiod")]),
     .target(name: "CLinux", linkerSettings: [.linkedLibrary("sodium")]),
@@ -54,6 +56,7 @@ let package = Package(
 
     // MARK: Tests.
     .target(name: "CAllocCounter", path: "Tests/CAllocCounter"),
+    .target(name: "CTestJPEG", path: "Tests/CTestJPEG", linkerSettings: [.linkedLibrary("turbojpeg")]),
     .testTarget(name: "ScanCoreTests", dependencies: ["ScanCore", "ScanSim"], swiftSettings: swiftSettings),
     .testTarget(name: "ScanConsoleTests", dependencies: ["ScanCore", "ScanConsole", "ScanSim"], swiftSettings: swiftSettings),
     .testTarget(
@@ -61,7 +64,7 @@ let package = Package(
       swiftSettings: swiftSettings),
     .testTarget(
       name: "HotPathAllocationTests",
-      dependencies: ["ScanCore", "ScanSim", "ScanLinux", "CAllocCounter"],
+      dependencies: ["ScanCore", "ScanSim", "ScanLinux", "CAllocCounter", "CImageIO", "CTestJPEG"],
       swiftSettings: swiftSettings),
   ],
   swiftLanguageModes: [.v6],

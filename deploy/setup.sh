@@ -9,7 +9,8 @@ PACKAGES=(
   libzxing-dev         # the barcode engine (zxing-cpp 1.4 on bookworm)
   libv4l-dev           # camera capture (libv4l2)
   libgpiod-dev         # GPIO character device (libgpiod 1.6, v1 API)
-  libturbojpeg0-dev    # JPEG files and MJPEG cameras
+  libturbojpeg0-dev    # JPEG files (and the tests' JPEG encoder)
+  libjpeg62-turbo-dev  # MJPEG camera frames (libjpeg API, per-frame memory from an arena)
   libstb-dev           # PNG/PNM/GIF files, PNG snapshots
   libsqlite3-dev       # the audit log
   libsodium-dev        # SHA-256 of payloads, constant-time compares

@@ -9,7 +9,8 @@
 #      secret, lockouts, frame rate)
 #   1c. deploy/credential-interop.sh: signed passes against pycose + cbor2 and pyotp (PyPI peers' venv)
 #   2. fuzz/run: the parsers under libFuzzer for a fixed budget (FUZZ_SECONDS, default 30 each)
-#   3. deploy/hil/run.sh: the real binary on real drivers (vivid, gpio-sim, a UART) in a qemu guest;
+#   3. deploy/hil/run.sh: the real binary on real drivers (vivid, gpio-sim, a UART) in a qemu guest,
+#      once on the bookworm userland and once on trixie's (libgpiod v2), with the allocation proof;
 #      fails loudly where qemu cannot run, never passes silently
 #   4. deploy/package-test.sh: the .deb built, installed into a clean Debian 12 root, run there
 #   5. deploy/trixie/run.sh: the whole build and test suite again against Debian 13's libraries

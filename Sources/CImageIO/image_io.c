@@ -159,27 +159,6 @@ static int32_t render_code(QRcode *code, int32_t scale, int32_t margin, uint8_t 
   return side;
 }
 
-sg_jpeg_handle sg_jpeg_create(void) { return tjInitDecompress(); }
-void sg_jpeg_destroy(sg_jpeg_handle handle) {
-  if (handle != NULL) tjDestroy(handle);
-}
-
-int32_t sg_jpeg_decode_frame(sg_jpeg_handle handle, const uint8_t *data, size_t size,
-                             int32_t scale_denominator, uint8_t *out, size_t capacity,
-                             int32_t *width, int32_t *height) {
-  int w = 0, h = 0, subsampling = 0, colorspace = 0;
-  if (tjDecompressHeader3(handle, data, (unsigned long)size, &w, &h, &subsampling, &colorspace) != 0)
-    return -1;
-  tjscalingfactor factor = {1, scale_denominator == 2 ? 2 : 1};
-  int sw = TJSCALED(w, factor), sh = TJSCALED(h, factor);
-  if ((size_t)sw * (size_t)sh > capacity) return -1;
-  int rc = tjDecompress2(handle, data, (unsigned long)size, out, sw, sw, sh, TJPF_GRAY, TJFLAG_FASTDCT);
-  if (rc != 0 && tjGetErrorCode(handle) == TJERR_FATAL) return -1;
-  *width = sw;
-  *height = sh;
-  return 0;
-}
-
 typedef struct png_sink {
   uint8_t *data;
   size_t size, capacity;

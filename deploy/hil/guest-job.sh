@@ -1,7 +1,7 @@
 #!/bin/bash
-# Runs inside the rig's guest (Debian's kernel, the host's root file system read-only over 9p):
-# the real scangate against vivid (camera), gpio-sim (relay and buzzer) and ttyS1 (serial).
-# Writes PASS/FAIL lines to $W/results.txt.
+# Runs inside the rig's guest (Debian's kernel, the host's root file system read-only over 9p),
+# sourced by guest-run.sh: the real scangate against vivid (camera), gpio-sim (relay and buzzer)
+# and ttyS1 (serial). Writes PASS/FAIL lines to $W/results.txt.
 . "$(dirname "$0")/env.sh"
 res=$W/results.txt; : > "$res"
 pass() { echo "PASS $*" | tee -a "$res"; }
@@ -246,5 +246,3 @@ for how in SEGV ABRT; do
     test "$rc" = $((128 + signo)) -a "$after" = 1 -a "$cores" = 1
 done
 echo core > /proc/sys/kernel/core_pattern
-[ -n "$feeder" ] && kill $feeder 2>/dev/null
-echo done > "$W/guest-done"
