@@ -25,9 +25,11 @@ extension DecodePipeline where Decoder: ~Copyable {
     switch mode {
     case .retry:
       // Every attempt on this frame (a still image: nothing to track).
-      for i in 0..<strategyCount where strategy[i].area == .full {
-        attempt(i, frame, full: full, into: &results, clock: clock)
-        frameLog.attempts += 1
+      for i in 0..<strategyCount where strategy[i].area != .tracked {
+        for _ in 0..<(strategy[i].area == .tiles ? 4 : 1) {
+          attempt(i, frame, full: full, into: &results, clock: clock)
+          frameLog.attempts += 1
+        }
       }
     case .upright:
       if let first = firstFullAttempt() {
@@ -78,12 +80,15 @@ extension DecodePipeline where Decoder: ~Copyable {
       if cursor >= strategyCount { cursor = 0 }
       let i = cursor
       visited += 1
-      if i == first || strategy[i].area != .full {
+      if i == first || strategy[i].area == .tracked {
         cursor += 1
         continue
       }
+      // An attempt that does not fit waits for the next frame (it starts that frame's rotation);
+      // one that does not fit even there is passed over, so the rotation never stalls on it.
       guard fits(i, clock.now().microseconds(since: start)) else {
         log.budgetSpent = true
+        if visited == 1 { cursor += 1 }
         return
       }
       cursor += 1
@@ -102,6 +107,10 @@ extension DecodePipeline where Decoder: ~Copyable {
     if a.area == .tracked {
       guard let r = tracked.region?.clipped(width: full.x + full.width, height: full.y + full.height) else { return }
       region = r
+    } else if a.area == .tiles {
+      let k = Int(tileCursor[i] & 3)
+      tileCursor[i] = UInt8((k + 1) & 3)
+      region = AttemptArea.tile(k, of: full)
     } else {
       region = full
     }
@@ -125,6 +134,7 @@ extension DecodePipeline where Decoder: ~Copyable {
       decoder.decode(view, formats: settings.formats, options: options, into: &results)
     } else {
       let key = (area: a.area, scale: a.scale, variant: a.variant, sequence: frame.sequence)
+      if a.area != .full { scratchView = nil }  // a region's view is never reused
       if let held = scratchView, held.area == key.area, held.scale == key.scale, held.variant == key.variant,
         held.sequence == key.sequence
       {

@@ -69,6 +69,8 @@ public struct DecodePipeline<Decoder: CodeDecoder & ~Copyable>: ~Copyable {
   public internal(set) var attemptRuns = InlineArray<16, UInt64>(repeating: 0)
   /// The next attempt of the rotation (attempts after the first), across frames.
   var cursor = 1
+  /// The next tile of each tiled attempt, across frames.
+  var tileCursor = InlineArray<16, UInt8>(repeating: 0)
   /// Where recent codes were read.
   public internal(set) var tracked = TrackedRegion()
   /// The last frame's attempts and time.
@@ -107,7 +109,8 @@ public struct DecodePipeline<Decoder: CodeDecoder & ~Copyable>: ~Copyable {
   public static func bytes(maxWidth: Int, maxHeight: Int, attempts: [DecodeAttempt] = []) -> Int {
     var largest = maxWidth * maxHeight
     for a in attempts {
-      let w = a.scale.side(maxWidth), h = a.scale.side(maxHeight)
+      let tile = a.area == .tiles ? AttemptArea.tile(0, of: Region(x: 0, y: 0, width: maxWidth, height: maxHeight)) : nil
+      let w = a.scale.side(tile?.width ?? maxWidth), h = a.scale.side(tile?.height ?? maxHeight)
       if Self.viewFits(width: w, height: h) { largest = max(largest, w * h) }
     }
     return largest

@@ -52,6 +52,18 @@ public enum AttemptArea: UInt8, Sendable {
   case full = 0
   /// Where a code was read in a recent frame, grown by half its size on every side.
   case tracked = 1
+  /// The frame in four overlapping tiles (each 5/8 of the width and height), for upscaling
+  /// small codes at the cost of a quarter frame: one tile per frame in a stream, all four on
+  /// a still image.
+  case tiles = 2
+
+  /// Tile `index` (0...3) of a region.
+  static func tile(_ index: Int, of r: Region) -> Region {
+    let w = r.width * 5 / 8, h = r.height * 5 / 8
+    let x = index & 1 == 0 ? r.x : r.x + r.width - w
+    let y = index & 2 == 0 ? r.y : r.y + r.height - h
+    return Region(x: x, y: y, width: w, height: h)
+  }
 }
 
 /// One way of looking at a frame: a view (area, scale, variant) and the engine's binarizer.
@@ -71,17 +83,19 @@ public struct DecodeAttempt: Equatable, Sendable {
   }
 
   public var name: String {
-    (area == .tracked ? "tracked " : "") + "\(scale.name) \(variant.name) \(binarizer.name)"
+    (area == .tracked ? "tracked " : area == .tiles ? "tiles " : "") + "\(scale.name) \(variant.name) \(binarizer.name)"
   }
 
   /// Parses "x2", "/3", "x1" (scale), a variant name, a binarizer name and "tracked", in any
-  /// order separated by spaces or '+'; nil on anything else.
+  /// order separated by spaces; nil on anything else.
   public init?(parsing text: String) {
     self.init()
-    for word in text.split(whereSeparator: { $0 == " " || $0 == "+" }) {
+    for word in text.split(separator: " ") {
       let w = String(word)
       if w == "tracked" {
         area = .tracked
+      } else if w == "tiles" {
+        area = .tiles
       } else if w == "x1" {
         scale = .full
       } else if w == "x2" {
