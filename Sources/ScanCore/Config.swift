@@ -344,7 +344,10 @@ public struct MemoryBudget: Sendable {
     lines = [
       ("camera buffers (driver mmap, YUYV worst case)", c.cameraBuffers * frame * 2),
       ("gray plane (MJPEG decode target)", frame),
-      ("decoder scratch plane (the strategy's largest view)", DecodePipeline<NoDecoder>.bytes(maxWidth: c.cameraWidth, maxHeight: c.cameraHeight, attempts: e.decode.attempts)),
+      (
+        "decoder scratch plane (the strategy's largest view)",
+        DecodePipeline<NoDecoder>.bytes(maxWidth: c.cameraWidth, maxHeight: c.cameraHeight, attempts: e.decode.attempts)
+      ),
       ("decoder C++ arena", c.decoderArenaKiB * 1024),
       (
         "result slots (\(e.resultsCapacity) × \(e.payloadBytesMax) B × payload+text)",

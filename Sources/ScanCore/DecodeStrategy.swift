@@ -118,13 +118,14 @@ public struct DecodeAttempt: Equatable, Sendable {
     DecodeAttempt(.full, scale: .full),
     DecodeAttempt(.tracked, scale: .double),
     DecodeAttempt(.full, scale: .full, binarizer: .fixedThreshold),
-    DecodeAttempt(.full, scale: .divided(by: 2)),
+    DecodeAttempt(.tiles, scale: .double),
     DecodeAttempt(.full, scale: .full, variant: .inverted),
-    DecodeAttempt(.full, scale: .double),
+    DecodeAttempt(.full, scale: .divided(by: 2)),
     DecodeAttempt(.full, scale: .full, variant: .mirrored),
-    DecodeAttempt(.full, scale: .divided(by: 4), binarizer: .globalHistogram),
-    DecodeAttempt(.full, scale: .divided(by: 2), binarizer: .globalHistogram),
+    DecodeAttempt(.full, scale: .divided(by: 4)),
+    DecodeAttempt(.full, scale: .divided(by: 3)),
     DecodeAttempt(.full, scale: .full, binarizer: .globalHistogram),
+    DecodeAttempt(.full, scale: .divided(by: 2), binarizer: .globalHistogram),
   ]
 }
 

@@ -69,7 +69,8 @@ import Testing
     for y in 0..<(code.height / 2) {
       for x in 0..<(code.width / 2) {
         let s = (2 * y) * code.width + 2 * x
-        pixels[(y + 200) * 640 + x + 300] = UInt8((Int(code.pixels[s]) + Int(code.pixels[s + 1]) + Int(code.pixels[s + code.width]) + Int(code.pixels[s + code.width + 1])) / 4)
+        pixels[(y + 200) * 640 + x + 300] = UInt8(
+          (Int(code.pixels[s]) + Int(code.pixels[s + 1]) + Int(code.pixels[s + code.width]) + Int(code.pixels[s + code.width + 1])) / 4)
       }
     }
     let frame = GrayImage(width: 640, height: 480, pixels: pixels)
