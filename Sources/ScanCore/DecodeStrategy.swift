@@ -126,6 +126,9 @@ public struct DecodeAttempt: Equatable, Sendable {
     DecodeAttempt(.full, scale: .divided(by: 3)),
     DecodeAttempt(.full, scale: .full, binarizer: .globalHistogram),
     DecodeAttempt(.full, scale: .divided(by: 2), binarizer: .globalHistogram),
+    // The whole frame upscaled: most codes of all at camera size, but ~20× a 1:1 decode, so a
+    // reader's budget passes over it; `scangate decode` (every attempt) gets it.
+    DecodeAttempt(.full, scale: .double),
   ]
 }
 
