@@ -75,12 +75,17 @@ public struct ScanConfig: Equatable, Sendable {
   // [decoder], [presence], [gpio] timing, result slots
   public var engine = ScanConfig.readerDefaults()
   public var decoderArenaKiB = 4_096
+  /// `decoder.decode_budget_ms`'s default: about a quarter of a 30 fps frame on a Pi 4 core.
+  public static let decodeBudgetMillisecondsDefault = 8
 
   /// Defaults differ from a bare `EngineSettings` only where a door reader wants them to.
   static func readerDefaults() -> EngineSettings {
     var e = EngineSettings()
     // Flat CPU cost per frame: one view per frame, round-robin (see README, decoder views).
     e.decode.variantMode = .alternate
+    // The decode strategy, spread across frames within a per-frame budget (docs/decoder.md).
+    e.decode.attempts = DecodeAttempt.readerDefault
+    e.decode.budgetMicroseconds = ScanConfig.decodeBudgetMillisecondsDefault * 1000
     return e
   }
   // [allow_list]
@@ -176,6 +181,10 @@ public enum ConfigSchema {
     Key(name: "decoder.results_max", kind: .integer(1...64)) { $0.engine.resultsCapacity = int($1) },
     Key(name: "decoder.payload_bytes_max", kind: .integer(16...8192)) { $0.engine.payloadBytesMax = int($1) },
     Key(name: "decoder.arena_kib", kind: .integer(0...262_144)) { $0.decoderArenaKiB = int($1) },
+    Key(name: "decoder.decode_budget_ms", kind: .integer(0...1_000)) { $0.engine.decode.budgetMicroseconds = int($1) * 1000 },
+    Key(name: "decoder.strategy", kind: .choice(["default", "none"])) {
+      $0.engine.decode.attempts = str($1) == "none" ? [] : DecodeAttempt.readerDefault
+    },
 
     Key(name: "presence.confirm_frames", kind: .integer(1...30)) { $0.engine.presence.confirmFrames = int($1) },
     Key(name: "presence.leave_after_ms", kind: .integer(50...60_000)) { $0.engine.presence.leaveAfterMilliseconds = int($1) },
@@ -357,7 +366,10 @@ public struct MemoryBudget: Sendable {
       ("camera buffers (driver mmap, YUYV worst case)", c.cameraBuffers * frame * 2),
       ("gray plane (MJPEG decode target)", frame),
       ("MJPEG decoder arena (libjpeg's per-frame memory)", Self.mjpegArenaBytes(width: c.cameraWidth)),
-      ("decoder scratch plane (inverted/mirrored/downscaled views)", DecodePipeline<NoDecoder>.bytes(maxWidth: c.cameraWidth, maxHeight: c.cameraHeight)),
+      (
+        "decoder scratch plane (the strategy's largest view)",
+        DecodePipeline<NoDecoder>.bytes(maxWidth: c.cameraWidth, maxHeight: c.cameraHeight, attempts: e.decode.attempts)
+      ),
       ("decoder C++ arena", c.decoderArenaKiB * 1024),
       (
         "result slots (\(e.resultsCapacity) × \(e.payloadBytesMax) B × payload+text)",

@@ -12,6 +12,13 @@ public struct ScanStats: Sendable {
   public var truncatedPayloads: UInt64 = 0
   /// Time spent in the decoder per frame.
   public var decode = LatencyHistogram()
+  /// Decode attempts made (the strategy's views and engine options), and frames whose turn
+  /// ended because the per-frame budget was spent.
+  public var decodeAttempts: UInt64 = 0
+  public var framesOverBudget: UInt64 = 0
+  /// The configured per-frame decode budget (0: none) and the CPU the strategy spent in total.
+  public var decodeBudgetMicroseconds: UInt64 = 0
+  public var decodeStrategyMicroseconds: UInt64 = 0
   /// Frame capture to decision.
   public var frameToDecision = LatencyHistogram()
   /// Frame capture to the relay's (or, on a deny, the buzzer's) first edge.

@@ -65,6 +65,7 @@ public struct ScanEngine<
     self.events = events
     snapshot = SnapshotBuffer(maxWidth: maxWidth, maxHeight: maxHeight)
     snapshot.region = settings.decode.region
+    stats.decodeBudgetMicroseconds = UInt64(max(0, settings.decode.budgetMicroseconds))
   }
 
   /// Runs one frame through the pipeline and acts on what it finds.
@@ -72,14 +73,19 @@ public struct ScanEngine<
     stats.frames &+= 1
     if stats.frames & 15 == 1 { exposure = ExposureMetrics(frame) }
     let decodeStart = clock.now()
-    pipeline.decode(frame, into: &results)
+    pipeline.decode(frame, into: &results, clock: clock)
     let decoded = clock.now()
     stats.decode.record(microseconds: decoded.microseconds(since: decodeStart))
     if results.count > 0 { stats.framesWithCodes &+= 1 }
+    stats.decodeAttempts &+= UInt64(pipeline.lastFrame.attempts)
+    stats.decodeStrategyMicroseconds &+= pipeline.lastFrame.microseconds
+    if pipeline.lastFrame.budgetSpent { stats.framesOverBudget &+= 1 }
     for i in 0..<results.count {
       stats.symbols &+= 1
       let symbol = results[i]
       if symbol.truncated { stats.truncatedPayloads &+= 1 }
+      // Two codes with one payload: one sighting, one decision.
+      if results.repeatsEarlierPayload(i) { continue }
       let payload = results.payload(i)
       let digest = digester.sha256(payload)
       guard presence.observe(digest, at: decoded) == .entered else { continue }
