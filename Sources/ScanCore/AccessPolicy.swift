@@ -10,10 +10,14 @@ public struct AccessDecision: Equatable, Sendable {
   public var verdict: Verdict
   public var source: DecisionSource
   public var entry: Int?
-  public init(verdict: Verdict, source: DecisionSource, entry: Int? = nil) {
+  /// The card number a panel is sent for this pass (allow-list `card=`, or a signed
+  /// credential's card claim), if it has one.
+  public var card: CardNumber?
+  public init(verdict: Verdict, source: DecisionSource, entry: Int? = nil, card: CardNumber? = nil) {
     self.verdict = verdict
     self.source = source
     self.entry = entry
+    self.card = card
   }
   public static let unknown = AccessDecision(verdict: .deniedUnknown, source: .none)
 }
@@ -28,7 +32,7 @@ public protocol AccessPolicy: ~Copyable {
 extension AllowList: AccessPolicy {
   public func decide(_ payload: UnsafeRawBufferPointer, digest: Digest, nowUnixSeconds now: Int64) -> AccessDecision {
     let (verdict, entry) = decide(digest, nowUnixSeconds: now)
-    return AccessDecision(verdict: verdict, source: entry == nil ? .none : .allowList, entry: entry)
+    return AccessDecision(verdict: verdict, source: entry == nil ? .none : .allowList, entry: entry, card: entry.flatMap { card($0) })
   }
 }
 
