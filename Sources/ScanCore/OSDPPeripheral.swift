@@ -66,6 +66,11 @@ public final class OSDPPeripheral<Cipher: OSDPCipher> {
   private var actionHead = 0
   private var actionCount = 0
   private var cards: InlineArray<4, CardNumber?> = .init(repeating: nil)
+  private var cardTimes: InlineArray<4, Int64> = .init(repeating: 0)
+  /// A card not polled within this long is dropped: a panel must never open a door for a pass
+  /// shown long ago (the link was down, Secure Channel not up yet).
+  public static var cardMaxAgeMilliseconds: Int64 { 5_000 }
+  public private(set) var cardsExpired = 0
   private var cardHead = 0
   private var cardCount = 0
   private var outputOn: InlineArray<1, Bool> = .init(repeating: false)
@@ -125,12 +130,13 @@ public final class OSDPPeripheral<Cipher: OSDPCipher> {
 
   /// Queues a card for the next POLL; false (and counted) when the queue is full.
   @discardableResult
-  public func queueCard(_ card: CardNumber) -> Bool {
+  public func queueCard(_ card: CardNumber, nowMilliseconds: Int64 = 0) -> Bool {
     guard cardCount < Self.cardsMax else {
       cardsDropped += 1
       return false
     }
     cards[(cardHead + cardCount) % Self.cardsMax] = card
+    cardTimes[(cardHead + cardCount) % Self.cardsMax] = nowMilliseconds
     cardCount += 1
     return true
   }
@@ -326,6 +332,12 @@ public final class OSDPPeripheral<Cipher: OSDPCipher> {
       guard length(0) else { return reply(nak: .commandLength, incoming) }
       polls += 1
       lastPollMilliseconds = now
+      while cardCount > 0 && now - cardTimes[cardHead] > Self.cardMaxAgeMilliseconds {
+        cards[cardHead] = nil
+        cardHead = (cardHead + 1) % Self.cardsMax
+        cardCount -= 1
+        cardsExpired += 1
+      }
       if cardCount > 0, let card = cards[cardHead] {
         cards[cardHead] = nil
         cardHead = (cardHead + 1) % Self.cardsMax

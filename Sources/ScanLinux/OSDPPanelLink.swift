@@ -96,7 +96,8 @@ public final class OSDPPanelLink: PollParticipant, PanelForwarder {
   // MARK: PanelForwarder
 
   public func forward(_ decision: AccessDecision) -> Bool {
-    guard let card = decision.card, peripheral.queueCard(card) else { return false }
+    let now = Int64(clock.now().nanoseconds / 1_000_000)
+    guard let card = decision.card, peripheral.queueCard(card, nowMilliseconds: now) else { return false }
     var e = ScanEvent()
     e.kind = .panelCard
     e.code = UInt16(card.bitCount)
