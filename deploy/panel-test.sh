@@ -40,6 +40,7 @@ for i in range(80):
 PYEOF
 for i in $(seq 80 99); do qrencode -s 8 -m 4 -o "$D/frames/$(printf %04d $i)-code.png" "PANEL-PASS-0001" || die qrencode; done
 echo "text:PANEL-PASS-0001 label=visitor card=26:212:7041" > "$D/allow-list.txt"
+PORT=$((20000 + RANDOM % 20000))
 KEY=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
 WRONG=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
 printf '%s\n' "$KEY" > "$D/scbk"; chmod 600 "$D/scbk"
@@ -55,7 +56,7 @@ backend = "sim"
 [log]
 path = ""
 [console]
-listen = []
+listen = ["127.0.0.1:$PORT"]
 [panel]
 mode = "panel"
 osdp_port = "$D/reader"
@@ -103,6 +104,22 @@ grep -q "panel-command 104" "$D/journal" && ok "journal: the panel's output comm
 grep -q "buzzer active" "$D/journal" && ok "the buzzer line followed the panel (edge buzzer active)" || bad "the buzzer never sounded"
 grep -q "panel-card 26" "$D/journal" && ok "journal: the pass forwarded as a 26-bit card" || bad "journal: no panel-card event"
 grep -q "relay active" "$D/journal" && bad "panel mode drove the local relay" || ok "panel mode never drove the local relay"
+status=$("$PY" - "$PORT" <<'PYEOF'
+import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=5)
+s.sendall(b"STATUS\n")
+data = b""
+while b"OK status" not in data:
+    chunk = s.recv(4096)
+    if not chunk:
+        break
+    data += chunk
+print(data.decode(errors="replace"))
+PYEOF
+)
+echo "$status" | grep -E "panel mode=panel osdp.*last_poll=[0-9]+ms.*secure=up.*last_card=26-bit" >/dev/null \
+  && ok "STATUS shows the panel link: $(echo "$status" | grep mode=panel | cut -c1-110)" \
+  || bad "STATUS has no panel line with online, secure=up, last card: $(echo "$status" | head -20)"
 grep -q "7041\|212:7041" "$D/journal" && bad "the card number appears in the journal" || ok "the card number is not in the journal"
 
 # ---------------------------------------------------------------- noise on the line

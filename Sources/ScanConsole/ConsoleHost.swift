@@ -115,6 +115,8 @@ public struct ReaderStatus: Sendable {
   public var console = Console()
   /// One line about the audit log (written by the log), or nil when there is none.
   public var logLine: String? = nil
+  /// One line about the panel link (panel mode: mode, last poll, Secure Channel, last card), or nil.
+  public var panelLine: String? = nil
   public var uptimeSeconds: UInt64 = 0
   public init() {}
 }

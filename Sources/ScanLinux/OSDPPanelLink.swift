@@ -221,7 +221,7 @@ public final class OSDPPanelLink: PollParticipant, PanelForwarder {
 
   /// One line for STATUS and the console: mode, link, last poll, secure channel, last card.
   public func statusLine(now: Instant) -> String {
-    var s = "panel osdp addr=\(settings.osdpAddress) baud=\(settings.osdpBaud)"
+    var s = "panel mode=\(settings.mode.rawValue) osdp addr=\(settings.osdpAddress) baud=\(settings.osdpBaud)"
     s += online ? " online" : " offline"
     if let last = lastPoll { s += " last_poll=\(now.microseconds(since: last) / 1000)ms" } else { s += " last_poll=never" }
     s += peripheral.secureChannelActive ? (peripheral.secureChannelUsesDefaultKey ? " secure=default-key" : " secure=up") : " secure=down"
