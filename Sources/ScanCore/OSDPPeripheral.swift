@@ -62,18 +62,20 @@ public final class OSDPPeripheral<Cipher: OSDPCipher> {
   private var keysetPending = false
   private var comsetPending: (UInt8, UInt32)? = nil
 
-  private var actions: InlineArray<8, OSDPAction?> = .init(repeating: nil)
+  // Fixed queues in buffers allocated once (an InlineArray stored in a class is reached through
+  // an accessor that allocated a coroutine frame per call in a debug build).
+  private let actions: UnsafeMutableBufferPointer<OSDPAction?>
   private var actionHead = 0
   private var actionCount = 0
-  private var cards: InlineArray<4, CardNumber?> = .init(repeating: nil)
-  private var cardTimes: InlineArray<4, Int64> = .init(repeating: 0)
+  private let cards: UnsafeMutableBufferPointer<CardNumber?>
+  private let cardTimes: UnsafeMutableBufferPointer<Int64>
   /// A card not polled within this long is dropped: a panel must never open a door for a pass
   /// shown long ago (the link was down, Secure Channel not up yet).
   public static var cardMaxAgeMilliseconds: Int64 { 5_000 }
   public private(set) var cardsExpired = 0
   private var cardHead = 0
   private var cardCount = 0
-  private var outputOn: InlineArray<1, Bool> = .init(repeating: false)
+  private let outputOn: UnsafeMutableBufferPointer<Bool>
 
   // Link status, for the console and the event log.
   public private(set) var lastPollMilliseconds: Int64? = nil
@@ -106,6 +108,14 @@ public final class OSDPPeripheral<Cipher: OSDPCipher> {
     tx.initializeMemory(as: UInt8.self, repeating: 0)
     newKey = .allocate(byteCount: 16, alignment: 16)
     newKey.initializeMemory(as: UInt8.self, repeating: 0)
+    actions = .allocate(capacity: 8)
+    actions.initialize(repeating: nil)
+    cards = .allocate(capacity: Self.cardsMax)
+    cards.initialize(repeating: nil)
+    cardTimes = .allocate(capacity: Self.cardsMax)
+    cardTimes.initialize(repeating: 0)
+    outputOn = .allocate(capacity: Self.outputsMax)
+    outputOn.initialize(repeating: false)
     secure.setKey(key)
     var uid = (UInt64(0))
     // Client UID: vendor code (2 bytes), model, version, serial number (4 bytes), as libosdp and
@@ -124,6 +134,10 @@ public final class OSDPPeripheral<Cipher: OSDPCipher> {
     for i in 0..<newKey.count { newKey[i] = 0 }
     newKey.deallocate()
     tx.deallocate()
+    actions.deallocate()
+    cards.deallocate()
+    cardTimes.deallocate()
+    outputOn.deallocate()
   }
 
   // MARK: Owner's side
