@@ -71,6 +71,7 @@ check_stage "signed passes against pycose, cbor2 and pyotp" "deploy/credential-i
 
 if stage "fuzz" fuzz/run "${FUZZ_SECONDS:-30}"; then passed=$((passed + 2)); else failed=$((failed + 1)); fi
 
+check_stage "OSDP panel (libosdp control panel, pty pair)" "deploy/panel-test.sh .build/debug/scangate"
 check_stage "hardware in the loop (qemu guest)" "deploy/hil/run.sh .build/debug/scangate"
 
 check_stage "Debian package (installed into a clean Debian 12 root)" "deploy/package-test.sh"

@@ -117,6 +117,8 @@ public struct ReaderStatus: Sendable {
   public var logLine: String? = nil
   /// One line about signed credentials (trust, revocation, clock, replay), or nil when off.
   public var credentialsLine: String? = nil
+  /// One line about the panel link (panel mode: mode, last poll, Secure Channel, last card), or nil.
+  public var panelLine: String? = nil
   public var uptimeSeconds: UInt64 = 0
   public init() {}
 }

@@ -107,6 +107,11 @@ public enum ConsoleText {
       writeSanitized(credentials, into: &w)
       w.newline(); lines += 1
     }
+    if let panel = s.panelLine {
+      w.write("| ")
+      w.write(panel)
+      w.newline(); lines += 1
+    }
     let up = s.uptimeSeconds
     w.write("| uptime ")
     w.write(up / 3600)

@@ -19,10 +19,14 @@ public struct AccessDecision: Equatable, Sendable {
   public var verdict: Verdict
   public var source: DecisionSource
   public var entry: Int?
-  public init(verdict: Verdict, source: DecisionSource, entry: Int? = nil) {
+  /// The card number a panel is sent for this pass (allow-list `card=`, or a signed
+  /// credential's card claim), if it has one.
+  public var card: CardNumber?
+  public init(verdict: Verdict, source: DecisionSource, entry: Int? = nil, card: CardNumber? = nil) {
     self.verdict = verdict
     self.source = source
     self.entry = entry
+    self.card = card
   }
   public static let unknown = AccessDecision(verdict: .deniedUnknown, source: .none)
 }
@@ -42,7 +46,7 @@ extension AllowList: AccessPolicy {
     -> AccessDecision
   {
     let (verdict, entry) = decide(digest, nowUnixSeconds: now)
-    return AccessDecision(verdict: verdict, source: entry == nil ? .none : .allowList, entry: entry)
+    return AccessDecision(verdict: verdict, source: entry == nil ? .none : .allowList, entry: entry, card: entry.flatMap { card($0) })
   }
 }
 

@@ -94,6 +94,7 @@ public struct AllowListTable: ~Copyable {
   private let validUntil: UnsafeMutableBufferPointer<Int64>
   private let labels: UnsafeMutableRawBufferPointer
   private let labelLengths: UnsafeMutableBufferPointer<UInt8>
+  private let cards: UnsafeMutableBufferPointer<CardNumber?>
 
   public init(entriesMax: Int) {
     precondition(entriesMax > 0 && entriesMax <= 1_000_000)
@@ -113,18 +114,20 @@ public struct AllowListTable: ~Copyable {
     labels.initializeMemory(as: UInt8.self, repeating: 0)
     labelLengths = .allocate(capacity: entriesMax)
     labelLengths.initialize(repeating: 0)
+    cards = .allocate(capacity: entriesMax)
+    cards.initialize(repeating: nil)
   }
 
   deinit {
     slots.deallocate(); digests.deallocate(); validFrom.deallocate(); validUntil.deallocate()
-    labels.deallocate(); labelLengths.deallocate()
+    labels.deallocate(); labelLengths.deallocate(); cards.deallocate()
   }
 
   /// Bytes this table holds, for the memory budget.
   public static func bytes(entriesMax: Int) -> Int {
     var slotCount = 16
     while slotCount < entriesMax * 2 { slotCount <<= 1 }
-    return slotCount * 4 + entriesMax * (32 + 8 + 8 + AllowListLimits.labelBytesMax + 1)
+    return slotCount * 4 + entriesMax * (32 + 8 + 8 + AllowListLimits.labelBytesMax + 1 + MemoryLayout<CardNumber?>.stride)
   }
 
   public mutating func removeAll() {
@@ -145,7 +148,7 @@ public struct AllowListTable: ~Copyable {
   }
 
   /// Adds an entry; false when the digest is already present. Precondition: not full.
-  mutating func insert(_ digest: Digest, from: Int64, until: Int64, label: [UInt8]) -> Bool {
+  mutating func insert(_ digest: Digest, from: Int64, until: Int64, label: [UInt8], card: CardNumber? = nil) -> Bool {
     precondition(count < entriesMax)
     if find(digest) != nil { return false }
     let index = count
@@ -155,6 +158,7 @@ public struct AllowListTable: ~Copyable {
     let n = min(label.count, AllowListLimits.labelBytesMax)
     for k in 0..<n { labels[index * AllowListLimits.labelBytesMax + k] = label[k] }
     labelLengths[index] = UInt8(n)
+    cards[index] = card
     var i = Int(truncatingIfNeeded: digest.bucketSeed) & slotMask
     while slots[i] != 0 { i = (i + 1) & slotMask }
     slots[i] = Int32(index + 1)
@@ -169,6 +173,9 @@ public struct AllowListTable: ~Copyable {
     if now >= validUntil[index] { return (.deniedExpired, index) }
     return (.granted, index)
   }
+
+  /// The card number of entry `index` (`card=`), if it has one.
+  public func card(_ index: Int) -> CardNumber? { cards[index] }
 
   /// The label bytes (escaped form, as written in the file) of entry `index`.
   public func label(_ index: Int) -> UnsafeRawBufferPointer {
@@ -198,6 +205,9 @@ public struct AllowList: ~Copyable {
   public func decide(_ digest: Digest, nowUnixSeconds now: Int64) -> (Verdict, Int?) {
     tables[liveIndex].decide(digest, nowUnixSeconds: now)
   }
+
+  /// The card number of live entry `index`, if it has one.
+  public func card(_ index: Int) -> CardNumber? { tables[liveIndex].card(index) }
 
   /// Copies entry `index`'s label into `out`; returns the byte count.
   public func copyLabel(_ index: Int, into out: UnsafeMutableRawBufferPointer) -> Int {
@@ -302,6 +312,7 @@ public enum AllowListParser {
 
     var from = Int64.min, until = Int64.max
     var label: [UInt8] = []
+    var card: CardNumber? = nil
     var seen: Set<Substring> = []
     for field in fields.dropFirst() {
       guard let eq = field.firstIndex(of: "=") else { return fail("expected key=value, got '\(field.prefix(40))'") }
@@ -318,13 +329,15 @@ public enum AllowListParser {
         do { from = try RFC3339.parse(value) } catch { return fail("from: \(error.message)") }
       case "until":
         do { until = try RFC3339.parse(value) } catch { return fail("until: \(error.message)") }
+      case "card":
+        do throws(CardNumber.Invalid) { card = try CardNumber(parsing: value) } catch { return fail("card: \(error.message)") }
       default:
-        return fail("unknown key '\(key)' (known: label, from, until)")
+        return fail("unknown key '\(key)' (known: label, from, until, card)")
       }
     }
     if from != .min && until != .max && until <= from { return fail("until is not after from") }
     if table.count >= limits.entriesMax { return fail("more than \(limits.entriesMax) entries (allow_list.entries_max)") }
-    if !table.insert(digest, from: from, until: until, label: label) { return fail("duplicate entry") }
+    if !table.insert(digest, from: from, until: until, label: label, card: card) { return fail("duplicate entry") }
     return nil
   }
 }

@@ -48,6 +48,8 @@ public struct AuditRecord: Equatable, Sendable {
   public static func isLogged(_ kind: EventKind) -> Bool {
     switch kind {
     case .decision, .fault, .state, .command, .authFailure, .manualOpen: true
+    case .panelLink, .panelSecure, .panelCard, .panelKey: true
+    case .panelCommand: false
     case .edge, .left, .recordsLost: false
     }
   }
@@ -77,6 +79,9 @@ public struct AuditRecord: Equatable, Sendable {
       detail = FaultCode(rawValue: e.code)?.name ?? "code-\(e.code)"
     case .manualOpen:
       code = Int64(e.code)
+    case .panelLink, .panelSecure, .panelCard, .panelCommand, .panelKey:
+      code = Int64(e.code)
+      detail = e.withPayload { String(decoding: $0, as: UTF8.self) }
     case .edge, .left, .recordsLost:
       code = Int64(e.code)
     }

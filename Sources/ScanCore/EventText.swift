@@ -74,6 +74,13 @@ public enum EventText {
     case .recordsLost:
       w.write(" ")
       w.write(e.code)
+    case .panelLink, .panelSecure, .panelCard, .panelCommand, .panelKey:
+      w.write(" ")
+      w.write(e.code)
+      if e.payloadCount > 0 {
+        w.write(" ")
+        e.withPayload { w.writeEscaped($0) }
+      }
     }
   }
 

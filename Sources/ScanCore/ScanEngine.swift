@@ -25,6 +25,8 @@ public struct ScanEngine<
   /// Holds the relay's cap when the loop does not (nil: nothing but `tick` does). Set by the
   /// owner before the first pulse.
   public var relayGuard: (any RelayGuard)? = nil
+  /// Panel mode: a granted pass is forwarded here (its card number) and the relay is not driven.
+  public var panel: (any PanelForwarder)? = nil
   private var relayGuardArmed = false
   public private(set) var buzzerLevel = LineLevel.inactive
   public var stats = ScanStats()
@@ -151,7 +153,11 @@ public struct ScanEngine<
     // A grant always names the rule that granted it (no policy grants by default).
     assert(!verdict.isGranted || decision.source != .none)
     let decided = clock.now()
-    if verdict.isGranted {
+    if let panel {
+      // The panel decides and drives its strike; its LED/buzzer commands say "granted".
+      if verdict.isGranted { stats.grants &+= 1 } else { stats.denies &+= 1 }
+      if !(verdict.isGranted && panel.forward(decision)) { actuator.play(settings.actuation.denyPattern, at: decided) }
+    } else if verdict.isGranted {
       stats.grants &+= 1
       actuator.pulseRelay(at: decided)
       actuator.play(settings.actuation.grantPattern, at: decided)

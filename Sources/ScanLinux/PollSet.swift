@@ -56,6 +56,8 @@ public final class PollSet {
 public final class LoopRequests {
   public var stop = false
   public var reloadAllowList = false
+  /// A buzzer pattern to play (a panel's BUZ or LED command).
+  public var play: BuzzerPattern? = nil
   public init() {}
 }
 

@@ -210,6 +210,10 @@ public struct RunLoop<
       requests.reloadAllowList = false
       reloadAllowList()
     }
+    if let pattern = requests.play {
+      requests.play = nil
+      engine.play(pattern)
+    }
   }
 
   private mutating func serviceConsole(_ console: ConsoleServer<Clock>) {

@@ -27,17 +27,17 @@ enum DemoCommand {
 
   static let allowList = """
     # ScanGate demo allow-list (format: docs/allow-list.md)
-    text:ALICE-0001 label=alice
-    text:DAVE-0004  label=dave
-    text:BOB-0002   label=bob until=2020-01-01T00:00:00Z
-    text:ERIN-0005  label=erin
-    text:CAROL-0003 label=carol from=2099-01-01T00:00:00Z
+    text:ALICE-0001 label=alice card=26:212:7041
+    text:DAVE-0004  label=dave card=26:212:7044
+    text:BOB-0002   label=bob until=2020-01-01T00:00:00Z card=26:212:7042
+    text:ERIN-0005  label=erin card=37:1000:70045
+    text:CAROL-0003 label=carol from=2099-01-01T00:00:00Z card=26:212:7043
 
     """
 
   static func run(_ arguments: [String]) -> Int32 {
     do {
-      let options = try Options(arguments, valued: ["config", "fps", "dir", "frames", "snapshot"], known: ["keep"])
+      let options = try Options(arguments, valued: ["config", "fps", "dir", "frames", "snapshot"], known: ["keep", "panel"])
       if let prefix = options.value("snapshot") { return try snapshot(prefix: prefix) }
       let fps = try options.integer("fps", default: 15, range: 1...240)
       var config = ScanConfig()
@@ -94,6 +94,19 @@ enum DemoCommand {
             scangate snapshot --secret-file \(config.consoleSecretFile) --text
           """)
       }
+      var panel: DemoPanel? = nil
+      if options.flag("panel") {
+        // Panel mode against a simulated panel on a pty pair: the reader forwards card numbers
+        // and never drives its relay.
+        let simulated = try DemoPanel()
+        config.panel.mode = .panel
+        config.panel.osdpPort = simulated.slavePath
+        config.panel.enforceSecure = false
+        print("panel mode: a simulated OSDP panel on \(simulated.slavePath) (plain OSDP, no key: a demo only)")
+        simulated.start()
+        panel = simulated
+      }
+      defer { panel?.stop() }
       flushStandardOutput()
       var serviceOptions = Service.Options()
       serviceOptions.maxFrames = UInt64(try options.integer("frames", default: 0, range: 0...Int.max))

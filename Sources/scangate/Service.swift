@@ -83,6 +83,15 @@ enum Service {
     let auditLog = config.log.path.isEmpty ? nil : AuditLog(settings: config.log, ring: ring)
     loop.auditLog = auditLog
     loop.engine.relayGuard = watchdog  // the relay's cap, held off the loop too
+    let panel: OSDPPanelLink?
+    do { panel = try makePanelLink(config, ring: ring, clock: clock) } catch {
+      writeStandardError("scangate: panel: \(error)\n")
+      return 1
+    }
+    if let panel {
+      loop.register(panel)
+      if config.panel.mode == .panel { loop.engine.panel = panel }  // the panel decides; no local relay
+    }
     let printer = EventPrinter(
       ring: ring, start: loop.startedAt, clock: clock, skipping: options.skipping,
       payloads: config.log.rawPayloads ? .shown : .hidden)

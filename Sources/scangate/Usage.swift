@@ -15,7 +15,7 @@ enum Usage {
       name: "run", lines: ["run [--config FILE] [--frames N] [--quiet-edges]"],
       summary: "run the reader service (camera, GPIO, console, log); --frames stops after N frames"),
     CommandUsage(
-      name: "demo", lines: ["demo [--config FILE] [--fps N] [--frames N] [--dir DIR] [--keep]", "demo --snapshot PREFIX"],
+      name: "demo", lines: ["demo [--config FILE] [--fps N] [--frames N] [--dir DIR] [--keep] [--panel]", "demo --snapshot PREFIX"],
       summary: "replay generated codes through the real loop with simulated GPIO; --snapshot writes PREFIX.png and PREFIX.txt"),
     CommandUsage(
       name: "decode",
