@@ -35,6 +35,7 @@ let package = Package(
     .target(name: "CLinux", linkerSettings: [.linkedLibrary("sodium")]),
     .target(name: "CSQLite", linkerSettings: [.linkedLibrary("sqlite3")]),
     .target(name: "CTLS", linkerSettings: [.linkedLibrary("ssl"), .linkedLibrary("crypto")]),
+    .target(name: "CMosquitto", linkerSettings: [.linkedLibrary("mosquitto")]),
     .target(
       name: "CToml",
       cxxSettings: [.define("TOML_HEADER_ONLY", to: "0"), .define("TOML_SHARED_LIB", to: "1")],
@@ -43,7 +44,7 @@ let package = Package(
     // MARK: The only Swift target that imports C.
     .target(
       name: "ScanLinux",
-      dependencies: ["ScanCore", "ScanConsole", "CZXing", "CImageIO", "CV4L2", "CGPIOD", "CLinux", "CToml", "CSQLite", "CTLS"],
+      dependencies: ["ScanCore", "ScanConsole", "CZXing", "CImageIO", "CV4L2", "CGPIOD", "CLinux", "CToml", "CSQLite", "CTLS", "CMosquitto"],
       swiftSettings: swiftSettings),
 
     .executableTarget(

@@ -111,6 +111,8 @@ public struct ScanConfig: Equatable, Sendable {
   public var consoleTLSKeyFile = ""
   public var consoleTLSClientCAFile = ""
   public var consoleAllowPlaintextRemote = false
+  // [fleet]
+  public var fleet = FleetSettings()
 
   public init() {}
 }
@@ -224,7 +226,7 @@ public enum ConfigSchema {
     Key(name: "console.auth_failures_max", kind: .integer(1...100)) { $0.consoleAuth.failuresMax = int($1) },
     Key(name: "console.auth_lockout_s", kind: .integer(1...86_400)) { $0.consoleAuth.lockoutSeconds = int($1) },
     Key(name: "console.serial_operator_idle_s", kind: .integer(0...86_400)) { $0.consoleLimits.serialOperatorIdleSeconds = int($1) },
-  ]
+  ] + fleetKeys
 
   /// Every key the file may contain.
   public static var keyNames: [String] { keys.map(\.name) }
@@ -275,6 +277,7 @@ public enum ConfigSchema {
     if config.cameraSource == .replay && config.replayPath.isEmpty {
       errors.append(ConfigError(key: "camera.replay_path", line: line("camera.source"), reason: "camera.source = \"replay\" needs camera.replay_path"))
     }
+    errors += fleetProblems(config, line: line)
     _ = seen
     errors.sort { $0.line < $1.line }
     return errors.isEmpty ? .success(config) : .failure(ConfigErrors(errors: errors))

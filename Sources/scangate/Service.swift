@@ -81,6 +81,8 @@ enum Service {
       openSource: openSource)
     let auditLog = config.log.path.isEmpty ? nil : AuditLog(settings: config.log, ring: ring)
     loop.auditLog = auditLog
+    let fleet = config.fleet.isEnabled ? FleetLink(settings: config.fleet, logPath: config.log.path, auditLog: auditLog) : nil
+    loop.fleetTelemetry = fleet?.telemetry
     loop.engine.relayGuard = watchdog  // the relay's cap, held off the loop too
     let printer = EventPrinter(
       ring: ring, start: loop.startedAt, clock: clock, skipping: options.skipping,
@@ -90,9 +92,11 @@ enum Service {
     }
     printer.startThread()
     auditLog?.start()
+    fleet?.start()
     loop.run()
     watchdog.stop()  // disarmed by the loop's release; stopped while the relay line is still open
     auditLog?.stop()  // everything the loop recorded, its last events included, is written
+    fleet?.stop()  // and published, for a bounded time
     if let auditLog { printChainHead(auditLog) }
     printer.stop()
     if !options.quiet { printSummary(loop.engine.stats, elapsed: clock.now().microseconds(since: loop.startedAt), loop: loop) }
