@@ -217,7 +217,8 @@ public final class FleetLink: @unchecked Sendable {
               drop = "\(c.broker): \(error)"
             }
           }
-          if now - lastStatePublish > 5_000_000_000 || telemetry.takeChanged() {
+          // The state topic: on a new decision at most once a second, else every 5 s.
+          if now - lastStatePublish > 5_000_000_000 || (now - lastStatePublish > 1_000_000_000 && telemetry.takeChanged()) {
             lastStatePublish = now
             _ = try? c.client.publish(topic: topics.state, telemetry.stateJSON(link: self), qos: 1, retain: true)
           }
