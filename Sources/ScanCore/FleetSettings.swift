@@ -75,6 +75,12 @@ public struct BrokerAddress: Equatable, Sendable {
   public var port: Int
   public var tls: Bool
 
+  public init(host: String, port: Int, tls: Bool) {
+    self.host = host
+    self.port = port
+    self.tls = tls
+  }
+
   /// Parses `mqtt://host[:port]` (1883) or `mqtts://host[:port]` (8883); `host` may be
   /// `[v6 address]`.
   public init?(_ url: String) {

@@ -56,6 +56,10 @@ public final class PollSet {
 public final class LoopRequests {
   public var stop = false
   public var reloadAllowList = false
+  /// A relay pulse a remote operator asked for (a signed fleet command), capped like OPEN;
+  /// `openMilliseconds` nil: the configured pulse.
+  public var openRequested = false
+  public var openMilliseconds: Int? = nil
   public init() {}
 }
 

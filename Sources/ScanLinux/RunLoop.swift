@@ -207,6 +207,11 @@ public struct RunLoop<
   private mutating func applyRequests() {
     if requests.stop { stopRequested = true }
     requests.stop = false
+    if requests.openRequested {
+      requests.openRequested = false
+      _ = open(milliseconds: requests.openMilliseconds)
+      requests.openMilliseconds = nil
+    }
     if requests.reloadAllowList {
       requests.reloadAllowList = false
       reloadAllowList()

@@ -83,6 +83,7 @@ enum Service {
     loop.auditLog = auditLog
     let fleet = config.fleet.isEnabled ? FleetLink(settings: config.fleet, logPath: config.log.path, auditLog: auditLog) : nil
     loop.fleetTelemetry = fleet?.telemetry
+    if let fleet { loop.register(fleetControl(config, link: fleet)) }
     loop.engine.relayGuard = watchdog  // the relay's cap, held off the loop too
     let printer = EventPrinter(
       ring: ring, start: loop.startedAt, clock: clock, skipping: options.skipping,
@@ -104,6 +105,15 @@ enum Service {
   }
 
   // MARK: - The parts, built one way for run, demo and soak
+
+  /// The fleet link's handler for signed bundles and commands; returns the loop's side of it.
+  static func fleetControl(_ config: ScanConfig, link: FleetLink) -> FleetRequests {
+    let requests = FleetRequests()
+    link.inbox = FleetControl(
+      settings: config.fleet, statePath: link.statePath, verifier: nil,
+      targets: ["allow-list": config.allowListPath], requests: requests)
+    return requests
+  }
 
   /// The decoder as configured (arena, result slots, try-harder).
   static func makeDecoder(_ config: ScanConfig) throws(SystemError) -> ZXingDecoder {
