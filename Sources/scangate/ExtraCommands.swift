@@ -14,6 +14,7 @@ enum ExtraCommands {
     case "log": return LogCommand.run(arguments)
     case "snapshot": return SnapshotCommand.run(arguments)
     case "probe": return ProbeCommand.run(arguments)
+    case "fleet": return FleetToolCommand.run(arguments)
     default: return nil
     }
   }

@@ -45,6 +45,11 @@ enum Usage {
     CommandUsage(
       name: "soak", lines: ["soak [--frames N] [--every N] [--variants upright|retry|alternate] [--histogram FILE] [--console-clients N]"],
       summary: "the fixed-memory soak benchmark (bench/)"),
+    CommandUsage(
+      name: "fleet",
+      lines: [
+        "fleet tail --broker URL [--ca FILE] [--cert FILE] [--key FILE] [--prefix TOPIC] [--seconds N] [--quiet]"
+      ], summary: "the fleet on its MQTT broker: tail every reader's events, de-duplicated, gaps reported"),
     CommandUsage(name: "version", lines: ["version"], summary: "print versions"),
   ]
 
