@@ -88,14 +88,14 @@ static void on_message(struct mosquitto *m, void *obj, const struct mosquitto_me
   c->messages_count++;
 }
 
-sg_mqtt *sg_mqtt_new(const char *client_id, int protocol, size_t message_bytes_max, int messages_max) {
+sg_mqtt *sg_mqtt_new(const char *client_id, int protocol, size_t message_bytes_max, int messages_max, int clean_session) {
   pthread_once(&init_once, library_init);
   sg_mqtt *c = calloc(1, sizeof *c);
   if (c == NULL) return NULL;
   c->protocol = protocol == 5 ? MQTT_PROTOCOL_V5 : MQTT_PROTOCOL_V311;
   c->message_bytes_max = message_bytes_max;
   c->messages_max = messages_max;
-  c->mosq = mosquitto_new(client_id, true, c);
+  c->mosq = mosquitto_new(client_id, clean_session != 0, c);
   if (c->mosq == NULL) { free(c); return NULL; }
   mosquitto_int_option(c->mosq, MOSQ_OPT_PROTOCOL_VERSION, c->protocol);
   mosquitto_connect_v5_callback_set(c->mosq, on_connect);

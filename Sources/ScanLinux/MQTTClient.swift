@@ -20,14 +20,16 @@ public struct MQTTError: Error, Sendable, CustomStringConvertible {
 
 /// One MQTT connection through libmosquitto (C shim `CMosquitto`), driven by the thread that
 /// owns it: `loop` runs the network, then `takeAck` and `takeMessage` drain what arrived. Not
-/// shared between threads. Clean session; each connection attempt is a new client.
+/// shared between threads. Each connection attempt is a new client.
 public final class MQTTClient {
   fileprivate let handle: OpaquePointer
   public let protocolVersion: Int
 
   /// A client named `clientID`; messages over `messageBytesMax` are dropped unread.
-  public init(clientID: String, protocolVersion: Int, messageBytesMax: Int, messagesMax: Int = 64) throws(MQTTError) {
-    guard let h = sg_mqtt_new(clientID, Int32(protocolVersion), messageBytesMax, Int32(messagesMax)) else {
+  public init(
+    clientID: String, protocolVersion: Int, messageBytesMax: Int, messagesMax: Int = 64, cleanSession: Bool = true
+  ) throws(MQTTError) {
+    guard let h = sg_mqtt_new(clientID, Int32(protocolVersion), messageBytesMax, Int32(messagesMax), cleanSession ? 1 : 0) else {
       throw MQTTError(code: 1, operation: "mosquitto_new")  // MOSQ_ERR_NOMEM
     }
     handle = h

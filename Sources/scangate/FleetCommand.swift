@@ -1,4 +1,5 @@
 import Glibc
+import Synchronization
 import ScanCore
 import ScanLinux
 
@@ -15,6 +16,7 @@ enum FleetToolCommand {
     let rest = Array(arguments.dropFirst())
     switch sub {
     case "tail": return tail(rest)
+    case "bench": return FleetBench.run(rest)
     default:
       writeStandardError("scangate fleet: unknown tool '\(sub)'\n")
       return 2
@@ -22,13 +24,14 @@ enum FleetToolCommand {
   }
 
   /// A client for the broker named by --broker, with --ca / --cert / --key for mqtts.
-  static func connect(_ options: Options, clientID: String) -> MQTTClient? {
+  static func connect(_ options: Options, clientID: String, cleanSession: Bool = true) -> MQTTClient? {
     guard let url = options.value("broker"), let address = BrokerAddress(url) else {
       writeStandardError("scangate fleet: --broker mqtt://HOST[:PORT] or mqtts://HOST[:PORT] is needed\n")
       return nil
     }
     do throws(MQTTError) {
-      let client = try MQTTClient(clientID: clientID, protocolVersion: 5, messageBytesMax: 1 << 20, messagesMax: 4_096)
+      let client = try MQTTClient(
+        clientID: clientID, protocolVersion: 4, messageBytesMax: 1 << 20, messagesMax: 1 << 20, cleanSession: cleanSession)
       if address.tls {
         try client.useTLS(caFile: options.value("ca") ?? "", certFile: options.value("cert") ?? "", keyFile: options.value("key") ?? "")
       }
@@ -114,5 +117,166 @@ enum FleetToolCommand {
           + "\(missing) missing, \(duplicates[reader, default: 0]) duplicates dropped")
     }
     return gapsTotal == 0 ? 0 : 1
+  }
+}
+
+/// `scangate fleet bench`: many fleet links (the real `FleetLink`, several per process, each
+/// with its own audit database) against one broker, each reader logging at a steady rate,
+/// and one subscriber that de-duplicates and times every event (bench/fleet/run drives it).
+enum FleetBench {
+  final class Subscriber: @unchecked Sendable {
+    let stop = Atomic<Bool>(false)
+    let options: Options
+    var client: MQTTClient? = nil
+    var seen: [String: Set<Int64>] = [:]
+    var duplicates = 0
+    var reconnects = 0
+    var latenciesMicroseconds: [Int64] = []
+    init(_ options: Options) { self.options = options }
+
+    /// A persistent session (same client id, not clean): what the broker queued for it while
+    /// it was away is delivered when it is back.
+    func connect() -> Bool {
+      client = nil
+      guard let c = FleetToolCommand.connect(options, clientID: "scangate-bench-subscriber", cleanSession: false) else { return false }
+      do { try c.subscribe("scangate/+/events", qos: 1) } catch { return false }
+      client = c
+      return true
+    }
+
+    func run() {
+      while !stop.load(ordering: .relaxed) {
+        guard let client, client.state == .connected || client.state == .connecting else {
+          usleep(200_000)
+          if connect() { reconnects += 1 }
+          continue
+        }
+        client.loop(timeoutMilliseconds: 50)
+        while let m = client.takeMessage() {
+          let now = SystemWallClock().unixNanoseconds()
+          guard let (reader, seq) = FleetToolCommand.identity(m.payload) else { continue }
+          if seen[reader, default: []].insert(seq).inserted {
+            if let t = timeNanoseconds(m.payload) { latenciesMicroseconds.append((now - t) / 1_000) }
+          } else {
+            duplicates += 1
+          }
+        }
+      }
+    }
+
+    func timeNanoseconds(_ payload: [UInt8]) -> Int64? {
+      let key = Array(#""time_ns":"#.utf8)
+      guard payload.count > key.count else { return nil }
+      for i in 0...(payload.count - key.count) where payload[i..<i + key.count].elementsEqual(key) {
+        return Int64(String(decoding: payload[(i + key.count)...].prefix { $0 >= 0x30 && $0 <= 0x39 }, as: UTF8.self))
+      }
+      return nil
+    }
+  }
+
+  static func run(_ arguments: [String]) -> Int32 {
+    let options: Options
+    let links: Int, rate: Int, seconds: Int
+    do {
+      options = try Options(arguments, valued: ["broker", "links", "rate", "seconds", "dir"], known: [])
+      links = try options.integer("links", default: 100, range: 1...5_000)
+      rate = try options.integer("rate", default: 1, range: 1...1_000)
+      seconds = try options.integer("seconds", default: 30, range: 1...86_400)
+    } catch {
+      writeStandardError("scangate fleet bench: \(error)\n")
+      return 2
+    }
+    guard let url = options.value("broker"), let dir = options.value("dir") else {
+      writeStandardError("scangate fleet bench: --broker URL and --dir DIR are needed\n")
+      return 2
+    }
+    let rssStart = SoakCommand.residentKiB()
+    var stores: [AuditStore] = []
+    var keys: [AuditChainKey] = []
+    var fleet: [FleetLink] = []
+    do {
+      for i in 0..<links {
+        let path = "\(dir)/reader-\(i).db"
+        let store = try AuditStore(path: path, readOnly: false)
+        let key = try AuditChainKey.generate(path + ".key")
+        try store.beginKeyedChain(key)
+        stores.append(store)
+        keys.append(key)
+        var s = FleetSettings()
+        s.brokers = [url]
+        s.readerID = "bench-\(i)"
+        s.keepaliveSeconds = 10
+        s.homeAssistantPrefix = ""
+        fleet.append(FleetLink(settings: s, logPath: path, auditLog: nil))
+      }
+    } catch {
+      writeStandardError("scangate fleet bench: \(error)\n")
+      return 1
+    }
+    let subscriber = Subscriber(options)
+    guard subscriber.connect() else { return 1 }
+    let subscriberThread = startThread { subscriber.run() }
+    for link in fleet { link.start() }
+    let rssLinks = SoakCommand.residentKiB()
+    // Every 100 ms each reader logs rate/10 records (spread: reader i logs when its turn comes).
+    let clock = SystemMonotonicClock()
+    let start = clock.now()
+    var written = 0
+    var carry = 0.0
+    var lastSecond = -1
+    while clock.now().milliseconds(since: start) < seconds * 1_000 {
+      carry += Double(rate) / 10
+      let each = Int(carry)
+      carry -= Double(each)
+      if each > 0 {
+        for i in 0..<links {
+          let now = SystemWallClock().unixNanoseconds()
+          var batch: [AuditRecord] = []
+          for _ in 0..<each {
+            batch.append(
+              AuditRecord(
+                sequence: 0, run: 1, eventSequence: Int64(written), wallNanoseconds: now, kind: .decision, verdict: .granted,
+                format: "qr", label: "bench"))
+          }
+          do { try stores[i].append(batch, key: keys[i]) } catch { writeStandardError("append: \(error)\n") }
+          written += each
+        }
+      }
+      let second = clock.now().milliseconds(since: start) / 1_000
+      if second != lastSecond && second % 10 == 0 {
+        lastSecond = second
+        let connected = fleet.filter(\.isConnected).count
+        print("t=\(second)s written \(written), links connected \(connected)/\(links)")
+        flushStandardOutput()
+      }
+      usleep(100_000)
+    }
+    // Drain: every link acknowledged through its last record, or 60 s.
+    let drainStart = clock.now()
+    while clock.now().milliseconds(since: drainStart) < 60_000 {
+      if zip(fleet, stores).allSatisfy({ $0.acknowledgedThrough == $1.lastSequence }) { break }
+      usleep(100_000)
+    }
+    let drainMilliseconds = clock.now().milliseconds(since: drainStart)
+    usleep(1_000_000)
+    let rssEnd = SoakCommand.residentKiB()
+    for link in fleet { link.stop() }
+    subscriber.stop.store(true, ordering: .relaxed)
+    pthread_join(subscriberThread, nil)
+    var lost = 0
+    for i in 0..<links {
+      let got = subscriber.seen["bench-\(i)"] ?? []
+      lost += Int(stores[i].lastSequence) - got.filter { $0 >= 1 && $0 <= stores[i].lastSequence }.count
+    }
+    let delivered = subscriber.seen.values.reduce(0) { $0 + $1.count }
+    let sorted = subscriber.latenciesMicroseconds.sorted()
+    func p(_ q: Double) -> Double { sorted.isEmpty ? 0 : Double(sorted[min(sorted.count - 1, Int(Double(sorted.count) * q))]) / 1_000 }
+    print("links \(links), \(rate) records/s each, \(seconds) s")
+    print("written \(written), delivered \(delivered), lost \(lost), duplicates \(subscriber.duplicates), subscriber reconnects \(subscriber.reconnects)")
+    print("latency log-to-subscriber p50 \(p(0.5)) ms, p99 \(p(0.99)) ms, max \(p(1.0)) ms; drained in \(drainMilliseconds) ms")
+    print(
+      "memory: \(rssStart) KiB before, \(rssLinks) KiB with links started, \(rssEnd) KiB at the end: "
+        + "\((rssEnd - rssStart) / links) KiB per link (its thread, SQLite connection, MQTT client)")
+    return lost == 0 ? 0 : 1
   }
 }

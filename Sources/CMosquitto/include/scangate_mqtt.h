@@ -24,8 +24,9 @@ typedef struct sg_mqtt_message {
 /// The library version as major*1000000 + minor*1000 + revision.
 int sg_mqtt_library_version(void);
 /// A client: `protocol` 4 (MQTT 3.1.1) or 5; messages over `message_bytes_max` are dropped
-/// (counted) and at most `messages_max` wait to be taken. Clean session. NULL on failure.
-sg_mqtt *sg_mqtt_new(const char *client_id, int protocol, size_t message_bytes_max, int messages_max);
+/// (counted) and at most `messages_max` wait to be taken. `clean_session` 0 keeps the
+/// broker's session (subscriptions, queued messages) across connections. NULL on failure.
+sg_mqtt *sg_mqtt_new(const char *client_id, int protocol, size_t message_bytes_max, int messages_max, int clean_session);
 void sg_mqtt_free(sg_mqtt *client);
 /// TLS with a CA file (the broker's certificate is verified, hostname included) and, when both
 /// are non-empty, a client certificate and key. Returns a MOSQ_ERR code.
