@@ -37,6 +37,8 @@ let package = Package(
     .target(name: "CTLS", linkerSettings: [.linkedLibrary("ssl"), .linkedLibrary("crypto")]),
     .target(name: "CMosquitto", linkerSettings: [.linkedLibrary("mosquitto")]),
     .target(
+      name: "CCredential", linkerSettings: [.linkedLibrary("cbor"), .linkedLibrary("nettle"), .linkedLibrary("sodium")]),
+    .target(
       name: "CToml",
       cxxSettings: [.define("TOML_HEADER_ONLY", to: "0"), .define("TOML_SHARED_LIB", to: "1")],
       linkerSettings: [.linkedLibrary("tomlplusplus"), .linkedLibrary("stdc++")]),
@@ -44,7 +46,7 @@ let package = Package(
     // MARK: The only Swift target that imports C.
     .target(
       name: "ScanLinux",
-      dependencies: ["ScanCore", "ScanConsole", "CZXing", "CImageIO", "CV4L2", "CGPIOD", "CLinux", "CToml", "CSQLite", "CTLS", "CMosquitto"],
+      dependencies: ["ScanCore", "ScanConsole", "CZXing", "CImageIO", "CV4L2", "CGPIOD", "CLinux", "CToml", "CSQLite", "CTLS", "CCredential", "CMosquitto"],
       swiftSettings: swiftSettings),
 
     .executableTarget(

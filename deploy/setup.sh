@@ -25,6 +25,7 @@ PACKAGES=(
   libssl-dev           # TLS on console listeners beyond loopback (OpenSSL libssl/libcrypto)
   openssl              # tests: the test CA and certificates, s_client as an independent TLS client
   libcbor-dev          # signed credentials: CBOR (COSE_Sign1, CWT claims)
+  nettle-dev           # signed credentials: HMAC-SHA1 for TOTP (no allocation per call)
   tzdata               # schedules in the reader's local time zone
   libmosquitto-dev     # the fleet link (MQTT client library)
   mosquitto            # tests: a real broker, started per test run

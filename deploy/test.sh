@@ -7,6 +7,7 @@
 #   1b. deploy/console-tools.sh: picocom and screen (under tmux) on the serial console through a socat
 #      pty pair; deploy/console-abuse.sh: 64 abusive TCP clients against the real service (audit log,
 #      secret, lockouts, frame rate)
+#   1c. deploy/credential-interop.sh: signed passes against pycose + cbor2 and pyotp (PyPI peers' venv)
 #   2. fuzz/run: the parsers under libFuzzer for a fixed budget (FUZZ_SECONDS, default 30 each)
 #   3. deploy/hil/run.sh: the real binary on real drivers (vivid, gpio-sim, a UART) in a qemu guest;
 #      fails loudly where qemu cannot run, never passes silently
@@ -65,6 +66,8 @@ swift_stage "swift test" "swift build --build-tests && swift test --skip-build"
 check_stage "console with picocom and screen (serial, pty pair)" "deploy/console-tools.sh .build/debug/scangate"
 check_stage "console abuse (64 clients, audit log, lockouts, frame rate)" "deploy/console-abuse.sh .build/debug/scangate"
 check_stage "fleet link on a real broker (TLS, ACLs, broker kill, link cut, kill -9, Home Assistant)" "deploy/fleet-test.sh .build/debug/scangate"
+
+check_stage "signed passes against pycose, cbor2 and pyotp" "deploy/credential-interop.sh .build/debug/scangate"
 
 if stage "fuzz" fuzz/run "${FUZZ_SECONDS:-30}"; then passed=$((passed + 2)); else failed=$((failed + 1)); fi
 

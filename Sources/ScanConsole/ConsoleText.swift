@@ -102,6 +102,11 @@ public enum ConsoleText {
       w.write(log)
       w.newline(); lines += 1
     }
+    if let credentials = s.credentialsLine {
+      w.write("| credentials ")
+      writeSanitized(credentials, into: &w)
+      w.newline(); lines += 1
+    }
     let up = s.uptimeSeconds
     w.write("| uptime ")
     w.write(up / 3600)

@@ -2,6 +2,15 @@
 public enum DecisionSource: UInt8, Sendable {
   case none = 0
   case allowList = 1
+  case credential = 2
+
+  public var name: String {
+    switch self {
+    case .none: "none"
+    case .allowList: "allow-list"
+    case .credential: "credential"
+    }
+  }
 }
 
 /// A decision on one payload: the verdict, which rule decided, and (for the allow-list) the
@@ -22,26 +31,52 @@ public struct AccessDecision: Equatable, Sendable {
 /// (a scanned code, the console's CHECK, a snapshot's outlines) asks a policy, never a list
 /// directly, so signed credentials, schedules and panel forwarding slot in here.
 public protocol AccessPolicy: ~Copyable {
-  func decide(_ payload: UnsafeRawBufferPointer, digest: Digest, nowUnixSeconds: Int64) -> AccessDecision
+  /// `mode`: a scanned code admits (replay and single-use state change); CHECK and snapshots inspect.
+  func decide(_ payload: UnsafeRawBufferPointer, digest: Digest, nowUnixSeconds: Int64, mode: DecideMode) -> AccessDecision
 }
 
 extension AllowList: AccessPolicy {
-  public func decide(_ payload: UnsafeRawBufferPointer, digest: Digest, nowUnixSeconds now: Int64) -> AccessDecision {
+  public func decide(
+    _ payload: UnsafeRawBufferPointer, digest: Digest, nowUnixSeconds now: Int64, mode: DecideMode
+  )
+    -> AccessDecision
+  {
     let (verdict, entry) = decide(digest, nowUnixSeconds: now)
     return AccessDecision(verdict: verdict, source: entry == nil ? .none : .allowList, entry: entry)
   }
 }
 
-/// The reader's policies in the order they are asked: today the allow-list alone. A payload
-/// one policy does not know falls through to the next; the first that knows it decides.
+/// The reader's policies in the order they are asked: the allow-list, then signed
+/// credentials. A payload one policy does not know falls through to the next; the first that
+/// knows it decides, and the decision names it.
 public struct AccessPolicies: AccessPolicy, ~Copyable {
   public var allowList: AllowList
+  /// Signed passes (nil when no trust file is configured).
+  public var credentials: CredentialVerifier?
 
-  public init(allowList: consuming AllowList) { self.allowList = allowList }
+  public init(allowList: consuming AllowList, credentials: CredentialVerifier? = nil) {
+    self.allowList = allowList
+    self.credentials = credentials
+  }
 
-  public func decide(_ payload: UnsafeRawBufferPointer, digest: Digest, nowUnixSeconds now: Int64) -> AccessDecision {
-    let d = allowList.decide(payload, digest: digest, nowUnixSeconds: now)
+  public func decide(
+    _ payload: UnsafeRawBufferPointer, digest: Digest, nowUnixSeconds now: Int64, mode: DecideMode
+  )
+    -> AccessDecision
+  {
+    let d = allowList.decide(payload, digest: digest, nowUnixSeconds: now, mode: mode)
     if d.source != .none { return d }
+    if let credentials, let c = credentials.decide(payload, nowUnixSeconds: now, mode: mode) { return c }
     return .unknown
+  }
+
+  /// Copies the label of the rule that made `decision` (the allow-list entry's, or the last
+  /// verified credential's).
+  public func copyLabel(_ decision: AccessDecision, into buffer: UnsafeMutableRawBufferPointer) -> Int {
+    switch decision.source {
+    case .allowList: decision.entry.map { allowList.copyLabel($0, into: buffer) } ?? 0
+    case .credential: decision.verdict.isGranted ? (credentials?.copyLabel(into: buffer) ?? 0) : 0
+    case .none: 0
+    }
   }
 }

@@ -4,13 +4,32 @@ public enum Verdict: UInt8, Sendable, Equatable {
   case deniedUnknown = 1
   case deniedExpired = 2
   case deniedNotYetValid = 3
+  // Signed credentials (docs/credentials.md).
+  case deniedMalformed = 4
+  case deniedSignature = 5
+  case deniedUnknownIssuer = 6
+  case deniedAlgorithm = 7
+  case deniedRevoked = 8
+  case deniedReplayed = 9
+  case deniedTOTP = 10
+  case deniedZone = 11
+  case deniedClock = 12
+  case deniedIssuerKey = 13
+  case deniedUsed = 14
+  case deniedUnavailable = 15
 
   public var isGranted: Bool { self == .granted }
 
+  /// Every verdict, for parsing the stable names back.
+  public static let all: [Verdict] = [
+    .granted, .deniedUnknown, .deniedExpired, .deniedNotYetValid,
+    .deniedMalformed, .deniedSignature, .deniedUnknownIssuer, .deniedAlgorithm, .deniedRevoked, .deniedReplayed,
+    .deniedTOTP, .deniedZone, .deniedClock, .deniedIssuerKey, .deniedUsed, .deniedUnavailable,
+  ]
+
   /// The verdict whose `name` is `name` (the audit log's stored text), or nil.
   public init?(name: some StringProtocol) {
-    guard let verdict = [Verdict.granted, .deniedUnknown, .deniedExpired, .deniedNotYetValid].first(where: { $0.name == name })
-    else { return nil }
+    guard let verdict = Self.all.first(where: { $0.name == name }) else { return nil }
     self = verdict
   }
 
@@ -21,6 +40,18 @@ public enum Verdict: UInt8, Sendable, Equatable {
     case .deniedUnknown: "denied-unknown"
     case .deniedExpired: "denied-expired"
     case .deniedNotYetValid: "denied-not-yet-valid"
+    case .deniedMalformed: "denied-malformed"
+    case .deniedSignature: "denied-signature"
+    case .deniedUnknownIssuer: "denied-unknown-issuer"
+    case .deniedAlgorithm: "denied-algorithm"
+    case .deniedRevoked: "denied-revoked"
+    case .deniedReplayed: "denied-replayed"
+    case .deniedTOTP: "denied-totp"
+    case .deniedZone: "denied-zone"
+    case .deniedClock: "denied-clock"
+    case .deniedIssuerKey: "denied-issuer-key"
+    case .deniedUsed: "denied-used"
+    case .deniedUnavailable: "denied-unavailable"
     }
   }
 }

@@ -66,6 +66,9 @@ public struct AuditRecord: Equatable, Sendable {
       decodeMicroseconds = Int64(e.decodeMicroseconds)
       decideMicroseconds = Int64(e.decideMicroseconds)
       edgeMicroseconds = Int64(e.edgeMicroseconds)
+      // Which rule decided (the allow-list or a signed credential).
+      code = Int64(e.code)
+      if let source = DecisionSource(rawValue: UInt8(truncatingIfNeeded: e.code)), source != .none { detail = source.name }
     case .command, .authFailure:
       payload = e.withPayload { PayloadEscaping.escaped($0) }
       code = Int64(e.code)

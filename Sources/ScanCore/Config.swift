@@ -86,6 +86,8 @@ public struct ScanConfig: Equatable, Sendable {
   // [allow_list]
   public var allowListPath = "/etc/scangate/allow-list.txt"
   public var allowListWatch = true
+  // [credentials]
+  public var credentials = CredentialSettings()
   // [gpio]
   public var gpioBackend = GPIOBackend.gpiod
   public var gpioChip = "gpiochip0"
@@ -140,96 +142,109 @@ public enum ConfigSchema {
   static func str(_ v: ConfigValue) -> String { if case .string(let s) = v { return s }; return "" }
   static func ints(_ v: ConfigValue) -> [Int] { if case .list(let l) = v { return l.map(int) }; return [] }
   static func strs(_ v: ConfigValue) -> [String] { if case .list(let l) = v { return l.map(str) }; return [] }
+  static func nonEmpty(_ s: String) -> String? { s.isEmpty ? nil : s }
 
   static let variantNames = ImageVariant.allCases.map(\.name)
   static let formatNames = ["all", "matrix"] + BarcodeFormats.names.map(\.name)
 
-  static let keys: [Key] =
-    [
-      Key(name: "camera.source", kind: .choice(CameraSourceKind.allCases.map(\.rawValue))) { $0.cameraSource = CameraSourceKind(rawValue: str($1))! },
-      Key(name: "camera.device", kind: .string) { $0.cameraDevice = str($1) },
-      Key(name: "camera.width", kind: .integer(160...4096)) { $0.cameraWidth = int($1) },
-      Key(name: "camera.height", kind: .integer(120...4096)) { $0.cameraHeight = int($1) },
-      Key(name: "camera.fps", kind: .integer(1...120)) { $0.cameraFPS = int($1) },
-      Key(name: "camera.format", kind: .choice(CameraPixelFormat.allCases.map(\.rawValue))) { $0.cameraFormat = CameraPixelFormat(rawValue: str($1))! },
-      Key(name: "camera.buffers", kind: .integer(2...8)) { $0.cameraBuffers = int($1) },
-      Key(name: "camera.mjpeg_half_scale", kind: .boolean) { $0.mjpegHalfScale = bool($1) },
-      Key(name: "camera.replay_path", kind: .string) { $0.replayPath = str($1) },
-      Key(name: "camera.replay_fps", kind: .integer(0...1000)) { $0.replayFPS = int($1) },
-      Key(name: "camera.replay_loop", kind: .boolean) { $0.replayLoop = bool($1) },
-      Key(name: "camera.reopen_backoff_ms_max", kind: .integer(100...10_000)) { $0.cameraSupervision.reopenBackoffMillisecondsMax = int($1) },
-      Key(name: "camera.frame_timeout_ms", kind: .integer(100...30_000)) { $0.cameraSupervision.frameTimeoutMilliseconds = int($1) },
+  static let keys: [Key] = coreKeys + fleetKeys
+  static let coreKeys: [Key] = [
+    Key(name: "camera.source", kind: .choice(CameraSourceKind.allCases.map(\.rawValue))) { $0.cameraSource = CameraSourceKind(rawValue: str($1))! },
+    Key(name: "camera.device", kind: .string) { $0.cameraDevice = str($1) },
+    Key(name: "camera.width", kind: .integer(160...4096)) { $0.cameraWidth = int($1) },
+    Key(name: "camera.height", kind: .integer(120...4096)) { $0.cameraHeight = int($1) },
+    Key(name: "camera.fps", kind: .integer(1...120)) { $0.cameraFPS = int($1) },
+    Key(name: "camera.format", kind: .choice(CameraPixelFormat.allCases.map(\.rawValue))) { $0.cameraFormat = CameraPixelFormat(rawValue: str($1))! },
+    Key(name: "camera.buffers", kind: .integer(2...8)) { $0.cameraBuffers = int($1) },
+    Key(name: "camera.mjpeg_half_scale", kind: .boolean) { $0.mjpegHalfScale = bool($1) },
+    Key(name: "camera.replay_path", kind: .string) { $0.replayPath = str($1) },
+    Key(name: "camera.replay_fps", kind: .integer(0...1000)) { $0.replayFPS = int($1) },
+    Key(name: "camera.replay_loop", kind: .boolean) { $0.replayLoop = bool($1) },
+    Key(name: "camera.reopen_backoff_ms_max", kind: .integer(100...10_000)) { $0.cameraSupervision.reopenBackoffMillisecondsMax = int($1) },
+    Key(name: "camera.frame_timeout_ms", kind: .integer(100...30_000)) { $0.cameraSupervision.frameTimeoutMilliseconds = int($1) },
 
-      Key(name: "decoder.formats", kind: .choices(formatNames, count: 1...16)) {
-        $0.engine.decode.formats = (try? BarcodeFormats.parse(strs($1).joined(separator: ","))) ?? .qrCode
-      },
-      Key(name: "decoder.variant_mode", kind: .choice(VariantMode.allCases.map(\.rawValue))) { $0.engine.decode.variantMode = VariantMode(rawValue: str($1))! },
-      Key(name: "decoder.variants", kind: .choices(variantNames, count: 1...4)) { c, v in
-        c.engine.decode.variants = strs(v).compactMap { n in ImageVariant.allCases.first { $0.name == n } }
-      },
-      Key(name: "decoder.try_harder", kind: .boolean) { $0.engine.decode.tryHarder = bool($1) },
-      Key(name: "decoder.downscale", kind: .integer(1...2)) { $0.engine.decode.downscale = int($1) },
-      Key(name: "decoder.roi", kind: .integers(0...4096, count: 4...4)) {
-        let r = ints($1)
-        $0.engine.decode.region = Region(x: r[0], y: r[1], width: r[2], height: r[3])
-      },
-      Key(name: "decoder.results_max", kind: .integer(1...64)) { $0.engine.resultsCapacity = int($1) },
-      Key(name: "decoder.payload_bytes_max", kind: .integer(16...8192)) { $0.engine.payloadBytesMax = int($1) },
-      Key(name: "decoder.arena_kib", kind: .integer(0...262_144)) { $0.decoderArenaKiB = int($1) },
+    Key(name: "decoder.formats", kind: .choices(formatNames, count: 1...16)) {
+      $0.engine.decode.formats = (try? BarcodeFormats.parse(strs($1).joined(separator: ","))) ?? .qrCode
+    },
+    Key(name: "decoder.variant_mode", kind: .choice(VariantMode.allCases.map(\.rawValue))) { $0.engine.decode.variantMode = VariantMode(rawValue: str($1))! },
+    Key(name: "decoder.variants", kind: .choices(variantNames, count: 1...4)) { c, v in
+      c.engine.decode.variants = strs(v).compactMap { n in ImageVariant.allCases.first { $0.name == n } }
+    },
+    Key(name: "decoder.try_harder", kind: .boolean) { $0.engine.decode.tryHarder = bool($1) },
+    Key(name: "decoder.downscale", kind: .integer(1...2)) { $0.engine.decode.downscale = int($1) },
+    Key(name: "decoder.roi", kind: .integers(0...4096, count: 4...4)) {
+      let r = ints($1)
+      $0.engine.decode.region = Region(x: r[0], y: r[1], width: r[2], height: r[3])
+    },
+    Key(name: "decoder.results_max", kind: .integer(1...64)) { $0.engine.resultsCapacity = int($1) },
+    Key(name: "decoder.payload_bytes_max", kind: .integer(16...8192)) { $0.engine.payloadBytesMax = int($1) },
+    Key(name: "decoder.arena_kib", kind: .integer(0...262_144)) { $0.decoderArenaKiB = int($1) },
 
-      Key(name: "presence.confirm_frames", kind: .integer(1...30)) { $0.engine.presence.confirmFrames = int($1) },
-      Key(name: "presence.leave_after_ms", kind: .integer(50...60_000)) { $0.engine.presence.leaveAfterMilliseconds = int($1) },
-      Key(name: "presence.cooldown_ms", kind: .integer(0...600_000)) { $0.engine.presence.cooldownMilliseconds = int($1) },
-      Key(name: "presence.repeat_ms", kind: .integer(0...600_000)) { $0.engine.presence.repeatMilliseconds = int($1) },
-      Key(name: "presence.slots", kind: .integer(1...1024)) { $0.engine.presenceSlots = int($1) },
+    Key(name: "presence.confirm_frames", kind: .integer(1...30)) { $0.engine.presence.confirmFrames = int($1) },
+    Key(name: "presence.leave_after_ms", kind: .integer(50...60_000)) { $0.engine.presence.leaveAfterMilliseconds = int($1) },
+    Key(name: "presence.cooldown_ms", kind: .integer(0...600_000)) { $0.engine.presence.cooldownMilliseconds = int($1) },
+    Key(name: "presence.repeat_ms", kind: .integer(0...600_000)) { $0.engine.presence.repeatMilliseconds = int($1) },
+    Key(name: "presence.slots", kind: .integer(1...1024)) { $0.engine.presenceSlots = int($1) },
 
-      Key(name: "allow_list.path", kind: .string) { $0.allowListPath = str($1) },
-      Key(name: "allow_list.entries_max", kind: .integer(1...1_000_000)) { $0.engine.allowList.entriesMax = int($1) },
-      Key(name: "allow_list.watch", kind: .boolean) { $0.allowListWatch = bool($1) },
+    Key(name: "allow_list.path", kind: .string) { $0.allowListPath = str($1) },
+    Key(name: "allow_list.entries_max", kind: .integer(1...1_000_000)) { $0.engine.allowList.entriesMax = int($1) },
+    Key(name: "allow_list.watch", kind: .boolean) { $0.allowListWatch = bool($1) },
 
-      Key(name: "gpio.backend", kind: .choice(GPIOBackend.allCases.map(\.rawValue))) { $0.gpioBackend = GPIOBackend(rawValue: str($1))! },
-      Key(name: "gpio.chip", kind: .string) { $0.gpioChip = str($1) },
-      Key(name: "gpio.relay_line", kind: .integer(0...1023)) { $0.relayLine = int($1) },
-      Key(name: "gpio.relay_active_low", kind: .boolean) { $0.relayActiveLow = bool($1) },
-      Key(name: "gpio.buzzer_line", kind: .integer(0...1023)) { $0.buzzerLine = int($1) },
-      Key(name: "gpio.buzzer_active_low", kind: .boolean) { $0.buzzerActiveLow = bool($1) },
-      Key(name: "gpio.relay_pulse_ms", kind: .integer(50...ActuationSettings.relayPulseMillisecondsCap)) {
-        $0.engine.actuation.relayPulseMilliseconds = int($1)
-      },
-      Key(name: "gpio.relay_pulse_ms_max", kind: .integer(50...ActuationSettings.relayPulseMillisecondsCap)) {
-        $0.engine.actuation.relayPulseMillisecondsMax = int($1)
-      },
-      Key(name: "gpio.grant_pattern", kind: .integers(1...5_000, count: 1...8)) { $0.engine.actuation.grantPattern = BuzzerPattern(ints($1)) },
-      Key(name: "gpio.deny_pattern", kind: .integers(1...5_000, count: 1...8)) { $0.engine.actuation.denyPattern = BuzzerPattern(ints($1)) },
-      Key(name: "gpio.fault_pattern", kind: .integers(1...5_000, count: 1...8)) { $0.engine.actuation.faultPattern = BuzzerPattern(ints($1)) },
+    Key(name: "gpio.backend", kind: .choice(GPIOBackend.allCases.map(\.rawValue))) { $0.gpioBackend = GPIOBackend(rawValue: str($1))! },
+    Key(name: "gpio.chip", kind: .string) { $0.gpioChip = str($1) },
+    Key(name: "gpio.relay_line", kind: .integer(0...1023)) { $0.relayLine = int($1) },
+    Key(name: "gpio.relay_active_low", kind: .boolean) { $0.relayActiveLow = bool($1) },
+    Key(name: "gpio.buzzer_line", kind: .integer(0...1023)) { $0.buzzerLine = int($1) },
+    Key(name: "gpio.buzzer_active_low", kind: .boolean) { $0.buzzerActiveLow = bool($1) },
+    Key(name: "gpio.relay_pulse_ms", kind: .integer(50...ActuationSettings.relayPulseMillisecondsCap)) { $0.engine.actuation.relayPulseMilliseconds = int($1) },
+    Key(name: "gpio.relay_pulse_ms_max", kind: .integer(50...ActuationSettings.relayPulseMillisecondsCap)) {
+      $0.engine.actuation.relayPulseMillisecondsMax = int($1)
+    },
+    Key(name: "gpio.grant_pattern", kind: .integers(1...5_000, count: 1...8)) { $0.engine.actuation.grantPattern = BuzzerPattern(ints($1)) },
+    Key(name: "gpio.deny_pattern", kind: .integers(1...5_000, count: 1...8)) { $0.engine.actuation.denyPattern = BuzzerPattern(ints($1)) },
+    Key(name: "gpio.fault_pattern", kind: .integers(1...5_000, count: 1...8)) { $0.engine.actuation.faultPattern = BuzzerPattern(ints($1)) },
 
-      Key(name: "events.ring_capacity", kind: .integer(64...1_048_576)) { $0.eventRingCapacity = int($1) },
+    Key(name: "events.ring_capacity", kind: .integer(64...1_048_576)) { $0.eventRingCapacity = int($1) },
 
-      Key(name: "log.path", kind: .string) { $0.log.path = str($1) },
-      Key(name: "log.commit_interval_ms", kind: .integer(10...10_000)) { $0.log.commitIntervalMilliseconds = int($1) },
-      Key(name: "log.retain_records", kind: .integer(1_000...100_000_000)) { $0.log.retainRecords = Int64(int($1)) },
-      Key(name: "log.retain_days", kind: .integer(1...3_650)) { $0.log.retainDays = int($1) },
-      Key(name: "log.raw_payloads", kind: .boolean) { $0.log.rawPayloads = bool($1) },
-      Key(name: "log.retain_bytes", kind: .integer(1_048_576...1_099_511_627_776)) { $0.log.retainBytes = Int64(int($1)) },
-      Key(name: "log.chain_key_file", kind: .string) { $0.log.chainKeyFile = str($1) },
+    Key(name: "log.path", kind: .string) { $0.log.path = str($1) },
+    Key(name: "log.commit_interval_ms", kind: .integer(10...10_000)) { $0.log.commitIntervalMilliseconds = int($1) },
+    Key(name: "log.retain_records", kind: .integer(1_000...100_000_000)) { $0.log.retainRecords = Int64(int($1)) },
+    Key(name: "log.retain_days", kind: .integer(1...3_650)) { $0.log.retainDays = int($1) },
+    Key(name: "log.raw_payloads", kind: .boolean) { $0.log.rawPayloads = bool($1) },
+    Key(name: "log.retain_bytes", kind: .integer(1_048_576...1_099_511_627_776)) { $0.log.retainBytes = Int64(int($1)) },
+    Key(name: "log.chain_key_file", kind: .string) { $0.log.chainKeyFile = str($1) },
 
-      Key(name: "console.listen", kind: .strings(count: 0...8)) { $0.consoleListen = strs($1) },
-      Key(name: "console.clients_max", kind: .integer(1...256)) { $0.consoleClientsMax = int($1) },
-      Key(name: "console.idle_timeout_s", kind: .integer(10...86_400)) { $0.consoleIdleTimeoutSeconds = int($1) },
-      Key(name: "console.client_output_bytes", kind: .integer(4_096...1_048_576)) { $0.consoleClientOutputBytes = int($1) },
-      Key(name: "console.serial_path", kind: .string) { $0.consoleSerialPath = str($1) },
-      Key(name: "console.serial_baud", kind: .choice(["9600", "19200", "38400", "57600", "115200", "230400", "460800", "921600"])) {
-        $0.consoleSerialBaud = Int(str($1))!
-      },
-      Key(name: "console.secret_file", kind: .string) { $0.consoleSecretFile = str($1) },
-      Key(name: "console.tls_cert_file", kind: .string) { $0.consoleTLSCertFile = str($1) },
-      Key(name: "console.tls_key_file", kind: .string) { $0.consoleTLSKeyFile = str($1) },
-      Key(name: "console.tls_client_ca_file", kind: .string) { $0.consoleTLSClientCAFile = str($1) },
-      Key(name: "console.allow_plaintext_remote", kind: .boolean) { $0.consoleAllowPlaintextRemote = bool($1) },
-      Key(name: "console.auth_failures_max", kind: .integer(1...100)) { $0.consoleAuth.failuresMax = int($1) },
-      Key(name: "console.auth_lockout_s", kind: .integer(1...86_400)) { $0.consoleAuth.lockoutSeconds = int($1) },
-      Key(name: "console.serial_operator_idle_s", kind: .integer(0...86_400)) { $0.consoleLimits.serialOperatorIdleSeconds = int($1) },
-    ] + fleetKeys
+    Key(name: "credentials.trust_file", kind: .string) { $0.credentials.trustFile = nonEmpty(str($1)) },
+    Key(name: "credentials.site_key_file", kind: .string) { $0.credentials.siteKeyFile = nonEmpty(str($1)) },
+    Key(name: "credentials.revocation_file", kind: .string) { $0.credentials.revocationFile = nonEmpty(str($1)) },
+    Key(name: "credentials.used_file", kind: .string) { $0.credentials.usedFile = nonEmpty(str($1)) },
+    Key(name: "credentials.clock_floor_file", kind: .string) { $0.credentials.clockFloorFile = nonEmpty(str($1)) },
+    Key(name: "credentials.zones", kind: .strings(count: 0...CredentialClaims.zonesMax)) { $0.credentials.zones = strs($1) },
+    Key(name: "credentials.totp_skew_steps", kind: .integer(0...3)) { $0.credentials.totpSkewSteps = int($1) },
+    Key(name: "credentials.leeway_s", kind: .integer(0...600)) { $0.credentials.leewaySeconds = int($1) },
+    Key(name: "credentials.time_policy", kind: .choice(TimePolicy.allCases.map(\.rawValue))) {
+      $0.credentials.timePolicy = TimePolicy(rawValue: str($1))!
+    },
+    Key(name: "credentials.replay_cache_entries", kind: .integer(16...65_536)) { $0.credentials.replayCacheEntries = int($1) },
+    Key(name: "credentials.single_use_entries", kind: .integer(16...1_000_000)) { $0.credentials.singleUseEntries = int($1) },
+
+    Key(name: "console.listen", kind: .strings(count: 0...8)) { $0.consoleListen = strs($1) },
+    Key(name: "console.clients_max", kind: .integer(1...256)) { $0.consoleClientsMax = int($1) },
+    Key(name: "console.idle_timeout_s", kind: .integer(10...86_400)) { $0.consoleIdleTimeoutSeconds = int($1) },
+    Key(name: "console.client_output_bytes", kind: .integer(4_096...1_048_576)) { $0.consoleClientOutputBytes = int($1) },
+    Key(name: "console.serial_path", kind: .string) { $0.consoleSerialPath = str($1) },
+    Key(name: "console.serial_baud", kind: .choice(["9600", "19200", "38400", "57600", "115200", "230400", "460800", "921600"])) {
+      $0.consoleSerialBaud = Int(str($1))!
+    },
+    Key(name: "console.secret_file", kind: .string) { $0.consoleSecretFile = str($1) },
+    Key(name: "console.tls_cert_file", kind: .string) { $0.consoleTLSCertFile = str($1) },
+    Key(name: "console.tls_key_file", kind: .string) { $0.consoleTLSKeyFile = str($1) },
+    Key(name: "console.tls_client_ca_file", kind: .string) { $0.consoleTLSClientCAFile = str($1) },
+    Key(name: "console.allow_plaintext_remote", kind: .boolean) { $0.consoleAllowPlaintextRemote = bool($1) },
+    Key(name: "console.auth_failures_max", kind: .integer(1...100)) { $0.consoleAuth.failuresMax = int($1) },
+    Key(name: "console.auth_lockout_s", kind: .integer(1...86_400)) { $0.consoleAuth.lockoutSeconds = int($1) },
+    Key(name: "console.serial_operator_idle_s", kind: .integer(0...86_400)) { $0.consoleLimits.serialOperatorIdleSeconds = int($1) },
+  ]
 
   /// Every key the file may contain.
   public static var keyNames: [String] { keys.map(\.name) }
@@ -338,22 +353,30 @@ public struct MemoryBudget: Sendable {
   public init(_ c: ScanConfig) {
     let frame = c.cameraWidth * c.cameraHeight
     let e = c.engine
-    lines = [
-      ("camera buffers (driver mmap, YUYV worst case)", c.cameraBuffers * frame * 2),
-      ("gray plane (MJPEG decode target)", frame),
-      ("decoder scratch plane (inverted/mirrored/downscaled views)", DecodePipeline<NoDecoder>.bytes(maxWidth: c.cameraWidth, maxHeight: c.cameraHeight)),
-      ("decoder C++ arena", c.decoderArenaKiB * 1024),
-      (
-        "result slots (\(e.resultsCapacity) × \(e.payloadBytesMax) B × payload+text)",
-        DecodeResults.bytes(capacity: e.resultsCapacity, payloadBytesMax: e.payloadBytesMax)
-      ),
-      ("allow-list tables (live + spare, \(e.allowList.entriesMax) entries)", 2 * AllowListTable.bytes(entriesMax: e.allowList.entriesMax)),
-      ("presence slots (\(e.presenceSlots))", PresenceTracker.bytes(capacity: e.presenceSlots)),
-      (
-        "event ring (\(EventRing.roundedCapacity(c.eventRingCapacity)) × \(MemoryLayout<ScanEvent>.stride) B)",
-        EventRing.bytes(capacity: c.eventRingCapacity)
-      ),
-    ]
+    lines =
+      [
+        ("camera buffers (driver mmap, YUYV worst case)", c.cameraBuffers * frame * 2),
+        ("gray plane (MJPEG decode target)", frame),
+        ("decoder scratch plane (inverted/mirrored/downscaled views)", DecodePipeline<NoDecoder>.bytes(maxWidth: c.cameraWidth, maxHeight: c.cameraHeight)),
+        ("decoder C++ arena", c.decoderArenaKiB * 1024),
+        (
+          "result slots (\(e.resultsCapacity) × \(e.payloadBytesMax) B × payload+text)",
+          DecodeResults.bytes(capacity: e.resultsCapacity, payloadBytesMax: e.payloadBytesMax)
+        ),
+        ("allow-list tables (live + spare, \(e.allowList.entriesMax) entries)", 2 * AllowListTable.bytes(entriesMax: e.allowList.entriesMax)),
+        ("presence slots (\(e.presenceSlots))", PresenceTracker.bytes(capacity: e.presenceSlots)),
+        (
+          "event ring (\(EventRing.roundedCapacity(c.eventRingCapacity)) × \(MemoryLayout<ScanEvent>.stride) B)",
+          EventRing.bytes(capacity: c.eventRingCapacity)
+        ),
+      ]
+      + (c.credentials.enabled
+        ? [
+          (
+            "signed credentials (message, replay cache of \(c.credentials.replayCacheEntries))",
+            CredentialVerifier.bytes(c.credentials)
+          )
+        ] : [])
   }
 }
 

@@ -48,6 +48,15 @@ public enum FaultCode: UInt16, Sendable {
   /// The relay watchdog drove the relay inactive: the loop had not by the relay's cap (plus
   /// `ActuationSettings.relayWatchdogMarginMilliseconds`).
   case relayWatchdog = 11
+  // Signed credentials (docs/credentials.md).
+  case revocationLoaded = 20
+  case revocationRejected = 21
+  case trustLoaded = 22
+  case trustRejected = 23
+  case clockUnsynchronised = 24
+  case clockSynchronised = 25
+  case clockBehindFloor = 26
+  case singleUseStoreFailed = 27
 
   public var name: String {
     switch self {
@@ -62,6 +71,14 @@ public enum FaultCode: UInt16, Sendable {
     case .stopping: "stopping"
     case .logMovedAside: "log-moved-aside"
     case .relayWatchdog: "relay-watchdog"
+    case .revocationLoaded: "revocation-loaded"
+    case .revocationRejected: "revocation-rejected"
+    case .trustLoaded: "trust-loaded"
+    case .trustRejected: "trust-rejected"
+    case .clockUnsynchronised: "clock-unsynchronised"
+    case .clockSynchronised: "clock-synchronised"
+    case .clockBehindFloor: "clock-behind-floor"
+    case .singleUseStoreFailed: "single-use-store-failed"
     }
   }
 }

@@ -26,6 +26,10 @@ public enum EventText {
       w.write(e.verdict.name)
       w.write(" ")
       w.write(e.format.name)
+      if let source = DecisionSource(rawValue: UInt8(truncatingIfNeeded: e.code)), source != .none {
+        w.write(" by=")
+        w.write(source.name)
+      }
       if e.variant != .upright {
         w.write(" [")
         w.write(e.variant.name)

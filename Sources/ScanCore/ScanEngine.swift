@@ -113,7 +113,9 @@ public struct ScanEngine<
       s.corners = symbol.corners
       s.variant = symbol.variant
       let payload = results.payload(i)
-      s.verdict = policy.decide(payload, digest: digester.sha256(payload), nowUnixSeconds: wall.unixSeconds()).verdict
+      s.verdict =
+        policy.decide(payload, digest: digester.sha256(payload), nowUnixSeconds: wall.unixSeconds(), mode: .inspect)
+        .verdict
       s.geometry = CodeGeometry(frame, corners: symbol.corners)
       s.payloadCount = min(payload.count, SnapshotSymbol.payloadBytesMax)
       for k in 0..<s.payloadCount { s.payload[k] = payload[k] }
@@ -138,7 +140,7 @@ public struct ScanEngine<
   private mutating func decide(
     symbol: DecodedSymbol, payload: UnsafeRawBufferPointer, digest: Digest, captured: Instant, decoded: Instant
   ) {
-    let decision = policy.decide(payload, digest: digest, nowUnixSeconds: wall.unixSeconds())
+    let decision = policy.decide(payload, digest: digest, nowUnixSeconds: wall.unixSeconds(), mode: .admit)
     let verdict = decision.verdict
     // A grant always names the rule that granted it (no policy grants by default).
     assert(!verdict.isGranted || decision.source != .none)
@@ -164,9 +166,10 @@ public struct ScanEngine<
     e.decodeMicroseconds = UInt32(clamping: decoded.microseconds(since: captured))
     e.decideMicroseconds = UInt32(clamping: decided.microseconds(since: captured))
     e.setPayload(payload)
-    if let entry = decision.entry {
+    e.code = UInt16(decision.source.rawValue)
+    if decision.source != .none {
       withUnsafeTemporaryAllocation(byteCount: ScanEvent.labelBytesMax, alignment: 1) { buffer in
-        let n = policy.allowList.copyLabel(entry, into: buffer)
+        let n = policy.copyLabel(decision, into: buffer)
         e.setLabel(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
       }
     }
@@ -294,7 +297,12 @@ public struct ScanEngine<
 
   /// What the decision on `payload` would be now; nothing is actuated or recorded.
   public func check(_ payload: UnsafeRawBufferPointer) -> Verdict {
-    policy.decide(payload, digest: digester.sha256(payload), nowUnixSeconds: wall.unixSeconds()).verdict
+    checkDecision(payload).verdict
+  }
+
+  /// The whole decision `check` gives (which rule decided).
+  public func checkDecision(_ payload: UnsafeRawBufferPointer) -> AccessDecision {
+    policy.decide(payload, digest: digester.sha256(payload), nowUnixSeconds: wall.unixSeconds(), mode: .inspect)
   }
 
   /// A manual relay pulse (console OPEN), capped like every pulse. Returns false (and records

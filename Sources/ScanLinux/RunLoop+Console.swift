@@ -49,6 +49,7 @@ extension RunLoop: ConsoleHost where Source: ~Copyable, Decoder: ~Copyable, Rela
         return String(decoding: w.written, as: UTF8.self)
       }
     }
+    if let c = engine.policy.credentials { s.credentialsLine = Self.credentialsStatus(c, now: engine.wall.unixSeconds()) }
     s.uptimeSeconds = engine.clock.now().microseconds(since: startedAt) / 1_000_000
     return s
   }
@@ -104,9 +105,8 @@ extension RunLoop: ConsoleHost where Source: ~Copyable, Decoder: ~Copyable, Rela
   }
 
   public func check(_ payload: UnsafeRawBufferPointer, label: UnsafeMutableRawBufferPointer) -> (Verdict, labelCount: Int) {
-    let decision = engine.policy.decide(payload, digest: engine.digester.sha256(payload), nowUnixSeconds: engine.wall.unixSeconds())
-    guard let entry = decision.entry else { return (decision.verdict, 0) }
-    return (decision.verdict, engine.allowList.copyLabel(entry, into: label))
+    let decision = engine.checkDecision(payload)
+    return (decision.verdict, engine.policy.copyLabel(decision, into: label))
   }
 
   public mutating func open(milliseconds: Int?) -> OpenOutcome {

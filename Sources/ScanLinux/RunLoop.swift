@@ -121,6 +121,7 @@ public struct RunLoop<
   /// (and recorded as an event); returns the error.
   @discardableResult
   public mutating func reloadAllowList() -> AllowListError? {
+    reloadCredentials()
     guard let path = settings.allowListPath else { return nil }
     let error: AllowListError?
     switch AllowListFile.read(path, maxBytes: engine.allowList.limits.fileBytesMax) {

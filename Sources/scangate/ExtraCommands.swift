@@ -12,6 +12,7 @@ enum ExtraCommands {
     case "soak": return SoakCommand.run(arguments)
     case "console": return ConsoleCommand.run(arguments)
     case "log": return LogCommand.run(arguments)
+    case "credential": return CredentialCommand.run(arguments)
     case "snapshot": return SnapshotCommand.run(arguments)
     case "probe": return ProbeCommand.run(arguments)
     case "fleet": return FleetToolCommand.run(arguments)

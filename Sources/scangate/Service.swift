@@ -1,3 +1,4 @@
+import CLinux
 import Glibc
 import ScanCore
 import ScanLinux
@@ -88,6 +89,7 @@ enum Service {
     let printer = EventPrinter(
       ring: ring, start: loop.startedAt, clock: clock, skipping: options.skipping,
       payloads: config.log.rawPayloads ? .shown : .hidden)
+    let credentialClock = installCredentials(config, loop: &loop, ring: ring)
     if let error = loop.reloadAllowList() {
       writeStandardError("scangate: allow-list \(config.allowListPath): \(error); denying every code until it loads\n")
     }
@@ -95,6 +97,7 @@ enum Service {
     auditLog?.start()
     fleet?.start()
     loop.run()
+    credentialClock?.persist()
     watchdog.stop()  // disarmed by the loop's release; stopped while the relay line is still open
     auditLog?.stop()  // everything the loop recorded, its last events included, is written
     fleet?.stop()  // and published, for a bounded time
@@ -113,6 +116,41 @@ enum Service {
       settings: config.fleet, statePath: link.statePath, verifier: nil,
       targets: ["allow-list": config.allowListPath], requests: requests)
     return requests
+  }
+
+  /// Signed credentials as configured: the verifier joins the loop's policies, the clock
+  /// watcher and the revocation list's watcher join its participants. Problems are loud and
+  /// fail secure (signed passes refused), never fatal: the allow-list keeps working.
+  static func installCredentials<
+    S: LoopFrameSource & ~Copyable, D: CodeDecoder & ~Copyable, R: OutputLine & ~Copyable, B: OutputLine & ~Copyable,
+    C: MonotonicClock, W: WallClock, G: PayloadDigester
+  >(_ config: ScanConfig, loop: inout RunLoop<S, D, R, B, C, W, G>, ring: EventRing) -> CredentialClock? {
+    let c = config.credentials
+    guard c.enabled else { return nil }
+    var siteKey: [UInt8]? = nil
+    if let path = c.siteKeyFile {
+      do { siteKey = try CredentialFiles.readSecretKey(path) } catch {
+        writeStandardError("scangate: credentials: \(error); rotating passes are refused\n")
+      }
+    }
+    let crypto = SodiumCredentialCrypto(siteSecretKey: siteKey)
+    if var k = siteKey { sg_memzero(&k, k.count) }
+    let verifier = CredentialVerifier(settings: c, sign1: Sign1Verifier(trust: TrustStore(), codec: LibCBOR(), crypto: crypto))
+    verifier.hasSiteKey = crypto.hasSiteKey
+    verifier.ready = c.revocationFile == nil
+    if let path = c.usedFile {
+      do { verifier.singleUse = try UsedCredentialFile(path: path, capacity: c.singleUseEntries) } catch {
+        writeStandardError("scangate: credentials: \(error); single-use passes are refused\n")
+      }
+    }
+    loop.engine.policy.credentials = verifier
+    let clock = CredentialClock(verifier: verifier, ring: ring, wall: SystemWallClock(), floorPath: c.clockFloorFile)
+    loop.register(clock)
+    if config.allowListWatch, let path = c.revocationFile { loop.register(AllowListWatcher(path: path)) }
+    if let path = c.trustFile, (try? CredentialFiles.readTrust(path)) == nil {
+      writeStandardError("scangate: credentials: trust file \(path) does not load; signed passes are refused until it does\n")
+    }
+    return clock
   }
 
   /// The decoder as configured (arena, result slots, try-harder).

@@ -34,6 +34,15 @@ enum Usage {
       name: "console", lines: ["console [--tcp HOST:PORT | --serial PATH [--baud N]] [--secret-file FILE] [--command LINE [--timeout SECONDS]]"],
       summary: "talk to a running reader's console (docs/console.md)"),
     CommandUsage(
+      name: "credential",
+      lines: [
+        "credential keygen --issuer FILE [--kid KID] | --site FILE",
+        "credential issue --key FILE --kid KID --sub HOLDER [--label L] [--zones A,B] [--valid 1d | --exp TIME] [--nbf TIME]",
+        "                 [--id HEX] [--single-use] [--rotating --site-public HEX [--digits 6]] [--card F:N] [--png FILE] [--wallet] [--json]",
+        "credential show [--config FILE | --trust FILE [--site-key FILE] [--revocation FILE] [--zones A,B]] [--at TIME] [--json] TEXT|-",
+        "credential revoke --key FILE --kid KID --out FILE [--version N] [--from FILE --trust FILE] ID...",
+      ], summary: "signed passes: make keys, issue (text, PNG, Google Wallet rotatingBarcode), verify as a reader would, revoke"),
+    CommandUsage(
       name: "log",
       lines: [
         "log [--config FILE | --db FILE] [--since TIME] [--limit N] [--json]",

@@ -28,6 +28,10 @@ int32_t sg_png_write(const char *path, const uint8_t *pixels, int32_t width, int
 /// length in pixels, or -1 (encoding failed or `capacity` too small; then nothing is written).
 int32_t sg_qr_render(const uint8_t *data, size_t size, int32_t scale, int32_t margin, uint8_t *out,
                      size_t capacity);
+/// Like sg_qr_render for text, in the most compact segment modes (base45 is all alphanumeric);
+/// `modules` receives the symbol's side in modules (quiet zone excluded).
+int32_t sg_qr_render_text(const char *text, int32_t scale, int32_t margin, uint8_t *out, size_t capacity,
+                          int32_t *modules);
 
 
 /// Encodes an image as PNG in memory. Returns a malloc'd buffer (free with sg_free) and its size.

@@ -1,0 +1,391 @@
+/// Crypto the verifier needs (libsodium and nettle behind it, in ScanLinux).
+public protocol CredentialCrypto: AnyObject {
+  func verifyEd25519(
+    signature: UnsafeRawBufferPointer, message: UnsafeRawBufferPointer, publicKey: UnsafeRawBufferPointer
+  )
+    -> Bool
+  /// Opens a sealed box addressed to the site key into `out`; the plaintext's size, or nil.
+  func openSealed(_ sealed: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer) -> Int?
+  func hmacSHA1(key: UnsafeRawBufferPointer, message: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer)
+  /// Zeroes memory in a way the compiler keeps.
+  func wipe(_ buffer: UnsafeMutableRawBufferPointer)
+}
+
+/// Where the parts of a COSE_Sign1 message are, in its buffer.
+public struct COSESign1: Sendable {
+  public var protected: Range<Int>
+  public var kid: Range<Int>
+  public var payload: Range<Int>
+  public var signature: Range<Int>
+
+  public static let protectedBytesMax = 64
+  public static let payloadBytesMax = 1_024
+
+  /// Parses `[protected: bstr .cbor {1: -8, 4: kid}, unprotected: {}, payload: bstr,
+  /// signature: bstr(64)]`, optionally behind tag 18, with nothing after it. Strict: any other
+  /// header, an unprotected header that is not empty, another algorithm: refused.
+  public static func parse(_ message: UnsafeRawBufferPointer, codec: any CBORCodec) throws(CredentialProblem) -> COSESign1 {
+    let read: Read
+    do throws(CBORProblem) { read = try structure(message, codec: codec) } catch { throw .cbor(error) }
+    guard read.headersOK, read.alg == CredentialLabel.algEdDSA else { throw .algorithm }
+    guard let kid = read.kid, kid.count > 0 else { throw .unknownIssuer }
+    return COSESign1(protected: read.protected, kid: kid, payload: read.payload, signature: read.signature)
+  }
+
+  private struct Read {
+    var protected = 0..<0, payload = 0..<0, signature = 0..<0
+    var kid: Range<Int>? = nil
+    var alg: Int64? = nil
+    var headersOK = true
+  }
+
+  private static func structure(_ message: UnsafeRawBufferPointer, codec: any CBORCodec) throws(CBORProblem) -> Read {
+    var r = Read()
+    var c = CBORCursor(message, codec: codec)
+    if try c.peekType() == .tag {
+      guard try c.next().argument == CredentialLabel.coseSign1Tag else { throw .unexpected }
+    }
+    guard try c.array(max: 4) == 4 else { throw .unexpected }
+    r.protected = try c.bytes(max: protectedBytesMax)
+    // Nothing may travel unprotected: an alg or kid there is a known way to confuse verifiers.
+    if try c.map(max: 8) != 0 {
+      r.headersOK = false
+      return r
+    }
+    r.payload = try c.bytes(max: payloadBytesMax)
+    r.signature = try c.bytes(max: 64)
+    guard r.signature.count == 64 else { throw .unexpected }
+    guard c.atEnd else { throw .trailing }
+    var h = CBORCursor(c.slice(r.protected), codec: codec)
+    let pairs = try h.map(max: 2)
+    for _ in 0..<pairs {
+      switch try h.unsigned() {
+      case CredentialLabel.headerAlg where r.alg == nil: r.alg = try h.integer()
+      case CredentialLabel.headerKid where r.kid == nil:
+        let k = try h.bytes(max: CredentialClaims.kidBytesMax)
+        r.kid = (k.lowerBound + r.protected.lowerBound)..<(k.upperBound + r.protected.lowerBound)
+      default:
+        // A repeated or unknown (possibly critical) header.
+        r.headersOK = false
+        return r
+      }
+    }
+    guard h.atEnd else { throw .trailing }
+    return r
+  }
+
+  /// Writes the Sig_structure (RFC 9052 §4.4): ["Signature1", protected, h'', payload].
+  public static func signatureStructure(
+    protected: UnsafeRawBufferPointer, payload: UnsafeRawBufferPointer, into writer: inout CBORWriter
+  ) {
+    writer.head(.array, 4)
+    Self.context.withUnsafeBytes { writer.text($0) }
+    writer.bytes(protected)
+    writer.head(.bytes, 0)
+    writer.bytes(payload)
+  }
+  static let context: [UInt8] = Array("Signature1".utf8)
+}
+
+/// Verifies COSE_Sign1 messages against the trust store: for credentials, revocation lists and
+/// signed bundles. Holds one scratch buffer for the signature structure.
+public final class Sign1Verifier {
+  public var trust: TrustStore
+  public let codec: any CBORCodec
+  public let crypto: any CredentialCrypto
+  private let scratch: UnsafeMutableRawBufferPointer
+
+  public init(trust: TrustStore, codec: any CBORCodec, crypto: any CredentialCrypto) {
+    self.trust = trust
+    self.codec = codec
+    self.crypto = crypto
+    scratch = .allocate(byteCount: COSESign1.payloadBytesMax + COSESign1.protectedBytesMax + 32, alignment: 8)
+  }
+  deinit { scratch.deallocate() }
+
+  /// The verified message's parts. The key must be trusted and valid at `now`.
+  public func verify(_ message: UnsafeRawBufferPointer, now: Int64) throws(CredentialProblem) -> COSESign1 {
+    let parts = try COSESign1.parse(message, codec: codec)
+    let kid = UnsafeRawBufferPointer(rebasing: message[parts.kid])
+    guard let key = trust.key(for: kid) else { throw .unknownIssuer }
+    guard key.isValid(at: now) else { throw .issuerKeyNotValid }
+    var w = CBORWriter(scratch, codec: codec)
+    COSESign1.signatureStructure(
+      protected: UnsafeRawBufferPointer(rebasing: message[parts.protected]),
+      payload: UnsafeRawBufferPointer(rebasing: message[parts.payload]), into: &w)
+    guard !w.overflowed else { throw .oversized }
+    let ok = withUnsafeBytes(of: key.publicKey) { pk in
+      crypto.verifyEd25519(signature: UnsafeRawBufferPointer(rebasing: message[parts.signature]), message: w.written, publicKey: pk)
+    }
+    guard ok else { throw .signature }
+    return parts
+  }
+}
+
+/// Whether a decision may change state (a scanned code: replay and single-use are recorded) or
+/// only looks (the console's CHECK, a snapshot's outlines, `credential show`).
+public enum DecideMode: Sendable {
+  case admit, inspect
+}
+
+/// The signed-credential policy (docs/credentials.md): parse, verify, judge time, revocation,
+/// zone, TOTP, replay and single use, in that order; the first failure is the verdict.
+/// Everything it needs is allocated at init; a decision allocates nothing.
+public final class CredentialVerifier {
+  public let settings: CredentialSettings
+  public let sign1: Sign1Verifier
+  public var revocation = RevocationList()
+  public var clock = ClockTrust.trusted
+  public let replay: ReplayCache
+  public var singleUse: (any SingleUseStore)?
+  /// Whether the site key is loaded (rotating passes need it).
+  public var hasSiteKey = true
+  /// False while a configured revocation list has not loaded: every signed pass is refused.
+  public var ready = true
+  /// The last trust or revocation file that was refused, for STATUS.
+  public var lastFileError: String? = nil
+  /// The claims of the last credential that verified (its label goes on the event).
+  public private(set) var last = CredentialClaims()
+  public private(set) var lastProblem: CredentialProblem? = nil
+  /// Counters for STATUS.
+  public private(set) var accepted: UInt64 = 0
+  public private(set) var refused: UInt64 = 0
+
+  private let message: UnsafeMutableRawBufferPointer
+  private let seed: UnsafeMutableRawBufferPointer
+  private let zoneNames: [[UInt8]]
+
+  public init(settings: CredentialSettings, sign1: Sign1Verifier) {
+    self.settings = settings
+    self.sign1 = sign1
+    replay = ReplayCache(capacity: max(1, settings.replayCacheEntries))
+    message = .allocate(byteCount: CredentialText.messageBytesMax, alignment: 8)
+    seed = .allocate(byteCount: 64, alignment: 8)
+    zoneNames = settings.zones.map { Array($0.utf8) }
+  }
+  deinit {
+    sign1.crypto.wipe(seed)
+    message.deallocate()
+    seed.deallocate()
+  }
+
+  public static func bytes(_ settings: CredentialSettings) -> Int {
+    CredentialText.messageBytesMax + 64 + ReplayCache.bytes(capacity: settings.replayCacheEntries)
+      + COSESign1.payloadBytesMax + MemoryLayout<CredentialClaims>.stride
+  }
+
+  /// The decision on `payload`, or nil when it is not an SG1 credential.
+  public func decide(_ payload: UnsafeRawBufferPointer, nowUnixSeconds now: Int64, mode: DecideMode) -> AccessDecision? {
+    guard CredentialText.isCredential(payload) else { return nil }
+    do throws(CredentialProblem) {
+      try verify(payload, now: now, mode: mode)
+      lastProblem = nil
+      if mode == .admit { accepted &+= 1 }
+      return AccessDecision(verdict: .granted, source: .credential)
+    } catch {
+      lastProblem = error
+      if mode == .admit { refused &+= 1 }
+      return AccessDecision(verdict: error.verdict, source: .credential)
+    }
+  }
+
+  /// Copies the last verified credential's label.
+  public func copyLabel(into buffer: UnsafeMutableRawBufferPointer) -> Int {
+    let n = min(last.labelCount, buffer.count)
+    withUnsafeBytes(of: last.label) { src in
+      for i in 0..<n { buffer[i] = src[i] }
+    }
+    return n
+  }
+
+  /// Verifies `payload`; on success `last` holds its claims.
+  public func verify(_ payload: UnsafeRawBufferPointer, now: Int64, mode: DecideMode) throws(CredentialProblem) {
+    let text = try CredentialText.parse(payload)
+    guard ready else { throw .unavailable }
+    guard let n = Base45.decode(UnsafeRawBufferPointer(rebasing: payload[text.body]), into: message) else {
+      throw text.body.count / 3 * 2 > message.count ? .oversized : .base45
+    }
+    let bytes = UnsafeRawBufferPointer(rebasing: message[0..<n])
+    let parts = try sign1.verify(bytes, now: now)
+    last = CredentialClaims()
+    try Self.parseClaims(bytes, parts: parts, codec: sign1.codec, into: &last)
+
+    // Time: against the later of the clock and its floor, or refused while untrusted.
+    var judged = now
+    if !clock.isTrusted(now: now) {
+      if settings.timePolicy == .deny { throw .clockUntrusted }
+      judged = max(now, clock.floor)
+    }
+    let leeway = Int64(settings.leewaySeconds)
+    if let nbf = last.notBefore, judged + leeway < nbf { throw .notYetValid }
+    if judged - leeway > last.expires { throw .expired }
+
+    let id = withUnsafeBytes(of: last.id) { CredentialID(UnsafeRawBufferPointer(rebasing: $0[0..<last.idCount])) }
+    guard let id else { throw .cbor(.unexpected) }
+    if revocation.contains(id) { throw .revoked }
+    if !zoneNames.isEmpty && !zoneMatches() { throw .zone }
+
+    var step: Int64? = nil
+    if last.rotates {
+      guard let presented = text.totp else { throw .totpMissing }
+      guard text.digits == last.digits else { throw .totpWrong }
+      step = try matchTOTP(presented, digits: last.digits, now: now)
+      if let seen = replay.lastStep(id), step! <= seen { throw .replayed }
+    } else if text.totp != nil {
+      throw .totpUnexpected
+    }
+    if last.singleUse {
+      guard let store = singleUse else { throw .unavailable }
+      if store.isUsed(id) { throw .used }
+    }
+    guard mode == .admit else { return }
+    if let step {
+      let window = Int64(settings.totpSkewSteps)
+      guard replay.record(id, step: step, expiredBefore: now / CredentialSettings.periodSeconds - window) else {
+        throw .unavailable
+      }
+    }
+    if last.singleUse {
+      guard singleUse!.markUsed(id, expires: last.expires + leeway, now: now) else { throw .unavailable }
+    }
+  }
+
+  private func zoneMatches() -> Bool {
+    for i in 0..<last.zoneCount {
+      let hit = last.withZone(i) { zone in
+        zoneNames.contains { name in name.count == zone.count && name.withUnsafeBytes { $0.elementsEqual(zone) } }
+      }
+      if hit { return true }
+    }
+    return false
+  }
+
+  /// The latest step within the skew whose TOTP (RFC 6238, HMAC-SHA1) equals `presented`.
+  private func matchTOTP(_ presented: UInt32, digits: Int, now: Int64) throws(CredentialProblem) -> Int64 {
+    guard hasSiteKey else { throw .seal }
+    let opened = withUnsafeBytes(of: last.sealedSeed) { sealed in
+      sign1.crypto.openSealed(UnsafeRawBufferPointer(rebasing: sealed[0..<last.sealedSeedCount]), into: seed)
+    }
+    guard let seedCount = opened, seedCount > 0 else { throw .seal }
+    defer { sign1.crypto.wipe(seed) }
+    let key = UnsafeRawBufferPointer(rebasing: seed[0..<seedCount])
+    let current = now / CredentialSettings.periodSeconds
+    let skew = Int64(settings.totpSkewSteps)
+    var matched: Int64? = nil
+    // Every candidate is computed (no early exit on a match).
+    for step in (current - skew)...(current + skew) where step >= 0 {
+      if TOTP.value(key: key, step: step, digits: digits, crypto: sign1.crypto) == presented { matched = step }
+    }
+    guard let matched else { throw .totpWrong }
+    return matched
+  }
+
+  /// Reads the CWT claims map from the verified payload into `claims`.
+  public static func parseClaims(
+    _ message: UnsafeRawBufferPointer, parts: COSESign1, codec: any CBORCodec, into claims: inout CredentialClaims
+  ) throws(CredentialProblem) {
+    for i in 0..<parts.kid.count { claims.kid[i] = message[parts.kid.lowerBound + i] }
+    claims.kidCount = parts.kid.count
+    do throws(CBORProblem) {
+      var c = CBORCursor(UnsafeRawBufferPointer(rebasing: message[parts.payload]), codec: codec)
+      let pairs = try c.map(max: 12)
+      var seen: UInt32 = 0
+      var hasExp = false
+      for _ in 0..<pairs {
+        let key = try c.integer()
+        let bit: UInt32 =
+          switch key {
+          case 1...7: 1 << UInt32(key)
+          case CredentialLabel.scangate: 1 << 8
+          default: 0
+          }
+        guard bit != 0, seen & bit == 0 else { throw .unexpected }  // unknown or repeated claim
+        seen |= bit
+        switch key {
+        case CredentialLabel.iss: _ = try c.text(max: 64)
+        case CredentialLabel.sub:
+          let r = try c.text(max: CredentialClaims.subjectBytesMax)
+          for i in 0..<r.count { claims.subject[i] = c.buffer[r.lowerBound + i] }
+          claims.subjectCount = r.count
+        case CredentialLabel.aud: throw .unexpected
+        case CredentialLabel.exp:
+          claims.expires = try c.integer()
+          hasExp = true
+        case CredentialLabel.nbf: claims.notBefore = try c.integer()
+        case CredentialLabel.iat: claims.issuedAt = try c.integer()
+        case CredentialLabel.cti:
+          let r = try c.bytes(max: CredentialClaims.idBytesMax)
+          guard r.count > 0 else { throw .unexpected }
+          for i in 0..<r.count { claims.id[i] = c.buffer[r.lowerBound + i] }
+          claims.idCount = r.count
+        default: try parsePrivate(&c, into: &claims)
+        }
+      }
+      guard c.atEnd else { throw .trailing }
+      // exp and cti are required: a pass that never expires, or that cannot be revoked, is refused.
+      guard hasExp, claims.idCount > 0 else { throw .unexpected }
+      guard claims.rotates == (claims.digits != 0) else { throw .unexpected }
+    } catch {
+      throw .cbor(error)
+    }
+  }
+
+  private static func parsePrivate(_ c: inout CBORCursor, into claims: inout CredentialClaims) throws(CBORProblem) {
+    let pairs = try c.map(max: 6)
+    var seen: UInt32 = 0
+    for _ in 0..<pairs {
+      let key = try c.unsigned(max: 31)
+      guard key >= 1 && key <= 6, seen & (1 << UInt32(key)) == 0 else { throw .unexpected }
+      seen |= 1 << UInt32(key)
+      switch key {
+      case CredentialLabel.label:
+        let r = try c.text(max: LabelLimits.bytesMax)
+        for i in 0..<r.count { claims.label[i] = c.buffer[r.lowerBound + i] }
+        claims.labelCount = r.count
+      case CredentialLabel.zones:
+        let n = try c.array(max: CredentialClaims.zonesMax)
+        var end = 0
+        for z in 0..<n {
+          let r = try c.text(max: CredentialClaims.zoneBytesMax)
+          guard r.count > 0, end + r.count <= CredentialClaims.zoneStorageBytes else { throw .oversized }
+          for i in 0..<r.count { claims.zoneBytes[end + i] = c.buffer[r.lowerBound + i] }
+          end += r.count
+          claims.zoneEnds[z] = UInt8(end)
+        }
+        claims.zoneCount = n
+      case CredentialLabel.singleUse: claims.singleUse = try c.boolean()
+      case CredentialLabel.seed:
+        let r = try c.bytes(max: CredentialClaims.sealedSeedBytesMax)
+        guard r.count > 48 else { throw .unexpected }
+        for i in 0..<r.count { claims.sealedSeed[i] = c.buffer[r.lowerBound + i] }
+        claims.sealedSeedCount = r.count
+      case CredentialLabel.digits:
+        let d = try c.unsigned(max: 8)
+        guard d >= 6 else { throw .unexpected }
+        claims.digits = Int(d)
+      default:
+        guard try c.array(max: 2) == 2 else { throw .unexpected }
+        claims.cardFacility = UInt32(try c.unsigned(max: UInt64(UInt32.max)))
+        claims.cardNumber = try c.unsigned()
+      }
+    }
+  }
+}
+
+/// RFC 6238 TOTP (RFC 4226 dynamic truncation), HMAC-SHA1.
+public enum TOTP {
+  public static func value(key: UnsafeRawBufferPointer, step: Int64, digits: Int, crypto: any CredentialCrypto) -> UInt32 {
+    var counter = UInt64(bitPattern: step).bigEndian
+    var mac = InlineArray<20, UInt8>(repeating: 0)
+    withUnsafeBytes(of: &counter) { message in
+      withUnsafeMutableBytes(of: &mac) { crypto.hmacSHA1(key: key, message: message, into: $0) }
+    }
+    let offset = Int(mac[19] & 0x0F)
+    let binary =
+      UInt32(mac[offset] & 0x7F) << 24 | UInt32(mac[offset + 1]) << 16 | UInt32(mac[offset + 2]) << 8
+      | UInt32(mac[offset + 3])
+    var modulus: UInt32 = 1
+    for _ in 0..<digits { modulus *= 10 }
+    return binary % modulus
+  }
+}
