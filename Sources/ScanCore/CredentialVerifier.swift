@@ -160,7 +160,7 @@ public final class CredentialVerifier {
     self.sign1 = sign1
     replay = ReplayCache(capacity: max(1, settings.replayCacheEntries))
     message = .allocate(byteCount: CredentialText.messageBytesMax, alignment: 8)
-    seed = .allocate(byteCount: 64, alignment: 8)
+    seed = .allocate(byteCount: 64 + TOTP.scratchBytes, alignment: 8)
     zoneNames = settings.zones.map { Array($0.utf8) }
   }
   deinit {
@@ -177,16 +177,14 @@ public final class CredentialVerifier {
   /// The decision on `payload`, or nil when it is not an SG1 credential.
   public func decide(_ payload: UnsafeRawBufferPointer, nowUnixSeconds now: Int64, mode: DecideMode) -> AccessDecision? {
     guard CredentialText.isCredential(payload) else { return nil }
-    do throws(CredentialProblem) {
-      try verify(payload, now: now, mode: mode)
-      lastProblem = nil
-      if mode == .admit { accepted &+= 1 }
-      return AccessDecision(verdict: .granted, source: .credential)
-    } catch {
-      lastProblem = error
+    if let problem = check(payload, now: now, mode: mode) {
+      lastProblem = problem
       if mode == .admit { refused &+= 1 }
-      return AccessDecision(verdict: error.verdict, source: .credential)
+      return AccessDecision(verdict: problem.verdict, source: .credential)
     }
+    lastProblem = nil
+    if mode == .admit { accepted &+= 1 }
+    return AccessDecision(verdict: .granted, source: .credential)
   }
 
   /// Copies the last verified credential's label.
@@ -200,54 +198,73 @@ public final class CredentialVerifier {
 
   /// Verifies `payload`; on success `last` holds its claims.
   public func verify(_ payload: UnsafeRawBufferPointer, now: Int64, mode: DecideMode) throws(CredentialProblem) {
-    let text = try CredentialText.parse(payload)
-    guard ready else { throw .unavailable }
-    guard let n = Base45.decode(UnsafeRawBufferPointer(rebasing: payload[text.body]), into: message) else {
-      throw text.body.count / 3 * 2 > message.count ? .oversized : .base45
-    }
-    let bytes = UnsafeRawBufferPointer(rebasing: message[0..<n])
-    let parts = try sign1.verify(bytes, now: now)
-    last = CredentialClaims()
-    try Self.parseClaims(bytes, parts: parts, codec: sign1.codec, into: &last)
+    if let problem = check(payload, now: now, mode: mode) { throw problem }
+  }
 
+  /// The verification, returning the first problem. A well-formed pass is judged without
+  /// throwing (a throw is free in the reader, but a test harness may record a backtrace per throw).
+  func check(_ payload: UnsafeRawBufferPointer, now: Int64, mode: DecideMode) -> CredentialProblem? {
+    let text: CredentialText.Parsed
+    do throws(CredentialProblem) {
+      text = try CredentialText.parse(payload)
+      guard ready else { return .unavailable }
+      guard let n = Base45.decode(UnsafeRawBufferPointer(rebasing: payload[text.body]), into: message) else {
+        return text.body.count / 3 * 2 > message.count ? .oversized : .base45
+      }
+      let bytes = UnsafeRawBufferPointer(rebasing: message[0..<n])
+      let parts = try sign1.verify(bytes, now: now)
+      last = CredentialClaims()
+      try Self.parseClaims(bytes, parts: parts, codec: sign1.codec, into: &last)
+    } catch {
+      return error
+    }
+    return judge(text, now: now, mode: mode)
+  }
+
+  /// Time, revocation, zone, TOTP, replay and single use, for verified claims in `last`.
+  private func judge(_ text: CredentialText.Parsed, now: Int64, mode: DecideMode) -> CredentialProblem? {
     // Time: against the later of the clock and its floor, or refused while untrusted.
     var judged = now
     if !clock.isTrusted(now: now) {
-      if settings.timePolicy == .deny { throw .clockUntrusted }
+      if settings.timePolicy == .deny { return .clockUntrusted }
       judged = max(now, clock.floor)
     }
     let leeway = Int64(settings.leewaySeconds)
-    if let nbf = last.notBefore, judged + leeway < nbf { throw .notYetValid }
-    if judged - leeway > last.expires { throw .expired }
+    if let nbf = last.notBefore, judged + leeway < nbf { return .notYetValid }
+    if judged - leeway > last.expires { return .expired }
 
     let id = withUnsafeBytes(of: last.id) { CredentialID(UnsafeRawBufferPointer(rebasing: $0[0..<last.idCount])) }
-    guard let id else { throw .cbor(.unexpected) }
-    if revocation.contains(id) { throw .revoked }
-    if !zoneNames.isEmpty && !zoneMatches() { throw .zone }
+    guard let id else { return .cbor(.unexpected) }
+    if revocation.contains(id) { return .revoked }
+    if !zoneNames.isEmpty && !zoneMatches() { return .zone }
 
     var step: Int64? = nil
     if last.rotates {
-      guard let presented = text.totp else { throw .totpMissing }
-      guard text.digits == last.digits else { throw .totpWrong }
-      step = try matchTOTP(presented, digits: last.digits, now: now)
-      if let seen = replay.lastStep(id), step! <= seen { throw .replayed }
+      guard let presented = text.totp else { return .totpMissing }
+      guard text.digits == last.digits else { return .totpWrong }
+      switch matchTOTP(presented, digits: last.digits, now: now) {
+      case .failure(let problem): return problem
+      case .success(let matched): step = matched
+      }
+      if let seen = replay.lastStep(id), step! <= seen { return .replayed }
     } else if text.totp != nil {
-      throw .totpUnexpected
+      return .totpUnexpected
     }
     if last.singleUse {
-      guard let store = singleUse else { throw .unavailable }
-      if store.isUsed(id) { throw .used }
+      guard let store = singleUse else { return .unavailable }
+      if store.isUsed(id) { return .used }
     }
-    guard mode == .admit else { return }
+    guard mode == .admit else { return nil }
     if let step {
       let window = Int64(settings.totpSkewSteps)
       guard replay.record(id, step: step, expiredBefore: now / CredentialSettings.periodSeconds - window) else {
-        throw .unavailable
+        return .unavailable
       }
     }
     if last.singleUse {
-      guard singleUse!.markUsed(id, expires: last.expires + leeway, now: now) else { throw .unavailable }
+      guard singleUse!.markUsed(id, expires: last.expires + leeway, now: now) else { return .unavailable }
     }
+    return nil
   }
 
   private func zoneMatches() -> Bool {
@@ -261,23 +278,28 @@ public final class CredentialVerifier {
   }
 
   /// The latest step within the skew whose TOTP (RFC 6238, HMAC-SHA1) equals `presented`.
-  private func matchTOTP(_ presented: UInt32, digits: Int, now: Int64) throws(CredentialProblem) -> Int64 {
-    guard hasSiteKey else { throw .seal }
+  private func matchTOTP(_ presented: UInt32, digits: Int, now: Int64) -> Result<Int64, CredentialProblem> {
+    guard hasSiteKey else { return .failure(.seal) }
     let opened = withUnsafeBytes(of: last.sealedSeed) { sealed in
-      sign1.crypto.openSealed(UnsafeRawBufferPointer(rebasing: sealed[0..<last.sealedSeedCount]), into: seed)
+      sign1.crypto.openSealed(
+        UnsafeRawBufferPointer(rebasing: sealed[0..<last.sealedSeedCount]), into: UnsafeMutableRawBufferPointer(rebasing: seed[0..<64]))
     }
-    guard let seedCount = opened, seedCount > 0 else { throw .seal }
+    guard let seedCount = opened, seedCount > 0 else { return .failure(.seal) }
     defer { sign1.crypto.wipe(seed) }
     let key = UnsafeRawBufferPointer(rebasing: seed[0..<seedCount])
+    let scratch = UnsafeMutableRawBufferPointer(rebasing: seed[64...])
     let current = now / CredentialSettings.periodSeconds
     let skew = Int64(settings.totpSkewSteps)
     var matched: Int64? = nil
-    // Every candidate is computed (no early exit on a match).
-    for step in (current - skew)...(current + skew) where step >= 0 {
-      if TOTP.value(key: key, step: step, digits: digits, crypto: sign1.crypto) == presented { matched = step }
+    // Every candidate is computed (no early exit on a match). A plain counter: iterating a
+    // ClosedRange<Int64> allocates in unoptimised builds.
+    var step = max(0, current - skew)
+    while step <= current + skew {
+      if TOTP.value(key: key, step: step, digits: digits, crypto: sign1.crypto, scratch: scratch) == presented { matched = step }
+      step += 1
     }
-    guard let matched else { throw .totpWrong }
-    return matched
+    guard let matched else { return .failure(.totpWrong) }
+    return .success(matched)
   }
 
   /// Reads the CWT claims map from the verified payload into `claims`.
@@ -374,18 +396,32 @@ public final class CredentialVerifier {
 
 /// RFC 6238 TOTP (RFC 4226 dynamic truncation), HMAC-SHA1.
 public enum TOTP {
-  public static func value(key: UnsafeRawBufferPointer, step: Int64, digits: Int, crypto: any CredentialCrypto) -> UInt32 {
-    var counter = UInt64(bitPattern: step).bigEndian
-    var mac = InlineArray<20, UInt8>(repeating: 0)
-    withUnsafeBytes(of: &counter) { message in
-      withUnsafeMutableBytes(of: &mac) { crypto.hmacSHA1(key: key, message: message, into: $0) }
-    }
+  /// Bytes of scratch `value(key:step:digits:crypto:scratch:)` needs: the counter and the MAC.
+  public static let scratchBytes = 28
+
+  /// The TOTP value at `step`, computed in `scratch` (nothing allocated).
+  public static func value(
+    key: UnsafeRawBufferPointer, step: Int64, digits: Int, crypto: any CredentialCrypto, scratch: UnsafeMutableRawBufferPointer
+  ) -> UInt32 {
+    precondition(scratch.count >= scratchBytes)
+    let counter = UInt64(bitPattern: step)
+    for i in 0..<8 { scratch[i] = UInt8(truncatingIfNeeded: counter >> (56 - 8 * UInt64(i))) }
+    let mac = UnsafeMutableRawBufferPointer(rebasing: scratch[8..<28])
+    crypto.hmacSHA1(key: key, message: UnsafeRawBufferPointer(rebasing: scratch[0..<8]), into: mac)
     let offset = Int(mac[19] & 0x0F)
     let binary =
       UInt32(mac[offset] & 0x7F) << 24 | UInt32(mac[offset + 1]) << 16 | UInt32(mac[offset + 2]) << 8
       | UInt32(mac[offset + 3])
     var modulus: UInt32 = 1
     for _ in 0..<digits { modulus *= 10 }
+    crypto.wipe(mac)
     return binary % modulus
+  }
+
+  /// The same, with scratch of its own (tools and tests).
+  public static func value(key: UnsafeRawBufferPointer, step: Int64, digits: Int, crypto: any CredentialCrypto) -> UInt32 {
+    let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: scratchBytes, alignment: 8)
+    defer { scratch.deallocate() }
+    return value(key: key, step: step, digits: digits, crypto: crypto, scratch: scratch)
   }
 }
