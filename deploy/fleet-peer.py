@@ -3,6 +3,9 @@
   watch OUT CA CERT KEY HOST PORT   subscribe to every reader's events, status and state and
                                     Home Assistant discovery; append one JSON line per message
                                     to OUT (flushed), until killed
+  control CA CERT KEY HOST PORT SEED KID ALLOWLIST
+                                    signed and unsigned bundles and commands (pycose signs):
+                                    prints PASS/FAIL lines
   check OUT DB READER BATCH FAULTS  compare what OUT holds with the audit database DB (python's
                                     sqlite3): prints PASS/FAIL lines
 """
@@ -139,8 +142,95 @@ def check(out, db, reader, batch, faults):
     return failed
 
 
+def control(ca, cert, key, host, port, seed_file, kid, allow_list):
+    import os
+    import queue
+    import paho.mqtt.client as mqtt
+    from pycose.algorithms import EdDSA
+    from pycose.headers import KID, Algorithm
+    from pycose.keys import OKPKey
+    from pycose.keys.curves import Ed25519
+    from pycose.messages import Sign1Message
+
+    seed = bytes.fromhex(open(seed_file).read().strip())
+    failed = 0
+
+    def result(ok, text):
+        nonlocal failed
+        print(("PASS" if ok else "FAIL") + " fleet: " + text)
+        failed += 0 if ok else 1
+
+    def signed(payload, with_seed=seed, with_kid=kid.encode()):
+        m = Sign1Message(phdr={Algorithm: EdDSA, KID: with_kid}, payload=payload)
+        m.key = OKPKey(crv=Ed25519, d=with_seed)
+        return m.encode(tag=True)
+
+    def bundle(version, text, reader="door-1"):
+        body = text.encode()
+        return f"scangate-bundle 1\nreader {reader}\nversion {version}\nfile allow-list {len(body)}\n".encode() + body
+
+    def command(action, expires_in=60):
+        nonce = os.urandom(16).hex()
+        return f"scangate-command 1\nreader door-1\ncommand {action}\nnonce {nonce}\nexpires {int(time.time()) + expires_in}\n".encode()
+
+    replies = queue.Queue()
+    c = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id="controller", protocol=mqtt.MQTTv311)
+    c.tls_set(ca_certs=ca, certfile=cert, keyfile=key, cert_reqs=ssl.CERT_REQUIRED)
+    c.on_message = lambda cl, u, m: replies.put(json.loads(m.payload))
+    c.connect(host, port, keepalive=10)
+    c.subscribe("scangate/door-1/reply", 1)
+    c.loop_start()
+    time.sleep(0.5)
+
+    def send(topic, payload, retain=False):
+        while not replies.empty():
+            replies.get()
+        c.publish(f"scangate/door-1/{topic}", payload, qos=1, retain=retain).wait_for_publish(5)
+        try:
+            return replies.get(timeout=8)
+        except queue.Empty:
+            return {"ok": None, "reason": "no reply"}
+
+    before = open(allow_list).read()
+    r = send("bundle", bundle(5, "text:UNSIGNED label=x\n"))
+    result(r.get("ok") is False and open(allow_list).read() == before,
+           f"an unsigned bundle is refused, the allow-list kept ({r.get('reason')})")
+    r = send("bundle", signed(bundle(5, "text:FORGED label=x\n"), with_seed=os.urandom(32)))
+    result(r.get("ok") is False and open(allow_list).read() == before,
+           f"a bundle signed by another key is refused ({r.get('reason')})")
+    new = "text:FLEET-PASS-1 label=fleet\ntext:FLEET-PASS-2 label=bundled\n"
+    r = send("bundle", signed(bundle(5, new)))
+    time.sleep(0.3)
+    result(r.get("ok") is True and r.get("version") == 5 and open(allow_list).read() == new,
+           f"a bundle signed by the issuer (pycose) with a newer version is applied: {r}")
+    r = send("bundle", signed(bundle(4, "text:OLD label=x\n")))
+    result(r.get("ok") is False and "not newer" in r.get("reason", "") and open(allow_list).read() == new,
+           f"an older version, validly signed, is refused and the list kept ({r.get('reason')})")
+    r = send("bundle", signed(bundle(6, "text:OTHER label=x\n", reader="door-2")))
+    result(r.get("ok") is False and open(allow_list).read() == new, f"a bundle for another reader is refused ({r.get('reason')})")
+    status = signed(command("status"))
+    r = send("command", status)
+    result(r.get("ok") is True and "acknowledged through" in r.get("result", ""), f"a signed status command answers: {r.get('result')}")
+    r = send("command", status)
+    result(r.get("ok") is False and "replayed" in r.get("reason", ""), f"the same command again is refused ({r.get('reason')})")
+    r = send("command", signed(command("open")), retain=True)
+    result(r.get("ok") is False and "retained" in r.get("reason", ""), f"a retained command is never acted on ({r.get('reason')})")
+    c.publish("scangate/door-1/command", b"", qos=1, retain=True).wait_for_publish(5)  # clear it
+    time.sleep(1)  # its own refusal (retained, empty) is not the next check's reply
+    r = send("command", signed(command("open", expires_in=-5)))
+    result(r.get("ok") is False and "expired" in r.get("reason", ""), f"an expired command is refused ({r.get('reason')})")
+    r = send("command", command("open"))
+    result(r.get("ok") is False, f"an unsigned command is refused ({r.get('reason')})")
+    r = send("command", signed(command("open")))
+    result(r.get("ok") is True, f"a signed open command is acted on: {r.get('result')}")
+    c.loop_stop()
+    return failed
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "watch":
         watch(*sys.argv[2:7], int(sys.argv[7]))
+    elif sys.argv[1] == "control":
+        sys.exit(1 if control(*sys.argv[2:6], int(sys.argv[6]), *sys.argv[7:10]) else 0)
     elif sys.argv[1] == "check":
         sys.exit(1 if check(*sys.argv[2:7]) else 0)

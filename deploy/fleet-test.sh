@@ -130,6 +130,8 @@ path = "$D/audit.db"
 commit_interval_ms = 100
 [console]
 listen = []
+[credentials]
+trust_file = "$D/trust.toml"
 [fleet]
 brokers = ["mqtts://$HOST:$PORT"]
 tls_ca_file = "$D/ca.crt"
@@ -140,6 +142,7 @@ keepalive_s = 5
 batch_records = $BATCH
 events_per_second_max = 200
 EOF
+"$BIN" credential keygen --issuer "$D/issuer.key" --kid fleet-hq > "$D/trust.toml" 2> "$D/keygen.err" || die "credential keygen: $(cat "$D/keygen.err")"
 start_reader() {
   "$BIN" run --config "$D/config.toml" --quiet-edges >> "$D/journal" 2>&1 &
   READER=$!
@@ -155,7 +158,11 @@ a=$(acked)
 kill -9 $BROKER; wait $BROKER 2>/dev/null
 sleep 3
 start_broker || die "mosquitto did not restart"
-sleep 5
+waits_for_progress() {  # acked-before seconds: until the acknowledged sequence moves on
+  for _ in $(seq $(($2 * 5))); do [ "$(acked)" -gt "$1" ] && return 0; sleep 0.2; done; return 1
+}
+waits_for_progress "$a" 20
+sleep 1
 b=$(acked)
 [ "$b" -gt "$a" ]; check $? "after the broker was killed and restarted the reader resumed (acked $a -> $b)"
 
@@ -164,9 +171,10 @@ ip netns exec "$NS" ip link set "$VB" down
 sleep 12
 c=$(acked)
 ip netns exec "$NS" ip link set "$VB" up
+waits_for_progress "$c" 30
 cut=$(grep -oE 'fleet: [^;]*(unacknowledged|lost|timed out)[^;]*' "$D/journal" | tail -1)
 [ -n "$cut" ]; check $? "the cut link was noticed ($cut)"
-sleep 12
+sleep 2
 d=$(acked)
 [ "$d" -gt "$c" ]; check $? "after the link came back the reader caught up (acked $c -> $d)"
 
@@ -175,6 +183,17 @@ kill -9 $READER; wait $READER 2>/dev/null
 sleep 2
 start_reader
 sleep 6
+# Signed bundles and commands from an independent client (pycose signs, paho sends).
+loads=$(grep -c "allow-list-loaded" "$D/journal")
+"$PY" deploy/fleet-peer.py control "$D/ca.crt" "$D/watcher.crt" "$D/watcher.key" "$HOST" "$PORT" \
+  "$D/issuer.key" fleet-hq "$D/allow-list.txt" > "$D/control.out" 2>&1
+cat "$D/control.out"
+pass=$((pass + $(grep -c '^PASS' "$D/control.out"))); fail=$((fail + $(grep -c '^FAIL' "$D/control.out")))
+grep -q '^PASS\|^FAIL' "$D/control.out" || bad "the control client said nothing: $(tail -3 "$D/control.out")"
+sleep 1
+opens=$(grep -c "manual-open" "$D/journal")
+[ "$opens" = 1 ]; check $? "exactly one relay pulse from the fleet: the signed open, not the retained one ($opens manual-open events)"
+[ "$(grep -c "allow-list-loaded" "$D/journal")" = $((loads + 1)) ]; check $? "the bundle's allow-list was reloaded once (the refused ones changed nothing)"
 # The end: SIGTERM; the link publishes what the log holds; the watcher must have all of it.
 kill -TERM $READER; wait $READER 2>/dev/null; READER=""
 last=$(logged)

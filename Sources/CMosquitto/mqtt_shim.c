@@ -157,6 +157,11 @@ int sg_mqtt_publish(sg_mqtt *c, const char *topic, const void *payload, int leng
 }
 
 int sg_mqtt_subscribe(sg_mqtt *c, const char *topic, int qos) {
+  if (c->protocol == MQTT_PROTOCOL_V5) {
+    // Retain as published: a message its sender marked retained keeps the flag even when
+    // forwarded live, so the subscriber can refuse every retained command, not only replays.
+    return mosquitto_subscribe_v5(c->mosq, NULL, topic, qos, MQTT_SUB_OPT_RETAIN_AS_PUBLISHED, NULL);
+  }
   return mosquitto_subscribe(c->mosq, NULL, topic, qos);
 }
 

@@ -1,3 +1,4 @@
+import CLinux
 import Glibc
 import Synchronization
 import ScanCore
@@ -10,13 +11,15 @@ import ScanLinux
 enum FleetToolCommand {
   static func run(_ arguments: [String]) -> Int32 {
     guard let sub = arguments.first else {
-      writeStandardError("scangate fleet: tail\n")
+      writeStandardError("scangate fleet: tail | publish-bundle | command | bench (see scangate help fleet)\n")
       return 2
     }
     let rest = Array(arguments.dropFirst())
     switch sub {
     case "tail": return tail(rest)
     case "bench": return FleetBench.run(rest)
+    case "publish-bundle": return publishBundle(rest)
+    case "command": return command(rest)
     default:
       writeStandardError("scangate fleet: unknown tool '\(sub)'\n")
       return 2
@@ -117,6 +120,113 @@ enum FleetToolCommand {
           + "\(missing) missing, \(duplicates[reader, default: 0]) duplicates dropped")
     }
     return gapsTotal == 0 ? 0 : 1
+  }
+}
+
+extension FleetToolCommand {
+  static let signingOptions: Set<String> = ["broker", "ca", "cert", "key", "prefix", "issuer-key", "kid", "reader", "wait"]
+
+  /// Signs `payload` with the issuer key (a secret file of 64 hex digits) as COSE_Sign1.
+  static func sign(_ payload: [UInt8], _ options: Options) -> [UInt8]? {
+    guard let keyPath = options.value("issuer-key"), let kid = options.value("kid") else {
+      writeStandardError("scangate fleet: --issuer-key FILE and --kid KID are needed\n")
+      return nil
+    }
+    do {
+      var seed = try CredentialFiles.readSecretKey(keyPath)
+      defer { sg_memzero(&seed, seed.count) }
+      return try CredentialIssuer.sign(payload: payload, kid: Array(kid.utf8), issuerSeed: seed)
+    } catch {
+      writeStandardError("scangate fleet: \(error)\n")
+      return nil
+    }
+  }
+
+  /// Publishes `envelope` on the reader's `topic` and prints the reply (within --wait seconds).
+  static func send(_ envelope: [UInt8], to topic: String, reader: String, retain: Bool, _ options: Options) -> Int32 {
+    let prefix = options.value("prefix") ?? "scangate"
+    guard let client = connect(options, clientID: "scangate-fleet-\(getpid())") else { return 1 }
+    let waitSeconds = Int(options.value("wait") ?? "10") ?? 10
+    if reader != "*" { _ = try? client.subscribe("\(prefix)/\(reader)/reply", qos: 1) }
+    for _ in 0..<5 { client.loop(timeoutMilliseconds: 50) }
+    let target = reader == "*" ? "\(prefix)/+/\(topic)" : "\(prefix)/\(reader)/\(topic)"
+    guard !target.contains("+") else {
+      writeStandardError("scangate fleet: name one reader with --reader (MQTT cannot publish to a wildcard)\n")
+      return 2
+    }
+    do { _ = try client.publish(topic: target, envelope, qos: 1, retain: retain) } catch {
+      writeStandardError("scangate fleet: \(error)\n")
+      return 1
+    }
+    let clock = SystemMonotonicClock()
+    let end = clock.now().adding(milliseconds: waitSeconds * 1_000)
+    while clock.now() < end {
+      client.loop(timeoutMilliseconds: 100)
+      if let m = client.takeMessage() {
+        let text = String(decoding: m.payload, as: UTF8.self)
+        print(text)
+        return text.contains(#""ok":true"#) ? 0 : 1
+      }
+    }
+    writeStandardError("scangate fleet: no reply from \(reader) within \(waitSeconds) s\n")
+    return 1
+  }
+
+  static func publishBundle(_ arguments: [String]) -> Int32 {
+    let options: Options
+    let version: Int
+    do {
+      options = try Options(
+        arguments, valued: signingOptions.union(["version", "allow-list", "revocation", "trust", "schedules"]), known: ["retain"])
+      version = try options.integer("version", default: 0, range: 1...Int.max)
+    } catch {
+      writeStandardError("scangate fleet publish-bundle: \(error)\n")
+      return 2
+    }
+    guard let reader = options.value("reader") else {
+      writeStandardError("scangate fleet publish-bundle: --reader ID is needed\n")
+      return 2
+    }
+    var files: [(name: String, bytes: [UInt8])] = []
+    for name in FleetBundle.names {
+      guard let path = options.value(name) else { continue }
+      do { files.append((name, try readWholeFile(path, maxBytes: 16 << 20))) } catch {
+        writeStandardError("scangate fleet publish-bundle: \(error)\n")
+        return 1
+      }
+    }
+    guard !files.isEmpty else {
+      writeStandardError("scangate fleet publish-bundle: name at least one of --allow-list, --revocation, --trust, --schedules\n")
+      return 2
+    }
+    let bundle = FleetBundle(reader: reader, version: Int64(version), files: files)
+    guard let envelope = sign(bundle.bytes, options) else { return 1 }
+    return send(envelope, to: "bundle", reader: reader, retain: options.flag("retain"), options)
+  }
+
+  static func command(_ arguments: [String]) -> Int32 {
+    let options: Options
+    let expiresIn: Int
+    do {
+      options = try Options(arguments, valued: signingOptions.union(["command", "pulse-ms", "expires-in"]), known: [])
+      expiresIn = try options.integer("expires-in", default: 60, range: 1...Int(FleetCommand.lifetimeSecondsMax))
+    } catch {
+      writeStandardError("scangate fleet command: \(error)\n")
+      return 2
+    }
+    guard let reader = options.value("reader"), let name = options.value("command"), let action = FleetCommand.Action(rawValue: name)
+    else {
+      writeStandardError("scangate fleet command: --reader ID and --command open|reload|status|snapshot are needed\n")
+      return 2
+    }
+    var nonce = [UInt8](repeating: 0, count: 16)
+    sg_random_bytes(&nonce, nonce.count)
+    var command = FleetCommand(
+      reader: reader, action: action, nonce: Hex.string(nonce),
+      expiresUnixSeconds: SystemWallClock().unixSeconds() + Int64(expiresIn))
+    if let ms = options.value("pulse-ms") { command.pulseMilliseconds = Int(ms) }
+    guard let envelope = sign(command.bytes, options) else { return 1 }
+    return send(envelope, to: "command", reader: reader, retain: false, options)
   }
 }
 

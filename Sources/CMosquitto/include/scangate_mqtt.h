@@ -45,6 +45,7 @@ int sg_mqtt_state(const sg_mqtt *client);
 int sg_mqtt_reason(const sg_mqtt *client);
 int sg_mqtt_publish(
     sg_mqtt *client, const char *topic, const void *payload, int length, int qos, int retain, int *mid);
+/// Subscribes; under MQTT 5 with "retain as published" (the retain flag survives live delivery).
 int sg_mqtt_subscribe(sg_mqtt *client, const char *topic, int qos);
 /// An acknowledged publish (PUBACK): its id and reason code (>= 128 under MQTT 5: refused).
 /// Returns 1 when one was taken, 0 when none waits.
