@@ -68,6 +68,8 @@ public struct RunLoop<
   public var auditLog: (any AuditLogAccess)? = nil
   /// Where the frame rate goes for the fleet link's state topic (nil: no fleet link).
   public var fleetTelemetry: FleetTelemetry? = nil
+  /// The fleet link, for STATUS (nil: none).
+  public var fleetLink: FleetLink? = nil
   private var auditLogFaulted = false
   /// systemd: READY, STATUS and the watchdog.
   public let notifier = ServiceNotifier()

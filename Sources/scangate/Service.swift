@@ -84,6 +84,7 @@ enum Service {
     loop.auditLog = auditLog
     let fleet = config.fleet.isEnabled ? FleetLink(settings: config.fleet, logPath: config.log.path, auditLog: auditLog) : nil
     loop.fleetTelemetry = fleet?.telemetry
+    loop.fleetLink = fleet
     if let fleet { loop.register(fleetControl(config, link: fleet)) }
     loop.engine.relayGuard = watchdog  // the relay's cap, held off the loop too
     let printer = EventPrinter(
