@@ -37,6 +37,7 @@ let package = Package(
     .target(name: "CLinux", linkerSettings: [.linkedLibrary("sodium")]),
     .target(name: "CSQLite", linkerSettings: [.linkedLibrary("sqlite3")]),
     .target(name: "CTLS", linkerSettings: [.linkedLibrary("ssl"), .linkedLibrary("crypto")]),
+    .target(name: "CMosquitto", linkerSettings: [.linkedLibrary("mosquitto")]),
     .target(
       name: "CCredential", linkerSettings: [.linkedLibrary("cbor"), .linkedLibrary("nettle"), .linkedLibrary("sodium")]),
     .target(
@@ -47,7 +48,7 @@ let package = Package(
     // MARK: The only Swift target that imports C.
     .target(
       name: "ScanLinux",
-      dependencies: ["ScanCore", "ScanConsole", "CZXing", "CImageIO", "CV4L2", "CGPIOD", "CLinux", "CToml", "CSQLite", "CTLS", "CCredential"],
+      dependencies: ["ScanCore", "ScanConsole", "CZXing", "CImageIO", "CV4L2", "CGPIOD", "CLinux", "CToml", "CSQLite", "CTLS", "CCredential", "CMosquitto"],
       swiftSettings: swiftSettings),
 
     .executableTarget(

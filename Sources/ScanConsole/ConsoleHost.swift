@@ -115,6 +115,8 @@ public struct ReaderStatus: Sendable {
   public var console = Console()
   /// One line about the audit log (written by the log), or nil when there is none.
   public var logLine: String? = nil
+  /// The fleet link's STATUS line (broker, acknowledged sequence, offline policy), or nil.
+  public var fleetLine: String? = nil
   /// One line about signed credentials (trust, revocation, clock, replay), or nil when off.
   public var credentialsLine: String? = nil
   /// One line about the panel link (panel mode: mode, last poll, Secure Channel, last card), or nil.

@@ -102,6 +102,11 @@ public enum ConsoleText {
       w.write(log)
       w.newline(); lines += 1
     }
+    if let fleet = s.fleetLine {
+      w.write("| fleet ")
+      writeSanitized(fleet, into: &w)
+      w.newline(); lines += 1
+    }
     if let credentials = s.credentialsLine {
       w.write("| credentials ")
       writeSanitized(credentials, into: &w)

@@ -120,6 +120,8 @@ public struct ScanConfig: Equatable, Sendable {
   public var consoleAllowPlaintextRemote = false
   // [panel]
   public var panel = PanelSettings()
+  // [fleet]
+  public var fleet = FleetSettings()
 
   public init() {}
 }
@@ -152,7 +154,8 @@ public enum ConfigSchema {
   static let variantNames = ImageVariant.allCases.map(\.name)
   static let formatNames = ["all", "matrix"] + BarcodeFormats.names.map(\.name)
 
-  static let keys: [Key] =
+  static let keys: [Key] = coreKeys + fleetKeys
+  static let coreKeys: [Key] =
     [
       Key(name: "camera.source", kind: .choice(CameraSourceKind.allCases.map(\.rawValue))) { $0.cameraSource = CameraSourceKind(rawValue: str($1))! },
       Key(name: "camera.device", kind: .string) { $0.cameraDevice = str($1) },
@@ -307,6 +310,7 @@ public enum ConfigSchema {
       errors.append(ConfigError(key: "camera.replay_path", line: line("camera.source"), reason: "camera.source = \"replay\" needs camera.replay_path"))
     }
     errors += panelErrors(config, line: line)
+    errors += fleetProblems(config, line: line)
     _ = seen
     errors.sort { $0.line < $1.line }
     return errors.isEmpty ? .success(config) : .failure(ConfigErrors(errors: errors))

@@ -58,6 +58,10 @@ public final class LoopRequests {
   public var reloadAllowList = false
   /// A buzzer pattern to play (a panel's BUZ or LED command).
   public var play: BuzzerPattern? = nil
+  /// A relay pulse a remote operator asked for (a signed fleet command), capped like OPEN;
+  /// `openMilliseconds` nil: the configured pulse.
+  public var openRequested = false
+  public var openMilliseconds: Int? = nil
   public init() {}
 }
 

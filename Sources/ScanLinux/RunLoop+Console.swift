@@ -51,6 +51,13 @@ extension RunLoop: ConsoleHost where Source: ~Copyable, Decoder: ~Copyable, Rela
       }
     }
     if let c = engine.policy.credentials { s.credentialsLine = Self.credentialsStatus(c, now: engine.wall.unixSeconds()) }
+    if let fleet = fleetLink {
+      s.fleetLine = withUnsafeTemporaryAllocation(byteCount: 512, alignment: 1) { buffer in
+        var w = ByteWriter(buffer)
+        fleet.writeStatus(into: &w)
+        return String(decoding: w.written, as: UTF8.self)
+      }
+    }
     s.uptimeSeconds = engine.clock.now().microseconds(since: startedAt) / 1_000_000
     return s
   }

@@ -15,6 +15,7 @@ enum ExtraCommands {
     case "credential": return CredentialCommand.run(arguments)
     case "snapshot": return SnapshotCommand.run(arguments)
     case "probe": return ProbeCommand.run(arguments)
+    case "fleet": return FleetToolCommand.run(arguments)
     default: return nil
     }
   }

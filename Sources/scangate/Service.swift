@@ -82,6 +82,10 @@ enum Service {
       openSource: openSource)
     let auditLog = config.log.path.isEmpty ? nil : AuditLog(settings: config.log, ring: ring)
     loop.auditLog = auditLog
+    let fleet = config.fleet.isEnabled ? FleetLink(settings: config.fleet, logPath: config.log.path, auditLog: auditLog) : nil
+    loop.fleetTelemetry = fleet?.telemetry
+    loop.fleetLink = fleet
+    if let fleet { loop.register(fleetControl(config, link: fleet)) }
     loop.engine.relayGuard = watchdog  // the relay's cap, held off the loop too
     let panel: OSDPPanelLink?
     do { panel = try makePanelLink(config, ring: ring, clock: clock) } catch {
@@ -101,10 +105,12 @@ enum Service {
     }
     printer.startThread()
     auditLog?.start()
+    fleet?.start()
     loop.run()
     credentialClock?.persist()
     watchdog.stop()  // disarmed by the loop's release; stopped while the relay line is still open
     auditLog?.stop()  // everything the loop recorded, its last events included, is written
+    fleet?.stop()  // and published, for a bounded time
     if let auditLog { printChainHead(auditLog) }
     printer.stop()
     if !options.quiet { printSummary(loop.engine.stats, elapsed: clock.now().microseconds(since: loop.startedAt), loop: loop) }
@@ -112,6 +118,22 @@ enum Service {
   }
 
   // MARK: - The parts, built one way for run, demo and soak
+
+  /// The fleet link's handler for signed bundles and commands; returns the loop's side of it.
+  static func fleetControl(_ config: ScanConfig, link: FleetLink) -> FleetRequests {
+    let requests = FleetRequests()
+    // Bundles and commands are signed with the credential issuer keys; without a trust file
+    // every one is refused. A bundle may replace only the files this reader has configured
+    // (schedules join when the reader has a schedule file).
+    let c = config.credentials
+    var targets = ["allow-list": config.allowListPath]
+    if let path = c.revocationFile { targets["revocation"] = path }
+    if let path = c.trustFile { targets["trust"] = path }
+    link.inbox = FleetControl(
+      settings: config.fleet, statePath: link.statePath, verifier: c.trustFile.map { Sign1EnvelopeVerifier(trustPath: $0) },
+      targets: targets, requests: requests)
+    return requests
+  }
 
   /// Signed credentials as configured: the verifier joins the loop's policies, the clock
   /// watcher and the revocation list's watcher join its participants. Problems are loud and

@@ -54,6 +54,16 @@ enum Usage {
     CommandUsage(
       name: "soak", lines: ["soak [--frames N] [--every N] [--variants upright|retry|alternate] [--histogram FILE] [--console-clients N]"],
       summary: "the fixed-memory soak benchmark (bench/)"),
+    CommandUsage(
+      name: "fleet",
+      lines: [
+        "fleet tail --broker URL [--ca FILE] [--cert FILE] [--key FILE] [--prefix TOPIC] [--seconds N] [--quiet]",
+        "fleet publish-bundle --broker URL --issuer-key FILE --kid KID --reader ID --version N [--allow-list FILE] [--revocation FILE]",
+        "                     [--trust FILE] [--schedules FILE] [--retain] [--ca FILE] [--cert FILE] [--key FILE] [--prefix TOPIC] [--wait N]",
+        "fleet command --broker URL --issuer-key FILE --kid KID --reader ID --command open|reload|status|snapshot [--pulse-ms N]",
+        "              [--expires-in N] [--ca FILE] [--cert FILE] [--key FILE] [--prefix TOPIC] [--wait N]",
+        "fleet bench --broker URL --dir DIR [--links N] [--rate N] [--seconds N]",
+      ], summary: "the fleet on its MQTT broker: tail events (de-duplicated, gaps reported), sign and send bundles and commands, bench"),
     CommandUsage(name: "version", lines: ["version"], summary: "print versions"),
   ]
 
