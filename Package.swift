@@ -1,6 +1,13 @@
 // swift-tools-version:6.0
 // ScanGate: a fixed-memory camera → barcode → allow-list → relay service for single-board computers.
+import Foundation
 import PackageDescription
+
+/// libcamera (CSI camera modules) is built in when its headers are here, unless
+/// SCANGATE_LIBCAMERA=0; without it the CCamera shim is a stub and V4L2 works as before.
+let withLibcamera =
+  ProcessInfo.processInfo.environment["SCANGATE_LIBCAMERA"] != "0"
+  && FileManager.default.fileExists(atPath: "/usr/include/libcamera/libcamera/libcamera.h")
 
 /// Settings every Swift target shares: Swift 6 mode, strict about what it imports.
 let swiftSettings: [SwiftSetting] = [
@@ -31,6 +38,12 @@ let package = Package(
       cSettings: [.unsafeFlags(["-I/usr/include/stb", "-O2"])],
       linkerSettings: [.linkedLibrary("turbojpeg"), .linkedLibrary("qrencode"), .linkedLibrary("m")]),
     .target(name: "CV4L2", linkerSettings: [.linkedLibrary("v4l2")]),
+    .target(
+      name: "CCamera",
+      cxxSettings: [.unsafeFlags(["-I/usr/include/libcamera", "-O2"])]
+        + (withLibcamera ? [.define("SG_WITH_LIBCAMERA")] : []),
+      linkerSettings: (withLibcamera ? [.linkedLibrary("camera"), .linkedLibrary("camera-base")] : [])
+        + [.linkedLibrary("stdc++")]),
     .target(name: "CGPIOD", linkerSettings: [.linkedLibrary("gpiod")]),
     .target(name: "CLinux", linkerSettings: [.linkedLibrary("sodium")]),
     .target(name: "CSQLite", linkerSettings: [.linkedLibrary("sqlite3")]),
@@ -43,7 +56,7 @@ let package = Package(
     // MARK: The only Swift target that imports C.
     .target(
       name: "ScanLinux",
-      dependencies: ["ScanCore", "ScanConsole", "CZXing", "CImageIO", "CV4L2", "CGPIOD", "CLinux", "CToml", "CSQLite", "CTLS"],
+      dependencies: ["ScanCore", "ScanConsole", "CZXing", "CImageIO", "CV4L2", "CCamera", "CGPIOD", "CLinux", "CToml", "CSQLite", "CTLS"],
       swiftSettings: swiftSettings),
 
     .executableTarget(
