@@ -55,7 +55,7 @@ fi
 
 IN() { chroot "$R" /usr/bin/env -i HOME=/root LANG=C.UTF-8 DEBIAN_FRONTEND=noninteractive \
          PATH=$SWIFT/usr/bin:/usr/sbin:/usr/bin:/sbin:/bin "$@"; }
-PKGS="build-essential pkg-config libzxing-dev libgpiod-dev libv4l-dev libturbojpeg0-dev libstb-dev
+PKGS="build-essential pkg-config libzxing-dev libgpiod-dev libv4l-dev libturbojpeg0-dev libstb-dev libcamera-dev
       libsqlite3-dev libsodium-dev libtomlplusplus-dev libqrencode-dev libssl-dev
       libsqlite3-0 libncurses6 libtinfo6 libuuid1 zlib1g libxml2 libcurl4t64
       python3 openssl socat"  # python3: the independent HMAC check in AuditLogTests; openssl, socat: ConsoleTLSTests
