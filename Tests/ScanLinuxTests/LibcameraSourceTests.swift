@@ -87,7 +87,9 @@ import Testing
   func missingCamera() {
     let settings = LibcameraSourceSettings(
       width: 640, height: 480, fps: 30, buffers: 4,
-      camera: { var c = LibcameraSettings(); c.camera = "no-such-camera"; return c }())
+      camera: {
+        var c = LibcameraSettings(); c.camera = "no-such-camera"; return c
+      }())
     do {
       _ = try LibcameraFrameSource(settings)
       Issue.record("opened a camera that does not exist")
