@@ -345,7 +345,10 @@ int list_cameras(char *out, size_t capacity) {
     return SG_CAM_FAILED;
   }
   std::string text;
+  int n = 0;
+  {  // every camera reference is dropped before the manager stops
   const auto cameras = manager.cameras();
+  n = (int)cameras.size();
   for (size_t i = 0; i < cameras.size(); i++) {
     const std::shared_ptr<Camera> &camera = cameras[i];
     text += "  " + std::to_string(i) + ": " + camera->id();
@@ -363,7 +366,7 @@ int list_cameras(char *out, size_t capacity) {
     if (has_control(*camera, controls::LensPosition)) controls += " lens-position";
     text += "    controls:" + (controls.empty() ? std::string(" none of the door's") : controls) + "\n";
   }
-  const int n = (int)cameras.size();
+  }
   manager.stop();
   put_error(out, capacity, text.c_str());
   return n;

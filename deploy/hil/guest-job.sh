@@ -247,4 +247,5 @@ for how in SEGV ABRT; do
 done
 echo core > /proc/sys/kernel/core_pattern
 [ -n "$feeder" ] && kill $feeder 2>/dev/null
+bash "$W/guest-camera.sh"  # libcamera on vimc, and the libcamerify fallback
 echo done > "$W/guest-done"

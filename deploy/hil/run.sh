@@ -144,6 +144,31 @@ done
 { echo "BIN='$RUN/bin/scangate'"; echo "W='$RUN'"; echo "K='$K'"
   [ -n "$LIBPATH" ] && echo "export LD_LIBRARY_PATH='$LIBPATH'"; } > "$RUN/env.sh"
 
+# ---------------------------------------------------------------- libcamera on vimc (cached; guest-camera.sh)
+# Debian's kernel ships no vimc.ko: built out of tree from linux-source like gpio-sim. libcamera's
+# vimc pipeline handler needs its IPA module (libcamera-ipa); libcamerify is in libcamera-tools.
+cam_missing=$(for p in libcamera-ipa libcamera-tools libcamera-v4l2; do
+  dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q '^install ok installed' || echo "$p"; done | xargs)
+if [ -n "$cam_missing" ]; then
+  log "installing $cam_missing"
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends $cam_missing >/dev/null \
+    || die "apt-get install $cam_missing failed"
+fi
+if [ ! -e "$EXTRA/vimc.ko" ]; then
+  log "building vimc against linux-headers-$KVER"
+  ( flock 9; [ -e "$EXTRA/vimc.ko" ] && exit 0
+    B=$CACHE/vimc-build; V=$B/drivers/media/test-drivers/vimc; rm -rf "$B"; mkdir -p "$B"
+    tar -xJf "/usr/src/linux-source-$KSERIES.tar.xz" -C "$B" --strip-components=1 --wildcards \
+      "linux-source-$KSERIES/drivers/media/test-drivers/vimc/*" || exit 1
+    sed -i 's/^obj-$(CONFIG_VIDEO_VIMC)/obj-m/' "$V/Makefile"
+    make -s -C "/usr/src/linux-headers-$KVER" M="$V" modules > "$B/build.log" 2>&1 || { tail "$B/build.log"; exit 1; }
+    mkdir -p "$EXTRA"; cp "$V/vimc.ko" "$EXTRA/vimc.ko.new" && mv "$EXTRA/vimc.ko.new" "$EXTRA/vimc.ko"
+    depmod -b "$K" "$KVER" ) 9> "$CACHE/vimc.lock" || die "vimc module build"
+fi
+cp "$ROOT/deploy/hil/guest-camera.sh" "$RUN/guest-camera.sh"
+tests=$(dirname "$BIN")/ScanGatePackageTests.xctest
+[ -x "$tests" ] && echo "TESTS='$tests'" >> "$RUN/env.sh"
+
 # ---------------------------------------------------------------- host side of the UART
 socat UNIX-LISTEN:"$RUN/uart1.sock",unlink-early PTY,link="$RUN/ttyHOST",raw,echo=0 2>"$RUN/socat.log" &
 SOCAT=$!
