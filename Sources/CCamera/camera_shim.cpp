@@ -92,6 +92,7 @@ struct sg_cam {
   bool started = false;
   std::atomic<bool> stopping{false};
   std::atomic<bool> lost{false};
+  std::atomic<bool> unplugged{false};  // libcamera saw the device go (udev)
   // Completed requests, by index: written on libcamera's thread, read on the loop's.
   std::atomic<uint32_t> head{0};
   std::atomic<uint32_t> tail{0};
@@ -115,6 +116,7 @@ struct sg_cam {
   }
 
   void disconnected() {
+    unplugged.store(true, std::memory_order_release);
     lost.store(true, std::memory_order_release);
     signal();
   }
@@ -131,6 +133,13 @@ struct sg_cam {
   }
 
   ~sg_cam() {
+    // A camera whose device vanished must be marked disconnected (libcamera learns it from udev)
+    // before it is stopped: stopping it while its requests are stuck in a device that is gone
+    // trips libcamera's own assertion (PipelineHandler::stop) and aborts the process. After a
+    // loss, give udev's removal up to 3 s to arrive; a camera that is still there stops normally.
+    if (started && lost.load(std::memory_order_acquire)) {
+      for (int i = 0; i < 300 && !unplugged.load(std::memory_order_acquire); i++) usleep(10000);
+    }
     stopping.store(true, std::memory_order_release);
     if (started) camera->stop();
     if (camera) {
