@@ -33,6 +33,7 @@ void put_error(char *error, size_t capacity, const char *text) {
 #include <vector>
 
 #include <sys/eventfd.h>
+#include <time.h>
 #include <unistd.h>
 
 using namespace libcamera;
@@ -44,6 +45,16 @@ namespace {
 
 constexpr unsigned kMaxBuffers = 8;
 constexpr unsigned kRing = 16;  // a power of two above kMaxBuffers
+
+uint64_t monotonic_ns() {
+  timespec t{};
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+/// libcamera 0.0.x lets a camera be torn down off its thread once that thread has stopped;
+/// later versions assert that every event notifier is torn down on its own thread.
+constexpr bool kCanAbandon = LIBCAMERA_VERSION_MAJOR == 0 && LIBCAMERA_VERSION_MINOR == 0;
 
 /// libcamera logs INFO lines to stderr by default; a door reader wants errors only, unless the
 /// operator asked for more with LIBCAMERA_LOG_LEVELS.
@@ -93,6 +104,7 @@ struct sg_cam {
   std::atomic<bool> stopping{false};
   std::atomic<bool> lost{false};
   std::atomic<bool> unplugged{false};  // libcamera saw the device go (udev)
+  std::atomic<uint64_t> last_completion_ns{0};
   // Completed requests, by index: written on libcamera's thread, read on the loop's.
   std::atomic<uint32_t> head{0};
   std::atomic<uint32_t> tail{0};
@@ -108,6 +120,7 @@ struct sg_cam {
 
   void completed(Request *request) {
     if (stopping.load(std::memory_order_acquire)) return;
+    last_completion_ns.store(monotonic_ns(), std::memory_order_release);
     if (request->status() == Request::RequestCancelled) lost.store(true, std::memory_order_release);
     uint32_t h = head.load(std::memory_order_relaxed);
     ring[h % kRing] = (uint32_t)request->cookie();
@@ -132,20 +145,42 @@ struct sg_cam {
     return true;
   }
 
+  /// Whether the camera stopped delivering: lost, or silent for a second.
+  bool silent() const {
+    return lost.load(std::memory_order_acquire) ||
+           monotonic_ns() - last_completion_ns.load(std::memory_order_acquire) > 1000000000u;
+  }
+
+  // A camera whose device vanished must not be stopped: its requests are stuck in a device that
+  // is gone, and Camera::stop() then trips libcamera's own assertion (PipelineHandler::stop:
+  // queued requests left) and aborts the process. Unless libcamera saw the removal (udev; the
+  // camera is then disconnected and stop() does nothing), a silent camera is abandoned instead:
+  // libcamera's thread is stopped first (no completion can race the teardown), then everything
+  // is freed on this thread. libcamera 0.1 and later forbid that teardown off its thread; there,
+  // udev's removal gets up to 3 s to arrive before the stop.
   ~sg_cam() {
-    // A camera whose device vanished must be marked disconnected (libcamera learns it from udev)
-    // before it is stopped: stopping it while its requests are stuck in a device that is gone
-    // trips libcamera's own assertion (PipelineHandler::stop) and aborts the process. After a
-    // loss, give udev's removal up to 3 s to arrive; a camera that is still there stops normally.
-    if (started && lost.load(std::memory_order_acquire)) {
+    const bool abandon = started && silent() && !unplugged.load(std::memory_order_acquire);
+    if (abandon && !kCanAbandon) {
       for (int i = 0; i < 300 && !unplugged.load(std::memory_order_acquire); i++) usleep(10000);
     }
     stopping.store(true, std::memory_order_release);
-    if (started) camera->stop();
     if (camera) {
       camera->requestCompleted.disconnect(this);
       camera->disconnected.disconnect(this);
     }
+    if (abandon && kCanAbandon) {
+      manager->stop();
+      requests.clear();
+      for (unsigned i = 0; i < count; i++) sg_cam_unmap_plane(&planes[i]);
+      if (allocator && stream) allocator->free(stream);
+      allocator.reset();
+      config.reset();
+      camera.reset();
+      manager.reset();
+      if (event_fd >= 0) close(event_fd);
+      return;
+    }
+    if (started) camera->stop();
     requests.clear();
     for (unsigned i = 0; i < count; i++) sg_cam_unmap_plane(&planes[i]);
     if (allocator && stream) allocator->free(stream);
@@ -319,6 +354,7 @@ int open_camera(sg_cam &cam, const sg_cam_settings &s, sg_cam_info &info, char *
     return SG_CAM_FAILED;
   }
   cam.started = true;
+  cam.last_completion_ns.store(monotonic_ns());
   for (auto &request : cam.requests) {
     if (cam.camera->queueRequest(request.get()) < 0) {
       put_error(error, cap, "libcamera refused a capture request");
