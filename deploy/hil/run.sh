@@ -146,8 +146,9 @@ done
 
 # ---------------------------------------------------------------- libcamera on vimc (cached; guest-camera.sh)
 # Debian's kernel ships no vimc.ko: built out of tree from linux-source like gpio-sim. libcamera's
-# vimc pipeline handler needs its IPA module (libcamera-ipa); libcamerify is in libcamera-tools.
-cam_missing=$(for p in libcamera-ipa libcamera-tools libcamera-v4l2; do
+# vimc pipeline handler needs its IPA module (libcamera-ipa) and udev (which devices exist, and
+# hotplug); libcamerify is in libcamera-tools.
+cam_missing=$(for p in libcamera-ipa libcamera-tools libcamera-v4l2 udev; do
   dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q '^install ok installed' || echo "$p"; done | xargs)
 if [ -n "$cam_missing" ]; then
   log "installing $cam_missing"
