@@ -1,6 +1,13 @@
 // swift-tools-version:6.0
 // ScanGate: a fixed-memory camera → barcode → allow-list → relay service for single-board computers.
+import Foundation
 import PackageDescription
+
+/// libcamera (CSI camera modules) is built in when its headers are here, unless
+/// SCANGATE_LIBCAMERA=0; without it the CCamera shim is a stub and V4L2 works as before.
+let withLibcamera =
+  ProcessInfo.processInfo.environment["SCANGATE_LIBCAMERA"] != "0"
+  && FileManager.default.fileExists(atPath: "/usr/include/libcamera/libcamera/libcamera.h")
 
 /// Settings every Swift target shares: Swift 6 mode, strict about what it imports.
 let swiftSettings: [SwiftSetting] = [
@@ -33,6 +40,12 @@ let package = Package(
         .linkedLibrary("turbojpeg"), .linkedLibrary("jpeg"), .linkedLibrary("qrencode"), .linkedLibrary("m"),
       ]),
     .target(name: "CV4L2", linkerSettings: [.linkedLibrary("v4l2")]),
+    .target(
+      name: "CCamera",
+      cxxSettings: [.unsafeFlags(["-I/usr/include/libcamera", "-O2"])]
+        + (withLibcamera ? [.define("SG_WITH_LIBCAMERA")] : []),
+      linkerSettings: (withLibcamera ? [.linkedLibrary("camera"), .linkedLibrary("camera-base")] : [])
+        + [.linkedLibrary("stdc++")]),
     .target(name: "CGPIOD", linkerSettings: [.linkedLibrary("gpiod")]),
     .target(name: "CLinux", linkerSettings: [.linkedLibrary("sodium")]),
     .target(name: "CSQLite", linkerSettings: [.linkedLibrary("sqlite3")]),
@@ -48,7 +61,9 @@ let package = Package(
     // MARK: The only Swift target that imports C.
     .target(
       name: "ScanLinux",
-      dependencies: ["ScanCore", "ScanConsole", "CZXing", "CImageIO", "CV4L2", "CGPIOD", "CLinux", "CToml", "CSQLite", "CTLS", "CCredential", "CMosquitto"],
+      dependencies: [
+        "ScanCore", "ScanConsole", "CZXing", "CImageIO", "CV4L2", "CCamera", "CGPIOD", "CLinux", "CToml", "CSQLite", "CTLS", "CCredential", "CMosquitto",
+      ],
       swiftSettings: swiftSettings),
 
     .executableTarget(

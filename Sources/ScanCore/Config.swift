@@ -50,7 +50,7 @@ public struct ConfigErrors: Error, Equatable, Sendable, CustomStringConvertible 
 }
 
 /// Where frames come from.
-public enum CameraSourceKind: String, Sendable, CaseIterable { case v4l2, replay }
+public enum CameraSourceKind: String, Sendable, CaseIterable { case v4l2, replay, libcamera }
 /// The pixel format asked of the camera.
 public enum CameraPixelFormat: String, Sendable, CaseIterable { case auto, grey, yuyv, mjpeg }
 /// Which GPIO backend drives the lines.
@@ -72,6 +72,8 @@ public struct ScanConfig: Equatable, Sendable {
   public var replayLoop = true
   /// Frame timeout and reopen backoff (`camera.frame_timeout_ms`, `camera.reopen_backoff_ms_max`).
   public var cameraSupervision = CameraSupervisor.Settings()
+  /// `source = "libcamera"`: which camera, exposure and focus (`camera.libcamera_id`, ...).
+  public var libcamera = LibcameraSettings()
   // [decoder], [presence], [gpio] timing, result slots
   public var engine = ScanConfig.readerDefaults()
   public var decoderArenaKiB = 4_096
@@ -170,6 +172,11 @@ public enum ConfigSchema {
       Key(name: "camera.replay_loop", kind: .boolean) { $0.replayLoop = bool($1) },
       Key(name: "camera.reopen_backoff_ms_max", kind: .integer(100...10_000)) { $0.cameraSupervision.reopenBackoffMillisecondsMax = int($1) },
       Key(name: "camera.frame_timeout_ms", kind: .integer(100...30_000)) { $0.cameraSupervision.frameTimeoutMilliseconds = int($1) },
+      Key(name: "camera.libcamera_id", kind: .string) { $0.libcamera.camera = str($1) },
+      Key(name: "camera.exposure_us", kind: .integer(0...10_000_000)) { $0.libcamera.exposureMicroseconds = int($1) },
+      Key(name: "camera.exposure_max_us", kind: .integer(0...10_000_000)) { $0.libcamera.exposureMaxMicroseconds = int($1) },
+      Key(name: "camera.autofocus", kind: .choice(AutofocusMode.allCases.map(\.rawValue))) { $0.libcamera.autofocus = AutofocusMode(rawValue: str($1))! },
+      Key(name: "camera.focus_mm", kind: .integer(0...100_000)) { $0.libcamera.focusMillimetres = int($1) },
 
       Key(name: "decoder.formats", kind: .choices(formatNames, count: 1...16)) {
         $0.engine.decode.formats = (try? BarcodeFormats.parse(strs($1).joined(separator: ","))) ?? .qrCode

@@ -52,6 +52,17 @@ enum Service {
       return serve(config, options: options, relay: relay, buzzer: buzzer, watchdog: watchdog) { () throws(CaptureError) in
         try V4L2FrameSource(settings)
       }
+    case .libcamera:
+      if let reason = LibcameraFrameSource.unavailableReason {
+        writeStandardError("scangate: camera.source = \"libcamera\": \(reason)\n")
+        return 1
+      }
+      let settings = LibcameraSourceSettings(
+        width: config.cameraWidth, height: config.cameraHeight, fps: config.cameraFPS, buffers: config.cameraBuffers,
+        camera: config.libcamera)
+      return serve(config, options: options, relay: relay, buzzer: buzzer, watchdog: watchdog) { () throws(CaptureError) in
+        try LibcameraFrameSource(settings)
+      }
     case .replay:
       let clock = SystemMonotonicClock()
       return serve(config, options: options, relay: relay, buzzer: buzzer, watchdog: watchdog) { () throws(CaptureError) in

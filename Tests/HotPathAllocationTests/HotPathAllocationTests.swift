@@ -238,3 +238,38 @@ import Testing
     #expect(symbols == 1)
   }
 }
+
+/// A libcamera camera's frames, counted: runs only where a camera is (the rig's vimc sets
+/// SCANGATE_LIBCAMERA_CAMERA). The loop thread's count covers the Swift source, the shim and
+/// the libcamera calls the shim makes on that thread (Request::reuse, Camera::queueRequest);
+/// the process count adds libcamera's own threads (its pipeline handler and IPA proxy).
+@Suite(.serialized) struct LibcameraAllocationTests {
+  static let camera = getenv("SCANGATE_LIBCAMERA_CAMERA").map { String(cString: $0) }
+
+  @Test("libcamera frames: allocations per frame after warm-up, on the loop thread and in all", .enabled(if: camera != nil))
+  func libcameraFrames() throws {
+    var settings = LibcameraSourceSettings(width: 640, height: 480, fps: 30, buffers: 4)
+    settings.camera.camera = Self.camera ?? ""
+    var source = try LibcameraFrameSource(settings)
+    var checksum = 0
+    func take(_ frames: Int) throws -> Int {
+      var got = 0
+      for _ in 0..<(frames * 20) where got < frames {
+        if try source.withNextFrame(timeoutMilliseconds: 1_000, { checksum &+= Int($0.luma(x: 1, y: 1)) }) != nil { got += 1 }
+      }
+      return got
+    }
+    #expect(try take(20) == 20)  // warm-up
+    let frames = 100
+    let processBefore = alloc_counter_process_mallocs()
+    alloc_counter_reset()
+    let got = try take(frames)
+    let loopThread = alloc_counter_mallocs(), loopBytes = alloc_counter_bytes()
+    let process = alloc_counter_process_mallocs() - processBefore
+    print(
+      "libcamera \(LibcameraFrameSource.libraryVersion) \(source.summary): \(got) frames; allocations per frame: "
+        + "loop thread \(Double(loopThread) / Double(max(got, 1))) (\(loopBytes / UInt64(max(got, 1))) bytes), "
+        + "all threads \(Double(process) / Double(max(got, 1))); dropped \(source.droppedFrames)")
+    #expect(got == frames)
+  }
+}

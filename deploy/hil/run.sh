@@ -186,6 +186,29 @@ gcc -O2 -shared -fPIC -pthread -o "$RUN/alloc-count.so" "$ROOT/deploy/hil/alloc-
 g++ -O0 -pthread -o "$RUN/alloc-count-check" "$ROOT/deploy/hil/alloc-count-check.cpp" -ldl \
   || die "building the allocation counter's check (deploy/hil/alloc-count-check.cpp)"
 
+# ---------------------------------------------------------------- libcamera on vimc (cached; guest-camera.sh)
+# Debian's kernel ships no vimc.ko: built out of tree from linux-source like gpio-sim. libcamera's
+# vimc pipeline handler needs its IPA module (libcamera-ipa) and udev (which devices exist, and
+# hotplug); libcamerify is in libcamera-tools.
+cam_missing=$(for p in libcamera-ipa libcamera-tools libcamera-v4l2 udev; do
+  dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q '^install ok installed' || echo "$p"; done | xargs)
+if [ -n "$cam_missing" ]; then
+  log "installing $cam_missing"
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends $cam_missing >/dev/null \
+    || die "apt-get install $cam_missing failed"
+fi
+if [ ! -e "$EXTRA/vimc.ko" ]; then
+  log "building vimc against linux-headers-$KVER"
+  ( flock 9; [ -e "$EXTRA/vimc.ko" ] && exit 0
+    B=$CACHE/vimc-build; V=$B/drivers/media/test-drivers/vimc; rm -rf "$B"; mkdir -p "$B"
+    tar -xJf "/usr/src/linux-source-$KSERIES.tar.xz" -C "$B" --strip-components=1 --wildcards \
+      "linux-source-$KSERIES/drivers/media/test-drivers/vimc/*" || exit 1
+    sed -i 's/^obj-$(CONFIG_VIDEO_VIMC)/obj-m/' "$V/Makefile"
+    make -s -C "/usr/src/linux-headers-$KVER" M="$V" modules > "$B/build.log" 2>&1 || { tail "$B/build.log"; exit 1; }
+    mkdir -p "$EXTRA"; cp "$V/vimc.ko" "$EXTRA/vimc.ko.new" && mv "$EXTRA/vimc.ko.new" "$EXTRA/vimc.ko"
+    depmod -b "$K" "$KVER" ) 9> "$CACHE/vimc.lock" || die "vimc module build"
+fi
+
 # One work folder per userland (the guest's writable 9p export): frames, the guest scripts, the
 # binary (and any library it loads from /tmp or /run, which the guest does not see).
 prepare() {  # userland binary
@@ -208,7 +231,9 @@ prepare() {  # userland binary
   fi
   { echo "BIN='$exe'"; echo "W='$w'"; echo "K='$K'"; echo "USERLAND='$1'"
     echo "ALLOC_SO='$w/bin/alloc-count.so'"; echo "ALLOC_CHECK='$w/bin/alloc-count-check'"
-    [ -n "$libpath" ] && echo "export LD_LIBRARY_PATH='$libpath'"; } > "$w/env.sh"
+    [ -n "$libpath" ] && echo "export LD_LIBRARY_PATH='$libpath'"
+    local tests; tests=$(dirname "$2")/ScanGatePackageTests.xctest
+    [ "$1" = bookworm ] && [ -x "$tests" ] && echo "TESTS='$tests'"; } > "$w/env.sh"
 }
 
 # ---------------------------------------------------------------- boot
