@@ -135,7 +135,7 @@ p = run("credential", "issue", "--key", f"{W}/issuer.key", "--kid", "hq-2026", "
 issued = json.loads(p.stdout)
 totp = pyotp.TOTP(base64.b32encode(bytes.fromhex(issued["seed_hex"])).decode(), digits=8, interval=30)
 now = int(time.time())
-step_start = now - now % 30 + 10  # mid-step, away from the boundary
+step_start = now - now % 30 + 40  # mid-step of the next step, after the key's not_before
 results = {}
 for dt in (-60, -30, 0, 30, 60):
     code = totp.at(step_start + dt)

@@ -130,7 +130,7 @@ enum DemoCommand {
     var index = 0
     func emit(_ pixels: [UInt8]) throws(FileError) {
       index += 1
-      let name = directory + "/frame-" + String(1000 + index).dropFirst() + ".pgm"
+      let name = directory + "/frame-" + String(100_000 + index).dropFirst() + ".pgm"
       var bytes = Array("P5\n\(width) \(height)\n255\n".utf8)
       bytes += pixels
       try writeFileAtomically(name, bytes)
