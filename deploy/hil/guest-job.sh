@@ -195,9 +195,11 @@ again=$(awk -v off="${off:-0}" '$1 > off && $2 == 1' "$W/gpio-wd.txt" | wc -l)
 held=$(( ${off:-0} - ${on:-0} ))
 # Stopped once the relay read 1 (the staller waits for it), before the loop's own release was due.
 wd_stopped() { [ -n "$stopped" ] && [ -n "$resumed" ] && [ -n "$on" ] && [ "$stopped" -lt $(( on + 2000 )) ]; }
-wd_off() { [ -n "$off" ] && [ "$held" -ge 2200 ] && [ "$held" -le 3000 ] && [ "$off" -gt "${stopped:-0}" ] && [ "$off" -lt "${resumed:-0}" ]; }
+# The lower bound leaves 150 ms for the sampler's own lag under TCG (the on-edge is seen late as
+# often as the off-edge): measured 2188 ms once on a loaded host. Above the cap is what matters.
+wd_off() { [ -n "$off" ] && [ "$held" -ge 2100 ] && [ "$held" -le 3000 ] && [ "$off" -gt "${stopped:-0}" ] && [ "$off" -lt "${resumed:-0}" ]; }
 check "relay watchdog: the loop thread alone was stopped while the relay was active, $(( ${stopped:-0} - ${on:-0} )) ms after it went active ($(tr '\n' ' ' < "$W/stall-wd.txt" | head -c 120))" wd_stopped
-check "relay watchdog: relay inactive $held ms after it went active (want 2200-3000: cap 2000 + margin 250), while the loop was stopped ($(( ${off:-0} - ${stopped:-0} )) ms into a $(( ${resumed:-0} - ${stopped:-0} )) ms stall)" wd_off
+check "relay watchdog: relay inactive $held ms after it went active (want 2100-3000: cap 2000 + margin 250, less sampling lag), while the loop was stopped ($(( ${off:-0} - ${stopped:-0} )) ms into a $(( ${resumed:-0} - ${stopped:-0} )) ms stall)" wd_off
 check "relay watchdog: the resumed loop recorded 'fault relay-watchdog'" waitfor "$W/wd.out" "fault relay-watchdog" 10
 check "relay watchdog: the relay stayed off after the loop resumed ($again samples of 1)" test "$again" = 0
 kill -TERM $pid; wait $pid; rc=$?
