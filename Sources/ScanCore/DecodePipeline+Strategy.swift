@@ -70,10 +70,13 @@ extension DecodePipeline where Decoder: ~Copyable {
       }
     }
     guard let first = firstFullAttempt() else { return }
-    if fits(first, clock.now().microseconds(since: start)) {
+    let startWithRotation = rotationFirst && log.attempts == 0
+    rotationFirst = false
+    if !startWithRotation && fits(first, clock.now().microseconds(since: start)) {
       attempt(first, frame, full: full, into: &results, clock: clock)
       log.attempts += 1
     }
+    let attemptsBeforeRotation = log.attempts
     // The rotation: at most one round per frame.
     var visited = 0
     while results.count == 0 && visited < strategyCount {
@@ -88,7 +91,8 @@ extension DecodePipeline where Decoder: ~Copyable {
       // one that does not fit even there is passed over, so the rotation never stalls on it.
       guard fits(i, clock.now().microseconds(since: start)) else {
         log.budgetSpent = true
-        if visited == 1 { cursor += 1 }
+        // Nothing of the rotation ran this frame: the next frame starts with it.
+        if log.attempts == attemptsBeforeRotation { rotationFirst = true }
         return
       }
       cursor += 1

@@ -69,6 +69,11 @@ public struct DecodePipeline<Decoder: CodeDecoder & ~Copyable>: ~Copyable {
   public internal(set) var attemptRuns = InlineArray<16, UInt64>(repeating: 0)
   /// The next attempt of the rotation (attempts after the first), across frames.
   var cursor = 1
+  /// Set when a frame's budget was spent before any attempt of the rotation ran: the next frame
+  /// starts with the rotation instead of the full-frame attempt, so on a slow core (where the
+  /// full-frame attempt alone fills the budget) frames alternate between the two and every view
+  /// (inverted for dark-mode phones, mirrored) is still reached.
+  var rotationFirst = false
   /// The next tile of each tiled attempt, across frames.
   var tileCursor = InlineArray<16, UInt8>(repeating: 0)
   /// Where recent codes were read.
