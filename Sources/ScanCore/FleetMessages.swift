@@ -52,7 +52,9 @@ public struct JSONObject {
   public var json: String { text + "}" }
   public var bytes: [UInt8] { Array(json.utf8) }
 
-  /// Appends `s` as a JSON string: quotes, backslash and control characters escaped.
+  /// Appends `s` as a JSON string: quotes and backslash escaped, and every control character
+  /// (C0, DEL, C1) and the JavaScript line separators as \u escapes, so no scanned or remote
+  /// text reaches a terminal or a parser raw.
   public static func appendString(_ s: String, to out: inout String) {
     out += "\""
     for u in s.unicodeScalars {
@@ -63,11 +65,9 @@ public struct JSONObject {
       case "\r": out += "\\r"
       case "\t": out += "\\t"
       default:
-        if u.value < 0x20 {
-          let digits = Array("0123456789abcdef")
-          out += "\\u00"
-          out.append(digits[Int(u.value >> 4)])
-          out.append(digits[Int(u.value & 0xF)])
+        if u.value < 0x20 || u.value == 0x7F || (u.value >= 0x80 && u.value < 0xA0) || u.value == 0x2028 || u.value == 0x2029 {
+          let hex = String(u.value, radix: 16)
+          out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
         } else {
           out.unicodeScalars.append(u)
         }
