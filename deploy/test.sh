@@ -23,11 +23,13 @@ cd "$(dirname "$0")/.."
 command -v swift >/dev/null 2>&1 || export PATH=/opt/swift/usr/bin:$PATH
 
 passed=0; failed=0
-stage() {  # name, command...
+SUITE_START=$SECONDS
+stage() {  # name, command...; prints each stage's wall time, so the suite's budget can be kept
   local name=$1; shift
+  local t0=$SECONDS
   echo "== $name"
-  if "$@"; then echo "== $name: ok"; return 0; fi
-  echo "== $name: FAILED"; return 1
+  if "$@"; then echo "== $name: ok ($((SECONDS - t0)) s)"; return 0; fi
+  echo "== $name: FAILED ($((SECONDS - t0)) s)"; return 1
 }
 
 # Runs a stage whose output is a Swift test run; adds its test (or issue) count.
@@ -89,5 +91,5 @@ fi
 # The benchmarks' short mode: figures, not pass/fail thresholds; the stage fails only if it breaks.
 if stage "benchmarks (bench/run --short)" bench/run --short; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
 
-echo "suite: $passed passed, $failed failed"
+echo "suite: $passed passed, $failed failed in $((SECONDS - SUITE_START)) s"
 [ $failed = 0 ]
