@@ -1,6 +1,13 @@
 // swift-tools-version:6.0
 // ScanGate: a fixed-memory camera → barcode → allow-list → relay service for single-board computers.
+import Foundation
 import PackageDescription
+
+/// libcamera (CSI camera modules) is built in when its headers are here, unless
+/// SCANGATE_LIBCAMERA=0; without it the CCamera shim is a stub and V4L2 works as before.
+let withLibcamera =
+  ProcessInfo.processInfo.environment["SCANGATE_LIBCAMERA"] != "0"
+  && FileManager.default.fileExists(atPath: "/usr/include/libcamera/libcamera/libcamera.h")
 
 /// Settings every Swift target shares: Swift 6 mode, strict about what it imports.
 let swiftSettings: [SwiftSetting] = [
@@ -29,12 +36,23 @@ let package = Package(
     .target(
       name: "CImageIO",
       cSettings: [.unsafeFlags(["-I/usr/include/stb", "-O2"])],
-      linkerSettings: [.linkedLibrary("turbojpeg"), .linkedLibrary("qrencode"), .linkedLibrary("m")]),
+      linkerSettings: [
+        .linkedLibrary("turbojpeg"), .linkedLibrary("jpeg"), .linkedLibrary("qrencode"), .linkedLibrary("m"),
+      ]),
     .target(name: "CV4L2", linkerSettings: [.linkedLibrary("v4l2")]),
+    .target(
+      name: "CCamera",
+      cxxSettings: [.unsafeFlags(["-I/usr/include/libcamera", "-O2"])]
+        + (withLibcamera ? [.define("SG_WITH_LIBCAMERA")] : []),
+      linkerSettings: (withLibcamera ? [.linkedLibrary("camera"), .linkedLibrary("camera-base")] : [])
+        + [.linkedLibrary("stdc++")]),
     .target(name: "CGPIOD", linkerSettings: [.linkedLibrary("gpiod")]),
     .target(name: "CLinux", linkerSettings: [.linkedLibrary("sodium")]),
     .target(name: "CSQLite", linkerSettings: [.linkedLibrary("sqlite3")]),
     .target(name: "CTLS", linkerSettings: [.linkedLibrary("ssl"), .linkedLibrary("crypto")]),
+    .target(name: "CMosquitto", linkerSettings: [.linkedLibrary("mosquitto")]),
+    .target(
+      name: "CCredential", linkerSettings: [.linkedLibrary("cbor"), .linkedLibrary("nettle"), .linkedLibrary("sodium")]),
     .target(
       name: "CToml",
       cxxSettings: [.define("TOML_HEADER_ONLY", to: "0"), .define("TOML_SHARED_LIB", to: "1")],
@@ -43,7 +61,9 @@ let package = Package(
     // MARK: The only Swift target that imports C.
     .target(
       name: "ScanLinux",
-      dependencies: ["ScanCore", "ScanConsole", "CZXing", "CImageIO", "CV4L2", "CGPIOD", "CLinux", "CToml", "CSQLite", "CTLS"],
+      dependencies: [
+        "ScanCore", "ScanConsole", "CZXing", "CImageIO", "CV4L2", "CCamera", "CGPIOD", "CLinux", "CToml", "CSQLite", "CTLS", "CCredential", "CMosquitto",
+      ],
       swiftSettings: swiftSettings),
 
     .executableTarget(
@@ -52,6 +72,7 @@ let package = Package(
 
     // MARK: Tests.
     .target(name: "CAllocCounter", path: "Tests/CAllocCounter"),
+    .target(name: "CTestJPEG", path: "Tests/CTestJPEG", linkerSettings: [.linkedLibrary("turbojpeg")]),
     .testTarget(name: "ScanCoreTests", dependencies: ["ScanCore", "ScanSim"], swiftSettings: swiftSettings),
     .testTarget(name: "ScanConsoleTests", dependencies: ["ScanCore", "ScanConsole", "ScanSim"], swiftSettings: swiftSettings),
     .testTarget(
@@ -59,7 +80,7 @@ let package = Package(
       swiftSettings: swiftSettings),
     .testTarget(
       name: "HotPathAllocationTests",
-      dependencies: ["ScanCore", "ScanSim", "ScanLinux", "CAllocCounter"],
+      dependencies: ["ScanCore", "ScanSim", "ScanLinux", "CAllocCounter", "CImageIO", "CTestJPEG"],
       swiftSettings: swiftSettings),
   ],
   swiftLanguageModes: [.v6],

@@ -88,6 +88,18 @@ if console:
     if base_fps > 0:
         md += ["", f"Loop frame rate meanwhile: {console_fps:.0f} vs {base_fps:.0f} frames/s without the console, "
                f"same 30,000 frames back to back (**{100 * console_fps / base_fps:.1f} %**)."]
+cred_path = os.path.join(out, "credentials.txt")
+if os.path.exists(cred_path):
+    md += ["", "## Signed passes", "", "bench/credentials.sh: one verification of a static and of a rotating pass (Ed25519, the",
+           "sealed seed opened, TOTP over the skew), the QR code each needs against lockoff's shared-secret token, and",
+           "the loop on the same scenes decided by the allow-list, by signed passes and by rotating passes (shown",
+           "again within their step, so every later showing is a full verification ending in denied-replayed):", ""]
+    md += ["    " + l.rstrip() for l in open(cred_path)]
+    md += [""]
+    for passes in ("allow-list", "signed", "rotating"):
+        p = os.path.join(out, f"soak-{passes}.csv")
+        if os.path.exists(p):
+            md += [f"    {passes}: " + l.strip()[2:] for l in open(p) if "frame-to" in l]
 md += ["", "## Plots", "", "![decode rate](decode-rate.png)", "![frame to relay edge](latency.png)", "![RSS](rss.png)", ""]
 if os.path.exists(os.path.join(out, "fuzz.txt")):
     md += ["## Fuzzing", ""] + ["    " + l.strip() for l in open(os.path.join(out, "fuzz.txt")) if l.startswith("fuzz:")] + [""]

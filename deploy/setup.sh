@@ -9,7 +9,8 @@ PACKAGES=(
   libzxing-dev         # the barcode engine (zxing-cpp 1.4 on bookworm)
   libv4l-dev           # camera capture (libv4l2)
   libgpiod-dev         # GPIO character device (libgpiod 1.6, v1 API)
-  libturbojpeg0-dev    # JPEG files and MJPEG cameras
+  libturbojpeg0-dev    # JPEG files (and the tests' JPEG encoder)
+  libjpeg62-turbo-dev  # MJPEG camera frames (libjpeg API, per-frame memory from an arena)
   libstb-dev           # PNG/PNM/GIF files, PNG snapshots
   libsqlite3-dev       # the audit log
   libsodium-dev        # SHA-256 of payloads, constant-time compares
@@ -25,6 +26,7 @@ PACKAGES=(
   libssl-dev           # TLS on console listeners beyond loopback (OpenSSL libssl/libcrypto)
   openssl              # tests: the test CA and certificates, s_client as an independent TLS client
   libcbor-dev          # signed credentials: CBOR (COSE_Sign1, CWT claims)
+  nettle-dev           # signed credentials: HMAC-SHA1 for TOTP (no allocation per call)
   tzdata               # schedules in the reader's local time zone
   libmosquitto-dev     # the fleet link (MQTT client library)
   mosquitto            # tests: a real broker, started per test run

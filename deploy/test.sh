@@ -7,8 +7,10 @@
 #   1b. deploy/console-tools.sh: picocom and screen (under tmux) on the serial console through a socat
 #      pty pair; deploy/console-abuse.sh: 64 abusive TCP clients against the real service (audit log,
 #      secret, lockouts, frame rate)
+#   1c. deploy/credential-interop.sh: signed passes against pycose + cbor2 and pyotp (PyPI peers' venv)
 #   2. fuzz/run: the parsers under libFuzzer for a fixed budget (FUZZ_SECONDS, default 30 each)
-#   3. deploy/hil/run.sh: the real binary on real drivers (vivid, gpio-sim, a UART) in a qemu guest;
+#   3. deploy/hil/run.sh: the real binary on real drivers (vivid, gpio-sim, a UART) in a qemu guest,
+#      once on the bookworm userland and once on trixie's (libgpiod v2), with the allocation proof;
 #      fails loudly where qemu cannot run, never passes silently
 #   4. deploy/package-test.sh: the .deb built, installed into a clean Debian 12 root, run there
 #   5. deploy/trixie/run.sh: the whole build and test suite again against Debian 13's libraries
@@ -21,11 +23,13 @@ cd "$(dirname "$0")/.."
 command -v swift >/dev/null 2>&1 || export PATH=/opt/swift/usr/bin:$PATH
 
 passed=0; failed=0
-stage() {  # name, command...
+SUITE_START=$SECONDS
+stage() {  # name, command...; prints each stage's wall time, so the suite's budget can be kept
   local name=$1; shift
+  local t0=$SECONDS
   echo "== $name"
-  if "$@"; then echo "== $name: ok"; return 0; fi
-  echo "== $name: FAILED"; return 1
+  if "$@"; then echo "== $name: ok ($((SECONDS - t0)) s)"; return 0; fi
+  echo "== $name: FAILED ($((SECONDS - t0)) s)"; return 1
 }
 
 # Runs a stage whose output is a Swift test run; adds its test (or issue) count.
@@ -64,9 +68,13 @@ swift_stage "swift test" "swift build --build-tests && swift test --skip-build"
 
 check_stage "console with picocom and screen (serial, pty pair)" "deploy/console-tools.sh .build/debug/scangate"
 check_stage "console abuse (64 clients, audit log, lockouts, frame rate)" "deploy/console-abuse.sh .build/debug/scangate"
+check_stage "fleet link on a real broker (TLS, ACLs, broker kill, link cut, kill -9, Home Assistant)" "deploy/fleet-test.sh .build/debug/scangate"
+
+check_stage "signed passes against pycose, cbor2 and pyotp" "deploy/credential-interop.sh .build/debug/scangate"
 
 if stage "fuzz" fuzz/run "${FUZZ_SECONDS:-30}"; then passed=$((passed + 2)); else failed=$((failed + 1)); fi
 
+check_stage "OSDP panel (libosdp control panel, pty pair)" "deploy/panel-test.sh .build/debug/scangate"
 check_stage "hardware in the loop (qemu guest)" "deploy/hil/run.sh .build/debug/scangate"
 
 check_stage "Debian package (installed into a clean Debian 12 root)" "deploy/package-test.sh"
@@ -83,5 +91,5 @@ fi
 # The benchmarks' short mode: figures, not pass/fail thresholds; the stage fails only if it breaks.
 if stage "benchmarks (bench/run --short)" bench/run --short; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
 
-echo "suite: $passed passed, $failed failed"
+echo "suite: $passed passed, $failed failed in $((SECONDS - SUITE_START)) s"
 [ $failed = 0 ]

@@ -118,11 +118,27 @@ int32_t sg_png_write(const char *path, const uint8_t *pixels, int32_t width, int
   return stbi_write_png(path, width, height, components, pixels, width * components) ? 0 : -1;
 }
 
+static int32_t render_code(QRcode *code, int32_t scale, int32_t margin, uint8_t *out, size_t capacity);
+
 int32_t sg_qr_render(const uint8_t *data, size_t size, int32_t scale, int32_t margin, uint8_t *out,
                      size_t capacity) {
   if (scale <= 0 || margin < 0 || size > 2953) return -1;
   QRcode *code = QRcode_encodeData((int)size, data, 0, QR_ECLEVEL_M);
   if (code == NULL) return -1;
+  return render_code(code, scale, margin, out, capacity);
+}
+
+int32_t sg_qr_render_text(const char *text, int32_t scale, int32_t margin, uint8_t *out, size_t capacity,
+                          int32_t *modules) {
+  if (scale <= 0 || margin < 0 || strlen(text) > 4296) return -1;
+  // Case-sensitive, with libqrencode choosing numeric / alphanumeric / byte segments.
+  QRcode *code = QRcode_encodeString(text, 0, QR_ECLEVEL_M, QR_MODE_8, 1);
+  if (code == NULL) return -1;
+  if (modules) *modules = code->width;
+  return render_code(code, scale, margin, out, capacity);
+}
+
+static int32_t render_code(QRcode *code, int32_t scale, int32_t margin, uint8_t *out, size_t capacity) {
   int32_t modules = code->width + 2 * margin;
   int32_t side = modules * scale;
   if ((size_t)side * (size_t)side > capacity) {
@@ -141,27 +157,6 @@ int32_t sg_qr_render(const uint8_t *data, size_t size, int32_t scale, int32_t ma
   }
   QRcode_free(code);
   return side;
-}
-
-sg_jpeg_handle sg_jpeg_create(void) { return tjInitDecompress(); }
-void sg_jpeg_destroy(sg_jpeg_handle handle) {
-  if (handle != NULL) tjDestroy(handle);
-}
-
-int32_t sg_jpeg_decode_frame(sg_jpeg_handle handle, const uint8_t *data, size_t size,
-                             int32_t scale_denominator, uint8_t *out, size_t capacity,
-                             int32_t *width, int32_t *height) {
-  int w = 0, h = 0, subsampling = 0, colorspace = 0;
-  if (tjDecompressHeader3(handle, data, (unsigned long)size, &w, &h, &subsampling, &colorspace) != 0)
-    return -1;
-  tjscalingfactor factor = {1, scale_denominator == 2 ? 2 : 1};
-  int sw = TJSCALED(w, factor), sh = TJSCALED(h, factor);
-  if ((size_t)sw * (size_t)sh > capacity) return -1;
-  int rc = tjDecompress2(handle, data, (unsigned long)size, out, sw, sw, sh, TJPF_GRAY, TJFLAG_FASTDCT);
-  if (rc != 0 && tjGetErrorCode(handle) == TJERR_FATAL) return -1;
-  *width = sw;
-  *height = sh;
-  return 0;
 }
 
 typedef struct png_sink {

@@ -90,16 +90,37 @@ size_t codabar_trim(uint32_t format, const uint8_t *data, size_t size) {
   return 0;
 }
 
-/// Copies one engine result into a caller slot; false when the same symbol is already there.
+/// Whether point (x, y) lies inside the quadrilateral of `slot` (corners in order, either turn).
+bool inside(const sg_zx_result &slot, int64_t x, int64_t y) {
+  int sign = 0;
+  for (int i = 0; i < 4; i++) {
+    int64_t x0 = slot.corners[2 * i], y0 = slot.corners[2 * i + 1];
+    int64_t x1 = slot.corners[(2 * i + 2) % 8], y1 = slot.corners[(2 * i + 3) % 8];
+    int64_t cross = (x1 - x0) * (y - y0) - (y1 - y0) * (x - x0);
+    int s = cross > 0 ? 1 : cross < 0 ? -1 : 0;
+    if (s == 0) continue;
+    if (sign == 0) sign = s;
+    else if (s != sign) return false;
+  }
+  return true;
+}
+
+/// Copies one engine result into a caller slot; false when the same symbol (same format and
+/// payload, centre inside an earlier one's outline) is already there. Two codes carrying the
+/// same payload at different places are both kept.
 bool copy_result(const EngineResult &result, sg_zx_result *slots, int32_t count) {
   const ByteArray &raw = result.bytes();
   uint32_t format = from_engine(result.format());
   size_t trim = codabar_trim(format, raw.data(), raw.size());
   struct { const uint8_t *p; size_t n; const uint8_t *data() const { return p; } size_t size() const { return n; } }
       bytes{raw.data() + trim, raw.size() - 2 * trim};
+  const Position &at = result.position();
+  int64_t cx = 0, cy = 0;
+  for (int corner = 0; corner < 4; corner++) { cx += at[corner].x; cy += at[corner].y; }
+  cx /= 4; cy /= 4;
   for (int32_t i = 0; i < count; i++) {
     if (slots[i].format == format && slots[i].bytes_total == bytes.size() &&
-        std::memcmp(slots[i].bytes, bytes.data(), slots[i].bytes_count) == 0)
+        std::memcmp(slots[i].bytes, bytes.data(), slots[i].bytes_count) == 0 && inside(slots[i], cx, cy))
       return false;
   }
   sg_zx_result &slot = slots[count];
@@ -139,7 +160,28 @@ void plain_text(EngineOptions &options) {
 #endif
 }
 
-int32_t decode_inside_arena(const sg_zx_image &image, uint32_t formats, bool try_harder,
+Binarizer binarizer_of(int32_t binarizer) {
+  switch (binarizer) {
+  case SG_BINARIZER_GLOBAL_HISTOGRAM: return Binarizer::GlobalHistogram;
+  case SG_BINARIZER_FIXED_THRESHOLD: return Binarizer::FixedThreshold;
+  case SG_BINARIZER_BOOL_CAST: return Binarizer::BoolCast;
+  default: return Binarizer::LocalAverage;
+  }
+}
+
+/// The engine options of one attempt, the same on both generations.
+void apply(EngineOptions &hints, uint32_t formats, const sg_zx_options &options) {
+  bool try_harder = options.try_harder != 0;
+  hints.setFormats(to_engine(formats)).setTryHarder(try_harder).setTryRotate(try_harder);
+  hints.setTryDownscale(options.try_downscale != 0);
+  hints.setBinarizer(binarizer_of(options.binarizer));
+#if ZXING_VERSION_MAJOR >= 2
+  hints.setTryInvert(options.try_invert != 0);
+#endif
+  plain_text(hints);
+}
+
+int32_t decode_inside_arena(const sg_zx_image &image, uint32_t formats, const sg_zx_options &options,
                             sg_zx_result *results, int32_t capacity) {
   ImageView view(image.origin, image.width, image.height, ImageFormat::Lum, image.row_stride,
                  image.pixel_stride);
@@ -148,8 +190,7 @@ int32_t decode_inside_arena(const sg_zx_image &image, uint32_t formats, bool try
   uint32_t linear = formats & ~kMatrixFormats;
   if (matrix != 0) {
     EngineOptions hints;
-    hints.setFormats(to_engine(matrix)).setTryHarder(try_harder).setTryRotate(try_harder);
-    plain_text(hints);
+    apply(hints, matrix, options);
     hints.setMaxNumberOfSymbols(static_cast<uint8_t>(capacity > 255 ? 255 : capacity));
     // Matrix symbols are merged by position only: the multi-symbol call is safe for them.
     EngineResults found = ReadBarcodes(view, hints);
@@ -160,8 +201,7 @@ int32_t decode_inside_arena(const sg_zx_image &image, uint32_t formats, bool try
   }
   if (linear != 0 && count < capacity) {
     EngineOptions hints;
-    hints.setFormats(to_engine(linear)).setTryHarder(try_harder).setTryRotate(try_harder);
-    plain_text(hints);
+    apply(hints, linear, options);
     // One linear symbol per pass, through the single-symbol call: with at most one result per
     // pyramid layer the engine never compares two merged linear results, which is where
     // zxing-cpp 1.4's `lineCount() == 1` assertion aborts the process.
@@ -194,6 +234,16 @@ void sg_zx_destroy(sg_zx_decoder *decoder) {
 
 int32_t sg_zx_decode(sg_zx_decoder *decoder, sg_zx_image image, uint32_t formats,
                      int32_t try_harder, sg_zx_result *results, int32_t capacity) {
+  sg_zx_options options{};
+  options.binarizer = SG_BINARIZER_LOCAL_AVERAGE;
+  options.try_harder = try_harder != 0 ? 1 : 0;
+  options.try_downscale = 1;
+  options.try_invert = 1;
+  return sg_zx_decode_with(decoder, image, formats, options, results, capacity);
+}
+
+int32_t sg_zx_decode_with(sg_zx_decoder *decoder, sg_zx_image image, uint32_t formats,
+                          sg_zx_options options, sg_zx_result *results, int32_t capacity) {
   if (decoder == nullptr || results == nullptr || capacity <= 0 || image.origin == nullptr ||
       image.width <= 0 || image.height <= 0 || formats == 0)
     return 0;
@@ -207,7 +257,7 @@ int32_t sg_zx_decode(sg_zx_decoder *decoder, sg_zx_image image, uint32_t formats
   if (thread_warmed && decoder->decodes > 1) scangate::arena_begin(decoder->arena);
   thread_warmed = true;
   try {
-    count = decode_inside_arena(image, formats, try_harder != 0, results, capacity);
+    count = decode_inside_arena(image, formats, options, results, capacity);
   } catch (...) {
     decoder->engine_errors++;
     count = -1;

@@ -115,6 +115,12 @@ public struct ReaderStatus: Sendable {
   public var console = Console()
   /// One line about the audit log (written by the log), or nil when there is none.
   public var logLine: String? = nil
+  /// The fleet link's STATUS line (broker, acknowledged sequence, offline policy), or nil.
+  public var fleetLine: String? = nil
+  /// One line about signed credentials (trust, revocation, clock, replay), or nil when off.
+  public var credentialsLine: String? = nil
+  /// One line about the panel link (panel mode: mode, last poll, Secure Channel, last card), or nil.
+  public var panelLine: String? = nil
   public var uptimeSeconds: UInt64 = 0
   /// The door, when one is configured.
   public var door: DoorStatus? = nil

@@ -82,7 +82,7 @@ public enum ConsoleText {
     w.newline(); lines += 1
     writeAllowListLine(s, into: &w); lines += 1
     if let d = s.decoder {
-      writeDecoderLine(s.decoderVersion, d, into: &w); lines += 1
+      writeDecoderLine(s.decoderVersion, d, budget: s.stats, into: &w); lines += 1
     }
     writeAimLine(s, into: &w); lines += 1
     w.write("| presence ")
@@ -105,6 +105,21 @@ public enum ConsoleText {
     if let door = s.door {
       w.write("| ")
       door.write(into: &w)
+      w.newline(); lines += 1
+    }
+    if let fleet = s.fleetLine {
+      w.write("| fleet ")
+      writeSanitized(fleet, into: &w)
+      w.newline(); lines += 1
+    }
+    if let credentials = s.credentialsLine {
+      w.write("| credentials ")
+      writeSanitized(credentials, into: &w)
+      w.newline(); lines += 1
+    }
+    if let panel = s.panelLine {
+      w.write("| ")
+      w.write(panel)
       w.newline(); lines += 1
     }
     let up = s.uptimeSeconds
@@ -155,7 +170,19 @@ public enum ConsoleText {
     w.newline()
   }
 
-  static func writeDecoderLine(_ version: String, _ d: DecoderStats, into w: inout ByteWriter) {
+  /// The decode strategy's budget: configured, used per frame on average, frames that spent it.
+  static func writeBudget(_ t: ScanStats, into w: inout ByteWriter) {
+    w.write(" decode-attempts ")
+    w.write(t.decodeAttempts)
+    w.write(" budget ")
+    if t.decodeBudgetMicroseconds == 0 { w.write("none") } else { w.writeFixed(t.decodeBudgetMicroseconds, scale: 1000, decimals: 2) }
+    w.write(" ms used ")
+    w.writeFixed(t.frames == 0 ? 0 : t.decodeStrategyMicroseconds / t.frames, scale: 1000, decimals: 2)
+    w.write(" ms/frame over-budget ")
+    w.write(t.framesOverBudget)
+  }
+
+  static func writeDecoderLine(_ version: String, _ d: DecoderStats, budget: ScanStats? = nil, into w: inout ByteWriter) {
     w.write("| decoder ")
     w.write(version)
     w.write("; arena high water ")
@@ -168,6 +195,10 @@ public enum ConsoleText {
     w.write(d.arenaOverflows)
     w.write(", engine errors ")
     w.write(d.engineErrors)
+    if let t = budget {
+      w.write(";")
+      writeBudget(t, into: &w)
+    }
     w.newline()
   }
 
@@ -229,6 +260,7 @@ public enum ConsoleText {
     w.write(t.truncatedPayloads)
     w.write(" dropped ")
     w.write(s.droppedFrames)
+    writeBudget(t, into: &w)
     w.newline()
     w.write("| decisions granted ")
     w.write(t.grants)

@@ -2,6 +2,15 @@
 public enum DecisionSource: UInt8, Sendable {
   case none = 0
   case allowList = 1
+  case credential = 2
+
+  public var name: String {
+    switch self {
+    case .none: "none"
+    case .allowList: "allow-list"
+    case .credential: "credential"
+    }
+  }
 }
 
 /// A decision on one payload: the verdict, which rule decided, and (for the allow-list) the
@@ -10,10 +19,14 @@ public struct AccessDecision: Equatable, Sendable {
   public var verdict: Verdict
   public var source: DecisionSource
   public var entry: Int?
-  public init(verdict: Verdict, source: DecisionSource, entry: Int? = nil) {
+  /// The card number a panel is sent for this pass (allow-list `card=`, or a signed
+  /// credential's card claim), if it has one.
+  public var card: CardNumber?
+  public init(verdict: Verdict, source: DecisionSource, entry: Int? = nil, card: CardNumber? = nil) {
     self.verdict = verdict
     self.source = source
     self.entry = entry
+    self.card = card
   }
   public static let unknown = AccessDecision(verdict: .deniedUnknown, source: .none)
 }
@@ -22,33 +35,64 @@ public struct AccessDecision: Equatable, Sendable {
 /// (a scanned code, the console's CHECK, a snapshot's outlines) asks a policy, never a list
 /// directly, so signed credentials, schedules and panel forwarding slot in here.
 public protocol AccessPolicy: ~Copyable {
-  func decide(_ payload: UnsafeRawBufferPointer, digest: Digest, nowUnixSeconds: Int64) -> AccessDecision
+  /// `mode`: a scanned code admits (replay and single-use state change); CHECK and snapshots inspect.
+  func decide(_ payload: UnsafeRawBufferPointer, digest: Digest, nowUnixSeconds: Int64, mode: DecideMode) -> AccessDecision
 }
 
 extension AllowList: AccessPolicy {
-  public func decide(_ payload: UnsafeRawBufferPointer, digest: Digest, nowUnixSeconds now: Int64) -> AccessDecision {
+  public func decide(
+    _ payload: UnsafeRawBufferPointer, digest: Digest, nowUnixSeconds now: Int64, mode: DecideMode
+  )
+    -> AccessDecision
+  {
     let (verdict, entry) = decide(digest, nowUnixSeconds: now)
-    return AccessDecision(verdict: verdict, source: entry == nil ? .none : .allowList, entry: entry)
+    return AccessDecision(verdict: verdict, source: entry == nil ? .none : .allowList, entry: entry, card: entry.flatMap { card($0) })
   }
 }
 
-/// The reader's policies in the order they are asked: today the allow-list alone. A payload
-/// one policy does not know falls through to the next; the first that knows it decides.
+/// The reader's policies in the order they are asked: the allow-list, then signed
+/// credentials. A payload one policy does not know falls through to the next; the first that
+/// knows it decides, and the decision names it.
 public struct AccessPolicies: AccessPolicy, ~Copyable {
   public var allowList: AllowList
   /// Access windows: an allow-list grant whose entry names a schedule is denied outside it
-  /// (nil: no schedule file; an entry naming a schedule is then denied, fail-secure).
-  public var schedules: ScheduleStore? = nil
+  /// (nil: no schedule file; an entry naming a schedule is then denied, fail-secure), and a
+  /// signed pass whose zones name schedules is admitted only inside one of them.
+  public var schedules: ScheduleStore? = nil {
+    didSet { credentials?.schedules = schedules }
+  }
+  /// Signed passes (nil when no trust file is configured).
+  public var credentials: CredentialVerifier? {
+    didSet { credentials?.schedules = schedules }
+  }
 
-  public init(allowList: consuming AllowList) { self.allowList = allowList }
+  public init(allowList: consuming AllowList, credentials: CredentialVerifier? = nil) {
+    self.allowList = allowList
+    self.credentials = credentials
+  }
 
-  public func decide(_ payload: UnsafeRawBufferPointer, digest: Digest, nowUnixSeconds now: Int64) -> AccessDecision {
-    var d = allowList.decide(payload, digest: digest, nowUnixSeconds: now)
+  public func decide(
+    _ payload: UnsafeRawBufferPointer, digest: Digest, nowUnixSeconds now: Int64, mode: DecideMode
+  )
+    -> AccessDecision
+  {
+    var d = allowList.decide(payload, digest: digest, nowUnixSeconds: now, mode: mode)
     if d.verdict.isGranted, let entry = d.entry {
       let key = allowList.scheduleKey(entry)
       if key != 0 { d.verdict = schedules?.check(key: key, nowUnixSeconds: now) ?? .deniedOutsideSchedule }
     }
     if d.source != .none { return d }
+    if let credentials, let c = credentials.decide(payload, nowUnixSeconds: now, mode: mode) { return c }
     return .unknown
+  }
+
+  /// Copies the label of the rule that made `decision` (the allow-list entry's, or the last
+  /// verified credential's).
+  public func copyLabel(_ decision: AccessDecision, into buffer: UnsafeMutableRawBufferPointer) -> Int {
+    switch decision.source {
+    case .allowList: decision.entry.map { allowList.copyLabel($0, into: buffer) } ?? 0
+    case .credential: credentials?.copyLabel(into: buffer) ?? 0
+    case .none: 0
+    }
   }
 }

@@ -4,15 +4,35 @@ public enum Verdict: UInt8, Sendable, Equatable {
   case deniedUnknown = 1
   case deniedExpired = 2
   case deniedNotYetValid = 3
+  // Signed credentials (docs/credentials.md).
+  case deniedMalformed = 4
+  case deniedSignature = 5
+  case deniedUnknownIssuer = 6
+  case deniedAlgorithm = 7
+  case deniedRevoked = 8
+  case deniedReplayed = 9
+  case deniedTOTP = 10
+  case deniedZone = 11
+  case deniedClock = 12
+  case deniedIssuerKey = 13
+  case deniedUsed = 14
+  case deniedUnavailable = 15
   /// Known, but outside its schedule's window (or on a holiday): Schedule.swift.
   case deniedOutsideSchedule = 20
 
   public var isGranted: Bool { self == .granted }
 
+  /// Every verdict, for parsing the stable names back.
+  public static let all: [Verdict] = [
+    .granted, .deniedUnknown, .deniedExpired, .deniedNotYetValid,
+    .deniedMalformed, .deniedSignature, .deniedUnknownIssuer, .deniedAlgorithm, .deniedRevoked, .deniedReplayed,
+    .deniedTOTP, .deniedZone, .deniedClock, .deniedIssuerKey, .deniedUsed, .deniedUnavailable,
+    .deniedOutsideSchedule,
+  ]
+
   /// The verdict whose `name` is `name` (the audit log's stored text), or nil.
   public init?(name: some StringProtocol) {
-    guard let verdict = [Verdict.granted, .deniedUnknown, .deniedExpired, .deniedNotYetValid, .deniedOutsideSchedule].first(where: { $0.name == name })
-    else { return nil }
+    guard let verdict = Self.all.first(where: { $0.name == name }) else { return nil }
     self = verdict
   }
 
@@ -23,6 +43,18 @@ public enum Verdict: UInt8, Sendable, Equatable {
     case .deniedUnknown: "denied-unknown"
     case .deniedExpired: "denied-expired"
     case .deniedNotYetValid: "denied-not-yet-valid"
+    case .deniedMalformed: "denied-malformed"
+    case .deniedSignature: "denied-signature"
+    case .deniedUnknownIssuer: "denied-unknown-issuer"
+    case .deniedAlgorithm: "denied-algorithm"
+    case .deniedRevoked: "denied-revoked"
+    case .deniedReplayed: "denied-replayed"
+    case .deniedTOTP: "denied-totp"
+    case .deniedZone: "denied-zone"
+    case .deniedClock: "denied-clock"
+    case .deniedIssuerKey: "denied-issuer-key"
+    case .deniedUsed: "denied-used"
+    case .deniedUnavailable: "denied-unavailable"
     case .deniedOutsideSchedule: "denied-outside-schedule"
     }
   }
@@ -68,6 +100,7 @@ public struct AllowListTable: ~Copyable {
   private let labelLengths: UnsafeMutableBufferPointer<UInt8>
   /// The entry's `schedule=` name as `ScheduleKey` (0: none).
   private let scheduleKeys: UnsafeMutableBufferPointer<UInt64>
+  private let cards: UnsafeMutableBufferPointer<CardNumber?>
 
   public init(entriesMax: Int) {
     precondition(entriesMax > 0 && entriesMax <= 1_000_000)
@@ -89,18 +122,20 @@ public struct AllowListTable: ~Copyable {
     labelLengths.initialize(repeating: 0)
     scheduleKeys = .allocate(capacity: entriesMax)
     scheduleKeys.initialize(repeating: 0)
+    cards = .allocate(capacity: entriesMax)
+    cards.initialize(repeating: nil)
   }
 
   deinit {
     slots.deallocate(); digests.deallocate(); validFrom.deallocate(); validUntil.deallocate()
-    labels.deallocate(); labelLengths.deallocate(); scheduleKeys.deallocate()
+    labels.deallocate(); labelLengths.deallocate(); scheduleKeys.deallocate(); cards.deallocate()
   }
 
   /// Bytes this table holds, for the memory budget.
   public static func bytes(entriesMax: Int) -> Int {
     var slotCount = 16
     while slotCount < entriesMax * 2 { slotCount <<= 1 }
-    return slotCount * 4 + entriesMax * (32 + 8 + 8 + AllowListLimits.labelBytesMax + 1 + 8)
+    return slotCount * 4 + entriesMax * (32 + 8 + 8 + AllowListLimits.labelBytesMax + 1 + 8 + MemoryLayout<CardNumber?>.stride)
   }
 
   public mutating func removeAll() {
@@ -121,7 +156,9 @@ public struct AllowListTable: ~Copyable {
   }
 
   /// Adds an entry; false when the digest is already present. Precondition: not full.
-  mutating func insert(_ digest: Digest, from: Int64, until: Int64, label: [UInt8], schedule: UInt64 = 0) -> Bool {
+  mutating func insert(
+    _ digest: Digest, from: Int64, until: Int64, label: [UInt8], schedule: UInt64 = 0, card: CardNumber? = nil
+  ) -> Bool {
     precondition(count < entriesMax)
     if find(digest) != nil { return false }
     let index = count
@@ -132,6 +169,7 @@ public struct AllowListTable: ~Copyable {
     let n = min(label.count, AllowListLimits.labelBytesMax)
     for k in 0..<n { labels[index * AllowListLimits.labelBytesMax + k] = label[k] }
     labelLengths[index] = UInt8(n)
+    cards[index] = card
     var i = Int(truncatingIfNeeded: digest.bucketSeed) & slotMask
     while slots[i] != 0 { i = (i + 1) & slotMask }
     slots[i] = Int32(index + 1)
@@ -149,6 +187,8 @@ public struct AllowListTable: ~Copyable {
 
   /// Entry `index`'s schedule (`ScheduleKey` of its `schedule=` name; 0: none).
   public func scheduleKey(_ index: Int) -> UInt64 { scheduleKeys[index] }
+  /// The card number of entry `index` (`card=`), if it has one.
+  public func card(_ index: Int) -> CardNumber? { cards[index] }
 
   /// The label bytes (escaped form, as written in the file) of entry `index`.
   public func label(_ index: Int) -> UnsafeRawBufferPointer {
@@ -181,6 +221,8 @@ public struct AllowList: ~Copyable {
 
   /// Entry `index`'s schedule key (0: none).
   public func scheduleKey(_ index: Int) -> UInt64 { tables[liveIndex].scheduleKey(index) }
+  /// The card number of live entry `index`, if it has one.
+  public func card(_ index: Int) -> CardNumber? { tables[liveIndex].card(index) }
 
   /// Copies entry `index`'s label into `out`; returns the byte count.
   public func copyLabel(_ index: Int, into out: UnsafeMutableRawBufferPointer) -> Int {
@@ -286,6 +328,7 @@ public enum AllowListParser {
     var from = Int64.min, until = Int64.max
     var label: [UInt8] = []
     var schedule: UInt64 = 0
+    var card: CardNumber? = nil
     var seen: Set<Substring> = []
     for field in fields.dropFirst() {
       guard let eq = field.firstIndex(of: "=") else { return fail("expected key=value, got '\(field.prefix(40))'") }
@@ -305,13 +348,15 @@ public enum AllowListParser {
       case "schedule":
         guard ScheduleSet.validName(String(value)) else { return fail("schedule: names are 1 to 32 of a-z, 0-9, '-', '_'") }
         schedule = ScheduleKey.of(value.utf8)
+      case "card":
+        do throws(CardNumber.Invalid) { card = try CardNumber(parsing: value) } catch { return fail("card: \(error.message)") }
       default:
-        return fail("unknown key '\(key)' (known: label, from, until, schedule)")
+        return fail("unknown key '\(key)' (known: label, from, until, schedule, card)")
       }
     }
     if from != .min && until != .max && until <= from { return fail("until is not after from") }
     if table.count >= limits.entriesMax { return fail("more than \(limits.entriesMax) entries (allow_list.entries_max)") }
-    if !table.insert(digest, from: from, until: until, label: label, schedule: schedule) { return fail("duplicate entry") }
+    if !table.insert(digest, from: from, until: until, label: label, schedule: schedule, card: card) { return fail("duplicate entry") }
     return nil
   }
 }

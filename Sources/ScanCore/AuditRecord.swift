@@ -49,6 +49,8 @@ public struct AuditRecord: Equatable, Sendable {
     switch kind {
     case .decision, .fault, .state, .command, .authFailure, .manualOpen: true
     case .doorUnlocked, .doorOpened, .doorClosed, .doorHeldOpen, .doorForced, .doorLocked, .exitRequest, .tamper: true
+    case .panelLink, .panelSecure, .panelCard, .panelKey: true
+    case .panelCommand: false
     case .edge, .left, .recordsLost: false
     }
   }
@@ -67,6 +69,9 @@ public struct AuditRecord: Equatable, Sendable {
       decodeMicroseconds = Int64(e.decodeMicroseconds)
       decideMicroseconds = Int64(e.decideMicroseconds)
       edgeMicroseconds = Int64(e.edgeMicroseconds)
+      // Which rule decided (the allow-list or a signed credential).
+      code = Int64(e.code)
+      if let source = DecisionSource(rawValue: UInt8(truncatingIfNeeded: e.code)), source != .none { detail = source.name }
     case .command, .authFailure:
       payload = e.withPayload { PayloadEscaping.escaped($0) }
       code = Int64(e.code)
@@ -75,6 +80,9 @@ public struct AuditRecord: Equatable, Sendable {
       detail = FaultCode(rawValue: e.code)?.name ?? "code-\(e.code)"
     case .manualOpen:
       code = Int64(e.code)
+    case .panelLink, .panelSecure, .panelCard, .panelCommand, .panelKey:
+      code = Int64(e.code)
+      detail = e.withPayload { String(decoding: $0, as: UTF8.self) }
     case .edge, .left, .recordsLost:
       code = Int64(e.code)
     case .doorUnlocked, .doorOpened, .doorClosed, .doorHeldOpen, .doorForced, .doorLocked, .exitRequest, .tamper:

@@ -50,7 +50,7 @@ public struct ConfigErrors: Error, Equatable, Sendable, CustomStringConvertible 
 }
 
 /// Where frames come from.
-public enum CameraSourceKind: String, Sendable, CaseIterable { case v4l2, replay }
+public enum CameraSourceKind: String, Sendable, CaseIterable { case v4l2, replay, libcamera }
 /// The pixel format asked of the camera.
 public enum CameraPixelFormat: String, Sendable, CaseIterable { case auto, grey, yuyv, mjpeg }
 /// Which GPIO backend drives the lines.
@@ -72,20 +72,29 @@ public struct ScanConfig: Equatable, Sendable {
   public var replayLoop = true
   /// Frame timeout and reopen backoff (`camera.frame_timeout_ms`, `camera.reopen_backoff_ms_max`).
   public var cameraSupervision = CameraSupervisor.Settings()
+  /// `source = "libcamera"`: which camera, exposure and focus (`camera.libcamera_id`, ...).
+  public var libcamera = LibcameraSettings()
   // [decoder], [presence], [gpio] timing, result slots
   public var engine = ScanConfig.readerDefaults()
   public var decoderArenaKiB = 4_096
+  /// `decoder.decode_budget_ms`'s default: about a quarter of a 30 fps frame on a Pi 4 core.
+  public static let decodeBudgetMillisecondsDefault = 8
 
   /// Defaults differ from a bare `EngineSettings` only where a door reader wants them to.
   static func readerDefaults() -> EngineSettings {
     var e = EngineSettings()
     // Flat CPU cost per frame: one view per frame, round-robin (see README, decoder views).
     e.decode.variantMode = .alternate
+    // The decode strategy, spread across frames within a per-frame budget (docs/decoder.md).
+    e.decode.attempts = DecodeAttempt.readerDefault
+    e.decode.budgetMicroseconds = ScanConfig.decodeBudgetMillisecondsDefault * 1000
     return e
   }
   // [allow_list]
   public var allowListPath = "/etc/scangate/allow-list.txt"
   public var allowListWatch = true
+  // [credentials]
+  public var credentials = CredentialSettings()
   // [gpio]
   public var gpioBackend = GPIOBackend.gpiod
   public var gpioChip = "gpiochip0"
@@ -113,6 +122,10 @@ public struct ScanConfig: Equatable, Sendable {
   public var consoleTLSKeyFile = ""
   public var consoleTLSClientCAFile = ""
   public var consoleAllowPlaintextRemote = false
+  // [panel]
+  public var panel = PanelSettings()
+  // [fleet]
+  public var fleet = FleetSettings()
 
   public init() {}
 }
@@ -140,11 +153,13 @@ public enum ConfigSchema {
   static func str(_ v: ConfigValue) -> String { if case .string(let s) = v { return s }; return "" }
   static func ints(_ v: ConfigValue) -> [Int] { if case .list(let l) = v { return l.map(int) }; return [] }
   static func strs(_ v: ConfigValue) -> [String] { if case .list(let l) = v { return l.map(str) }; return [] }
+  static func nonEmpty(_ s: String) -> String? { s.isEmpty ? nil : s }
 
   static let variantNames = ImageVariant.allCases.map(\.name)
   static let formatNames = ["all", "matrix"] + BarcodeFormats.names.map(\.name)
 
-  static let keys: [Key] =
+  static let keys: [Key] = coreKeys + fleetKeys
+  static let coreKeys: [Key] =
     [
       Key(name: "camera.source", kind: .choice(CameraSourceKind.allCases.map(\.rawValue))) { $0.cameraSource = CameraSourceKind(rawValue: str($1))! },
       Key(name: "camera.device", kind: .string) { $0.cameraDevice = str($1) },
@@ -159,6 +174,11 @@ public enum ConfigSchema {
       Key(name: "camera.replay_loop", kind: .boolean) { $0.replayLoop = bool($1) },
       Key(name: "camera.reopen_backoff_ms_max", kind: .integer(100...10_000)) { $0.cameraSupervision.reopenBackoffMillisecondsMax = int($1) },
       Key(name: "camera.frame_timeout_ms", kind: .integer(100...30_000)) { $0.cameraSupervision.frameTimeoutMilliseconds = int($1) },
+      Key(name: "camera.libcamera_id", kind: .string) { $0.libcamera.camera = str($1) },
+      Key(name: "camera.exposure_us", kind: .integer(0...10_000_000)) { $0.libcamera.exposureMicroseconds = int($1) },
+      Key(name: "camera.exposure_max_us", kind: .integer(0...10_000_000)) { $0.libcamera.exposureMaxMicroseconds = int($1) },
+      Key(name: "camera.autofocus", kind: .choice(AutofocusMode.allCases.map(\.rawValue))) { $0.libcamera.autofocus = AutofocusMode(rawValue: str($1))! },
+      Key(name: "camera.focus_mm", kind: .integer(0...100_000)) { $0.libcamera.focusMillimetres = int($1) },
 
       Key(name: "decoder.formats", kind: .choices(formatNames, count: 1...16)) {
         $0.engine.decode.formats = (try? BarcodeFormats.parse(strs($1).joined(separator: ","))) ?? .qrCode
@@ -176,6 +196,10 @@ public enum ConfigSchema {
       Key(name: "decoder.results_max", kind: .integer(1...64)) { $0.engine.resultsCapacity = int($1) },
       Key(name: "decoder.payload_bytes_max", kind: .integer(16...8192)) { $0.engine.payloadBytesMax = int($1) },
       Key(name: "decoder.arena_kib", kind: .integer(0...262_144)) { $0.decoderArenaKiB = int($1) },
+      Key(name: "decoder.decode_budget_ms", kind: .integer(0...1_000)) { $0.engine.decode.budgetMicroseconds = int($1) * 1000 },
+      Key(name: "decoder.strategy", kind: .choice(["default", "none"])) {
+        $0.engine.decode.attempts = str($1) == "none" ? [] : DecodeAttempt.readerDefault
+      },
 
       Key(name: "presence.confirm_frames", kind: .integer(1...30)) { $0.engine.presence.confirmFrames = int($1) },
       Key(name: "presence.leave_after_ms", kind: .integer(50...60_000)) { $0.engine.presence.leaveAfterMilliseconds = int($1) },
@@ -213,6 +237,20 @@ public enum ConfigSchema {
       Key(name: "log.retain_bytes", kind: .integer(1_048_576...1_099_511_627_776)) { $0.log.retainBytes = Int64(int($1)) },
       Key(name: "log.chain_key_file", kind: .string) { $0.log.chainKeyFile = str($1) },
 
+      Key(name: "credentials.trust_file", kind: .string) { $0.credentials.trustFile = nonEmpty(str($1)) },
+      Key(name: "credentials.site_key_file", kind: .string) { $0.credentials.siteKeyFile = nonEmpty(str($1)) },
+      Key(name: "credentials.revocation_file", kind: .string) { $0.credentials.revocationFile = nonEmpty(str($1)) },
+      Key(name: "credentials.used_file", kind: .string) { $0.credentials.usedFile = nonEmpty(str($1)) },
+      Key(name: "credentials.clock_floor_file", kind: .string) { $0.credentials.clockFloorFile = nonEmpty(str($1)) },
+      Key(name: "credentials.zones", kind: .strings(count: 0...CredentialClaims.zonesMax)) { $0.credentials.zones = strs($1) },
+      Key(name: "credentials.totp_skew_steps", kind: .integer(0...3)) { $0.credentials.totpSkewSteps = int($1) },
+      Key(name: "credentials.leeway_s", kind: .integer(0...600)) { $0.credentials.leewaySeconds = int($1) },
+      Key(name: "credentials.time_policy", kind: .choice(TimePolicy.allCases.map(\.rawValue))) {
+        $0.credentials.timePolicy = TimePolicy(rawValue: str($1))!
+      },
+      Key(name: "credentials.replay_cache_entries", kind: .integer(16...65_536)) { $0.credentials.replayCacheEntries = int($1) },
+      Key(name: "credentials.single_use_entries", kind: .integer(16...1_000_000)) { $0.credentials.singleUseEntries = int($1) },
+
       Key(name: "console.listen", kind: .strings(count: 0...8)) { $0.consoleListen = strs($1) },
       Key(name: "console.clients_max", kind: .integer(1...256)) { $0.consoleClientsMax = int($1) },
       Key(name: "console.idle_timeout_s", kind: .integer(10...86_400)) { $0.consoleIdleTimeoutSeconds = int($1) },
@@ -229,7 +267,7 @@ public enum ConfigSchema {
       Key(name: "console.auth_failures_max", kind: .integer(1...100)) { $0.consoleAuth.failuresMax = int($1) },
       Key(name: "console.auth_lockout_s", kind: .integer(1...86_400)) { $0.consoleAuth.lockoutSeconds = int($1) },
       Key(name: "console.serial_operator_idle_s", kind: .integer(0...86_400)) { $0.consoleLimits.serialOperatorIdleSeconds = int($1) },
-    ] + doorKeys
+    ] + panelKeys + doorKeys
 
   /// Every key the file may contain.
   public static var keyNames: [String] { keys.map(\.name) }
@@ -281,6 +319,8 @@ public enum ConfigSchema {
       errors.append(ConfigError(key: "camera.replay_path", line: line("camera.source"), reason: "camera.source = \"replay\" needs camera.replay_path"))
     }
     errors += doorErrors(config, line: line)
+    errors += panelErrors(config, line: line)
+    errors += fleetProblems(config, line: line)
     _ = seen
     errors.sort { $0.line < $1.line }
     return errors.isEmpty ? .success(config) : .failure(ConfigErrors(errors: errors))
@@ -335,13 +375,21 @@ public struct MemoryBudget: Sendable {
   public var lines: [(name: String, bytes: Int)]
   public var totalBytes: Int { lines.reduce(0) { $0 + $1.bytes } }
 
+  /// The MJPEG decoder's arena for a frame `width` pixels wide: libjpeg's per-frame memory grows
+  /// with the width (its row buffers); 640×480 4:2:2 frames use 21.6 KiB of this 104 KiB.
+  public static func mjpegArenaBytes(width: Int) -> Int { (64 << 10) + 64 * max(width, 0) }
+
   public init(_ c: ScanConfig) {
     let frame = c.cameraWidth * c.cameraHeight
     let e = c.engine
-    lines = [
+    var lines = [
       ("camera buffers (driver mmap, YUYV worst case)", c.cameraBuffers * frame * 2),
       ("gray plane (MJPEG decode target)", frame),
-      ("decoder scratch plane (inverted/mirrored/downscaled views)", DecodePipeline<NoDecoder>.bytes(maxWidth: c.cameraWidth, maxHeight: c.cameraHeight)),
+      ("MJPEG decoder arena (libjpeg's per-frame memory)", Self.mjpegArenaBytes(width: c.cameraWidth)),
+      (
+        "decoder scratch plane (the strategy's largest view)",
+        DecodePipeline<NoDecoder>.bytes(maxWidth: c.cameraWidth, maxHeight: c.cameraHeight, attempts: e.decode.attempts)
+      ),
       ("decoder C++ arena", c.decoderArenaKiB * 1024),
       (
         "result slots (\(e.resultsCapacity) × \(e.payloadBytesMax) B × payload+text)",
@@ -354,6 +402,11 @@ public struct MemoryBudget: Sendable {
         EventRing.bytes(capacity: c.eventRingCapacity)
       ),
     ]
+    if c.credentials.enabled {
+      lines.append(
+        ("signed credentials (message, replay cache of \(c.credentials.replayCacheEntries))", CredentialVerifier.bytes(c.credentials)))
+    }
+    self.lines = lines
   }
 }
 

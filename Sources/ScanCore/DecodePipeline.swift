@@ -35,6 +35,14 @@ public struct DecodeSettings: Equatable, Sendable {
   public var variantMode: VariantMode = .retry
   public var variants: [ImageVariant] = [.upright, .inverted, .mirrored]
   public var tryHarder = true
+  /// The decode strategy: views and engine options, best first (empty: the variant views above
+  /// only, as `variantMode` says). With a strategy, `variantMode` says how its attempts are
+  /// spent: `retry` runs every attempt on each frame (`scangate decode`), `alternate` spreads them
+  /// across frames within `budgetMicroseconds` per frame (the reader), `upright` runs the first.
+  public var attempts: [DecodeAttempt] = []
+  /// CPU the strategy may spend on one frame (0: no limit). An attempt starts only while its
+  /// measured cost still fits; the first one of a frame always runs.
+  public var budgetMicroseconds = 0
   public init() {}
 }
 
@@ -45,19 +53,51 @@ public struct DecodeSettings: Equatable, Sendable {
 public struct DecodePipeline<Decoder: CodeDecoder & ~Copyable>: ~Copyable {
   public var decoder: Decoder
   public let settings: DecodeSettings
-  private let scratch: UnsafeMutableRawBufferPointer
+  let scratch: UnsafeMutableRawBufferPointer
   private let variants: InlineArray<4, ImageVariant>
   private let variantCount: Int
   private var frameCounter = 0
   /// Decode calls made per view, for the cost figures.
-  public private(set) var decodeCalls: UInt64 = 0
+  public internal(set) var decodeCalls: UInt64 = 0
+  /// The strategy, copied into fixed storage at startup.
+  var strategy = InlineArray<16, DecodeAttempt>(repeating: DecodeAttempt())
+  public let strategyCount: Int
+  /// Measured cost of each attempt (microseconds, running average), for the budget.
+  var attemptCostMicroseconds = InlineArray<16, UInt64>(repeating: 0)
+  /// Codes each attempt found, and how often it ran (STATS, and the measured ordering).
+  public internal(set) var attemptHits = InlineArray<16, UInt64>(repeating: 0)
+  public internal(set) var attemptRuns = InlineArray<16, UInt64>(repeating: 0)
+  /// The next attempt of the rotation (attempts after the first), across frames.
+  var cursor = 1
+  /// Set when a frame's budget was spent before any attempt of the rotation ran: the next frame
+  /// starts with the rotation instead of the full-frame attempt, so on a slow core (where the
+  /// full-frame attempt alone fills the budget) frames alternate between the two and every view
+  /// (inverted for dark-mode phones, mirrored) is still reached.
+  var rotationFirst = false
+  /// The next tile of each tiled attempt, across frames.
+  var tileCursor = InlineArray<16, UInt8>(repeating: 0)
+  /// Where recent codes were read.
+  public internal(set) var tracked = TrackedRegion()
+  /// The last frame's attempts and time.
+  public internal(set) var lastFrame = StrategyFrame()
+  /// Which view the scratch plane holds (to reuse it for the next attempt of the same view).
+  var scratchView: (area: AttemptArea, scale: ViewScale, variant: ImageVariant, sequence: UInt64)? = nil
+  let scratchBytes: Int
 
   public init(decoder: consuming Decoder, settings: DecodeSettings, maxWidth: Int, maxHeight: Int) {
     precondition(maxWidth > 0 && maxHeight > 0)
     precondition(settings.downscale == 1 || settings.downscale == 2, "downscale is 1 or 2")
+    precondition(settings.attempts.count <= 16, "at most 16 attempts")
     self.decoder = decoder
     self.settings = settings
-    scratch = .allocate(byteCount: maxWidth * maxHeight, alignment: 64)
+    var count = 0
+    for attempt in settings.attempts.prefix(16) {
+      strategy[count] = attempt
+      count += 1
+    }
+    strategyCount = count
+    scratchBytes = Self.bytes(maxWidth: maxWidth, maxHeight: maxHeight, attempts: settings.attempts)
+    scratch = .allocate(byteCount: scratchBytes, alignment: 64)
     scratch.initializeMemory(as: UInt8.self, repeating: 0)
     var v = InlineArray<4, ImageVariant>(repeating: .upright)
     var n = 0
@@ -69,13 +109,38 @@ public struct DecodePipeline<Decoder: CodeDecoder & ~Copyable>: ~Copyable {
 
   deinit { scratch.deallocate() }
 
-  /// Bytes the pipeline allocates for frames up to `maxWidth` × `maxHeight`.
-  public static func bytes(maxWidth: Int, maxHeight: Int) -> Int { maxWidth * maxHeight }
+  /// Bytes the pipeline allocates for frames up to `maxWidth` × `maxHeight`: one plane for the
+  /// largest view any attempt makes.
+  public static func bytes(maxWidth: Int, maxHeight: Int, attempts: [DecodeAttempt] = []) -> Int {
+    var largest = maxWidth * maxHeight
+    for a in attempts {
+      let tile = a.area == .tiles ? AttemptArea.tile(0, of: Region(x: 0, y: 0, width: maxWidth, height: maxHeight)) : nil
+      let w = a.scale.side(tile?.width ?? maxWidth), h = a.scale.side(tile?.height ?? maxHeight)
+      if Self.viewFits(width: w, height: h) { largest = max(largest, w * h) }
+    }
+    return largest
+  }
+
+  /// Views the strategy skips: too small to hold a code, or upscaled beyond what pays.
+  static func viewFits(width w: Int, height h: Int) -> Bool {
+    min(w, h) >= 96 && max(w, h) <= 4096
+  }
 
   /// Decodes `frame` into `results` (cleared first). Corners come back in frame coordinates.
   /// `mode` overrides the configured variant mode for this frame (a snapshot wants every view).
   public mutating func decode(_ frame: LumaFrame, into results: inout DecodeResults, mode: VariantMode? = nil) {
+    decode(frame, into: &results, clock: StoppedClock(), mode: mode)
+  }
+
+  /// Decodes `frame` into `results`, spending the strategy's budget measured on `clock`.
+  public mutating func decode<C: MonotonicClock>(
+    _ frame: LumaFrame, into results: inout DecodeResults, clock: C, mode: VariantMode? = nil
+  ) {
     results.removeAll()
+    if strategyCount > 0 {
+      runStrategy(frame, into: &results, clock: clock, mode: mode ?? settings.variantMode)
+      return
+    }
     let g = frame.geometry
     let region =
       settings.region?.clipped(width: g.width, height: g.height)

@@ -38,6 +38,26 @@ public struct DecodedSymbol: Sendable {
   /// The payload was longer than the slot; `byteCount` bytes were kept.
   public var truncated = false
   public init() {}
+
+  /// The mean of the four corners.
+  public var center: (x: Int32, y: Int32) {
+    var x: Int64 = 0, y: Int64 = 0
+    for k in 0..<4 {
+      x += Int64(corners[2 * k])
+      y += Int64(corners[2 * k + 1])
+    }
+    return (Int32(truncatingIfNeeded: x / 4), Int32(truncatingIfNeeded: y / 4))
+  }
+
+  /// Whether (x, y) lies inside the corners' bounding box.
+  public func boxContains(x: Int32, y: Int32) -> Bool {
+    var x0 = Int32.max, y0 = Int32.max, x1 = Int32.min, y1 = Int32.min
+    for k in 0..<4 {
+      x0 = min(x0, corners[2 * k]); x1 = max(x1, corners[2 * k])
+      y0 = min(y0, corners[2 * k + 1]); y1 = max(y1, corners[2 * k + 1])
+    }
+    return x >= x0 && x <= x1 && y >= y0 && y <= y1
+  }
 }
 
 /// Fixed-capacity storage for one frame's decoded symbols, allocated once.
@@ -48,6 +68,9 @@ public struct DecodeResults: ~Copyable {
   public let capacity: Int
   public let payloadBytesMax: Int
   public private(set) var count = 0
+  /// Where the current decode call's symbols start: `commit` compares only against these (the
+  /// earlier ones may be in other coordinates until the pipeline maps them; see `dropRepeats`).
+  private var attemptStart = 0
   private let symbols: UnsafeMutableBufferPointer<DecodedSymbol>
   private let payloads: UnsafeMutableRawBufferPointer
   private let texts: UnsafeMutableRawBufferPointer
@@ -76,7 +99,13 @@ public struct DecodeResults: ~Copyable {
     texts.deallocate()
   }
 
-  public mutating func removeAll() { count = 0 }
+  public mutating func removeAll() {
+    count = 0
+    attemptStart = 0
+  }
+
+  /// Starts a decode call's symbols (see `commit`).
+  public mutating func beginAttempt() { attemptStart = count }
 
   public subscript(index: Int) -> DecodedSymbol {
     precondition(index < count)
@@ -108,17 +137,57 @@ public struct DecodeResults: ~Copyable {
   }
 
   /// Commits slot `count` (whose payload was written through `payloadStorage`), unless the
-  /// same payload in the same format is already present. Returns whether it was added.
+  /// same symbol is already present: the same payload in the same format at the same place
+  /// (its centre inside the other's outline). Two codes with one payload at two places are
+  /// both kept. Returns whether it was added.
   @discardableResult
   public mutating func commit(_ symbol: DecodedSymbol) -> Bool {
     guard count < capacity else { return false }
     let new = UnsafeRawBufferPointer(rebasing: payloads[(count * payloadBytesMax)..<(count * payloadBytesMax + symbol.byteCount)])
-    for i in 0..<count where symbols[i].format == symbol.format && symbols[i].byteCount == symbol.byteCount {
-      if bytesEqual(payload(i), new) { return false }
-    }
+    if isRepeat(symbol, payload: new, among: attemptStart..<count) { return false }
     symbols[count] = symbol
     count += 1
     return true
+  }
+
+  /// Whether `symbol` (with `bytes`) repeats one of `range`: same format and payload, centre
+  /// inside its bounding box.
+  private func isRepeat(_ symbol: DecodedSymbol, payload bytes: UnsafeRawBufferPointer, among range: Range<Int>) -> Bool {
+    let (cx, cy) = symbol.center
+    for i in range where symbols[i].format == symbol.format && symbols[i].byteCount == symbol.byteCount {
+      if symbols[i].boxContains(x: cx, y: cy) && bytesEqual(payload(i), bytes) { return true }
+    }
+    return false
+  }
+
+  /// Whether symbol `index` carries the same payload in the same format as an earlier one
+  /// (another code with the same payload, or the same code): a payload is decided once.
+  public func repeatsEarlierPayload(_ index: Int) -> Bool {
+    let symbol = self[index]
+    let bytes = payload(index)
+    for i in 0..<index where symbols[i].format == symbol.format && symbols[i].byteCount == symbol.byteCount {
+      if bytesEqual(payload(i), bytes) { return true }
+    }
+    return false
+  }
+
+  /// Removes the symbols from `start` on that repeat one before `start` (after a further view
+  /// of the same frame, once its corners are in frame coordinates); keeps the order.
+  public mutating func dropRepeats(from start: Int) {
+    var kept = start
+    for i in start..<count {
+      if isRepeat(symbols[i], payload: payload(i), among: 0..<start) { continue }
+      if kept != i { move(i, to: kept) }
+      kept += 1
+    }
+    count = kept
+    attemptStart = min(attemptStart, count)
+  }
+
+  private mutating func move(_ from: Int, to: Int) {
+    symbols[to] = symbols[from]
+    payloadStorage(to).copyMemory(from: UnsafeRawBufferPointer(payloadStorage(from)))
+    textStorage(to).copyMemory(from: UnsafeRawBufferPointer(textStorage(from)))
   }
 
   /// Moves every symbol's corners by (dx, dy) from index `from` on (after decoding a region).

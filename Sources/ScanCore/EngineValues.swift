@@ -12,6 +12,13 @@ public struct ScanStats: Sendable {
   public var truncatedPayloads: UInt64 = 0
   /// Time spent in the decoder per frame.
   public var decode = LatencyHistogram()
+  /// Decode attempts made (the strategy's views and engine options), and frames whose turn
+  /// ended because the per-frame budget was spent.
+  public var decodeAttempts: UInt64 = 0
+  public var framesOverBudget: UInt64 = 0
+  /// The configured per-frame decode budget (0: none) and the CPU the strategy spent in total.
+  public var decodeBudgetMicroseconds: UInt64 = 0
+  public var decodeStrategyMicroseconds: UInt64 = 0
   /// Frame capture to decision.
   public var frameToDecision = LatencyHistogram()
   /// Frame capture to the relay's (or, on a deny, the buzzer's) first edge.
@@ -48,6 +55,15 @@ public enum FaultCode: UInt16, Sendable {
   /// The relay watchdog drove the relay inactive: the loop had not by the relay's cap (plus
   /// `ActuationSettings.relayWatchdogMarginMilliseconds`).
   case relayWatchdog = 11
+  // Signed credentials (docs/credentials.md).
+  case revocationLoaded = 20
+  case revocationRejected = 21
+  case trustLoaded = 22
+  case trustRejected = 23
+  case clockUnsynchronised = 24
+  case clockSynchronised = 25
+  case clockBehindFloor = 26
+  case singleUseStoreFailed = 27
 
   public var name: String {
     switch self {
@@ -62,6 +78,14 @@ public enum FaultCode: UInt16, Sendable {
     case .stopping: "stopping"
     case .logMovedAside: "log-moved-aside"
     case .relayWatchdog: "relay-watchdog"
+    case .revocationLoaded: "revocation-loaded"
+    case .revocationRejected: "revocation-rejected"
+    case .trustLoaded: "trust-loaded"
+    case .trustRejected: "trust-rejected"
+    case .clockUnsynchronised: "clock-unsynchronised"
+    case .clockSynchronised: "clock-synchronised"
+    case .clockBehindFloor: "clock-behind-floor"
+    case .singleUseStoreFailed: "single-use-store-failed"
     }
   }
 }

@@ -26,12 +26,24 @@ public enum EventKind: UInt8, Sendable {
   case doorLocked = 25
   case exitRequest = 26
   case tamper = 27
+  /// The panel link (OSDP): `code` 1 a panel polls the reader, 0 it stopped polling.
+  case panelLink = 30
+  /// OSDP Secure Channel: `code` 1 up, 2 up with the install-mode default key, 0 down.
+  case panelSecure = 31
+  /// A validated pass forwarded to the panel as a card read: `code` is the bit count, the
+  /// payload the format's name (never the card number).
+  case panelCard = 32
+  /// The panel commanded the reader: `code` is the OSDP command (0x69 LED, 0x6A buzzer,
+  /// 0x68 output, 0x6E COMSET).
+  case panelCommand = 33
+  /// A panel installed a new Secure Channel key: `code` 1 stored in the key file, 0 not stored.
+  case panelKey = 34
 
   /// Every kind, for parsing the stable names back.
-  public static let all: [EventKind] =
-    [
-      .decision, .left, .fault, .state, .command, .authFailure, .manualOpen, .edge, .recordsLost,
-    ] + doorKinds
+  public static let all: [EventKind] = [
+    .decision, .left, .fault, .state, .command, .authFailure, .manualOpen, .edge, .recordsLost,
+    .panelLink, .panelSecure, .panelCard, .panelCommand, .panelKey,
+  ] + doorKinds
   /// The door's kinds (raw values 20–29).
   public static let doorKinds: [EventKind] = [
     .doorUnlocked, .doorOpened, .doorClosed, .doorHeldOpen, .doorForced, .doorLocked, .exitRequest, .tamper,
@@ -63,6 +75,11 @@ public enum EventKind: UInt8, Sendable {
     case .doorLocked: "door-locked"
     case .exitRequest: "exit-request"
     case .tamper: "tamper"
+    case .panelLink: "panel-link"
+    case .panelSecure: "panel-secure"
+    case .panelCard: "panel-card"
+    case .panelCommand: "panel-command"
+    case .panelKey: "panel-key"
     }
   }
 }

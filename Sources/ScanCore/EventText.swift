@@ -50,6 +50,11 @@ public enum EventText {
         w.writeFixed(UInt64(e.edgeMicroseconds), scale: 1000, decimals: 2)
         w.write("ms")
       }
+      // Which rule decided: the allow-list or a signed credential.
+      if let source = DecisionSource(rawValue: UInt8(truncatingIfNeeded: e.code)), source != .none {
+        w.write(" by=")
+        w.write(source.name)
+      }
     case .left:
       w.write(" sha256=")
       w.writeHex(e.digest, bytes: 8)
@@ -72,6 +77,13 @@ public enum EventText {
       w.write(e.code)
     case .doorUnlocked, .doorOpened, .doorClosed, .doorHeldOpen, .doorForced, .doorLocked, .exitRequest, .tamper:
       DoorText.writeDetail(e.kind, code: e.code, into: &w)
+    case .panelLink, .panelSecure, .panelCard, .panelCommand, .panelKey:
+      w.write(" ")
+      w.write(e.code)
+      if e.payloadCount > 0 {
+        w.write(" ")
+        e.withPayload { w.writeEscaped($0) }
+      }
     }
   }
 

@@ -25,6 +25,8 @@ public struct ScanEngine<
   /// Holds the relay's cap when the loop does not (nil: nothing but `tick` does). Set by the
   /// owner before the first pulse.
   public var relayGuard: (any RelayGuard)? = nil
+  /// Panel mode: a granted pass is forwarded here (its card number) and the relay is not driven.
+  public var panel: (any PanelForwarder)? = nil
   private var relayGuardArmed = false
   public private(set) var buzzerLevel = LineLevel.inactive
   public var stats = ScanStats()
@@ -65,6 +67,7 @@ public struct ScanEngine<
     self.events = events
     snapshot = SnapshotBuffer(maxWidth: maxWidth, maxHeight: maxHeight)
     snapshot.region = settings.decode.region
+    stats.decodeBudgetMicroseconds = UInt64(max(0, settings.decode.budgetMicroseconds))
   }
 
   /// Runs one frame through the pipeline and acts on what it finds.
@@ -72,14 +75,19 @@ public struct ScanEngine<
     stats.frames &+= 1
     if stats.frames & 15 == 1 { exposure = ExposureMetrics(frame) }
     let decodeStart = clock.now()
-    pipeline.decode(frame, into: &results)
+    pipeline.decode(frame, into: &results, clock: clock)
     let decoded = clock.now()
     stats.decode.record(microseconds: decoded.microseconds(since: decodeStart))
     if results.count > 0 { stats.framesWithCodes &+= 1 }
+    stats.decodeAttempts &+= UInt64(pipeline.lastFrame.attempts)
+    stats.decodeStrategyMicroseconds &+= pipeline.lastFrame.microseconds
+    if pipeline.lastFrame.budgetSpent { stats.framesOverBudget &+= 1 }
     for i in 0..<results.count {
       stats.symbols &+= 1
       let symbol = results[i]
       if symbol.truncated { stats.truncatedPayloads &+= 1 }
+      // Two codes with one payload: one sighting, one decision.
+      if results.repeatsEarlierPayload(i) { continue }
       let payload = results.payload(i)
       let digest = digester.sha256(payload)
       guard presence.observe(digest, at: decoded) == .entered else { continue }
@@ -113,7 +121,9 @@ public struct ScanEngine<
       s.corners = symbol.corners
       s.variant = symbol.variant
       let payload = results.payload(i)
-      s.verdict = policy.decide(payload, digest: digester.sha256(payload), nowUnixSeconds: wall.unixSeconds()).verdict
+      s.verdict =
+        policy.decide(payload, digest: digester.sha256(payload), nowUnixSeconds: wall.unixSeconds(), mode: .inspect)
+        .verdict
       s.geometry = CodeGeometry(frame, corners: symbol.corners)
       s.payloadCount = min(payload.count, SnapshotSymbol.payloadBytesMax)
       for k in 0..<s.payloadCount { s.payload[k] = payload[k] }
@@ -138,12 +148,16 @@ public struct ScanEngine<
   private mutating func decide(
     symbol: DecodedSymbol, payload: UnsafeRawBufferPointer, digest: Digest, captured: Instant, decoded: Instant
   ) {
-    let decision = policy.decide(payload, digest: digest, nowUnixSeconds: wall.unixSeconds())
+    let decision = policy.decide(payload, digest: digest, nowUnixSeconds: wall.unixSeconds(), mode: .admit)
     let verdict = decision.verdict
     // A grant always names the rule that granted it (no policy grants by default).
     assert(!verdict.isGranted || decision.source != .none)
     let decided = clock.now()
-    if verdict.isGranted {
+    if let panel {
+      // The panel decides and drives its strike; its LED/buzzer commands say "granted".
+      if verdict.isGranted { stats.grants &+= 1 } else { stats.denies &+= 1 }
+      if !(verdict.isGranted && panel.forward(decision)) { actuator.play(settings.actuation.denyPattern, at: decided) }
+    } else if verdict.isGranted {
       stats.grants &+= 1
       actuator.pulseRelay(at: decided)
       actuator.play(settings.actuation.grantPattern, at: decided)
@@ -164,9 +178,10 @@ public struct ScanEngine<
     e.decodeMicroseconds = UInt32(clamping: decoded.microseconds(since: captured))
     e.decideMicroseconds = UInt32(clamping: decided.microseconds(since: captured))
     e.setPayload(payload)
-    if let entry = decision.entry {
+    e.code = UInt16(decision.source.rawValue)
+    if decision.source != .none {
       withUnsafeTemporaryAllocation(byteCount: ScanEvent.labelBytesMax, alignment: 1) { buffer in
-        let n = policy.allowList.copyLabel(entry, into: buffer)
+        let n = policy.copyLabel(decision, into: buffer)
         e.setLabel(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
       }
     }
@@ -294,7 +309,12 @@ public struct ScanEngine<
 
   /// What the decision on `payload` would be now; nothing is actuated or recorded.
   public func check(_ payload: UnsafeRawBufferPointer) -> Verdict {
-    policy.decide(payload, digest: digester.sha256(payload), nowUnixSeconds: wall.unixSeconds()).verdict
+    checkDecision(payload).verdict
+  }
+
+  /// The whole decision `check` gives (which rule decided).
+  public func checkDecision(_ payload: UnsafeRawBufferPointer) -> AccessDecision {
+    policy.decide(payload, digest: digester.sha256(payload), nowUnixSeconds: wall.unixSeconds(), mode: .inspect)
   }
 
   /// A manual relay pulse (console OPEN), capped like every pulse. Returns false (and records

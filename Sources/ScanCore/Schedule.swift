@@ -288,4 +288,10 @@ public final class ScheduleStore {
   public func allows(zone: some StringProtocol, nowUnixSeconds now: Int64) -> Bool? {
     live.allows(zone: zone, at: calendar.civil(unixSeconds: now))
   }
+
+  /// The same for a zone given as its `ScheduleKey` (what a decision has, without a String).
+  public func allows(zoneKey: UInt64, nowUnixSeconds now: Int64) -> Bool? {
+    guard let i = live.index(key: zoneKey) else { return nil }
+    return live.isOpen(i, at: calendar.civil(unixSeconds: now))
+  }
 }

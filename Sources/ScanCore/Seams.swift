@@ -108,12 +108,21 @@ public protocol FrameSource: ~Copyable {
 public protocol CodeDecoder: ~Copyable {
   /// Decodes `view` (a frame, or a region of one) into `results` (cleared first).
   mutating func decode(_ view: LumaFrame, formats: BarcodeFormats, into results: inout DecodeResults)
+  /// The same with explicit engine options (binarizer, the engine's own downscaling); decoders
+  /// without such options ignore them.
+  mutating func decode(
+    _ view: LumaFrame, formats: BarcodeFormats, options: EngineOptions, into results: inout DecodeResults)
   /// The engine's counters, when it keeps any.
   var engineStats: DecoderStats? { get }
 }
 
 extension CodeDecoder where Self: ~Copyable {
   public var engineStats: DecoderStats? { nil }
+  public mutating func decode(
+    _ view: LumaFrame, formats: BarcodeFormats, options: EngineOptions, into results: inout DecodeResults
+  ) {
+    decode(view, formats: formats, into: &results)
+  }
 }
 
 /// A decoder's counters: calls, and how its allocation arena is used.

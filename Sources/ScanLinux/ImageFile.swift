@@ -133,3 +133,15 @@ public func renderQRCode(_ payload: [UInt8], scale: Int, margin: Int = 4) -> Gra
   guard side > 0 else { return nil }
   return GrayImage(width: Int(side), height: Int(side), pixels: Array(out[0..<Int(side * side)]))
 }
+
+/// Renders `text` as a QR code in its most compact segment modes; the image and its side in modules.
+public func renderQRCode(text: String, scale: Int, margin: Int = 4) -> (image: GrayImage, modules: Int)? {
+  let capacity = 200 * 200 * scale * scale
+  var out = [UInt8](repeating: 0, count: capacity)
+  var modules: Int32 = 0
+  let side = out.withUnsafeMutableBufferPointer { o in
+    sg_qr_render_text(text, Int32(scale), Int32(margin), o.baseAddress!, o.count, &modules)
+  }
+  guard side > 0 else { return nil }
+  return (GrayImage(width: Int(side), height: Int(side), pixels: Array(out[0..<Int(side * side)])), Int(modules))
+}

@@ -59,6 +59,12 @@ public final class LoopRequests {
   /// The door: release the strike for the exit button; lock it now (the door closed again).
   public var releaseStrikeForExit = false
   public var relockStrike = false
+  /// A buzzer pattern to play (a panel's BUZ or LED command).
+  public var play: BuzzerPattern? = nil
+  /// A relay pulse a remote operator asked for (a signed fleet command), capped like OPEN;
+  /// `openMilliseconds` nil: the configured pulse.
+  public var openRequested = false
+  public var openMilliseconds: Int? = nil
   public init() {}
 }
 

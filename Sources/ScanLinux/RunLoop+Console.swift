@@ -45,10 +45,19 @@ extension RunLoop: ConsoleHost where Source: ~Copyable, Decoder: ~Copyable, Rela
       s.console.serialOpen = console.serialOpen
       s.console.secretProblem = console.secretProblem
     }
+    if let panel = engine.panel as? OSDPPanelLink { s.panelLine = panel.statusLine(now: engine.clock.now()) }
     if let log = auditLog {
       s.logLine = withUnsafeTemporaryAllocation(byteCount: 512, alignment: 1) { buffer in
         var w = ByteWriter(buffer)
         log.writeStatus(into: &w)
+        return String(decoding: w.written, as: UTF8.self)
+      }
+    }
+    if let c = engine.policy.credentials { s.credentialsLine = Self.credentialsStatus(c, now: engine.wall.unixSeconds()) }
+    if let fleet = fleetLink {
+      s.fleetLine = withUnsafeTemporaryAllocation(byteCount: 512, alignment: 1) { buffer in
+        var w = ByteWriter(buffer)
+        fleet.writeStatus(into: &w)
         return String(decoding: w.written, as: UTF8.self)
       }
     }
@@ -107,9 +116,8 @@ extension RunLoop: ConsoleHost where Source: ~Copyable, Decoder: ~Copyable, Rela
   }
 
   public func check(_ payload: UnsafeRawBufferPointer, label: UnsafeMutableRawBufferPointer) -> (Verdict, labelCount: Int) {
-    let decision = engine.policy.decide(payload, digest: engine.digester.sha256(payload), nowUnixSeconds: engine.wall.unixSeconds())
-    guard let entry = decision.entry else { return (decision.verdict, 0) }
-    return (decision.verdict, engine.allowList.copyLabel(entry, into: label))
+    let decision = engine.checkDecision(payload)
+    return (decision.verdict, engine.policy.copyLabel(decision, into: label))
   }
 
   public mutating func open(milliseconds: Int?) -> OpenOutcome {

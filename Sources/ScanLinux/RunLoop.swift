@@ -66,6 +66,10 @@ public struct RunLoop<
   private var fpsWindowFrames: UInt64 = 0
   /// The audit log (its state on STATUS, LOG, the console's committed position).
   public var auditLog: (any AuditLogAccess)? = nil
+  /// Where the frame rate goes for the fleet link's state topic (nil: no fleet link).
+  public var fleetTelemetry: FleetTelemetry? = nil
+  /// The fleet link, for STATUS (nil: none).
+  public var fleetLink: FleetLink? = nil
   private var auditLogFaulted = false
   /// systemd: READY, STATUS and the watchdog.
   public let notifier = ServiceNotifier()
@@ -119,6 +123,7 @@ public struct RunLoop<
   /// (and recorded as an event); returns the error.
   @discardableResult
   public mutating func reloadAllowList() -> AllowListError? {
+    reloadCredentials()
     guard let path = settings.allowListPath else { return nil }
     let error: AllowListError?
     switch AllowListFile.read(path, maxBytes: engine.allowList.limits.fileBytesMax) {
@@ -205,6 +210,11 @@ public struct RunLoop<
   private mutating func applyRequests() {
     if requests.stop { stopRequested = true }
     requests.stop = false
+    if requests.openRequested {
+      requests.openRequested = false
+      _ = open(milliseconds: requests.openMilliseconds)
+      requests.openMilliseconds = nil
+    }
     if requests.reloadAllowList {
       requests.reloadAllowList = false
       reloadAllowList()
@@ -216,6 +226,10 @@ public struct RunLoop<
     if requests.relockStrike {
       requests.relockStrike = false
       engine.relockStrike()
+    }
+    if let pattern = requests.play {
+      requests.play = nil
+      engine.play(pattern)
     }
   }
 
@@ -329,6 +343,7 @@ public struct RunLoop<
     framesPerSecondTimes100 = Int(frames * 100_000 / UInt64(elapsed))
     fpsWindowStart = now
     fpsWindowFrames = engine.stats.frames
+    fleetTelemetry?.setFramesPerSecondTimes100(framesPerSecondTimes100)
   }
 
   /// Whether a camera (or replay) is open now.

@@ -121,7 +121,7 @@ public struct V4L2FrameSource: FrameSource, ~Copyable {
     halfScale = settings.mjpegHalfScale
     grayPlane = .allocate(byteCount: isJPEG ? Int(w) * Int(h) : 1, alignment: 64)
     grayPlane.initializeMemory(as: UInt8.self, repeating: 0)
-    jpeg = isJPEG ? sg_jpeg_create() : nil
+    jpeg = isJPEG ? sg_jpeg_create(MemoryBudget.mjpegArenaBytes(width: Int(w))) : nil
     let driverName = driver.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
     let cardName = card.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
     description = CameraDescription(

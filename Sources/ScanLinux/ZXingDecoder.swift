@@ -31,6 +31,12 @@ public struct ZXingDecoder: CodeDecoder, ~Copyable {
   }
 
   public mutating func decode(_ view: LumaFrame, formats: BarcodeFormats, into results: inout DecodeResults) {
+    decode(view, formats: formats, options: EngineOptions(), into: &results)
+  }
+
+  public mutating func decode(
+    _ view: LumaFrame, formats: BarcodeFormats, options: EngineOptions, into results: inout DecodeResults
+  ) {
     let base = results.count
     let capacity = min(records.count, results.capacity - base)
     guard capacity > 0, let origin = view.bytes.baseAddress else { return }
@@ -46,7 +52,10 @@ public struct ZXingDecoder: CodeDecoder, ~Copyable {
     let image = sg_zx_image(
       origin: origin.assumingMemoryBound(to: UInt8.self), width: Int32(g.width), height: Int32(g.height),
       row_stride: Int32(g.rowStrideBytes), pixel_stride: Int32(g.pixelStrideBytes))
-    let n = sg_zx_decode(handle, image, formats.rawValue, tryHarder ? 1 : 0, records.baseAddress, Int32(capacity))
+    let engine = sg_zx_options(
+      binarizer: Int32(options.binarizer.rawValue), try_harder: tryHarder ? 1 : 0,
+      try_downscale: options.engineDownscale ? 1 : 0, try_invert: 1, reserved: 0)
+    let n = sg_zx_decode_with(handle, image, formats.rawValue, engine, records.baseAddress, Int32(capacity))
     if n < 0 { engineErrors &+= 1; return }
     for i in 0..<Int(n) {
       let r = records[i]

@@ -9,8 +9,8 @@ enum DecodeCommand {
   static func run(_ arguments: [String]) -> Int32 {
     do {
       let options = try Options(
-        arguments, valued: ["formats", "expect", "locations", "variant", "variants", "size", "max-pixels", "results"],
-        known: ["json", "fast"])
+        arguments, valued: ["formats", "expect", "locations", "variant", "variants", "size", "max-pixels", "results", "strategy", "budget-ms"],
+        known: ["json", "fast", "each-attempt"])
       var settings = DecodeSettings()
       settings.formats = try BarcodeFormats.parse(options.value("formats") ?? "all")
       settings.tryHarder = !options.flag("fast")
@@ -20,6 +20,8 @@ enum DecodeCommand {
         }
         settings.variantMode = m
       }
+      settings.attempts = try strategy(options.value("strategy") ?? "default")
+      settings.budgetMicroseconds = try options.integer("budget-ms", default: 0, range: 0...10_000) * 1000
       let reader = ImageFileReader(
         maxPixels: try options.integer("max-pixels", default: 40_000_000, range: 1...400_000_000))
       let capacity = try options.integer("results", default: 16, range: 1...64)
@@ -27,6 +29,9 @@ enum DecodeCommand {
         let variant = options.value("variant") ?? "upright"
         guard ["upright", "inverted", "mirrored"].contains(variant) else {
           throw ParseError(message: "--variant is one of upright, inverted, mirrored")
+        }
+        if options.flag("each-attempt") {
+          return try LocationHarness.eachAttempt(directory: directory, settings: settings, variant: variant, reader: reader)
         }
         return try LocationHarness.run(directory: directory, settings: settings, variant: variant, reader: reader)
       }
@@ -41,6 +46,22 @@ enum DecodeCommand {
       writeStandardError("scangate decode: \(error)\n")
       return 2
     }
+  }
+
+  /// `--strategy`: `default` (the reader's), `none` (the variant views only), or attempts
+  /// separated by commas, e.g. "x1,x2 histogram,/2 inverted".
+  static func strategy(_ text: String) throws(ParseError) -> [DecodeAttempt] {
+    if text == "default" { return DecodeAttempt.readerDefault }
+    if text == "none" { return [] }
+    var out: [DecodeAttempt] = []
+    for part in text.split(separator: ",") {
+      guard let a = DecodeAttempt(parsing: String(part)) else {
+        throw ParseError(message: "--strategy: cannot read attempt \"\(part)\" (scale x1 x2 /2../8, variant, binarizer local histogram fixed, tracked)")
+      }
+      out.append(a)
+    }
+    guard !out.isEmpty, out.count <= 16 else { throw ParseError(message: "--strategy takes 1 to 16 attempts") }
+    return out
   }
 
   /// Decodes one image with a fresh pipeline sized for it; `body` gets the results and the

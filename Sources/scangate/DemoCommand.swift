@@ -27,17 +27,17 @@ enum DemoCommand {
 
   static let allowList = """
     # ScanGate demo allow-list (format: docs/allow-list.md)
-    text:ALICE-0001 label=alice
-    text:DAVE-0004  label=dave
-    text:BOB-0002   label=bob until=2020-01-01T00:00:00Z
-    text:ERIN-0005  label=erin
-    text:CAROL-0003 label=carol from=2099-01-01T00:00:00Z
+    text:ALICE-0001 label=alice card=26:212:7041
+    text:DAVE-0004  label=dave card=26:212:7044
+    text:BOB-0002   label=bob until=2020-01-01T00:00:00Z card=26:212:7042
+    text:ERIN-0005  label=erin card=37:1000:70045
+    text:CAROL-0003 label=carol from=2099-01-01T00:00:00Z card=26:212:7043
 
     """
 
   static func run(_ arguments: [String]) -> Int32 {
     do {
-      let options = try Options(arguments, valued: ["config", "fps", "dir", "frames", "snapshot"], known: ["keep"])
+      let options = try Options(arguments, valued: ["config", "fps", "dir", "frames", "snapshot"], known: ["keep", "panel"])
       if let prefix = options.value("snapshot") { return try snapshot(prefix: prefix) }
       let fps = try options.integer("fps", default: 15, range: 1...240)
       var config = ScanConfig()
@@ -53,7 +53,9 @@ enum DemoCommand {
         throw ParseError(message: "\(directory): \(SystemError.describe(errno))")
       }
       let width = 640, height = 480
-      let index = try writeScenes(to: directory, fps: fps, width: width, height: height)
+      let demoConsole = options.value("config") == nil
+      let extra = demoConsole ? try DemoCredentials.prepare(in: directory, config: &config) : []
+      let index = try writeScenes(to: directory, fps: fps, width: width, height: height, extra: extra)
 
       config.cameraSource = .replay
       config.replayPath = directory
@@ -66,7 +68,6 @@ enum DemoCommand {
       config.allowListWatch = false
       config.log.path = directory + "/audit.db"
       DemoDoor.configure(&config)
-      let demoConsole = options.value("config") == nil
       if demoConsole {
         // The console on loopback with an operator secret made for this run only (random,
         // in a 0600 file in the demo's folder), so a newcomer can try every command.
@@ -80,8 +81,9 @@ enum DemoCommand {
       print(
         "decoder \(ZXingDecoder.engineVersion), views \(config.engine.decode.variantMode.rawValue) over "
           + config.engine.decode.variants.map(\.name).joined(separator: ","))
-      for scene in scenes {
-        print("  code " + PayloadEscaping.escaped(scene.payload) + " (\(scene.variant.name)): \(scene.note)")
+      for scene in scenes + extra {
+        let shown = scene.payload.count > 32 ? Array(scene.payload.prefix(20)) + Array("...".utf8) : scene.payload
+        print("  code " + PayloadEscaping.escaped(shown) + " (\(scene.variant.name)): \(scene.note)")
       }
       for note in DemoDoor.notes { print("  " + note) }
       if demoConsole {
@@ -94,6 +96,19 @@ enum DemoCommand {
             scangate snapshot --secret-file \(config.consoleSecretFile) --text
           """)
       }
+      var panel: DemoPanel? = nil
+      if options.flag("panel") {
+        // Panel mode against a simulated panel on a pty pair: the reader forwards card numbers
+        // and never drives its relay.
+        let simulated = try DemoPanel()
+        config.panel.mode = .panel
+        config.panel.osdpPort = simulated.slavePath
+        config.panel.enforceSecure = false
+        print("panel mode: a simulated OSDP panel on \(simulated.slavePath) (plain OSDP, no key: a demo only)")
+        simulated.start()
+        panel = simulated
+      }
+      defer { panel?.stop() }
       flushStandardOutput()
       var serviceOptions = Service.Options()
       serviceOptions.maxFrames = UInt64(try options.integer("frames", default: 0, range: 0...Int.max))
@@ -112,22 +127,31 @@ enum DemoCommand {
 
   /// Writes the scenes as PGM frames (each code in view 0.6 s, then 1 s of empty view so it
   /// leaves) and the demo's allow-list into `directory`; returns the frame count.
-  static func writeScenes(to directory: String, fps: Int, width: Int, height: Int) throws(FileError) -> Int {
+  static func writeScenes(to directory: String, fps: Int, width: Int, height: Int, extra: [Scene] = []) throws(FileError) -> Int {
     // Each code stays in view for 0.6 s, then the view is empty for 1 s (so it leaves).
     let codeFrames = max(3, fps * 6 / 10), gapFrames = max(2, fps)
     var index = 0
     func emit(_ pixels: [UInt8]) throws(FileError) {
       index += 1
-      let name = directory + "/frame-" + String(1000 + index).dropFirst() + ".pgm"
+      let name = directory + "/frame-" + String(100_000 + index).dropFirst() + ".pgm"
       var bytes = Array("P5\n\(width) \(height)\n255\n".utf8)
       bytes += pixels
       try writeFileAtomically(name, bytes)
     }
     let empty = background(width: width, height: height)
     for _ in 0..<gapFrames { try emit(empty) }
-    for (n, scene) in scenes.enumerated() {
-      guard let code = renderQRCode(scene.payload, scale: 7) else { continue }
-      let frame = place(code, variant: scene.variant, on: empty, width: width, height: height, shift: n * 23)
+    let all = scenes + extra
+    for (n, scene) in all.enumerated() {
+      // The same code again: past the presence cooldown, so it is a new showing (a replay).
+      if n > 0 && all[n - 1].payload == scene.payload { for _ in 0..<(2 * fps) { try emit(empty) } }
+      // Signed passes are longer: alphanumeric mode, smaller modules, so they fit the frame.
+      let long = scene.payload.count > 64
+      guard
+        let code = long
+          ? renderQRCode(text: String(decoding: scene.payload, as: UTF8.self), scale: 5)?.image
+          : renderQRCode(scene.payload, scale: 7)
+      else { continue }
+      let frame = place(code, variant: scene.variant, on: empty, width: width, height: height, shift: long ? 60 : n * 23)
       for _ in 0..<codeFrames { try emit(frame) }
       for _ in 0..<gapFrames { try emit(empty) }
     }

@@ -12,8 +12,10 @@ enum ExtraCommands {
     case "soak": return SoakCommand.run(arguments)
     case "console": return ConsoleCommand.run(arguments)
     case "log": return LogCommand.run(arguments)
+    case "credential": return CredentialCommand.run(arguments)
     case "snapshot": return SnapshotCommand.run(arguments)
     case "probe": return ProbeCommand.run(arguments)
+    case "fleet": return FleetToolCommand.run(arguments)
     default: return nil
     }
   }
@@ -67,7 +69,7 @@ enum CheckConfigCommand {
         status = 1
       }
       print(
-        "source: \(config.cameraSource.rawValue) \(config.cameraSource == .v4l2 ? config.cameraDevice : config.replayPath) "
+        "source: \(config.cameraSource.rawValue) \(sourceName(config)) "
           + "\(config.cameraWidth)x\(config.cameraHeight) format \(config.cameraFormat.rawValue)")
       print(
         "decoder: \(ZXingDecoder.engineVersion), formats \(config.engine.decode.formats.listDescription), "
@@ -112,5 +114,14 @@ enum CheckConfigCommand {
       print("console: refused, the service would run without it: \(error)")
       return false
     }
+  }
+}
+
+/// What `check-config` names as the frame source: the device, the libcamera camera or the replay.
+func sourceName(_ config: ScanConfig) -> String {
+  switch config.cameraSource {
+  case .v4l2: config.cameraDevice
+  case .libcamera: config.libcamera.camera.isEmpty ? "(the first libcamera camera)" : config.libcamera.camera
+  case .replay: config.replayPath
   }
 }

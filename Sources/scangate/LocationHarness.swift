@@ -60,6 +60,100 @@ enum LocationHarness {
     return 0
   }
 
+  /// One category's outcome: the labels found (as "image#label"), labels, false positives and
+  /// the decode time of each image.
+  struct Score {
+    var found: Set<String> = []
+    var labelled = 0
+    var falsePositives = 0
+    var milliseconds: [Double] = []
+  }
+
+  static func score(folder: String, settings: DecodeSettings, variant: String, reader: ImageFileReader) throws(ParseError) -> Score {
+    var out = Score()
+    for name in (try? listDirectory(folder)) ?? [] where name.hasSuffix(".jpg") || name.hasSuffix(".png") || name.hasSuffix(".pgm") {
+      let stem = String(name.dropLast(4))
+      guard let truth = try? readWholeFile(folder + "/" + stem + ".txt", maxBytes: 1 << 20) else { continue }
+      let labels = parseLabels(String(decoding: truth, as: UTF8.self))
+      guard var image = try? reader.read(folder + "/" + name) else { continue }
+      image = DecodeCommand.transformed(image, variant)
+      try DecodeCommand.decode(image, settings: settings, capacity: 64) { results, ms in
+        out.milliseconds.append(ms)
+        let polygons: [[Point]] = labels.map { label in
+          variant == "mirrored" ? label.map { (Double(image.width - 1) - $0.x, $0.y) } : label
+        }
+        var free = Array(polygons.indices)
+        out.labelled += polygons.count
+        for i in 0..<results.count {
+          let c = results[i].corners
+          let detected: [Point] = (0..<4).map { (Double(c[2 * $0]), Double(c[2 * $0 + 1])) }
+          if let match = free.firstIndex(where: { intersectionOverUnion(detected, polygons[$0]) > 0.1 }) {
+            out.found.insert(folder + "/" + stem + "#" + String(free[match]))
+            free.remove(at: match)
+          } else {
+            out.falsePositives += 1
+          }
+        }
+      }
+    }
+    return out
+  }
+
+  /// `--each-attempt`: every attempt of the strategy alone over the whole directory (codes found,
+  /// total decode time), then the greedy order by new codes per millisecond: each step takes the
+  /// attempt that adds the most codes not yet found per millisecond it costs.
+  static func eachAttempt(directory: String, settings: DecodeSettings, variant: String, reader: ImageFileReader) throws(ParseError) -> Int32 {
+    guard let categories = try? listDirectory(directory).filter({ isDirectory(directory + "/" + $0) }), !categories.isEmpty else {
+      throw ParseError(message: "no category folders under \(directory)")
+    }
+    var singles: [(DecodeAttempt, Set<String>, Double, Int)] = []
+    var labelled = 0
+    print("attempt                        found   false   total ms   median ms")
+    for attempt in settings.attempts {
+      var one = settings
+      one.attempts = [attempt]
+      var found: Set<String> = []
+      var times: [Double] = []
+      var falsePositives = 0
+      labelled = 0
+      for category in categories {
+        let s = try score(folder: directory + "/" + category, settings: one, variant: variant, reader: reader)
+        found.formUnion(s.found)
+        times += s.milliseconds
+        falsePositives += s.falsePositives
+        labelled += s.labelled
+      }
+      let total = times.reduce(0, +)
+      singles.append((attempt, found, total, falsePositives))
+      print(
+        attempt.name.padding(toLength: 30) + String(found.count).padding(toLength: 6, left: true)
+          + String(falsePositives).padding(toLength: 8, left: true)
+          + formatMilliseconds(total).padding(toLength: 11, left: true)
+          + formatMilliseconds(median(times)).padding(toLength: 12, left: true))
+      flushStandardOutput()
+    }
+    print("greedy order (new codes per ms), of \(labelled) labelled:")
+    var have: Set<String> = []
+    var left = singles
+    var spent = 0.0
+    while !left.isEmpty {
+      var best = 0
+      var bestRate = -1.0
+      for (k, s) in left.enumerated() {
+        let rate = Double(s.1.subtracting(have).count) / max(s.2, 0.001)
+        if rate > bestRate { bestRate = rate; best = k }
+      }
+      let s = left.remove(at: best)
+      let gain = s.1.subtracting(have).count
+      have.formUnion(s.1)
+      spent += s.2
+      print(
+        "  + " + s.0.name.padding(toLength: 30) + "+\(gain)".padding(toLength: 6, left: true)
+          + "  → \(have.count)".padding(toLength: 8, left: true) + "   cumulative \(formatMilliseconds(spent)) ms")
+    }
+    return 0
+  }
+
   /// Corner quadrilaterals from a BoofCV ground-truth file: after a `SETS` line one code per
   /// line (eight numbers); without one, one corner per line, four lines per code.
   static func parseLabels(_ text: String) -> [[Point]] {

@@ -27,6 +27,7 @@ enum ProbeCommand {
       if !others.isEmpty { print("    also (not used by scangate, which reads GREY, YUYV and MJPEG natively): \(others.joined(separator: " "))") }
     }
     for (link, target) in Probe.links(in: "/dev/v4l/by-id") { print("  stable name \(link) -> \(target)") }
+    printLibcameraCameras()
     print("gpio chips (config [gpio] chip: a path, name or label; relay_line, buzzer_line: offsets):")
     let chips = Probe.chips()
     if chips.isEmpty { print("  none (/dev/gpiochip*)") }
@@ -55,5 +56,22 @@ enum ProbeCommand {
     for (link, target) in Probe.links(in: "/dev/serial/by-id") { print("  stable name \(link) -> \(target)") }
     print("decoder \(ZXingDecoder.engineVersion), libgpiod \(GPIODOutputLine.libraryVersion)")
     return 0
+  }
+
+  /// libcamera's cameras (CSI camera modules), with the stream and sensor modes they offer.
+  static func printLibcameraCameras() {
+    guard LibcameraFrameSource.isBuilt else {
+      print("libcamera cameras: \(LibcameraFrameSource.unavailableReason ?? "not built")")
+      return
+    }
+    print("libcamera \(LibcameraFrameSource.libraryVersion) cameras (config [camera] source = \"libcamera\", libcamera_id, width, height):")
+    let (count, text) = LibcameraFrameSource.list()
+    if count < 0 {
+      print("  cannot list: \(text)")
+    } else if count == 0 {
+      print("  none")
+    } else {
+      print(text, terminator: "")
+    }
   }
 }

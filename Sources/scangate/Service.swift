@@ -1,3 +1,4 @@
+import CLinux
 import Glibc
 import ScanCore
 import ScanLinux
@@ -53,6 +54,17 @@ enum Service {
       return serve(config, options: options, relay: relay, buzzer: buzzer, watchdog: watchdog) { () throws(CaptureError) in
         try V4L2FrameSource(settings)
       }
+    case .libcamera:
+      if let reason = LibcameraFrameSource.unavailableReason {
+        writeStandardError("scangate: camera.source = \"libcamera\": \(reason)\n")
+        return 1
+      }
+      let settings = LibcameraSourceSettings(
+        width: config.cameraWidth, height: config.cameraHeight, fps: config.cameraFPS, buffers: config.cameraBuffers,
+        camera: config.libcamera)
+      return serve(config, options: options, relay: relay, buzzer: buzzer, watchdog: watchdog) { () throws(CaptureError) in
+        try LibcameraFrameSource(settings)
+      }
     case .replay:
       let clock = SystemMonotonicClock()
       return serve(config, options: options, relay: relay, buzzer: buzzer, watchdog: watchdog) { () throws(CaptureError) in
@@ -83,6 +95,10 @@ enum Service {
       openSource: openSource)
     let auditLog = config.log.path.isEmpty ? nil : AuditLog(settings: config.log, ring: ring)
     loop.auditLog = auditLog
+    let fleet = config.fleet.isEnabled ? FleetLink(settings: config.fleet, logPath: config.log.path, auditLog: auditLog) : nil
+    loop.fleetTelemetry = fleet?.telemetry
+    loop.fleetLink = fleet
+    if let fleet { loop.register(fleetControl(config, link: fleet)) }
     loop.engine.relayGuard = watchdog  // the relay's cap, held off the loop too
     let door: (controller: DoorController, driver: (any PollParticipant)?)?
     do throws(GPIOError) { door = try DoorSetup.make(config, ring: ring, now: clock.now(), driver: options.doorDriver) } catch {
@@ -105,18 +121,31 @@ enum Service {
       loop.engine.policy.schedules = store
       loop.register(watcher)
     }
+    let panel: OSDPPanelLink?
+    do { panel = try makePanelLink(config, ring: ring, clock: clock) } catch {
+      writeStandardError("scangate: panel: \(error)\n")
+      return 1
+    }
+    if let panel {
+      loop.register(panel)
+      if config.panel.mode == .panel { loop.engine.panel = panel }  // the panel decides; no local relay
+    }
     let printer = EventPrinter(
       ring: ring, start: loop.startedAt, clock: clock, skipping: options.skipping,
       payloads: config.log.rawPayloads ? .shown : .hidden)
+    let credentialClock = installCredentials(config, loop: &loop, ring: ring)
     if let error = loop.reloadAllowList() {
       writeStandardError("scangate: allow-list \(config.allowListPath): \(error); denying every code until it loads\n")
     }
     printer.startThread()
     auditLog?.start()
+    fleet?.start()
     loop.run()
     door?.controller.release()
+    credentialClock?.persist()
     watchdog.stop()  // disarmed by the loop's release; stopped while the relay line is still open
     auditLog?.stop()  // everything the loop recorded, its last events included, is written
+    fleet?.stop()  // and published, for a bounded time
     if let auditLog { printChainHead(auditLog) }
     printer.stop()
     if !options.quiet { printSummary(loop.engine.stats, elapsed: clock.now().microseconds(since: loop.startedAt), loop: loop) }
@@ -124,6 +153,57 @@ enum Service {
   }
 
   // MARK: - The parts, built one way for run, demo and soak
+
+  /// The fleet link's handler for signed bundles and commands; returns the loop's side of it.
+  static func fleetControl(_ config: ScanConfig, link: FleetLink) -> FleetRequests {
+    let requests = FleetRequests()
+    // Bundles and commands are signed with the credential issuer keys; without a trust file
+    // every one is refused. A bundle may replace only the files this reader has configured
+    // (schedules join when the reader has a schedule file).
+    let c = config.credentials
+    var targets = ["allow-list": config.allowListPath]
+    if let path = c.revocationFile { targets["revocation"] = path }
+    if let path = c.trustFile { targets["trust"] = path }
+    link.inbox = FleetControl(
+      settings: config.fleet, statePath: link.statePath, verifier: c.trustFile.map { Sign1EnvelopeVerifier(trustPath: $0) },
+      targets: targets, requests: requests)
+    return requests
+  }
+
+  /// Signed credentials as configured: the verifier joins the loop's policies, the clock
+  /// watcher and the revocation list's watcher join its participants. Problems are loud and
+  /// fail secure (signed passes refused), never fatal: the allow-list keeps working.
+  static func installCredentials<
+    S: LoopFrameSource & ~Copyable, D: CodeDecoder & ~Copyable, R: OutputLine & ~Copyable, B: OutputLine & ~Copyable,
+    C: MonotonicClock, W: WallClock, G: PayloadDigester
+  >(_ config: ScanConfig, loop: inout RunLoop<S, D, R, B, C, W, G>, ring: EventRing) -> CredentialClock? {
+    let c = config.credentials
+    guard c.enabled else { return nil }
+    var siteKey: [UInt8]? = nil
+    if let path = c.siteKeyFile {
+      do { siteKey = try CredentialFiles.readSecretKey(path) } catch {
+        writeStandardError("scangate: credentials: \(error); rotating passes are refused\n")
+      }
+    }
+    let crypto = SodiumCredentialCrypto(siteSecretKey: siteKey)
+    if var k = siteKey { sg_memzero(&k, k.count) }
+    let verifier = CredentialVerifier(settings: c, sign1: Sign1Verifier(trust: TrustStore(), codec: LibCBOR(), crypto: crypto))
+    verifier.hasSiteKey = crypto.hasSiteKey
+    verifier.ready = c.revocationFile == nil
+    if let path = c.usedFile {
+      do { verifier.singleUse = try UsedCredentialFile(path: path, capacity: c.singleUseEntries) } catch {
+        writeStandardError("scangate: credentials: \(error); single-use passes are refused\n")
+      }
+    }
+    loop.engine.policy.credentials = verifier
+    let clock = CredentialClock(verifier: verifier, ring: ring, wall: SystemWallClock(), floorPath: c.clockFloorFile)
+    loop.register(clock)
+    if config.allowListWatch, let path = c.revocationFile { loop.register(AllowListWatcher(path: path)) }
+    if let path = c.trustFile, (try? CredentialFiles.readTrust(path)) == nil {
+      writeStandardError("scangate: credentials: trust file \(path) does not load; signed passes are refused until it does\n")
+    }
+    return clock
+  }
 
   /// The decoder as configured (arena, result slots, try-harder).
   static func makeDecoder(_ config: ScanConfig) throws(SystemError) -> ZXingDecoder {

@@ -62,29 +62,8 @@ struct Options {
   }
 }
 
-/// JSON string literal for `bytes` interpreted as UTF-8 (invalid sequences replaced).
-func jsonString(_ text: String) -> String {
-  var out = "\""
-  for scalar in text.unicodeScalars {
-    switch scalar {
-    case "\"": out += "\\\""
-    case "\\": out += "\\\\"
-    case "\n": out += "\\n"
-    case "\r": out += "\\r"
-    case "\t": out += "\\t"
-    default:
-      if scalar.value < 0x20 || scalar.value == 0x7F || (scalar.value >= 0x80 && scalar.value < 0xA0)
-        || scalar.value == 0x2028 || scalar.value == 0x2029
-      {
-        let hex = String(scalar.value, radix: 16)
-        out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-      } else {
-        out.unicodeScalars.append(scalar)
-      }
-    }
-  }
-  return out + "\""
-}
+/// JSON string literal for `text` (the one escaping rule, JSONObject's).
+func jsonString(_ text: String) -> String { JSONObject.string(text) }
 
 /// Milliseconds with two decimals.
 func formatMilliseconds(_ ms: Double) -> String {

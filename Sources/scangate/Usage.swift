@@ -15,7 +15,7 @@ enum Usage {
       name: "run", lines: ["run [--config FILE] [--frames N] [--quiet-edges]"],
       summary: "run the reader service (camera, GPIO, console, log); --frames stops after N frames"),
     CommandUsage(
-      name: "demo", lines: ["demo [--config FILE] [--fps N] [--frames N] [--dir DIR] [--keep]", "demo --snapshot PREFIX"],
+      name: "demo", lines: ["demo [--config FILE] [--fps N] [--frames N] [--dir DIR] [--keep] [--panel]", "demo --snapshot PREFIX"],
       summary: "replay generated codes through the real loop with simulated GPIO; --snapshot writes PREFIX.png and PREFIX.txt"),
     CommandUsage(
       name: "decode",
@@ -34,6 +34,15 @@ enum Usage {
       name: "console", lines: ["console [--tcp HOST:PORT | --serial PATH [--baud N]] [--secret-file FILE] [--command LINE [--timeout SECONDS]]"],
       summary: "talk to a running reader's console (docs/console.md)"),
     CommandUsage(
+      name: "credential",
+      lines: [
+        "credential keygen --issuer FILE [--kid KID] | --site FILE",
+        "credential issue --key FILE --kid KID --sub HOLDER [--label L] [--zones A,B] [--valid 1d | --exp TIME] [--nbf TIME]",
+        "                 [--id HEX] [--single-use] [--rotating --site-public HEX [--digits 6]] [--card F:N] [--png FILE] [--wallet] [--json]",
+        "credential show [--config FILE | --trust FILE [--site-key FILE] [--revocation FILE] [--zones A,B]] [--at TIME] [--json] TEXT|-",
+        "credential revoke --key FILE --kid KID --out FILE [--version N] [--from FILE --trust FILE] ID...",
+      ], summary: "signed passes: make keys, issue (text, PNG, Google Wallet rotatingBarcode), verify as a reader would, revoke"),
+    CommandUsage(
       name: "log",
       lines: [
         "log [--config FILE | --db FILE] [--since TIME] [--limit N] [--json]",
@@ -45,6 +54,16 @@ enum Usage {
     CommandUsage(
       name: "soak", lines: ["soak [--frames N] [--every N] [--variants upright|retry|alternate] [--histogram FILE] [--console-clients N]"],
       summary: "the fixed-memory soak benchmark (bench/)"),
+    CommandUsage(
+      name: "fleet",
+      lines: [
+        "fleet tail --broker URL [--ca FILE] [--cert FILE] [--key FILE] [--prefix TOPIC] [--seconds N] [--quiet]",
+        "fleet publish-bundle --broker URL --issuer-key FILE --kid KID --reader ID --version N [--allow-list FILE] [--revocation FILE]",
+        "                     [--trust FILE] [--schedules FILE] [--retain] [--ca FILE] [--cert FILE] [--key FILE] [--prefix TOPIC] [--wait N]",
+        "fleet command --broker URL --issuer-key FILE --kid KID --reader ID --command open|reload|status|snapshot [--pulse-ms N]",
+        "              [--expires-in N] [--ca FILE] [--cert FILE] [--key FILE] [--prefix TOPIC] [--wait N]",
+        "fleet bench --broker URL --dir DIR [--links N] [--rate N] [--seconds N]",
+      ], summary: "the fleet on its MQTT broker: tail events (de-duplicated, gaps reported), sign and send bundles and commands, bench"),
     CommandUsage(name: "version", lines: ["version"], summary: "print versions"),
   ]
 

@@ -11,6 +11,7 @@ extern void *__libc_memalign(size_t alignment, size_t size);
 
 static _Thread_local uint64_t thread_allocations;
 static _Thread_local uint64_t thread_bytes;
+static _Atomic uint64_t process_allocations;  // every thread's, for libraries with their own threads
 
 void alloc_counter_reset(void) {
   thread_allocations = 0;
@@ -18,27 +19,32 @@ void alloc_counter_reset(void) {
 }
 uint64_t alloc_counter_mallocs(void) { return thread_allocations; }
 uint64_t alloc_counter_bytes(void) { return thread_bytes; }
+uint64_t alloc_counter_process_mallocs(void) { return process_allocations; }
 
 void *malloc(size_t size) {
   thread_allocations++;
+  process_allocations++;
   thread_bytes += size;
   return __libc_malloc(size);
 }
 
 void *calloc(size_t count, size_t size) {
   thread_allocations++;
+  process_allocations++;
   thread_bytes += count * size;
   return __libc_calloc(count, size);
 }
 
 void *realloc(void *p, size_t size) {
   thread_allocations++;
+  process_allocations++;
   thread_bytes += size;
   return __libc_realloc(p, size);
 }
 
 int posix_memalign(void **out, size_t alignment, size_t size) {
   thread_allocations++;
+  process_allocations++;
   thread_bytes += size;
   void *p = __libc_memalign(alignment, size);
   if (p == NULL) return ENOMEM;
@@ -48,12 +54,14 @@ int posix_memalign(void **out, size_t alignment, size_t size) {
 
 void *aligned_alloc(size_t alignment, size_t size) {
   thread_allocations++;
+  process_allocations++;
   thread_bytes += size;
   return __libc_memalign(alignment, size);
 }
 
 void *memalign(size_t alignment, size_t size) {
   thread_allocations++;
+  process_allocations++;
   thread_bytes += size;
   return __libc_memalign(alignment, size);
 }

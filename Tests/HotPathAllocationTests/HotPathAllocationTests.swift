@@ -76,6 +76,62 @@ import Testing
     #expect(relay.edgeCount > 0)
   }
 
+  @Test("signed passes (static and rotating: Ed25519, sealed seed, TOTP, replay) verified on the hot path allocate nothing")
+  func credentialsDoNotAllocate() throws {
+    let clock = ManualClock()
+    let relay = RecordingOutputLine(name: "relay", clock: clock, capacity: 100_000)
+    let buzzer = RecordingOutputLine(name: "buzzer", clock: clock, capacity: 100_000)
+    let ring = EventRing(capacity: 1024)
+    let decoder = try ZXingDecoder(arenaBytes: 16 << 20, capacity: 8)
+    var engine = ScanEngine(
+      settings: Self.settings(), decoder: decoder, relay: relay, buzzer: buzzer, clock: clock, wall: clock,
+      digester: SodiumDigester(), events: ring, maxWidth: Self.width, maxHeight: Self.height)
+    // A site: issuer and site keys, a static and a rotating pass valid now.
+    let issuer = CredentialIssuer.randomBytes(32), siteSecret = CredentialIssuer.randomBytes(32)
+    let kid = Array("hq".utf8)
+    let trust = TrustStore(keys: [IssuerKey(kid: kid, publicKey: CredentialIssuer.issuerPublicKey(issuer)!, notBefore: nil, notAfter: nil)!])
+    var settings = CredentialSettings()
+    settings.trustFile = "(memory)"
+    let crypto = SodiumCredentialCrypto(siteSecretKey: siteSecret)
+    engine.policy.credentials = CredentialVerifier(settings: settings, sign1: Sign1Verifier(trust: trust, codec: LibCBOR(), crypto: crypto))
+    let now = clock.unixSeconds()
+    var s = PassClaims(subject: "alice", expires: now + 3600, id: [1, 2, 3])
+    s.label = "Alice"
+    let signed = try CredentialIssuer.issue(s, kid: kid, issuerSeed: issuer)
+    var r = PassClaims(subject: "carol", expires: now + 3600, id: [4, 5, 6])
+    r.rotatingDigits = 6
+    r.sitePublicKey = CredentialIssuer.sitePublicKey(siteSecret)!
+    let rotating = try CredentialIssuer.issue(r, kid: kid, issuerSeed: issuer)
+    let code = rotating.seed.withUnsafeBytes { TOTP.value(key: $0, step: now / 30, digits: 6, crypto: crypto) }
+    func place(_ text: String) -> [UInt8] {
+      let qr = renderQRCode(text: text, scale: 3)!.image
+      var pixels = [UInt8](repeating: 180, count: Self.width * Self.height)
+      for y in 0..<qr.height { for x in 0..<qr.width { pixels[(y + 60) * Self.width + x + 160] = qr.pixels[y * qr.width + x] } }
+      return pixels
+    }
+    let empty = [UInt8](repeating: 180, count: Self.width * Self.height)
+    let frames = [empty, place(signed.staticText), place(rotating.presented(totp: code))]
+    let script: [ScriptedFrameSource.Step] = [0, 1, 0, 2].flatMap { Array(repeating: ScriptedFrameSource.Step.frame($0), count: 10) }
+    var source = ScriptedFrameSource(width: Self.width, height: Self.height, frames: frames, script: script, loops: true, clock: clock)
+    defer { source.release() }
+    func run(_ frames: Int) throws {
+      for _ in 0..<frames {
+        _ = try source.withNextFrame(timeoutMilliseconds: 0) { engine.process($0) }
+        clock.advance(milliseconds: 10)
+        engine.tick()
+      }
+    }
+    try run(80)  // warm-up: the signed pass granted, the rotating one granted once
+    let grantsBefore = engine.stats.grants, deniesBefore = engine.stats.denies
+    alloc_counter_reset()
+    try run(400)  // 4 s: the rotating code stays inside its TOTP window and is replayed
+    let allocations = alloc_counter_mallocs()
+    #expect(allocations == 0, "\(allocations) allocations (\(alloc_counter_bytes()) bytes) in 400 frames")
+    #expect(engine.stats.grants - grantsBefore >= 8, "the static signed pass was granted each time it came back")
+    #expect(engine.stats.denies - deniesBefore >= 8, "the rotating pass, shown again in the same step, was replayed")
+    #expect(engine.policy.credentials!.lastProblem == .replayed || engine.policy.credentials!.lastProblem == nil)
+  }
+
   @Test("the run loop (poll, replay source, engine, GPIO) allocates nothing per iteration")
   func runLoopDoesNotAllocate() throws {
     let directory = "/tmp/scangate-alloc-\(getpid())"
@@ -239,5 +295,40 @@ import Testing
     let symbols = engine.snapshot.symbolCount
     #expect(allocations == 0)
     #expect(symbols == 1)
+  }
+}
+
+/// A libcamera camera's frames, counted: runs only where a camera is (the rig's vimc sets
+/// SCANGATE_LIBCAMERA_CAMERA). The loop thread's count covers the Swift source, the shim and
+/// the libcamera calls the shim makes on that thread (Request::reuse, Camera::queueRequest);
+/// the process count adds libcamera's own threads (its pipeline handler and IPA proxy).
+@Suite(.serialized) struct LibcameraAllocationTests {
+  static let camera = getenv("SCANGATE_LIBCAMERA_CAMERA").map { String(cString: $0) }
+
+  @Test("libcamera frames: allocations per frame after warm-up, on the loop thread and in all", .enabled(if: camera != nil))
+  func libcameraFrames() throws {
+    var settings = LibcameraSourceSettings(width: 640, height: 480, fps: 30, buffers: 4)
+    settings.camera.camera = Self.camera ?? ""
+    var source = try LibcameraFrameSource(settings)
+    var checksum = 0
+    func take(_ frames: Int) throws -> Int {
+      var got = 0
+      for _ in 0..<(frames * 20) where got < frames {
+        if try source.withNextFrame(timeoutMilliseconds: 1_000, { checksum &+= Int($0.luma(x: 1, y: 1)) }) != nil { got += 1 }
+      }
+      return got
+    }
+    #expect(try take(20) == 20)  // warm-up
+    let frames = 100
+    let processBefore = alloc_counter_process_mallocs()
+    alloc_counter_reset()
+    let got = try take(frames)
+    let loopThread = alloc_counter_mallocs(), loopBytes = alloc_counter_bytes()
+    let process = alloc_counter_process_mallocs() - processBefore
+    print(
+      "libcamera \(LibcameraFrameSource.libraryVersion) \(source.summary): \(got) frames; allocations per frame: "
+        + "loop thread \(Double(loopThread) / Double(max(got, 1))) (\(loopBytes / UInt64(max(got, 1))) bytes), "
+        + "all threads \(Double(process) / Double(max(got, 1))); dropped \(source.droppedFrames)")
+    #expect(got == frames)
   }
 }

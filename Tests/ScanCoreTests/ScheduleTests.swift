@@ -123,7 +123,7 @@ import Testing
     #expect(store.load(Array("schedule evenings mon-fri 18:00-22:00\n".utf8)) == nil)
     func verdict(_ payload: String, minute: Int) -> Verdict {
       Array(payload.utf8).withUnsafeBytes {
-        policy.decide($0, digest: digester.sha256($0), nowUnixSeconds: Int64(minute) * 60).verdict
+        policy.decide($0, digest: digester.sha256($0), nowUnixSeconds: Int64(minute) * 60, mode: .admit).verdict
       }
     }
     // Without a schedule file an entry naming a schedule is denied (fail-secure).

@@ -28,6 +28,10 @@ int32_t sg_png_write(const char *path, const uint8_t *pixels, int32_t width, int
 /// length in pixels, or -1 (encoding failed or `capacity` too small; then nothing is written).
 int32_t sg_qr_render(const uint8_t *data, size_t size, int32_t scale, int32_t margin, uint8_t *out,
                      size_t capacity);
+/// Like sg_qr_render for text, in the most compact segment modes (base45 is all alphanumeric);
+/// `modules` receives the symbol's side in modules (quiet zone excluded).
+int32_t sg_qr_render_text(const char *text, int32_t scale, int32_t margin, uint8_t *out, size_t capacity,
+                          int32_t *modules);
 
 
 /// Encodes an image as PNG in memory. Returns a malloc'd buffer (free with sg_free) and its size.
@@ -47,12 +51,18 @@ int32_t sg_draw_text(uint8_t *rgb, int32_t width, int32_t height, int32_t x, int
 int32_t sg_text_width(const char *text, int32_t scale);
 #endif
 
-/// A JPEG decompressor kept for the camera's lifetime (MJPEG frames).
+/// A JPEG decompressor kept for the camera's lifetime (MJPEG frames): libjpeg with a fixed
+/// arena of `arena_bytes` for its per-image memory, so decoding a frame makes no heap allocation
+/// after the first (what does not fit goes to libjpeg's own allocator, and is counted).
 typedef void *sg_jpeg_handle;
-sg_jpeg_handle sg_jpeg_create(void);
+sg_jpeg_handle sg_jpeg_create(size_t arena_bytes);
 void sg_jpeg_destroy(sg_jpeg_handle handle);
 /// Decodes a JPEG frame to gray into `out` (row stride `width`), optionally at 1/`scale_denominator`
 /// (1 or 2). Writes the decoded size. Returns 0, or -1 (corrupt frame, or larger than `capacity`).
 int32_t sg_jpeg_decode_frame(sg_jpeg_handle handle, const uint8_t *data, size_t size,
                              int32_t scale_denominator, uint8_t *out, size_t capacity,
                              int32_t *width, int32_t *height);
+/// The most of the arena one frame used, requests the arena could not hold (served by the
+/// library's allocator instead), and warnings (corrupt data still decoded).
+void sg_jpeg_statistics(sg_jpeg_handle handle, size_t *arena_high_water, uint64_t *overflows,
+                        uint64_t *warnings);

@@ -62,4 +62,5 @@ int sg_accept_nonblocking(int listener, struct sockaddr *address, socklen_t *len
 /// Opens a pseudo-terminal pair's master side (non-blocking) and writes the slave's path:
 /// a serial port stand-in for tests. Returns the master fd, or -1.
 int sg_open_pty(char *slave_path, size_t capacity);
+#include "scangate_rs485.h"
 #endif

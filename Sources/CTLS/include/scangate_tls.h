@@ -54,4 +54,7 @@ const char *sg_tls_cipher(const sg_tls_session *session);
 const char *sg_tls_error(const sg_tls_session *session);
 /// "OpenSSL 3.0.x ..." (the library linked at run time).
 const char *sg_tls_library_version(void);
+
+// AES-128 blocks for OSDP Secure Channel (osdp_aes.c).
+#include "scangate_osdp_aes.h"
 #endif

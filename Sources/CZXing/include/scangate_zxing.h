@@ -88,6 +88,25 @@ void sg_zx_destroy(sg_zx_decoder *decoder);
 int32_t sg_zx_decode(sg_zx_decoder *decoder, sg_zx_image image, uint32_t formats,
                      int32_t try_harder, sg_zx_result *results, int32_t capacity);
 
+/// How the engine turns gray into black and white (zxing-cpp's `Binarizer`, the same four in
+/// 1.4 and 2.x).
+enum { SG_BINARIZER_LOCAL_AVERAGE = 0, SG_BINARIZER_GLOBAL_HISTOGRAM = 1, SG_BINARIZER_FIXED_THRESHOLD = 2,
+       SG_BINARIZER_BOOL_CAST = 3 };
+
+/// One decode attempt's engine options.
+typedef struct sg_zx_options {
+  int32_t binarizer;        ///< SG_BINARIZER_*
+  uint8_t try_harder;       ///< trade time for accuracy (also tries rotated linear codes)
+  uint8_t try_downscale;    ///< let the engine add its own downscaled layers (large images)
+  uint8_t try_invert;       ///< let the engine also read light-on-dark (2.x only; ignored on 1.4)
+  uint8_t reserved;
+} sg_zx_options;
+
+/// `sg_zx_decode` with explicit options. Every located symbol is written, also two carrying the
+/// same payload at different places (the engine merges only results at the same position).
+int32_t sg_zx_decode_with(sg_zx_decoder *decoder, sg_zx_image image, uint32_t formats,
+                          sg_zx_options options, sg_zx_result *results, int32_t capacity);
+
 void sg_zx_get_stats(const sg_zx_decoder *decoder, sg_zx_stats *out);
 
 /// The engine's version as "major.minor.patch".

@@ -10,4 +10,6 @@ void alloc_counter_reset(void);
 uint64_t alloc_counter_mallocs(void);
 /// Bytes requested by this thread since the last reset.
 uint64_t alloc_counter_bytes(void);
+/// Allocations by every thread of the process since it started (never reset).
+uint64_t alloc_counter_process_mallocs(void);
 #endif

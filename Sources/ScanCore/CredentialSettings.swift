@@ -1,0 +1,30 @@
+/// `[credentials]` in config.toml: signed passes (docs/credentials.md).
+public struct CredentialSettings: Equatable, Sendable {
+  /// Issuer keys (TOML, `[[issuer]]` tables). Signed passes are off when unset.
+  public var trustFile: String? = nil
+  /// The site's X25519 secret key (hex), opening rotating passes' seeds; secret-file rules.
+  public var siteKeyFile: String? = nil
+  /// The issuer-signed deny-list (COSE_Sign1), hot-reloaded.
+  public var revocationFile: String? = nil
+  /// Where single-use passes are remembered across restarts. Without it they are refused.
+  public var usedFile: String? = nil
+  /// The persisted clock floor (latest wall time seen).
+  public var clockFloorFile: String? = nil
+  /// This reader's zones: a pass must name one of them (or none, when this list is empty).
+  public var zones: [String] = []
+  /// TOTP steps accepted either side of now (RFC 6238 §5.2).
+  public var totpSkewSteps = 1
+  /// Seconds of clock difference allowed on `nbf` and `exp`.
+  public var leewaySeconds = 30
+  public var timePolicy = TimePolicy.floor
+  /// Rotating passes tracked at once for replay (each for its acceptance window).
+  public var replayCacheEntries = 1_024
+  /// Single-use passes remembered (until they expire).
+  public var singleUseEntries = 4_096
+
+  public init() {}
+
+  public var enabled: Bool { trustFile != nil }
+  /// TOTP period (RFC 6238 default; Google Wallet's rotating barcodes use the same).
+  public static let periodSeconds: Int64 = 30
+}

@@ -1,0 +1,179 @@
+/// How the engine turns gray into black and white (the engine's own alternatives; the raw
+/// values are the shim's `SG_BINARIZER_*`).
+public enum Binarizer: UInt8, Sendable, CaseIterable {
+  /// Threshold from the average of the neighbourhood (zxing-cpp's hybrid binarizer).
+  case localAverage = 0
+  /// Threshold at the valley of the histogram, one for the whole image.
+  case globalHistogram = 1
+  /// Threshold 127.
+  case fixedThreshold = 2
+
+  public var name: String {
+    switch self {
+    case .localAverage: "local"
+    case .globalHistogram: "histogram"
+    case .fixedThreshold: "fixed"
+    }
+  }
+}
+
+/// Engine options of one decode call.
+public struct EngineOptions: Equatable, Sendable {
+  public var binarizer = Binarizer.localAverage
+  /// Let the engine add its own downscaled layers (large views).
+  public var engineDownscale = true
+  public init(binarizer: Binarizer = .localAverage, engineDownscale: Bool = true) {
+    self.binarizer = binarizer
+    self.engineDownscale = engineDownscale
+  }
+}
+
+/// The scale a view is brought to before the engine sees it: `up` / `down`.
+public struct ViewScale: Equatable, Sendable {
+  public var up: Int
+  public var down: Int
+  public static let full = ViewScale(up: 1, down: 1)
+  public static let double = ViewScale(up: 2, down: 1)
+  public static func divided(by d: Int) -> ViewScale { ViewScale(up: 1, down: d) }
+  public init(up: Int, down: Int) {
+    precondition(up == 1 || (up == 2 && down == 1), "upscaling is by 2 only")
+    precondition(down >= 1 && down <= 8, "downscaling is by 1 to 8")
+    self.up = up
+    self.down = down
+  }
+  public var name: String { up > 1 ? "x\(up)" : down == 1 ? "x1" : "/\(down)" }
+  /// The view's side for a source side of `n` pixels.
+  func side(_ n: Int) -> Int { n * up / down }
+}
+
+/// Which part of the frame an attempt looks at.
+public enum AttemptArea: UInt8, Sendable {
+  /// The whole frame (or the configured region of interest).
+  case full = 0
+  /// Where a code was read in a recent frame, grown by half its size on every side.
+  case tracked = 1
+  /// The frame in four overlapping tiles (each 5/8 of the width and height), for upscaling
+  /// small codes at the cost of a quarter frame: one tile per frame in a stream, all four on
+  /// a still image.
+  case tiles = 2
+
+  /// Tile `index` (0...3) of a region.
+  static func tile(_ index: Int, of r: Region) -> Region {
+    let w = r.width * 5 / 8, h = r.height * 5 / 8
+    let x = index & 1 == 0 ? r.x : r.x + r.width - w
+    let y = index & 2 == 0 ? r.y : r.y + r.height - h
+    return Region(x: x, y: y, width: w, height: h)
+  }
+}
+
+/// One way of looking at a frame: a view (area, scale, variant) and the engine's binarizer.
+public struct DecodeAttempt: Equatable, Sendable {
+  public var area: AttemptArea
+  public var scale: ViewScale
+  public var variant: ImageVariant
+  public var binarizer: Binarizer
+  public init(
+    _ area: AttemptArea = .full, scale: ViewScale = .full, variant: ImageVariant = .upright,
+    binarizer: Binarizer = .localAverage
+  ) {
+    self.area = area
+    self.scale = scale
+    self.variant = variant
+    self.binarizer = binarizer
+  }
+
+  public var name: String {
+    (area == .tracked ? "tracked " : area == .tiles ? "tiles " : "") + "\(scale.name) \(variant.name) \(binarizer.name)"
+  }
+
+  /// Parses "x2", "/3", "x1" (scale), a variant name, a binarizer name and "tracked", in any
+  /// order separated by spaces; nil on anything else.
+  public init?(parsing text: String) {
+    self.init()
+    for word in text.split(separator: " ") {
+      let w = String(word)
+      if w == "tracked" {
+        area = .tracked
+      } else if w == "tiles" {
+        area = .tiles
+      } else if w == "x1" {
+        scale = .full
+      } else if w == "x2" {
+        scale = .double
+      } else if w.hasPrefix("/"), let d = Int(w.dropFirst()), d >= 1, d <= 8 {
+        scale = .divided(by: d)
+      } else if let v = ImageVariant.allCases.first(where: { $0.name == w }) {
+        variant = v
+      } else if let b = Binarizer.allCases.first(where: { $0.name == w }) {
+        binarizer = b
+      } else {
+        return nil
+      }
+    }
+  }
+
+  /// The strategy a reader starts with: ordered by codes found per millisecond on the BoofCV
+  /// development half fitted to 640×480 and at original size (docs/decoder.md, "Strategy").
+  public static let readerDefault: [DecodeAttempt] = [
+    DecodeAttempt(.full, scale: .full),
+    DecodeAttempt(.tracked, scale: .double),
+    DecodeAttempt(.full, scale: .full, binarizer: .fixedThreshold),
+    DecodeAttempt(.tiles, scale: .double),
+    DecodeAttempt(.full, scale: .full, variant: .inverted),
+    DecodeAttempt(.full, scale: .divided(by: 2)),
+    DecodeAttempt(.full, scale: .full, variant: .mirrored),
+    DecodeAttempt(.full, scale: .divided(by: 4)),
+    DecodeAttempt(.full, scale: .divided(by: 3)),
+    DecodeAttempt(.full, scale: .full, binarizer: .globalHistogram),
+    DecodeAttempt(.full, scale: .divided(by: 2), binarizer: .globalHistogram),
+    // The whole frame upscaled: most codes of all at camera size, but ~20× a 1:1 decode, so a
+    // reader's budget passes over it; `scangate decode` (every attempt) gets it.
+    DecodeAttempt(.full, scale: .double),
+  ]
+}
+
+/// Where recent codes were read, in frame pixels: the next frames look there first.
+public struct TrackedRegion: Sendable {
+  public var region: Region? = nil
+  /// Frames left before the region is forgotten.
+  public var framesLeft = 0
+  public static let framesKept = 30
+  public init() {}
+
+  /// Grows to cover symbols `start..<results.count` (frame coordinates), each grown by half its
+  /// size on every side, and keeps the region for `framesKept` frames.
+  public mutating func cover(_ results: borrowing DecodeResults, from start: Int, width: Int, height: Int) {
+    guard start < results.count else { return }
+    var x0 = Int.max, y0 = Int.max, x1 = Int.min, y1 = Int.min
+    for i in start..<results.count {
+      let c = results[i].corners
+      var a = Int.max, b = Int.max, p = Int.min, q = Int.min
+      for k in 0..<4 {
+        a = min(a, Int(c[2 * k])); p = max(p, Int(c[2 * k]))
+        b = min(b, Int(c[2 * k + 1])); q = max(q, Int(c[2 * k + 1]))
+      }
+      let gx = max(8, (p - a) / 2), gy = max(8, (q - b) / 2)
+      x0 = min(x0, a - gx); y0 = min(y0, b - gy); x1 = max(x1, p + gx); y1 = max(y1, q + gy)
+    }
+    if let r = region, framesLeft > 0 {
+      x0 = min(x0, r.x); y0 = min(y0, r.y); x1 = max(x1, r.x + r.width); y1 = max(y1, r.y + r.height)
+    }
+    region = Region(x: x0, y: y0, width: x1 - x0, height: y1 - y0).clipped(width: width, height: height)
+    framesLeft = region == nil ? 0 : Self.framesKept
+  }
+
+  /// One frame passed: the region ages.
+  public mutating func age() {
+    if framesLeft > 0 { framesLeft -= 1 }
+    if framesLeft == 0 { region = nil }
+  }
+}
+
+/// What the strategy did in one frame, for STATUS/STATS and the benchmarks.
+public struct StrategyFrame: Equatable, Sendable {
+  public var attempts = 0
+  public var microseconds: UInt64 = 0
+  /// The budget ran out before the strategy's turn for this frame was over.
+  public var budgetSpent = false
+  public init() {}
+}

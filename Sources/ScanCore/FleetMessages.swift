@@ -1,0 +1,113 @@
+/// The fleet link's wire forms: topics, the event message (one audit record as JSON) and the
+/// reader's state message. Built off the frame path, on the link's thread.
+public struct FleetTopics: Sendable, Equatable {
+  public let base: String
+  public init(prefix: String, readerID: String) { base = prefix + "/" + readerID }
+  /// Audit records, QoS 1, not retained.
+  public var events: String { base + "/events" }
+  /// "online" / "offline" (the last will), retained: availability.
+  public var status: String { base + "/status" }
+  /// The last decision and frame rate (JSON), retained.
+  public var state: String { base + "/state" }
+  /// Signed bundles in.
+  public var bundle: String { base + "/bundle" }
+  /// Signed commands in, and their results out.
+  public var command: String { base + "/command" }
+  public var reply: String { base + "/reply" }
+  /// Home Assistant's lock: OPEN from a dashboard.
+  public var lockSet: String { base + "/lock/set" }
+}
+
+/// A JSON object written field by field (keys are ours; values are escaped per RFC 8259).
+public struct JSONObject {
+  public private(set) var text: String = "{"
+  private var first = true
+  public init() {}
+
+  private mutating func key(_ k: String) {
+    if !first { text += "," }
+    first = false
+    text += "\""
+    text += k
+    text += "\":"
+  }
+  public mutating func add(_ k: String, _ value: String) {
+    key(k)
+    Self.appendString(value, to: &text)
+  }
+  public mutating func add(_ k: String, _ value: Int64) {
+    key(k)
+    text += String(value)
+  }
+  public mutating func add(_ k: String, _ value: Int) { add(k, Int64(value)) }
+  public mutating func add(_ k: String, _ value: Bool) {
+    key(k)
+    text += value ? "true" : "false"
+  }
+  /// A value that is already JSON (a nested object or array).
+  public mutating func add(_ k: String, raw: String) {
+    key(k)
+    text += raw
+  }
+  public var json: String { text + "}" }
+  public var bytes: [UInt8] { Array(json.utf8) }
+
+  /// Appends `s` as a JSON string: quotes and backslash escaped, and every control character
+  /// (C0, DEL, C1) and the JavaScript line separators as \u escapes, so no scanned or remote
+  /// text reaches a terminal or a parser raw.
+  public static func appendString(_ s: String, to out: inout String) {
+    out += "\""
+    for u in s.unicodeScalars {
+      switch u {
+      case "\"": out += "\\\""
+      case "\\": out += "\\\\"
+      case "\n": out += "\\n"
+      case "\r": out += "\\r"
+      case "\t": out += "\\t"
+      default:
+        if u.value < 0x20 || u.value == 0x7F || (u.value >= 0x80 && u.value < 0xA0) || u.value == 0x2028 || u.value == 0x2029 {
+          let hex = String(u.value, radix: 16)
+          out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+        } else {
+          out.unicodeScalars.append(u)
+        }
+      }
+    }
+    out += "\""
+  }
+
+  public static func string(_ s: String) -> String {
+    var out = ""
+    appendString(s, to: &out)
+    return out
+  }
+}
+
+extension AuditRecord {
+  /// The event message: the record with the reader id and its audit sequence (`seq`, gapless
+  /// for the life of the log: consumers de-duplicate by (reader, seq) and see gaps).
+  public func fleetJSON(readerID: String) -> [UInt8] {
+    var o = JSONObject()
+    o.add("reader", readerID)
+    o.add("seq", sequence)
+    o.add("run", run)
+    o.add("event", eventSequence)
+    o.add("time", RFC3339.format(wallNanoseconds / 1_000_000_000))
+    o.add("time_ns", wallNanoseconds)
+    o.add("kind", kind.name)
+    if let verdict { o.add("verdict", verdict.name) }
+    if !format.isEmpty { o.add("format", format) }
+    if !variant.isEmpty { o.add("variant", variant) }
+    if !digest.isEmpty { o.add("sha256", digest) }
+    if !label.isEmpty { o.add("label", label) }
+    if !payload.isEmpty { o.add("payload", payload) }
+    o.add("code", code)
+    if !detail.isEmpty { o.add("detail", detail) }
+    if kind == .decision {
+      o.add("decode_us", decodeMicroseconds)
+      o.add("decide_us", decideMicroseconds)
+      o.add("edge_us", edgeMicroseconds)
+    }
+    return o.bytes
+  }
+}

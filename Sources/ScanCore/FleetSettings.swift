@@ -1,0 +1,175 @@
+/// What a reader does when it has heard nothing from the fleet (no bundle, no broker) for
+/// longer than `FleetSettings.maxOfflineSeconds`.
+public enum FleetOfflinePolicy: String, Sendable, CaseIterable {
+  /// Keep deciding with the lists it has (and say so on STATUS).
+  case keepGoing = "keep-going"
+  /// Deny every code but the static entries of the allow-list file (and say so on STATUS).
+  case denyAllButStatic = "deny-all-but-static"
+}
+
+/// The fleet link (`[fleet]` in config.toml): one MQTT broker connection per reader that
+/// publishes every audit record at least once and takes signed bundles and commands.
+public struct FleetSettings: Equatable, Sendable {
+  /// `mqtt://host:port` or `mqtts://host:port`, tried in turn; empty: no fleet link.
+  public var brokers: [String] = []
+  /// MQTT protocol level: 4 (3.1.1) or 5.
+  public var protocolVersion = 5
+  /// The broker's CA (PEM): verifies the broker's certificate and host name (mqtts only).
+  public var tlsCAFile = ""
+  /// The reader's client certificate and key (PEM); the key is a secret file.
+  public var tlsCertFile = ""
+  public var tlsKeyFile = ""
+  /// Optional MQTT user name and a secret file holding the password.
+  public var username = ""
+  public var passwordFile = ""
+  /// This reader's name on the fleet: topic level and MQTT client id ([A-Za-z0-9_-], 1–64).
+  public var readerID = ""
+  /// Topics live under `<prefix>/<reader id>/`.
+  public var topicPrefix = "scangate"
+  public var keepaliveSeconds = 30
+  /// Records published and not yet acknowledged at most (one batch).
+  public var batchRecords = 100
+  /// Records published per second at most (catch-up after an outage is paced by this).
+  public var eventsPerSecondMax = 500
+  /// The highest acknowledged audit sequence; empty: `<log.path>.fleet`.
+  public var stateFile = ""
+  /// Past this long without the broker, `offlinePolicy` applies. 0: never.
+  public var maxOfflineSeconds = 86_400
+  public var offlinePolicy = FleetOfflinePolicy.keepGoing
+  /// Publish Home Assistant MQTT discovery under this prefix; empty: none.
+  public var homeAssistantPrefix = "homeassistant"
+  /// Bundles and commands over this size are dropped unread.
+  public var messageBytesMax = 1 << 20
+
+  public init() {}
+
+  /// Whether a fleet link is configured.
+  public var isEnabled: Bool { !brokers.isEmpty }
+
+  /// Why a reader id is not acceptable (topic level and client id), or nil.
+  public static func readerIDProblem(_ id: String) -> String? {
+    let bytes = Array(id.utf8)
+    guard (1...64).contains(bytes.count) else { return "wants 1 to 64 characters" }
+    for b in bytes {
+      let ok = (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A) || b == 0x2D || b == 0x5F
+      if !ok { return "only letters, digits, '-' and '_' (it is an MQTT topic level)" }
+    }
+    return nil
+  }
+
+  /// Why a topic prefix is not acceptable, or nil.
+  public static func topicPrefixProblem(_ prefix: String) -> String? {
+    let bytes = Array(prefix.utf8)
+    guard (1...128).contains(bytes.count) else { return "wants 1 to 128 characters" }
+    if bytes.first == 0x2F || bytes.last == 0x2F { return "must not start or end with '/'" }
+    if bytes.contains(where: { $0 == 0x23 || $0 == 0x2B || $0 < 0x21 || $0 > 0x7E }) {
+      return "no '#', '+', spaces or non-ASCII characters"
+    }
+    return nil
+  }
+}
+
+/// One broker address from `fleet.brokers`.
+public struct BrokerAddress: Equatable, Sendable {
+  public var host: String
+  public var port: Int
+  public var tls: Bool
+
+  public init(host: String, port: Int, tls: Bool) {
+    self.host = host
+    self.port = port
+    self.tls = tls
+  }
+
+  /// Parses `mqtt://host[:port]` (1883) or `mqtts://host[:port]` (8883); `host` may be
+  /// `[v6 address]`.
+  public init?(_ url: String) {
+    let rest: Substring
+    if url.hasPrefix("mqtts://") {
+      tls = true
+      rest = url.dropFirst(8)
+    } else if url.hasPrefix("mqtt://") {
+      tls = false
+      rest = url.dropFirst(7)
+    } else {
+      return nil
+    }
+    var hostPart = rest
+    var portPart: Substring? = nil
+    if rest.hasPrefix("[") {
+      guard let close = rest.firstIndex(of: "]") else { return nil }
+      hostPart = rest[rest.index(after: rest.startIndex)..<close]
+      let after = rest[rest.index(after: close)...]
+      if !after.isEmpty {
+        guard after.hasPrefix(":") else { return nil }
+        portPart = after.dropFirst()
+      }
+    } else if let colon = rest.lastIndex(of: ":") {
+      hostPart = rest[..<colon]
+      portPart = rest[rest.index(after: colon)...]
+    }
+    guard !hostPart.isEmpty, !hostPart.contains("/"), !hostPart.contains(" ") else { return nil }
+    host = String(hostPart)
+    if let portPart {
+      guard let p = Int(portPart), (1...65_535).contains(p) else { return nil }
+      port = p
+    } else {
+      port = tls ? 8883 : 1883
+    }
+  }
+}
+
+extension ConfigSchema {
+  /// `[fleet]`'s keys.
+  static let fleetKeys: [Key] = [
+    Key(name: "fleet.brokers", kind: .strings(count: 0...8)) { $0.fleet.brokers = strs($1) },
+    Key(name: "fleet.protocol", kind: .choice(["3.1.1", "5"])) { $0.fleet.protocolVersion = str($1) == "5" ? 5 : 4 },
+    Key(name: "fleet.tls_ca_file", kind: .string) { $0.fleet.tlsCAFile = str($1) },
+    Key(name: "fleet.tls_cert_file", kind: .string) { $0.fleet.tlsCertFile = str($1) },
+    Key(name: "fleet.tls_key_file", kind: .string) { $0.fleet.tlsKeyFile = str($1) },
+    Key(name: "fleet.username", kind: .string) { $0.fleet.username = str($1) },
+    Key(name: "fleet.password_file", kind: .string) { $0.fleet.passwordFile = str($1) },
+    Key(name: "fleet.reader_id", kind: .string) { $0.fleet.readerID = str($1) },
+    Key(name: "fleet.topic_prefix", kind: .string) { $0.fleet.topicPrefix = str($1) },
+    Key(name: "fleet.keepalive_s", kind: .integer(5...3_600)) { $0.fleet.keepaliveSeconds = int($1) },
+    Key(name: "fleet.batch_records", kind: .integer(1...1_000)) { $0.fleet.batchRecords = int($1) },
+    Key(name: "fleet.events_per_second_max", kind: .integer(1...100_000)) { $0.fleet.eventsPerSecondMax = int($1) },
+    Key(name: "fleet.state_file", kind: .string) { $0.fleet.stateFile = str($1) },
+    Key(name: "fleet.max_offline_s", kind: .integer(0...31_536_000)) { $0.fleet.maxOfflineSeconds = int($1) },
+    // deny-all-but-static is not offered until the access policy can tell static entries apart:
+    // a policy the reader would report but not enforce must not be configurable.
+    Key(name: "fleet.offline_policy", kind: .choice([FleetOfflinePolicy.keepGoing.rawValue])) {
+      $0.fleet.offlinePolicy = FleetOfflinePolicy(rawValue: str($1))!
+    },
+    Key(name: "fleet.home_assistant_prefix", kind: .string) { $0.fleet.homeAssistantPrefix = str($1) },
+    Key(name: "fleet.message_bytes_max", kind: .integer(1_024...16_777_216)) { $0.fleet.messageBytesMax = int($1) },
+  ]
+
+  /// What is inconsistent in `[fleet]` (each naming its key), given the file's line lookup.
+  static func fleetProblems(_ config: ScanConfig, line: (String) -> Int) -> [ConfigError] {
+    let f = config.fleet
+    guard f.isEnabled else { return [] }
+    var errors: [ConfigError] = []
+    func add(_ key: String, _ reason: String) { errors.append(ConfigError(key: key, line: line(key), reason: reason)) }
+    for url in f.brokers where BrokerAddress(url) == nil {
+      add("fleet.brokers", "'\(url)' is not mqtt://host[:port] or mqtts://host[:port]")
+    }
+    if let problem = FleetSettings.readerIDProblem(f.readerID) {
+      add("fleet.reader_id", f.readerID.isEmpty ? "fleet.brokers is set: a reader id is needed" : problem)
+    }
+    if let problem = FleetSettings.topicPrefixProblem(f.topicPrefix) { add("fleet.topic_prefix", problem) }
+    if !f.homeAssistantPrefix.isEmpty, let problem = FleetSettings.topicPrefixProblem(f.homeAssistantPrefix) {
+      add("fleet.home_assistant_prefix", problem)
+    }
+    if f.brokers.contains(where: { $0.hasPrefix("mqtts://") }) && f.tlsCAFile.isEmpty {
+      add("fleet.tls_ca_file", "an mqtts:// broker needs the CA that signed its certificate")
+    }
+    if f.tlsCertFile.isEmpty != f.tlsKeyFile.isEmpty {
+      add("fleet.tls_key_file", "fleet.tls_cert_file and fleet.tls_key_file go together")
+    }
+    if config.log.path.isEmpty {
+      add("fleet.brokers", "the fleet link publishes the audit log: log.path must be set")
+    }
+    return errors
+  }
+}

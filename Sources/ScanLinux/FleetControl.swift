@@ -1,0 +1,201 @@
+import Glibc
+import ScanCore
+import Synchronization
+
+/// What arrives from the fleet: signed bundles and signed commands (ScanCore's FleetControl
+/// forms inside a signed envelope). Runs on the fleet link's thread; asks the loop for what
+/// only the loop may do (a relay pulse, a reload) through `FleetRequests`, a poll participant.
+///
+/// A bundle is applied only when its envelope verifies, it names this reader (or `*`), and its
+/// version is newer than the last applied one: each file is written whole beside its target
+/// and renamed into place (the allow-list's watcher and the loop's reload do the rest), then the
+/// version is kept. Otherwise nothing changes and the reply says why.
+///
+/// A command is acted on only when its envelope verifies, it names this reader, it was not
+/// retained by the broker, it has not expired (and expires at most 300 s ahead) and its nonce
+/// was never used (the nonces are kept in a file until they expire, so a restart does not
+/// forget them). Every outcome is published on the reply topic.
+public final class FleetControl: FleetInbox {
+  public let settings: FleetSettings
+  public let verifier: (any SignedEnvelopeVerifier)?
+  /// Bundle file name → the path it replaces (only names configured here may be applied).
+  public let targets: [String: String]
+  public let requests: FleetRequests
+  private let statePath: String
+  private var ledger = NonceLedger()
+  public private(set) var bundleVersion: Int64 = 0
+  private let wall = SystemWallClock()
+
+  public init(
+    settings: FleetSettings, statePath: String, verifier: (any SignedEnvelopeVerifier)?, targets: [String: String],
+    requests: FleetRequests
+  ) {
+    self.settings = settings
+    self.statePath = statePath
+    self.verifier = verifier
+    self.targets = targets
+    self.requests = requests
+    if let text = try? readWholeFile(noncePath, maxBytes: 1 << 20) { ledger.load(text) }
+    if let bytes = try? readWholeFile(versionPath, maxBytes: 64), let v = Int64(String(decoding: bytes.filter { $0 != 0x0A }, as: UTF8.self)) {
+      bundleVersion = v
+    }
+  }
+
+  var noncePath: String { statePath + "-nonces" }
+  var versionPath: String { statePath + "-bundle-version" }
+
+  public func connected(_ client: MQTTClient, link: FleetLink) {
+    _ = try? client.subscribe(link.topics.bundle, qos: 1)
+    _ = try? client.subscribe(link.topics.command, qos: 1)
+  }
+
+  public func received(_ message: MQTTMessage, link: FleetLink, client: MQTTClient) {
+    var reply = JSONObject()
+    reply.add("reader", settings.readerID)
+    if message.topic == link.topics.bundle {
+      reply.add("type", "bundle")
+      switch applyBundle(message) {
+      case .success(let version):
+        reply.add("ok", true)
+        reply.add("version", version)
+      case .failure(let refusal):
+        reply.add("ok", false)
+        reply.add("reason", refusal.reason)
+        reply.add("version_kept", bundleVersion)
+      }
+    } else if message.topic == link.topics.command {
+      reply.add("type", "command")
+      switch actOn(message, link: link) {
+      case .success(let (command, result)):
+        reply.add("ok", true)
+        reply.add("command", command.action.rawValue)
+        reply.add("nonce", command.nonce)
+        reply.add("result", result)
+      case .failure(let refusal):
+        reply.add("ok", false)
+        reply.add("reason", refusal.reason)
+      }
+    } else {
+      return
+    }
+    _ = try? client.publish(topic: link.topics.reply, reply.bytes, qos: 1, retain: false)
+  }
+
+  private func open(_ message: MQTTMessage) -> Result<VerifiedEnvelope, EnvelopeRefusal> {
+    guard let verifier else { return .failure(EnvelopeRefusal("no trust file: signed bundles and commands are refused")) }
+    return verifier.verify(message.payload, nowUnixSeconds: wall.unixSeconds())
+  }
+
+  func applyBundle(_ message: MQTTMessage) -> Result<Int64, EnvelopeRefusal> {
+    let envelope: VerifiedEnvelope
+    switch open(message) {
+    case .success(let e): envelope = e
+    case .failure(let f): return .failure(EnvelopeRefusal("signature: \(f.reason)"))
+    }
+    let bundle: FleetBundle
+    switch FleetBundle.parse(envelope.payload) {
+    case .success(let b): bundle = b
+    case .failure(let f): return .failure(f)
+    }
+    guard bundle.reader == "*" || bundle.reader == settings.readerID else {
+      return .failure(EnvelopeRefusal("the bundle is for reader '\(bundle.reader)'"))
+    }
+    guard bundle.version > bundleVersion else {
+      return .failure(EnvelopeRefusal("version \(bundle.version) is not newer than \(bundleVersion)"))
+    }
+    for file in bundle.files where targets[file.name] == nil {
+      return .failure(EnvelopeRefusal("this reader has no \(file.name) file configured"))
+    }
+    // Every file is written beside its target first; only then renamed into place.
+    var written: [(String, String)] = []
+    for file in bundle.files {
+      let target = targets[file.name]!
+      let temporary = target + ".bundle"
+      do { try writeFileAtomically(temporary, file.bytes) } catch {
+        for (t, _) in written { unlink(t) }
+        return .failure(EnvelopeRefusal("cannot write \(temporary): \(error.reason)"))
+      }
+      written.append((temporary, target))
+    }
+    for (temporary, target) in written where rename(temporary, target) != 0 {
+      return .failure(EnvelopeRefusal("cannot rename into \(target): \(SystemError.describe(lastErrno()))"))
+    }
+    bundleVersion = bundle.version
+    try? writeFileAtomically(versionPath, Array("\(bundle.version)\n".utf8))
+    requests.ask { $0.reload = true }
+    return .success(bundle.version)
+  }
+
+  func actOn(_ message: MQTTMessage, link: FleetLink) -> Result<(FleetCommand, String), EnvelopeRefusal> {
+    guard !message.retained else { return .failure(EnvelopeRefusal("a retained command is never acted on")) }
+    let envelope: VerifiedEnvelope
+    switch open(message) {
+    case .success(let e): envelope = e
+    case .failure(let f): return .failure(EnvelopeRefusal("signature: \(f.reason)"))
+    }
+    let command: FleetCommand
+    switch FleetCommand.parse(envelope.payload) {
+    case .success(let c): command = c
+    case .failure(let f): return .failure(f)
+    }
+    guard command.reader == settings.readerID else { return .failure(EnvelopeRefusal("the command is for reader '\(command.reader)'")) }
+    if let refusal = ledger.admit(command, now: wall.unixSeconds()) { return .failure(refusal) }
+    try? writeFileAtomically(noncePath, ledger.text)
+    switch command.action {
+    case .open:
+      requests.ask {
+        $0.open = true
+        $0.openMilliseconds = command.pulseMilliseconds
+      }
+      return .success((command, "relay pulse requested by \(envelope.keyID)"))
+    case .reload:
+      requests.ask { $0.reload = true }
+      return .success((command, "reload requested"))
+    case .status:
+      var text = ""
+      withUnsafeTemporaryAllocation(byteCount: 512, alignment: 1) { buffer in
+        var w = ByteWriter(buffer)
+        link.writeStatus(into: &w)
+        text = String(decoding: w.written, as: UTF8.self)
+      }
+      return .success((command, text + "; bundle version \(bundleVersion)"))
+    case .snapshot:
+      return .failure(EnvelopeRefusal("snapshot over the fleet link is not available on this reader yet"))
+    }
+  }
+}
+
+/// Requests from the fleet link's thread to the loop (a relay pulse, a reload), handed over
+/// under a lock and applied between frames like the console's.
+public final class FleetRequests: PollParticipant, @unchecked Sendable {
+  /// What waits for the loop.
+  public struct Pending: Sendable, Equatable {
+    public var reload = false
+    public var open = false
+    public var openMilliseconds: Int? = nil
+    var any: Bool { reload || open }
+  }
+  private let pending = Mutex<Pending>(Pending())
+
+  public init() {}
+
+  func ask(_ change: (inout Pending) -> Void) { pending.withLock { change(&$0) } }
+
+  public var pollCapacity: Int { 0 }
+
+  public func prepare(_ poll: PollSet, now: Instant) -> Instant? {
+    pending.withLock { $0.any } ? now : nil
+  }
+
+  public func service(_ poll: PollSet, now: Instant, requests: LoopRequests) {
+    let p = pending.withLock { p in
+      defer { p = Pending() }
+      return p
+    }
+    if p.reload { requests.reloadAllowList = true }
+    if p.open {
+      requests.openRequested = true
+      requests.openMilliseconds = p.openMilliseconds
+    }
+  }
+}

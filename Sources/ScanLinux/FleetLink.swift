@@ -1,0 +1,374 @@
+import Glibc
+import ScanConsole
+import ScanCore
+import Synchronization
+
+/// The fleet link: one MQTT connection from this reader to the site's broker, on its own
+/// thread, off the frame path — a broker that is slow or gone never slows a decision, and
+/// every decision is still made and logged locally.
+///
+/// Events out, at least once: the link reads the audit log's records from the SQLite file
+/// (never from memory, so nothing is lost across a crash or `kill -9`), in sequence order, in
+/// batches of at most `batchRecords` unacknowledged publishes, at most `eventsPerSecondMax`
+/// per second, each QoS 1 with the reader id and its audit sequence. The highest sequence
+/// acknowledged without a hole below it is written to the state file (whole, then renamed)
+/// after every advance, and the log never prunes a record above it. After a broker outage, a
+/// network cut or a power loss the link resumes after that sequence: a record is published
+/// again only when its acknowledgement was not recorded. Consumers de-duplicate by
+/// (reader, seq); a gap in seq is a lost record, and there should be none.
+///
+/// Each connection attempt is a new clean-session client (so nothing libmosquitto queued for a
+/// dead connection is mixed with the resumed stream); brokers are tried in turn with a
+/// backoff of 1 s doubling to 15 s. A connection whose oldest publish goes unacknowledged for
+/// the keepalive is dropped and retried.
+public final class FleetLink: @unchecked Sendable {
+  public let settings: FleetSettings
+  public let logPath: String
+  /// The allow-list, revocation list, trust and schedule files a bundle may replace, and the
+  /// handler for commands (set before `start`).
+  public var inbox: (any FleetInbox)? = nil
+  private weak var auditLog: AuditLog?
+  private let worker = WorkerThread()
+  private let ackedSequence = Atomic<Int64>(0)
+  private let publishedCount = Atomic<Int64>(0)
+  private let acknowledgedCount = Atomic<Int64>(0)
+  private let connectionCount = Atomic<Int64>(0)
+  private let connectedFlag = Atomic<Bool>(false)
+  private let offlineFlag = Atomic<Bool>(false)
+  private let problemText = Mutex<String>("")
+  private let brokerText = Mutex<String>("")
+  /// Frames per second ×100 and the last decision, as the loop reports them (for the state
+  /// topic and Home Assistant's sensors).
+  public let telemetry = FleetTelemetry()
+
+  public init(settings: FleetSettings, logPath: String, auditLog: AuditLog?) {
+    self.settings = settings
+    self.logPath = logPath
+    self.auditLog = auditLog
+  }
+
+  /// The state file: `fleet.state_file`, or `<log.path>.fleet`.
+  public var statePath: String { settings.stateFile.isEmpty ? logPath + ".fleet" : settings.stateFile }
+  public var topics: FleetTopics { FleetTopics(prefix: settings.topicPrefix, readerID: settings.readerID) }
+  /// The highest audit sequence the broker acknowledged (everything at or below it is out).
+  public var acknowledgedThrough: Int64 { ackedSequence.load(ordering: .acquiring) }
+  public var isConnected: Bool { connectedFlag.load(ordering: .acquiring) }
+  /// Past `max_offline_s` without the broker.
+  public var isOffline: Bool { offlineFlag.load(ordering: .acquiring) }
+  public var problem: String? { problemText.withLock { $0.isEmpty ? nil : $0 } }
+
+  public func start() {
+    worker.start { [self] in body() }
+  }
+
+  /// Publishes what the log holds for at most `drainMilliseconds`, says "offline", then
+  /// disconnects and stops the thread.
+  public func stop() { worker.stop() }
+
+  /// Set by the link's thread; shown on STATUS and printed once per change.
+  private func setProblem(_ text: String) {
+    let changed = problemText.withLock { p in
+      defer { p = text }
+      return p != text
+    }
+    if changed && !text.isEmpty {
+      var line = "scangate: fleet: \(text)\n"
+      line.withUTF8 { _ = write(2, $0.baseAddress, $0.count) }
+    }
+  }
+
+  // MARK: - The link's thread
+
+  /// One publish waiting for its PUBACK.
+  private struct InFlight {
+    var mid: Int32
+    var sequence: Int64
+    var acked = false
+    var sentAt: Int64
+  }
+
+  private struct Connection {
+    var client: MQTTClient
+    var startedAt: Int64
+    var ready = false
+    var broker: String
+  }
+
+  private func body() {
+    let clock = SystemMonotonicClock()
+    var acked: Int64
+    do { acked = try FleetState.load(statePath) } catch {
+      setProblem("\(error); starting from the first record (consumers de-duplicate)")
+      acked = 0
+    }
+    ackedSequence.store(acked, ordering: .releasing)
+    auditLog?.retainFrom = acked + 1
+    var store: AuditStore? = nil
+    var nextStoreAttempt: Int64 = 0
+    var connection: Connection? = nil
+    var nextAttempt: Int64 = 0
+    var backoffMilliseconds: Int64 = 1_000
+    var brokerIndex = 0
+    var inFlight: [InFlight] = []
+    inFlight.reserveCapacity(settings.batchRecords)
+    var nextToSend = acked + 1
+    var tokens = Double(settings.batchRecords)
+    var lastRefill = clock.now().nanoseconds
+    var lastContact = Int64(clock.now().nanoseconds)
+    var stopDeadline: Int64? = nil
+    var lastStatePublish: Int64 = 0
+    let keepaliveNanoseconds = Int64(settings.keepaliveSeconds) * 1_000_000_000
+
+    while true {
+      let now = Int64(clock.now().nanoseconds)
+      if worker.stopRequested && stopDeadline == nil { stopDeadline = now + 2_000_000_000 }
+
+      // The log's file, read-only (the log's writer owns the writes).
+      if store == nil && now >= nextStoreAttempt {
+        store = try? AuditStore(path: logPath, readOnly: true)
+        if store == nil { nextStoreAttempt = now + 1_000_000_000 }
+      }
+
+      // Connect (a new client per attempt).
+      if connection == nil && now >= nextAttempt && stopDeadline == nil {
+        let url = settings.brokers[brokerIndex % settings.brokers.count]
+        brokerIndex += 1
+        do throws(FleetConnectError) {
+          connection = Connection(client: try makeClient(url), startedAt: now, broker: url)
+          brokerText.withLock { $0 = url }
+        } catch {
+          setProblem(error.text)
+          nextAttempt = now + backoffMilliseconds * 1_000_000
+          backoffMilliseconds = min(backoffMilliseconds * 2, 15_000)
+        }
+      }
+
+      if let c = connection {
+        c.client.loop(timeoutMilliseconds: 20)
+        var drop: String? = nil
+        switch c.client.state {
+        case .connected:
+          lastContact = now
+          if !c.ready {
+            connection!.ready = true
+            connectionCount.wrappingAdd(1, ordering: .relaxed)
+            connectedFlag.store(true, ordering: .releasing)
+            offlineFlag.store(false, ordering: .releasing)
+            backoffMilliseconds = 1_000
+            setProblem("")
+            announce(c.client)
+            inFlight.removeAll(keepingCapacity: true)
+            nextToSend = acked + 1
+          }
+        case .connecting:
+          if now - c.startedAt > max(keepaliveNanoseconds, 10_000_000_000) { drop = "\(c.broker): connection timed out" }
+        case .refused:
+          drop = "\(c.broker): refused: \(c.client.refusalText)"
+        case .lost:
+          drop = c.ready ? "\(c.broker): connection lost" : "\(c.broker): cannot connect"
+        }
+        // Acknowledgements: advance through the acknowledged prefix, persist, release the log.
+        while let ack = c.client.takeAck() {
+          guard let i = inFlight.firstIndex(where: { $0.mid == ack.mid }) else { continue }
+          if ack.accepted {
+            inFlight[i].acked = true
+            acknowledgedCount.wrappingAdd(1, ordering: .relaxed)
+          } else {
+            drop = "\(c.broker): the broker refused record \(inFlight[i].sequence) (not authorised for \(topics.events)?)"
+          }
+        }
+        var advanced = false
+        while let first = inFlight.first, first.acked {
+          acked = first.sequence
+          inFlight.removeFirst()
+          advanced = true
+        }
+        if advanced {
+          ackedSequence.store(acked, ordering: .releasing)
+          auditLog?.retainFrom = acked + 1
+          do { try FleetState.store(statePath, acked: acked) } catch { setProblem("cannot keep the acknowledged sequence: \(error)") }
+        }
+        if let oldest = inFlight.first, now - oldest.sentAt > max(keepaliveNanoseconds, 5_000_000_000) {
+          drop = "\(c.broker): record \(oldest.sequence) unacknowledged for \(settings.keepaliveSeconds) s"
+        }
+        if c.ready && drop == nil {
+          while let message = c.client.takeMessage() { inbox?.received(message, link: self, client: c.client) }
+          // Publish the next records, paced.
+          let elapsed = Double(now - Int64(lastRefill)) / 1e9
+          lastRefill = UInt64(now)
+          tokens = min(Double(settings.batchRecords), tokens + elapsed * Double(settings.eventsPerSecondMax))
+          let room = min(settings.batchRecords - inFlight.count, Int(tokens))
+          if room > 0, let s = store {
+            do {
+              let records = try s.records(from: nextToSend, limit: room)
+              for record in records {
+                let mid = try c.client.publish(topic: topics.events, record.fleetJSON(readerID: settings.readerID), qos: 1, retain: false)
+                inFlight.append(InFlight(mid: mid, sequence: record.sequence, sentAt: now))
+                nextToSend = record.sequence + 1
+                tokens -= 1
+                publishedCount.wrappingAdd(1, ordering: .relaxed)
+                if record.kind == .decision { telemetry.noteDecision(record) }
+              }
+            } catch let error as SQLiteError {
+              setProblem("reading the audit log: \(error)")
+              store = nil
+              nextStoreAttempt = now + 1_000_000_000
+            } catch {
+              drop = "\(c.broker): \(error)"
+            }
+          }
+          // The state topic: on a new decision at most once a second, else every 5 s.
+          if now - lastStatePublish > 5_000_000_000 || (now - lastStatePublish > 1_000_000_000 && telemetry.takeChanged()) {
+            lastStatePublish = now
+            _ = try? c.client.publish(topic: topics.state, telemetry.stateJSON(link: self), qos: 1, retain: true)
+          }
+        }
+        if let reason = drop {
+          setProblem(reason)
+          connection = nil  // the client is destroyed: its socket closes, the broker sends the will
+          connectedFlag.store(false, ordering: .releasing)
+          inFlight.removeAll(keepingCapacity: true)
+          nextAttempt = now + backoffMilliseconds * 1_000_000
+          backoffMilliseconds = min(backoffMilliseconds * 2, 15_000)
+        }
+      } else {
+        usleep(20_000)
+      }
+
+      if settings.maxOfflineSeconds > 0 && !isConnected
+        && now - lastContact > Int64(settings.maxOfflineSeconds) * 1_000_000_000 && !isOffline
+      {
+        offlineFlag.store(true, ordering: .releasing)
+        setProblem("no broker for over \(settings.maxOfflineSeconds) s: offline policy \(settings.offlinePolicy.rawValue) in force")
+      }
+
+      if let deadline = stopDeadline {
+        let drained = inFlight.isEmpty && (store.map { (try? $0.newestSequence()) ?? 0 } ?? 0) < nextToSend
+        if connection == nil || now >= deadline || (drained && connection?.ready == true) {
+          if let c = connection, c.ready {
+            _ = try? c.client.publish(topic: topics.status, Array("offline".utf8), qos: 1, retain: true)
+            c.client.loop(timeoutMilliseconds: 50)
+            c.client.disconnect()
+            c.client.loop(timeoutMilliseconds: 50)
+          }
+          connectedFlag.store(false, ordering: .releasing)
+          return
+        }
+      }
+    }
+  }
+
+  struct FleetConnectError: Error { var text: String }
+
+  private func makeClient(_ url: String) throws(FleetConnectError) -> MQTTClient {
+    guard let address = BrokerAddress(url) else { throw FleetConnectError(text: "\(url): not a broker URL") }
+    if address.tls && !settings.tlsKeyFile.isEmpty {
+      // The key is a secret file: refused unless owned by root or the service user, mode 0600.
+      do { _ = try SecretFile.read(settings.tlsKeyFile, maxBytes: 64 * 1024) } catch {
+        throw FleetConnectError(text: "TLS key \(error)")
+      }
+    }
+    var password = ""
+    if !settings.username.isEmpty && !settings.passwordFile.isEmpty {
+      do { password = String(decoding: try SecretFile.read(settings.passwordFile), as: UTF8.self) } catch {
+        throw FleetConnectError(text: "MQTT password \(error)")
+      }
+    }
+    do throws(MQTTError) {
+      let client = try MQTTClient(
+        clientID: settings.readerID, protocolVersion: settings.protocolVersion, messageBytesMax: settings.messageBytesMax)
+      if address.tls {
+        try client.useTLS(caFile: settings.tlsCAFile, certFile: settings.tlsCertFile, keyFile: settings.tlsKeyFile)
+      }
+      if !settings.username.isEmpty { try client.setCredentials(username: settings.username, password: password) }
+      try client.setWill(topic: topics.status, payload: Array("offline".utf8), retain: true)
+      try client.connect(host: address.host, port: address.port, keepaliveSeconds: settings.keepaliveSeconds)
+      return client
+    } catch {
+      throw FleetConnectError(text: "\(url): \(error)")
+    }
+  }
+
+  /// On every new connection: availability, subscriptions, Home Assistant discovery.
+  private func announce(_ client: MQTTClient) {
+    _ = try? client.publish(topic: topics.status, Array("online".utf8), qos: 1, retain: true)
+    inbox?.connected(client, link: self)
+    if !settings.homeAssistantPrefix.isEmpty {
+      let discovery = HomeAssistantDiscovery(settings: settings, version: ScanGateVersion.string)
+      for (topic, payload) in discovery.messages {
+        _ = try? client.publish(topic: topic, payload, qos: 1, retain: true)
+      }
+    }
+  }
+
+  // MARK: - STATUS
+
+  public func writeStatus(into w: inout ByteWriter) {
+    w.write(isConnected ? "connected to " : "not connected")
+    if isConnected { w.write(brokerText.withLock { $0 }) }
+    w.write("; acknowledged through #")
+    w.write(acknowledgedThrough)
+    w.write(", ")
+    w.write(publishedCount.load(ordering: .relaxed))
+    w.write(" published, ")
+    w.write(acknowledgedCount.load(ordering: .relaxed))
+    w.write(" acknowledged, ")
+    w.write(connectionCount.load(ordering: .relaxed))
+    w.write(" connections")
+    if isOffline {
+      w.write("; OFFLINE past ")
+      w.write(settings.maxOfflineSeconds)
+      w.write(" s: policy ")
+      w.write(settings.offlinePolicy.rawValue)
+    }
+    if let problem {
+      w.write("; ")
+      w.write(problem)
+    }
+  }
+}
+
+/// What arrives on the link's subscriptions (bundles, commands): the handler subscribes when
+/// a connection is up and is handed every message on the link's thread.
+public protocol FleetInbox: AnyObject {
+  func connected(_ client: MQTTClient, link: FleetLink)
+  func received(_ message: MQTTMessage, link: FleetLink, client: MQTTClient)
+}
+
+/// What the link publishes on the state topic: the last decision it published and the frame
+/// rate the loop measured.
+public final class FleetTelemetry: @unchecked Sendable {
+  private let fps = Atomic<Int>(0)
+  private let changed = Atomic<Bool>(false)
+  private var lastVerdict = ""
+  private var lastLabel = ""
+  private var lastTime: Int64 = 0
+
+  public init() {}
+
+  /// The loop's frame rate ×100 (written by whoever measures it).
+  public func setFramesPerSecondTimes100(_ value: Int) { fps.store(value, ordering: .relaxed) }
+
+  func noteDecision(_ record: AuditRecord) {
+    lastVerdict = record.verdict?.name ?? ""
+    lastLabel = record.label
+    lastTime = record.wallNanoseconds
+    changed.store(true, ordering: .relaxed)
+  }
+
+  func takeChanged() -> Bool { changed.exchange(false, ordering: .relaxed) }
+
+  func stateJSON(link: FleetLink) -> [UInt8] {
+    var o = JSONObject()
+    o.add("reader", link.settings.readerID)
+    o.add("last_decision", lastVerdict.isEmpty ? "none" : lastVerdict)
+    if !lastLabel.isEmpty { o.add("last_label", lastLabel) }
+    if lastTime > 0 { o.add("last_decision_time", RFC3339.format(lastTime / 1_000_000_000)) }
+    let f = fps.load(ordering: .relaxed)
+    o.add("fps", raw: "\(f / 100).\(f % 100 < 10 ? "0" : "")\(f % 100)")
+    o.add("acked_seq", link.acknowledgedThrough)
+    o.add("offline_policy_active", link.isOffline)
+    o.add("lock", "LOCKED")
+    return o.bytes
+  }
+}

@@ -1,0 +1,266 @@
+import CLinux
+import Glibc
+import ScanCore
+import ScanLinux
+
+/// `scangate credential`: the issuer's tools for signed passes (docs/credentials.md).
+enum CredentialCommand {
+  static func run(_ arguments: [String]) -> Int32 {
+    var arguments = arguments
+    guard let sub = arguments.first else {
+      writeStandardError("scangate credential: keygen | issue | show | revoke (see scangate help credential)\n")
+      return 2
+    }
+    arguments.removeFirst()
+    do {
+      switch sub {
+      case "keygen": return try keygen(arguments)
+      case "issue": return try issue(arguments)
+      case "show": return try show(arguments)
+      case "revoke": return try revoke(arguments)
+      default: throw ParseError(message: "unknown subcommand '\(sub)' (keygen, issue, show, revoke)")
+      }
+    } catch let error as ParseError {
+      writeStandardError("scangate credential \(sub): \(error.message)\n")
+      return 2
+    } catch {
+      writeStandardError("scangate credential \(sub): \(error)\n")
+      return 1
+    }
+  }
+
+  /// keygen --issuer FILE [--kid KID] | --site FILE: a new key in a secret file (mode 0600,
+  /// never overwritten); prints the public half (for the trust file, or for issuing).
+  static func keygen(_ arguments: [String]) throws -> Int32 {
+    let o = try Options(arguments, valued: ["issuer", "site", "kid"], known: [])
+    var secret = CredentialIssuer.randomBytes(32)
+    defer { sg_memzero(&secret, secret.count) }
+    if let path = o.value("issuer") {
+      let kid = o.value("kid") ?? "issuer-1"
+      _ = try CredentialFiles.parseTrust(Array("[issuer.\(kid)]\ned25519 = \"\(String(repeating: "00", count: 32))\"\n".utf8))
+      try SecretFile.create(path, Array(Hex.string(secret).utf8) + [0x0A])
+      let pk = CredentialIssuer.issuerPublicKey(secret)!
+      print("# issuer key written to \(path) (keep it off the readers)")
+      print("# add to each reader's trust file:")
+      print("[issuer.\(kid)]")
+      print("ed25519 = \"\(Hex.string(pk))\"")
+      print("not_before = \"\(RFC3339.format(Int64(Glibc.time(nil))))\"")
+      return 0
+    }
+    guard let path = o.value("site") else { throw ParseError(message: "--issuer FILE or --site FILE") }
+    try SecretFile.create(path, Array(Hex.string(secret).utf8) + [0x0A])
+    print("# site key written to \(path): copy it to every reader ([credentials] site_key_file, mode 0600)")
+    print("site_public = \"\(Hex.string(CredentialIssuer.sitePublicKey(secret)!))\"  # for issuing rotating passes")
+    return 0
+  }
+
+  static func issue(_ arguments: [String]) throws -> Int32 {
+    let o = try Options(
+      arguments,
+      valued: ["key", "kid", "sub", "label", "zones", "valid", "nbf", "exp", "id", "digits", "site-public", "card", "png", "at"],
+      known: ["single-use", "rotating", "wallet", "json"])
+    guard let keyPath = o.value("key"), let kid = o.value("kid"), let sub = o.value("sub") else {
+      throw ParseError(message: "--key FILE --kid KID --sub HOLDER are required")
+    }
+    let now = try o.value("at").map(time) ?? Int64(Glibc.time(nil))
+    var claims = PassClaims(subject: sub, expires: 0, id: [])
+    claims.issuedAt = now
+    claims.notBefore = try o.value("nbf").map(time)
+    if let exp = o.value("exp") {
+      claims.expires = try time(exp)
+    } else {
+      claims.expires = (claims.notBefore ?? now) + (try duration(o.value("valid") ?? "1d"))
+    }
+    claims.label = o.value("label") ?? ""
+    claims.zones = o.value("zones").map { $0.split(separator: ",").map(String.init) } ?? []
+    claims.singleUse = o.flag("single-use")
+    claims.id = try o.value("id").map { try hex($0, "--id") } ?? CredentialIssuer.randomBytes(8)
+    if let card = o.value("card") {
+      let p = card.split(separator: ":")
+      guard p.count == 2, let f = UInt32(p[0]), let n = UInt64(p[1]) else { throw ParseError(message: "--card FACILITY:NUMBER") }
+      claims.card = (f, n)
+    }
+    if o.flag("rotating") {
+      claims.rotatingDigits = try o.integer("digits", default: 6, range: 6...8)
+      guard let site = o.value("site-public") else { throw ParseError(message: "a rotating pass needs --site-public HEX") }
+      claims.sitePublicKey = try hex(site, "--site-public")
+    }
+    var seed = try CredentialFiles.readSecretKey(keyPath)
+    defer { sg_memzero(&seed, seed.count) }
+    let pass = try CredentialIssuer.issue(claims, kid: Array(kid.utf8), issuerSeed: seed)
+    let shown = pass.digits == 0 ? pass.staticText : pass.presented(totp: totpNow(pass, at: now))
+    if let png = o.value("png") {
+      // A static pass as it is; a rotating one as it shows now (its holder's wallet shows the rest).
+      guard let qr = renderQRCode(text: shown, scale: 4) else { throw ParseError(message: "the pass does not fit a QR code") }
+      guard writePNG(path: png, pixels: qr.image.pixels, width: qr.image.width, height: qr.image.height, components: 1) else {
+        throw ParseError(message: "\(png): cannot write")
+      }
+      writeStandardError("scangate credential issue: \(png): QR version \((qr.modules - 17) / 4), \(qr.modules)×\(qr.modules) modules\n")
+    }
+    if o.flag("json") {
+      var j = "{\"id\":\(jsonString(Hex.string(claims.id))),\"text\":\(jsonString(shown))"
+      if pass.digits > 0 {
+        j += ",\"body\":\(jsonString(pass.body)),\"digits\":\(pass.digits),\"seed_hex\":\(jsonString(Hex.string(pass.seed)))"
+        j += ",\"pattern\":\(jsonString(pass.walletPattern))"
+      }
+      print(j + "}")
+    } else {
+      print(shown)
+    }
+    if o.flag("wallet") && pass.digits > 0 {
+      // Google Wallet's rotatingBarcode (the pass object's field): the wallet computes the TOTP
+      // value from the key and puts it in the pattern. The key is the holder's secret.
+      print(
+        """
+        {"rotatingBarcode": {"type": "QR_CODE", "renderEncoding": "UTF_8", "valuePattern": \(jsonString(pass.walletPattern)),
+          "totpDetails": {"periodMillis": "30000", "algorithm": "TOTP_SHA1",
+            "parameters": [{"key": \(jsonString(Hex.string(pass.seed))), "valueLength": \(pass.digits)}]},
+          "alternateText": \(jsonString(claims.label.isEmpty ? sub : claims.label))}}
+        """)
+    }
+    return 0
+  }
+
+  /// show [--config FILE | --trust FILE [--site-key FILE] [--zones A,B]] [--at TIME] [--json] TEXT|-:
+  /// decodes and verifies like a reader would (nothing is recorded); exit 0 when it would open.
+  static func show(_ arguments: [String]) throws -> Int32 {
+    let o = try Options(
+      arguments, valued: ["config", "trust", "site-key", "revocation", "at", "zones", "time-policy", "repeat"], known: ["json"])
+    var settings = CredentialSettings()
+    if o.value("trust") == nil {
+      guard let config = ExtraCommands.loadConfig(o) else { return 1 }
+      settings = config.credentials
+    }
+    if let t = o.value("trust") { settings.trustFile = t }
+    if let k = o.value("site-key") { settings.siteKeyFile = k }
+    if let r = o.value("revocation") { settings.revocationFile = r }
+    if let z = o.value("zones") { settings.zones = z.split(separator: ",").map(String.init) }
+    if let p = o.value("time-policy") {
+      guard let policy = TimePolicy(rawValue: p) else { throw ParseError(message: "--time-policy deny|floor") }
+      settings.timePolicy = policy
+    }
+    guard let trustPath = settings.trustFile else { throw ParseError(message: "no trust file ([credentials] trust_file, or --trust FILE)") }
+    var text = o.positionals.first ?? "-"
+    if text == "-" { text = readLine(strippingNewline: true) ?? "" }
+    let now = try o.value("at").map(time) ?? Int64(Glibc.time(nil))
+    var siteKey: [UInt8]? = nil
+    if let k = settings.siteKeyFile { siteKey = try CredentialFiles.readSecretKey(k) }
+    let crypto = SodiumCredentialCrypto(siteSecretKey: siteKey)
+    let sign1 = Sign1Verifier(trust: try CredentialFiles.readTrust(trustPath), codec: LibCBOR(), crypto: crypto)
+    let verifier = CredentialVerifier(settings: settings, sign1: sign1)
+    verifier.hasSiteKey = crypto.hasSiteKey
+    if let r = settings.revocationFile {
+      let bytes = try readWholeFile(r, maxBytes: CredentialFiles.revocationBytesMax)
+      verifier.revocation = try bytes.withUnsafeBytes { b throws(ParseError) in
+        try CredentialFiles.parseRevocation(b, sign1: sign1, now: now, current: 0)
+      }
+    }
+    if let u = settings.usedFile, fileExists(u) { verifier.singleUse = try UsedCredentialFile(path: u, capacity: settings.singleUseEntries) }
+    // A tool judging a pass has no clock state of its own: it trusts the time it is given.
+    verifier.clock = .trusted
+    let bytes = Array(text.utf8)
+    let problem: CredentialProblem? = bytes.withUnsafeBytes { b in
+      do throws(CredentialProblem) {
+        try verifier.verify(b, now: now, mode: .inspect)
+        return nil
+      } catch { return error }
+    }
+    let repeats = try o.integer("repeat", default: 0, range: 0...10_000_000)
+    if repeats > 0 {
+      // Verification time on this machine (bench/): the same check a reader makes, repeated.
+      var t0 = timespec(), t1 = timespec()
+      clock_gettime(CLOCK_MONOTONIC, &t0)
+      bytes.withUnsafeBytes { b in for _ in 0..<repeats { _ = verifier.decide(b, nowUnixSeconds: now, mode: .inspect) } }
+      clock_gettime(CLOCK_MONOTONIC, &t1)
+      let ns = Double(t1.tv_sec - t0.tv_sec) * 1e9 + Double(t1.tv_nsec - t0.tv_nsec)
+      writeStandardError("verification: \(repeats) in \(formatMilliseconds(ns / 1e6)) ms, \(formatMilliseconds(ns / Double(repeats) / 1e3)) µs each\n")
+    }
+    let c = verifier.last
+    let verdict = problem?.verdict ?? .granted
+    let parsed = c.idCount > 0
+    if o.flag("json") {
+      var j = "{\"verdict\":\(jsonString(verdict.name)),\"reason\":\(jsonString(problem?.name ?? "ok"))"
+      if parsed {
+        j += ",\"kid\":\(jsonString(c.kidText)),\"sub\":\(jsonString(c.subjectText)),\"cti\":\(jsonString(c.idHex))"
+        j += ",\"label\":\(jsonString(c.labelText)),\"exp\":\(c.expires)"
+        if let nbf = c.notBefore { j += ",\"nbf\":\(nbf)" }
+        if let iat = c.issuedAt { j += ",\"iat\":\(iat)" }
+        j += ",\"zones\":[\(c.zones.map(jsonString).joined(separator: ","))],\"single_use\":\(c.singleUse),\"rotating\":\(c.rotates)"
+        if c.rotates { j += ",\"digits\":\(c.digits)" }
+        if let f = c.cardFacility, let n = c.cardNumber { j += ",\"card\":{\"facility\":\(f),\"number\":\(n)}" }
+      }
+      print(j + "}")
+    } else {
+      print("verdict  \(verdict.name)\(problem.map { " (\($0.name))" } ?? "")")
+      if parsed {
+        print("issuer   \(c.kidText)")
+        print("holder   \(c.subjectText)\(c.labelCount > 0 ? " (\(c.labelText))" : "")")
+        print("id       \(c.idHex)")
+        print("valid    \(c.notBefore.map(RFC3339.format) ?? "-") .. \(RFC3339.format(c.expires))")
+        if c.zoneCount > 0 { print("zones    \(c.zones.joined(separator: ", "))") }
+        print("kind     \(c.rotates ? "rotating, \(c.digits)-digit TOTP" : "static")\(c.singleUse ? ", single use" : "")")
+        if let f = c.cardFacility, let n = c.cardNumber { print("card     \(f):\(n)") }
+      }
+    }
+    return verdict.isGranted ? 0 : 1
+  }
+
+  /// revoke --key FILE --kid KID --version N --out FILE [--from FILE --trust FILE] ID...: a signed
+  /// revocation list with the ids given (and those of the list in --from, after verifying it).
+  static func revoke(_ arguments: [String]) throws -> Int32 {
+    let o = try Options(arguments, valued: ["key", "kid", "version", "out", "from", "trust"], known: [])
+    guard let keyPath = o.value("key"), let kid = o.value("kid"), let out = o.value("out") else {
+      throw ParseError(message: "--key FILE --kid KID --out FILE are required")
+    }
+    var ids = try o.positionals.map { try hex($0, "id") }
+    let now = Int64(Glibc.time(nil))
+    var version = UInt64(try o.integer("version", default: 1, range: 1...Int.max))
+    if let from = o.value("from") {
+      guard let trust = o.value("trust") else { throw ParseError(message: "--from needs --trust FILE to verify it") }
+      let sign1 = Sign1Verifier(trust: try CredentialFiles.readTrust(trust), codec: LibCBOR(), crypto: SodiumCredentialCrypto(siteSecretKey: nil))
+      let bytes = try readWholeFile(from, maxBytes: CredentialFiles.revocationBytesMax)
+      let old = try bytes.withUnsafeBytes { b throws(ParseError) in try CredentialFiles.parseRevocation(b, sign1: sign1, now: now, current: 0) }
+      ids = old.ids.map(\.bytes) + ids
+      if o.value("version") == nil { version = old.version + 1 }
+      guard version > old.version else { throw ParseError(message: "--version must be above the old list's \(old.version)") }
+    }
+    var seed = try CredentialFiles.readSecretKey(keyPath)
+    defer { sg_memzero(&seed, seed.count) }
+    let list = try CredentialIssuer.revocationList(version: version, issuedAt: now, ids: ids, kid: Array(kid.utf8), issuerSeed: seed)
+    try writeFileAtomically(out, list)
+    print("revocation list v\(version): \(ids.count) id(s) written to \(out)")
+    return 0
+  }
+
+  static func totpNow(_ pass: IssuedPass, at now: Int64) -> UInt32 {
+    let crypto = SodiumCredentialCrypto(siteSecretKey: nil)
+    return pass.seed.withUnsafeBytes { TOTP.value(key: $0, step: now / CredentialSettings.periodSeconds, digits: pass.digits, crypto: crypto) }
+  }
+
+  /// RFC 3339, or Unix seconds.
+  static func time(_ text: String) throws(ParseError) -> Int64 {
+    if let n = Int64(text) { return n }
+    return try RFC3339.parse(text[...])
+  }
+
+  /// 90s, 15m, 8h, 30d.
+  static func duration(_ text: String) throws(ParseError) -> Int64 {
+    guard let unit = text.last, let n = Int64(text.dropLast()), n > 0 else { throw ParseError(message: "--valid N[s|m|h|d], got '\(text)'") }
+    switch unit {
+    case "s": return n
+    case "m": return n * 60
+    case "h": return n * 3600
+    case "d": return n * 86_400
+    default: throw ParseError(message: "--valid N[s|m|h|d], got '\(text)'")
+    }
+  }
+
+  static func hex(_ text: String, _ what: String) throws(ParseError) -> [UInt8] {
+    let t = Array(text.utf8)
+    guard t.count % 2 == 0, t.count > 0 else { throw ParseError(message: "\(what): hex digits expected") }
+    var out = [UInt8](repeating: 0, count: t.count / 2)
+    let n = t.withUnsafeBytes { s in out.withUnsafeMutableBytes { (try? Hex.decode(s, into: $0)) ?? -1 } }
+    guard n == out.count else { throw ParseError(message: "\(what): hex digits expected") }
+    return out
+  }
+}

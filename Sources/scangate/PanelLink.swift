@@ -1,0 +1,16 @@
+import ScanCore
+import ScanLinux
+
+extension Service {
+  /// The OSDP link to a panel, when `[panel]` names a port (nil otherwise).
+  static func makePanelLink(_ config: ScanConfig, ring: EventRing, clock: SystemMonotonicClock) throws(FileError) -> OSDPPanelLink? {
+    guard !config.panel.osdpPort.isEmpty else { return nil }
+    var identity = OSDPPeripheralSettings()
+    identity.vendorCode = 0x5347_00  // "SG" and a model byte: no IEEE OUI is registered for it
+    identity.model = 1
+    identity.version = 1
+    let parts = ScanGateVersion.string.split(separator: ".").compactMap { UInt8($0.prefix { $0.isNumber }) }
+    identity.firmware = (parts.count > 0 ? parts[0] : 0, parts.count > 1 ? parts[1] : 0, parts.count > 2 ? parts[2] : 0)
+    return try OSDPPanelLink(settings: config.panel, ring: ring, clock: clock, wall: SystemWallClock(), identity: identity)
+  }
+}

@@ -1,0 +1,113 @@
+import ScanCore
+import ScanLinux
+import ScanSim
+import Testing
+
+/// The decode strategy against the real engine, on frames made by libqrencode (an encoder we
+/// did not write): what each kind of attempt reads, and where its corners land.
+@Suite struct StrategyTests {
+  func decode(_ image: GrayImage, _ attempts: [DecodeAttempt], mode: VariantMode = .retry) -> [(String, DecodedSymbol)] {
+    var settings = DecodeSettings()
+    settings.attempts = attempts
+    settings.variantMode = mode
+    let decoder = try! ZXingDecoder(arenaBytes: 16 << 20, capacity: 8)
+    var pipeline = DecodePipeline(decoder: decoder, settings: settings, maxWidth: image.width, maxHeight: image.height)
+    var results = DecodeResults(capacity: 8, payloadBytesMax: 1024)
+    image.withFrame { pipeline.decode($0, into: &results) }
+    return (0..<results.count).map { (String(decoding: results.payload($0), as: UTF8.self), results[$0]) }
+  }
+
+  /// Two identical codes side by side: pixels of a frame.
+  func twoCodes(_ payload: String) -> GrayImage {
+    let code = renderQRCode(Array(payload.utf8), scale: 4)!
+    var pixels = [UInt8](repeating: 190, count: 640 * 480)
+    for (ox, oy) in [(40, 100), (380, 140)] {
+      for y in 0..<code.height { for x in 0..<code.width { pixels[(y + oy) * 640 + x + ox] = code.pixels[y * code.width + x] } }
+    }
+    return GrayImage(width: 640, height: 480, pixels: pixels)
+  }
+
+  @Test("two codes with one payload are both reported, at their own places")
+  func duplicatesAtTwoPlaces() {
+    let found = decode(twoCodes("SAME-7"), DecodeAttempt.readerDefault)
+    #expect(found.count == 2, "\(found.map(\.0))")
+    #expect(found.allSatisfy { $0.0 == "SAME-7" })
+    let xs = found.map { Int($0.1.corners[0]) }.sorted()
+    #expect(xs.count == 2 && xs[0] < 200 && xs[1] > 380, "\(xs)")
+  }
+
+  @Test("several attempts reading one code report it once")
+  func oneCodeOnce() {
+    let attempts = [DecodeAttempt(), DecodeAttempt(scale: .double), DecodeAttempt(scale: .divided(by: 2)), DecodeAttempt(binarizer: .fixedThreshold)]
+    let found = decode(qrFrame("ONCE", scale: 6), attempts)
+    #expect(found.count == 1)
+    #expect(found.first?.0 == "ONCE")
+  }
+
+  @Test(
+    "scaled and mirrored views map corners back to frame coordinates",
+    arguments: ["x2", "/2", "/3", "x1 mirrored", "x2 inverted+mirrored", "x1 histogram", "x1 fixed"])
+  func cornersMapBack(attempt text: String) throws {
+    let attempt = try #require(DecodeAttempt(parsing: text))
+    let variant: ImageVariant = attempt.variant
+    // A module of 6 px: still 2 px at /3. The code (4-module quiet zone) starts at 124, 84.
+    let found = decode(qrFrame("MAP", variant: variant, scale: 6, at: (100, 60)), [attempt])
+    #expect(found.first?.0 == "MAP", "\(text)")
+    if let c = found.first?.1.corners {
+      let xs = [c[0], c[2], c[4], c[6]].map(Int.init), ys = [c[1], c[3], c[5], c[7]].map(Int.init)
+      let size = 21 * 6
+      #expect(abs(xs.min()! - 124) <= 6 && abs(xs.max()! - (124 + size - 1)) <= 6, "\(text): \(xs)")
+      #expect(abs(ys.min()! - 84) <= 6 && abs(ys.max()! - (84 + size - 1)) <= 6, "\(text): \(ys)")
+    }
+  }
+
+  @Test("a small code is read by the upscaled view only")
+  func upscaleReadsSmallCodes() {
+    // 1.5 px per module: below what the engine reads at 1:1, readable at 3 px per module.
+    let code = renderQRCode(Array("TINY-CODE-42".utf8), scale: 3)!
+    var pixels = [UInt8](repeating: 190, count: 640 * 480)
+    for y in 0..<(code.height / 2) {
+      for x in 0..<(code.width / 2) {
+        let s = (2 * y) * code.width + 2 * x
+        pixels[(y + 200) * 640 + x + 300] = UInt8(
+          (Int(code.pixels[s]) + Int(code.pixels[s + 1]) + Int(code.pixels[s + code.width]) + Int(code.pixels[s + code.width + 1])) / 4)
+      }
+    }
+    let frame = GrayImage(width: 640, height: 480, pixels: pixels)
+    let plain = decode(frame, [DecodeAttempt()])
+    let doubled = decode(frame, [DecodeAttempt(scale: .double)])
+    #expect(doubled.first?.0 == "TINY-CODE-42")
+    #expect(plain.count <= doubled.count)
+  }
+
+  @Test("streamed frames: the tracked region is tried first once a code was seen, and the budget is reported")
+  func trackedRegionFirst() {
+    var settings = DecodeSettings()
+    settings.attempts = DecodeAttempt.readerDefault
+    settings.variantMode = .alternate
+    settings.budgetMicroseconds = 50_000
+    var pipeline = DecodePipeline(
+      decoder: try! ZXingDecoder(arenaBytes: 16 << 20, capacity: 8), settings: settings, maxWidth: 640, maxHeight: 480)
+    var results = DecodeResults(capacity: 8, payloadBytesMax: 256)
+    let frame = qrFrame("HELD", scale: 6)
+    let clock = SystemMonotonicClock()
+    frame.withFrame { pipeline.decode($0, into: &results, clock: clock) }
+    #expect(results.count == 1)
+    #expect(pipeline.tracked.region != nil)
+    #expect(pipeline.attemptRuns[1] == 0)
+    frame.withFrame { pipeline.decode($0, into: &results, clock: clock) }
+    #expect(results.count == 1)
+    #expect(pipeline.attemptRuns[1] == 1, "the tracked attempt ran on the second frame")
+    #expect(pipeline.lastFrame.attempts == 1, "and found the code, so nothing else ran")
+  }
+
+  @Test("attempts parse from their names")
+  func parsing() {
+    #expect(DecodeAttempt(parsing: "x2 histogram") == DecodeAttempt(scale: .double, binarizer: .globalHistogram))
+    #expect(DecodeAttempt(parsing: "tracked x2") == DecodeAttempt(.tracked, scale: .double))
+    #expect(DecodeAttempt(parsing: "/4 inverted") == DecodeAttempt(scale: .divided(by: 4), variant: .inverted))
+    #expect(DecodeAttempt(parsing: "x3") == nil)
+    #expect(DecodeAttempt(parsing: "/9") == nil)
+    for a in DecodeAttempt.readerDefault { #expect(DecodeAttempt(parsing: a.name) == a, "\(a.name)") }
+  }
+}

@@ -1,0 +1,236 @@
+"""The fleet tests' independent MQTT client (paho-mqtt, not ScanGate code).
+
+  watch OUT CA CERT KEY HOST PORT   subscribe to every reader's events, status and state and
+                                    Home Assistant discovery; append one JSON line per message
+                                    to OUT (flushed), until killed
+  control CA CERT KEY HOST PORT SEED KID ALLOWLIST
+                                    signed and unsigned bundles and commands (pycose signs):
+                                    prints PASS/FAIL lines
+  check OUT DB READER BATCH FAULTS  compare what OUT holds with the audit database DB (python's
+                                    sqlite3): prints PASS/FAIL lines
+"""
+import json
+import sqlite3
+import ssl
+import sys
+import time
+
+
+def watch(out, ca, cert, key, host, port):
+    import paho.mqtt.client as mqtt
+
+    f = open(out, "a", buffering=1)
+    # A persistent session (clean_session False) with QoS 1: what the broker queued while this
+    # client was away (a link cut) is delivered when it is back.
+    c = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id="watcher", clean_session=False,
+                    protocol=mqtt.MQTTv311)
+    c.tls_set(ca_certs=ca, certfile=cert, keyfile=key, cert_reqs=ssl.CERT_REQUIRED)
+    c.reconnect_delay_set(min_delay=1, max_delay=2)
+
+    def on_connect(client, userdata, flags, reason, props):
+        client.subscribe([("scangate/+/events", 1), ("scangate/+/status", 1), ("scangate/+/state", 1),
+                          ("homeassistant/#", 1)])
+
+    def on_message(client, userdata, m):
+        f.write(json.dumps({"t": time.time(), "topic": m.topic, "retain": bool(m.retain),
+                            "payload": m.payload.decode("utf-8", "replace")}) + "\n")
+
+    c.on_connect = on_connect
+    c.on_message = on_message
+    while True:
+        try:
+            c.connect(host, port, keepalive=5)
+            break
+        except OSError:
+            time.sleep(0.5)
+    c.loop_forever(retry_first_connection=True)
+
+
+def check(out, db, reader, batch, faults):
+    batch, faults = int(batch), int(faults)
+    passed = failed = 0
+
+    def result(ok, text):
+        nonlocal passed, failed
+        print(("PASS" if ok else "FAIL") + " fleet: " + text)
+        if ok:
+            passed += 1
+        else:
+            failed += 1
+
+    lines = [json.loads(l) for l in open(out) if l.strip()]
+    events = [l for l in lines if l["topic"] == f"scangate/{reader}/events"]
+    bad_json = 0
+    received = {}
+    duplicates = 0
+    for e in events:
+        try:
+            m = json.loads(e["payload"])
+            key = (m["reader"], int(m["seq"]))
+        except (ValueError, KeyError, TypeError):
+            bad_json += 1
+            continue
+        if key in received:
+            duplicates += 1
+            if received[key] != m:
+                bad_json += 1  # the same record must be the same message every time
+        else:
+            received[key] = m
+    result(bad_json == 0, f"{len(events)} event messages are JSON with reader and seq, repeats identical ({bad_json} bad)")
+
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    rows = conn.execute("SELECT seq, run, kind, verdict, label, time_ns FROM events ORDER BY seq").fetchall()
+    first, last = rows[0][0], rows[-1][0]
+    seqs = sorted(s for (r, s) in received if r == reader)
+    missing = [s for s in range(first, last + 1) if (reader, s) not in received]
+    result(not missing, f"every audit record {first}...{last} was delivered (gaps = {len(missing)}"
+           + (f", first missing {missing[:10]}" if missing else "") + ")")
+    extra = [s for s in seqs if s > last or s < first]
+    result(not extra, f"nothing delivered that the log does not hold ({len(extra)})")
+    mismatch = 0
+    for (seq, run, kind, verdict, label, time_ns) in rows:
+        m = received.get((reader, seq))
+        if m is None:
+            continue
+        if m["run"] != run or m["kind"] != kind or m.get("verdict", "") != verdict or m.get("label", "") != label \
+                or m["time_ns"] != time_ns:
+            mismatch += 1
+    result(mismatch == 0, f"each message says what its audit record says (run, kind, verdict, label, time): {mismatch} differ")
+    ordered = True
+    previous = 0
+    # Within one connection records go out in sequence order; a repeat only goes back to the
+    # acknowledged point, so a sequence lower than the last one must be a repeat.
+    seen = set()
+    for e in events:
+        s = json.loads(e["payload"])["seq"]
+        if s < previous and s not in seen:
+            ordered = False
+        seen.add(s)
+        previous = s
+    result(ordered, "records arrive in order (a step back only ever repeats a record already seen)")
+    bound = faults * batch
+    result(duplicates <= bound, f"{duplicates} duplicates, at most one unacknowledged batch per fault ({bound})")
+    runs = sorted({m["run"] for m in received.values()})
+    result(len(runs) >= 2, f"the stream spans the reader's restart (runs {runs})")
+
+    # Availability: the last will said offline when the reader died; online again after.
+    status = [l["payload"] for l in lines if l["topic"] == f"scangate/{reader}/status" and not l["retain"]]
+    result("offline" in status and status.index("offline") < len(status) - 1 and "online" in status[status.index("offline"):],
+           f"availability: offline (the last will) then online again ({' '.join(status)})")
+
+    # Home Assistant discovery: the keys Home Assistant's MQTT integration documents.
+    configs = {l["topic"]: json.loads(l["payload"]) for l in lines if l["topic"].startswith("homeassistant/")}
+    lock = configs.get(f"homeassistant/lock/{reader}/door/config", {})
+    dev = lock.get("device", {})
+    result(lock.get("command_topic") == f"scangate/{reader}/lock/set" and lock.get("payload_open") == "OPEN"
+           and lock.get("availability_topic") == f"scangate/{reader}/status"
+           and lock.get("payload_available") == "online" and lock.get("payload_not_available") == "offline"
+           and lock.get("unique_id") and lock.get("state_topic") == f"scangate/{reader}/state"
+           and dev.get("identifiers") == [f"scangate_{reader}"] and dev.get("name"),
+           "Home Assistant: a lock with command_topic, payload_open, availability and a device")
+    ok_sensors = True
+    for obj in ("last_decision", "fps"):
+        s = configs.get(f"homeassistant/sensor/{reader}/{obj}/config", {})
+        ok_sensors &= (s.get("state_topic") == f"scangate/{reader}/state" and "value_json" in s.get("value_template", "")
+                       and s.get("device", {}).get("identifiers") == [f"scangate_{reader}"]
+                       and s.get("availability_topic") == f"scangate/{reader}/status")
+    result(ok_sensors, "Home Assistant: last-decision and fps sensors on the same device and availability")
+    states = [json.loads(l["payload"]) for l in lines if l["topic"] == f"scangate/{reader}/state"]
+    result(any(s.get("last_decision") == "granted" and float(s.get("fps", 0)) > 0 for s in states),
+           f"state topic: the last decision and the frame rate the templates read ({len(states)} messages)")
+    print(f"fleet: {len(events)} messages for {last - first + 1} records, {duplicates} duplicates, {len(missing)} gaps")
+    return failed
+
+
+def control(ca, cert, key, host, port, seed_file, kid, allow_list):
+    import os
+    import queue
+    import paho.mqtt.client as mqtt
+    from pycose.algorithms import EdDSA
+    from pycose.headers import KID, Algorithm
+    from pycose.keys import OKPKey
+    from pycose.keys.curves import Ed25519
+    from pycose.messages import Sign1Message
+
+    seed = bytes.fromhex(open(seed_file).read().strip())
+    failed = 0
+
+    def result(ok, text):
+        nonlocal failed
+        print(("PASS" if ok else "FAIL") + " fleet: " + text)
+        failed += 0 if ok else 1
+
+    def signed(payload, with_seed=seed, with_kid=kid.encode()):
+        m = Sign1Message(phdr={Algorithm: EdDSA, KID: with_kid}, payload=payload)
+        m.key = OKPKey(crv=Ed25519, d=with_seed)
+        return m.encode(tag=True)
+
+    def bundle(version, text, reader="door-1"):
+        body = text.encode()
+        return f"scangate-bundle 1\nreader {reader}\nversion {version}\nfile allow-list {len(body)}\n".encode() + body
+
+    def command(action, expires_in=60):
+        nonce = os.urandom(16).hex()
+        return f"scangate-command 1\nreader door-1\ncommand {action}\nnonce {nonce}\nexpires {int(time.time()) + expires_in}\n".encode()
+
+    replies = queue.Queue()
+    c = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id="controller", protocol=mqtt.MQTTv311)
+    c.tls_set(ca_certs=ca, certfile=cert, keyfile=key, cert_reqs=ssl.CERT_REQUIRED)
+    c.on_message = lambda cl, u, m: replies.put(json.loads(m.payload))
+    c.connect(host, port, keepalive=10)
+    c.subscribe("scangate/door-1/reply", 1)
+    c.loop_start()
+    time.sleep(0.5)
+
+    def send(topic, payload, retain=False):
+        while not replies.empty():
+            replies.get()
+        c.publish(f"scangate/door-1/{topic}", payload, qos=1, retain=retain).wait_for_publish(5)
+        try:
+            return replies.get(timeout=8)
+        except queue.Empty:
+            return {"ok": None, "reason": "no reply"}
+
+    before = open(allow_list).read()
+    r = send("bundle", bundle(5, "text:UNSIGNED label=x\n"))
+    result(r.get("ok") is False and open(allow_list).read() == before,
+           f"an unsigned bundle is refused, the allow-list kept ({r.get('reason')})")
+    r = send("bundle", signed(bundle(5, "text:FORGED label=x\n"), with_seed=os.urandom(32)))
+    result(r.get("ok") is False and open(allow_list).read() == before,
+           f"a bundle signed by another key is refused ({r.get('reason')})")
+    new = "text:FLEET-PASS-1 label=fleet\ntext:FLEET-PASS-2 label=bundled\n"
+    r = send("bundle", signed(bundle(5, new)))
+    time.sleep(0.3)
+    result(r.get("ok") is True and r.get("version") == 5 and open(allow_list).read() == new,
+           f"a bundle signed by the issuer (pycose) with a newer version is applied: {r}")
+    r = send("bundle", signed(bundle(4, "text:OLD label=x\n")))
+    result(r.get("ok") is False and "not newer" in r.get("reason", "") and open(allow_list).read() == new,
+           f"an older version, validly signed, is refused and the list kept ({r.get('reason')})")
+    r = send("bundle", signed(bundle(6, "text:OTHER label=x\n", reader="door-2")))
+    result(r.get("ok") is False and open(allow_list).read() == new, f"a bundle for another reader is refused ({r.get('reason')})")
+    status = signed(command("status"))
+    r = send("command", status)
+    result(r.get("ok") is True and "acknowledged through" in r.get("result", ""), f"a signed status command answers: {r.get('result')}")
+    r = send("command", status)
+    result(r.get("ok") is False and "replayed" in r.get("reason", ""), f"the same command again is refused ({r.get('reason')})")
+    r = send("command", signed(command("open")), retain=True)
+    result(r.get("ok") is False and "retained" in r.get("reason", ""), f"a retained command is never acted on ({r.get('reason')})")
+    c.publish("scangate/door-1/command", b"", qos=1, retain=True).wait_for_publish(5)  # clear it
+    time.sleep(1)  # its own refusal (retained, empty) is not the next check's reply
+    r = send("command", signed(command("open", expires_in=-5)))
+    result(r.get("ok") is False and "expired" in r.get("reason", ""), f"an expired command is refused ({r.get('reason')})")
+    r = send("command", command("open"))
+    result(r.get("ok") is False, f"an unsigned command is refused ({r.get('reason')})")
+    r = send("command", signed(command("open")))
+    result(r.get("ok") is True, f"a signed open command is acted on: {r.get('result')}")
+    c.loop_stop()
+    return failed
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "watch":
+        watch(*sys.argv[2:7], int(sys.argv[7]))
+    elif sys.argv[1] == "control":
+        sys.exit(1 if control(*sys.argv[2:6], int(sys.argv[6]), *sys.argv[7:10]) else 0)
+    elif sys.argv[1] == "check":
+        sys.exit(1 if check(*sys.argv[2:7]) else 0)

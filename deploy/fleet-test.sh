@@ -1,0 +1,207 @@
+#!/bin/bash
+# The fleet link against a real broker: its own mosquitto (TLS with a CA made now by openssl,
+# client certificates, ACLs per reader) in a network namespace behind a veth pair, the real
+# `scangate run` deciding on replayed QR frames, and an independent client (paho-mqtt,
+# deploy/fleet-peer.py) that records every message. Faults while the reader decides: the broker
+# killed (SIGKILL) and restarted, the link cut (the broker's side of the veth pair down, so
+# packets vanish), the reader killed with SIGKILL and started again. Then the stream is checked
+# against the audit database: every record delivered (gaps = 0), each as the log says,
+# duplicates only within an unacknowledged batch per fault; the last will, and Home Assistant
+# discovery. Needs root (network namespace).
+# Prints PASS/FAIL lines and "fleet: N passed, M failed"; exits non-zero unless all passed.
+#
+# Usage: deploy/fleet-test.sh [path/to/scangate]   (default: .build/debug/scangate)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+BIN=$(realpath "${1:-.build/debug/scangate}")
+pass=0; fail=0
+ok() { echo "PASS fleet: $*"; pass=$((pass + 1)); }
+bad() { echo "FAIL fleet: $*"; fail=$((fail + 1)); }
+check() { if [ "$1" = 0 ]; then ok "$2"; else bad "$2"; fi; }
+finish() { echo "fleet: $pass passed, $fail failed"; [ $fail = 0 ] && exit 0 || exit 1; }
+die() { bad "$*"; finish; }
+[ -x "$BIN" ] || die "no scangate binary at $BIN (build first)"
+[ "$(id -u)" = 0 ] || die "needs root (a network namespace for the broker)"
+for t in mosquitto openssl qrencode ip; do command -v $t >/dev/null || die "$t is not installed"; done
+PY=$(deploy/peers.sh) || die "deploy/peers.sh"
+
+D=$(mktemp -d /tmp/scangate-fleet.XXXXXX)
+NS=sgfleet$$; VA=sgfa$$; VB=sgfb$$
+NET=10.213.$(( $$ % 200 + 20 ))
+BROKER=""; READER=""; WATCH=""
+cleanup() {
+  for p in $READER $WATCH $BROKER; do kill -9 "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+  ip link del "$VA" 2>/dev/null; ip netns del "$NS" 2>/dev/null
+  [ -n "${KEEP:-}" ] && echo "kept $D" || rm -rf "$D"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM HUP
+
+# ---------------------------------------------------------------- network: broker behind a veth pair
+ip netns add "$NS" || die "ip netns add"
+ip link add "$VA" type veth peer name "$VB" || die "ip link add veth"
+ip link set "$VB" netns "$NS"
+ip addr add "$NET.1/30" dev "$VA"; ip link set "$VA" up
+ip netns exec "$NS" ip addr add "$NET.2/30" dev "$VB"
+ip netns exec "$NS" ip link set "$VB" up; ip netns exec "$NS" ip link set lo up
+HOST=$NET.2; PORT=8883
+
+# ---------------------------------------------------------------- a test CA, broker and client certificates
+cd "$D"
+{
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout ca.key -out ca.crt -days 2 -subj "/CN=ScanGate fleet test CA"
+  for who in broker door-1 watcher; do
+    openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout $who.key -out $who.csr -subj "/CN=$who"
+    printf 'subjectAltName=IP:%s,DNS:localhost\n' "$HOST" > $who.ext
+    openssl x509 -req -in $who.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out $who.crt -days 2 -extfile $who.ext
+  done
+} > openssl.log 2>&1 || { cd - >/dev/null; die "openssl: $(tail -3 "$D/openssl.log")"; }
+chmod 600 ./*.key
+cd - >/dev/null
+mkdir -p "$D/mosq"
+cat > "$D/acl" <<EOF
+user door-1
+topic write scangate/door-1/events
+topic write scangate/door-1/status
+topic write scangate/door-1/state
+topic write scangate/door-1/reply
+topic read scangate/door-1/command
+topic read scangate/door-1/bundle
+topic read scangate/door-1/lock/set
+topic write homeassistant/+/door-1/#
+user watcher
+topic read scangate/#
+topic read homeassistant/#
+topic write scangate/+/command
+topic write scangate/+/bundle
+EOF
+cat > "$D/mosquitto.conf" <<EOF
+user root
+per_listener_settings false
+allow_anonymous false
+listener $PORT $HOST
+cafile $D/ca.crt
+certfile $D/broker.crt
+keyfile $D/broker.key
+require_certificate true
+use_identity_as_username true
+acl_file $D/acl
+persistence true
+persistence_location $D/mosq/
+autosave_interval 1
+log_dest file $D/mosquitto.log
+log_type error
+log_type warning
+log_type notice
+EOF
+start_broker() {
+  ip netns exec "$NS" mosquitto -c "$D/mosquitto.conf" 2>> "$D/mosquitto.err" &
+  BROKER=$!
+  for _ in $(seq 50); do (exec 3<>"/dev/tcp/$HOST/$PORT") 2>/dev/null && return 0; sleep 0.1; done
+  return 1
+}
+start_broker || die "mosquitto did not start: $(tail -3 "$D/mosquitto.log")"
+ok "mosquitto with TLS (test CA, client certificates) and per-reader ACLs on $HOST:$PORT"
+
+# ---------------------------------------------------------------- the watcher (paho-mqtt)
+"$PY" deploy/fleet-peer.py watch "$D/seen.jsonl" "$D/ca.crt" "$D/watcher.crt" "$D/watcher.key" "$HOST" "$PORT" 2> "$D/watch.err" &
+WATCH=$!
+for _ in $(seq 50); do grep -q watcher "$D/mosquitto.log" 2>/dev/null && break; sleep 0.1; done
+
+# ---------------------------------------------------------------- the reader
+BATCH=20
+mkdir -p "$D/frames"
+qrencode -s 8 -m 4 -o "$D/frames/code.png" "FLEET-PASS-1" || die "qrencode"
+echo "text:FLEET-PASS-1 label=fleet" > "$D/allow-list.txt"
+cat > "$D/config.toml" <<EOF
+[camera]
+source = "replay"
+replay_path = "$D/frames"
+replay_fps = 40
+[presence]
+repeat_ms = 50
+[allow_list]
+path = "$D/allow-list.txt"
+[gpio]
+backend = "sim"
+relay_pulse_ms = 50
+[log]
+path = "$D/audit.db"
+commit_interval_ms = 100
+[console]
+listen = []
+[credentials]
+trust_file = "$D/trust.toml"
+[fleet]
+brokers = ["mqtts://$HOST:$PORT"]
+tls_ca_file = "$D/ca.crt"
+tls_cert_file = "$D/door-1.crt"
+tls_key_file = "$D/door-1.key"
+reader_id = "door-1"
+keepalive_s = 5
+batch_records = $BATCH
+events_per_second_max = 200
+EOF
+"$BIN" credential keygen --issuer "$D/issuer.key" --kid fleet-hq > "$D/trust.toml" 2> "$D/keygen.err" || die "credential keygen: $(cat "$D/keygen.err")"
+start_reader() {
+  "$BIN" run --config "$D/config.toml" --quiet-edges >> "$D/journal" 2>&1 &
+  READER=$!
+}
+acked() { sed -n 's/^scangate-fleet acked //p' "$D/audit.db.fleet" 2>/dev/null | grep . || echo 0; }
+logged() { sqlite3 "file:$D/audit.db?mode=ro" "SELECT COALESCE(MAX(seq),0) FROM events" 2>/dev/null || echo 0; }
+start_reader
+sleep 4
+a=$(acked)
+[ "$a" -gt 0 ]; check $? "the reader publishes over TLS and the broker acknowledges (acked through $a)"
+
+# Fault 1: the broker killed mid-stream, restarted 3 s later.
+kill -9 $BROKER; wait $BROKER 2>/dev/null
+sleep 3
+start_broker || die "mosquitto did not restart"
+waits_for_progress() {  # acked-before seconds: until the acknowledged sequence moves on
+  for _ in $(seq $(($2 * 5))); do [ "$(acked)" -gt "$1" ] && return 0; sleep 0.2; done; return 1
+}
+waits_for_progress "$a" 20
+sleep 1
+b=$(acked)
+[ "$b" -gt "$a" ]; check $? "after the broker was killed and restarted the reader resumed (acked $a -> $b)"
+
+# Fault 2: the link cut for 12 s (packets vanish: the broker's end of the veth pair is down).
+ip netns exec "$NS" ip link set "$VB" down
+sleep 12
+c=$(acked)
+ip netns exec "$NS" ip link set "$VB" up
+waits_for_progress "$c" 30
+cut=$(grep -oE 'fleet: [^;]*(unacknowledged|lost|timed out)[^;]*' "$D/journal" | tail -1)
+[ -n "$cut" ]; check $? "the cut link was noticed ($cut)"
+sleep 2
+d=$(acked)
+[ "$d" -gt "$c" ]; check $? "after the link came back the reader caught up (acked $c -> $d)"
+
+# Fault 3: the reader killed with SIGKILL mid-batch, started again.
+kill -9 $READER; wait $READER 2>/dev/null
+sleep 2
+start_reader
+sleep 6
+# Signed bundles and commands from an independent client (pycose signs, paho sends).
+loads=$(grep -c "allow-list-loaded" "$D/journal")
+"$PY" deploy/fleet-peer.py control "$D/ca.crt" "$D/watcher.crt" "$D/watcher.key" "$HOST" "$PORT" \
+  "$D/issuer.key" fleet-hq "$D/allow-list.txt" > "$D/control.out" 2>&1
+cat "$D/control.out"
+pass=$((pass + $(grep -c '^PASS' "$D/control.out"))); fail=$((fail + $(grep -c '^FAIL' "$D/control.out")))
+grep -q '^PASS\|^FAIL' "$D/control.out" || bad "the control client said nothing: $(tail -3 "$D/control.out")"
+sleep 1
+opens=$(grep -c "manual-open" "$D/journal")
+[ "$opens" = 1 ]; check $? "exactly one relay pulse from the fleet: the signed open, not the retained one ($opens manual-open events)"
+[ "$(grep -c "allow-list-loaded" "$D/journal")" = $((loads + 1)) ]; check $? "the bundle's allow-list was reloaded once (the refused ones changed nothing)"
+# The end: SIGTERM; the link publishes what the log holds; the watcher must have all of it.
+kill -TERM $READER; wait $READER 2>/dev/null; READER=""
+last=$(logged)
+for _ in $(seq 100); do [ "$(acked)" = "$last" ] && break; sleep 0.2; done
+[ "$(acked)" = "$last" ]; check $? "at a clean stop every logged record is acknowledged (acked $(acked) of $last)"
+sleep 2
+"$PY" deploy/fleet-peer.py check "$D/seen.jsonl" "$D/audit.db" door-1 $BATCH 3 > "$D/check.out" 2>&1
+cat "$D/check.out"
+pass=$((pass + $(grep -c '^PASS' "$D/check.out"))); fail=$((fail + $(grep -c '^FAIL' "$D/check.out")))
+grep -q '^PASS\|^FAIL' "$D/check.out" || bad "the checker said nothing: $(tail -3 "$D/check.out")"
+finish
