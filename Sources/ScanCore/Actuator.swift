@@ -44,6 +44,11 @@ public struct ActuationSettings: Equatable, Sendable {
   /// How long after its period's cap end the relay watchdog (`RelayGuard`) waits for the loop
   /// to have driven the relay inactive before it does so itself.
   public static let relayWatchdogMarginMilliseconds = 250
+  /// An unlock window's hold (`Actuator.holdRelay`): each renewal keeps the relay active this
+  /// long, and the owner renews it every `relayHoldRenewMilliseconds`. A loop that stops
+  /// renewing (hung, or gone) loses the hold within one lease: the watchdog is armed to it.
+  public static let relayHoldLeaseMilliseconds = 3_000
+  public static let relayHoldRenewMilliseconds = 1_000
   public var relayPulseMilliseconds = 3_000
   public var relayPulseMillisecondsMax = 10_000
   public var grantPattern = BuzzerPattern.grant
@@ -64,6 +69,8 @@ public struct Actuator: Sendable {
   private var relayUntil = Instant(nanoseconds: 0)
   private var periodCapEnd: Instant? = nil
   private var restUntil = Instant(nanoseconds: 0)
+  /// Whether an unlock window holds the relay (renewed leases, not a pulse).
+  public private(set) var isHolding = false
   /// Pulses refused because the relay was resting after a capped period.
   public private(set) var refusedPulses: UInt64 = 0
   private var pattern = BuzzerPattern.grant
@@ -100,10 +107,35 @@ public struct Actuator: Sendable {
     return true
   }
 
-  /// Ends any relay pulse now.
+  /// Ends any relay pulse (and any hold) now.
   public mutating func releaseRelay() {
     periodCapEnd = nil
     relayUntil = Instant(nanoseconds: 0)
+    isHolding = false
+  }
+
+  /// Holds the relay active for one more lease (`relayHoldLeaseMilliseconds` from `now`): an
+  /// unlock window, renewed by its owner. The period's end moves with the lease, so the pulse
+  /// cap does not cut the hold, and a hold that is not renewed ends at the lease's end (then
+  /// rests like a capped period). Refused while the relay rests.
+  @discardableResult
+  public mutating func holdRelay(at now: Instant) -> Bool {
+    if now < restUntil {
+      refusedPulses &+= 1
+      return false
+    }
+    let until = now.adding(milliseconds: ActuationSettings.relayHoldLeaseMilliseconds)
+    if periodCapEnd == nil { relayUntil = now }
+    periodCapEnd = max(periodCapEnd ?? until, until)
+    relayUntil = max(relayUntil, until)
+    isHolding = true
+    return true
+  }
+
+  /// Ends a hold now (the window closed): the strike locks, a pulse in progress included.
+  public mutating func endHold() {
+    guard isHolding else { return }
+    releaseRelay()
   }
 
   /// When the current relay period must end at the latest (nil: no period).
@@ -139,6 +171,7 @@ public struct Actuator: Sendable {
       } else {
         if relayUntil >= capEnd { restUntil = now.adding(milliseconds: ActuationSettings.relayRestMilliseconds) }
         periodCapEnd = nil
+        isHolding = false  // a lease that was not renewed
       }
     }
     var buzzer = LineLevel.inactive

@@ -48,7 +48,7 @@ public struct AuditRecord: Equatable, Sendable {
   public static func isLogged(_ kind: EventKind) -> Bool {
     switch kind {
     case .decision, .fault, .state, .command, .authFailure, .manualOpen: true
-    case .doorUnlocked, .doorOpened, .doorClosed, .doorHeldOpen, .doorForced, .doorLocked, .exitRequest, .tamper: true
+    case .doorUnlocked, .doorOpened, .doorClosed, .doorHeldOpen, .doorForced, .doorLocked, .exitRequest, .tamper, .unlockWindow: true
     case .panelLink, .panelSecure, .panelCard, .panelKey: true
     case .panelCommand: false
     case .edge, .left, .recordsLost: false
@@ -85,7 +85,7 @@ public struct AuditRecord: Equatable, Sendable {
       detail = e.withPayload { String(decoding: $0, as: UTF8.self) }
     case .edge, .left, .recordsLost:
       code = Int64(e.code)
-    case .doorUnlocked, .doorOpened, .doorClosed, .doorHeldOpen, .doorForced, .doorLocked, .exitRequest, .tamper:
+    case .doorUnlocked, .doorOpened, .doorClosed, .doorHeldOpen, .doorForced, .doorLocked, .exitRequest, .tamper, .unlockWindow:
       code = Int64(e.code)
       detail = DoorText.detail(e.kind, code: e.code)
     }

@@ -127,6 +127,9 @@ public struct DoorMachine: Sendable {
   public private(set) var state = DoorState.closed
   public private(set) var strikeActive = false
   public private(set) var tamperActive = false
+  /// A schedule's unlock window holds the strike: the door may stand open (held-open is not
+  /// timed) and is not relocked when it closes.
+  public private(set) var unlockWindow = false
   /// The debounced level of each input.
   private var stable = InlineArray<3, LineLevel>(repeating: .inactive)
   /// The last raw level seen and when it was seen.
@@ -207,6 +210,19 @@ public struct DoorMachine: Sendable {
     }
   }
 
+  /// An unlock window began (`open`) or ended at `time`. A door standing open when it ends is
+  /// timed for held-open from then; one held open when it begins stops beeping.
+  public mutating func setUnlockWindow(_ open: Bool, at time: Instant) {
+    advance(to: time)
+    guard open != unlockWindow else { return }
+    unlockWindow = open
+    if open && state == .heldOpen {
+      state = .open
+      heldOpenSince = nil
+    }
+    if !open && state == .open { openedAt = time }
+  }
+
   /// Moves time on to `time`: settles inputs whose level has held for their debounce time (at
   /// the instant it had), and runs the held-open and alarm timers.
   public mutating func advance(to time: Instant) {
@@ -231,7 +247,7 @@ public struct DoorMachine: Sendable {
 
   private mutating func runTimers(to time: Instant) {
     if time > now { now = time }
-    if state == .open && heldOpenSince == nil {
+    if state == .open && heldOpenSince == nil && !unlockWindow {
       let due = openedAt.adding(milliseconds: settings.heldOpenMilliseconds)
       if now >= due {
         state = .heldOpen
@@ -282,7 +298,7 @@ public struct DoorMachine: Sendable {
     record(.doorClosed, code: UInt16(clamping: seconds), at: time)
     heldOpenSince = nil
     state = strikeActive ? .unlocked : .closed
-    if strikeActive && settings.relockOnClose { wantsRelock = true }
+    if strikeActive && settings.relockOnClose && !unlockWindow { wantsRelock = true }
   }
 
   // MARK: - Outputs
@@ -330,7 +346,7 @@ public struct DoorMachine: Sendable {
     // No local function capturing `next`: a debug build would box the captured variable.
     var next: Instant? = nextSettle()?.1
     var candidates = InlineArray<3, Instant?>(repeating: nil)
-    if state == .open { candidates[0] = openedAt.adding(milliseconds: settings.heldOpenMilliseconds) }
+    if state == .open && !unlockWindow { candidates[0] = openedAt.adding(milliseconds: settings.heldOpenMilliseconds) }
     if time < forcedAlarmUntil { candidates[1] = forcedAlarmUntil }
     if state == .heldOpen, let since = heldOpenSince {
       let on = settings.heldOpenBeepOnMilliseconds, period = on + settings.heldOpenBeepOffMilliseconds

@@ -2,6 +2,8 @@
 public struct DoorStatus: Equatable, Sendable {
   public var state = DoorState.closed
   public var strikeActive = false
+  /// A schedule's unlock window holds the strike.
+  public var unlockWindow = false
   public var contact = LineLevel.inactive
   public var exitButton = LineLevel.inactive
   public var tamper = LineLevel.inactive
@@ -19,6 +21,7 @@ public struct DoorStatus: Equatable, Sendable {
   public init(_ machine: DoorMachine, alarm: LineLevel, backend: String) {
     state = machine.state
     strikeActive = machine.strikeActive
+    unlockWindow = machine.unlockWindow
     contact = machine.level(.contact)
     exitButton = machine.level(.exitButton)
     tamper = machine.level(.tamper)
@@ -36,6 +39,7 @@ public struct DoorStatus: Equatable, Sendable {
     w.write(state.name)
     w.write(", strike ")
     w.write(strikeActive ? "released" : "locked")
+    if unlockWindow { w.write(" (unlock window)") }
     w.write("; contact ")
     w.write(contact == .active ? "open" : "closed")
     w.write(", exit ")

@@ -12,6 +12,8 @@ public enum DoorText {
       w.write("s")
     case .tamper:
       w.write(code == 1 ? " active" : " restored")
+    case .unlockWindow:
+      w.write(code == 1 ? " holding" : " ended")
     default:
       break
     }

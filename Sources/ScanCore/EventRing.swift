@@ -26,6 +26,8 @@ public enum EventKind: UInt8, Sendable {
   case doorLocked = 25
   case exitRequest = 26
   case tamper = 27
+  /// A schedule's unlock window holds the strike released (`code` 1), or stopped holding it (0).
+  case unlockWindow = 28
   /// The panel link (OSDP): `code` 1 a panel polls the reader, 0 it stopped polling.
   case panelLink = 30
   /// OSDP Secure Channel: `code` 1 up, 2 up with the install-mode default key, 0 down.
@@ -46,7 +48,7 @@ public enum EventKind: UInt8, Sendable {
   ] + doorKinds
   /// The door's kinds (raw values 20–29).
   public static let doorKinds: [EventKind] = [
-    .doorUnlocked, .doorOpened, .doorClosed, .doorHeldOpen, .doorForced, .doorLocked, .exitRequest, .tamper,
+    .doorUnlocked, .doorOpened, .doorClosed, .doorHeldOpen, .doorForced, .doorLocked, .exitRequest, .tamper, .unlockWindow,
   ]
 
   /// The kind whose `name` is `name` (the audit log's stored text), or nil.
@@ -75,6 +77,7 @@ public enum EventKind: UInt8, Sendable {
     case .doorLocked: "door-locked"
     case .exitRequest: "exit-request"
     case .tamper: "tamper"
+    case .unlockWindow: "unlock-window"
     case .panelLink: "panel-link"
     case .panelSecure: "panel-secure"
     case .panelCard: "panel-card"

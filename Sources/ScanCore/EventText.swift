@@ -75,7 +75,7 @@ public enum EventText {
     case .recordsLost:
       w.write(" ")
       w.write(e.code)
-    case .doorUnlocked, .doorOpened, .doorClosed, .doorHeldOpen, .doorForced, .doorLocked, .exitRequest, .tamper:
+    case .doorUnlocked, .doorOpened, .doorClosed, .doorHeldOpen, .doorForced, .doorLocked, .exitRequest, .tamper, .unlockWindow:
       DoorText.writeDetail(e.kind, code: e.code, into: &w)
     case .panelLink, .panelSecure, .panelCard, .panelCommand, .panelKey:
       w.write(" ")

@@ -10,9 +10,28 @@ extension ScanEngine where Decoder: ~Copyable, Relay: ~Copyable, Buzzer: ~Copyab
     return true
   }
 
-  /// Ends the strike's pulse now (the door closed again before it ran out).
+  /// Holds the strike released for one more lease (an unlock window; the owner renews it every
+  /// `ActuationSettings.relayHoldRenewMilliseconds`). The relay watchdog follows the lease: a
+  /// loop that stops renewing has the strike locked within a lease and the guard's margin.
+  @discardableResult
+  public mutating func holdStrike() -> Bool {
+    guard actuator.holdRelay(at: clock.now()) else { return false }
+    if relayGuardArmed { armRelayGuard() }  // the period's end moved with the lease
+    tick()
+    return true
+  }
+
+  /// Ends an unlock window's hold now: the strike locks.
+  public mutating func endStrikeHold() {
+    guard actuator.isHolding else { return }
+    actuator.endHold()
+    tick()
+  }
+
+  /// Ends the strike's pulse now (the door closed again before it ran out); never during an
+  /// unlock window's hold.
   public mutating func relockStrike() {
-    guard actuator.relayActive(at: clock.now()) else { return }
+    guard actuator.relayActive(at: clock.now()), !actuator.isHolding else { return }
     actuator.releaseRelay()
     tick()
   }

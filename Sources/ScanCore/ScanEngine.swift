@@ -27,7 +27,7 @@ public struct ScanEngine<
   public var relayGuard: (any RelayGuard)? = nil
   /// Panel mode: a granted pass is forwarded here (its card number) and the relay is not driven.
   public var panel: (any PanelForwarder)? = nil
-  private var relayGuardArmed = false
+  private(set) var relayGuardArmed = false
   public private(set) var buzzerLevel = LineLevel.inactive
   public var stats = ScanStats()
   public let events: EventRing
@@ -239,7 +239,7 @@ public struct ScanEngine<
     }
   }
 
-  private mutating func armRelayGuard() {
+  mutating func armRelayGuard() {
     guard let relayGuard, let capEnd = actuator.relayPeriodCapEnd else { return }
     relayGuard.arm(deadline: capEnd.adding(milliseconds: ActuationSettings.relayWatchdogMarginMilliseconds))
     relayGuardArmed = true

@@ -81,7 +81,13 @@ public struct ScheduleSet: Equatable, Sendable {
   /// Whether schedule `index` is open at `t` (closed on holidays).
   public func isOpen(_ index: Int, at t: CivilTime) -> Bool {
     guard index >= 0 && index < windows.count, !isHoliday(t) else { return false }
-    for w in windows[index] where w.contains(t) { return true }
+    // Indices, not `for w in windows[index]`: an unoptimised build allocates iterating the inner array.
+    let list = windows[index]
+    var k = 0
+    while k < list.count {
+      if list[k].contains(t) { return true }
+      k += 1
+    }
     return false
   }
 
@@ -104,7 +110,11 @@ public struct ScheduleSet: Equatable, Sendable {
 
   /// Whether an unlock window stands at `t` (before "first person in" is applied).
   public func unlockWindowOpen(at t: CivilTime) -> Bool {
-    for i in unlockSchedules where isOpen(i, at: t) { return true }
+    var k = 0
+    while k < unlockSchedules.count {
+      if isOpen(unlockSchedules[k], at: t) { return true }
+      k += 1
+    }
     return false
   }
 
@@ -287,6 +297,12 @@ public final class ScheduleStore {
   /// schedule has that name.
   public func allows(zone: some StringProtocol, nowUnixSeconds now: Int64) -> Bool? {
     live.allows(zone: zone, at: calendar.civil(unixSeconds: now))
+  }
+
+  /// Whether an unlock window stands now (before "first person in" is applied).
+  public func unlockWindowOpen(nowUnixSeconds now: Int64) -> Bool {
+    guard !live.unlockSchedules.isEmpty else { return false }
+    return live.unlockWindowOpen(at: calendar.civil(unixSeconds: now))
   }
 
   /// The same for a zone given as its `ScheduleKey` (what a decision has, without a String).

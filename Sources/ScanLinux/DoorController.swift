@@ -96,6 +96,9 @@ public final class DoorController: PollParticipant, DoorStatusSource {
       switch e.kind {
       case .decision where e.verdict.isGranted: pendingReason = .grant
       case .manualOpen: pendingReason = .console
+      case .unlockWindow:
+        if e.code == 1 { pendingReason = .schedule }
+        machine.setUnlockWindow(e.code == 1, at: e.monotonic)
       case .edge where e.code & 0xF0 == EdgeCode.relay:
         let level: LineLevel = e.code & 1 == 1 ? .active : .inactive
         machine.strike(level, reason: pendingReason ?? .console, at: e.monotonic)

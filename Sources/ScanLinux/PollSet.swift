@@ -59,6 +59,9 @@ public final class LoopRequests {
   /// The door: release the strike for the exit button; lock it now (the door closed again).
   public var releaseStrikeForExit = false
   public var relockStrike = false
+  /// An unlock window: renew the strike's hold (one lease), or end it.
+  public var holdStrike = false
+  public var endStrikeHold = false
   /// A buzzer pattern to play (a panel's BUZ or LED command).
   public var play: BuzzerPattern? = nil
   /// A relay pulse a remote operator asked for (a signed fleet command), capped like OPEN;

@@ -227,6 +227,14 @@ public struct RunLoop<
       requests.relockStrike = false
       engine.relockStrike()
     }
+    if requests.holdStrike {
+      requests.holdStrike = false
+      engine.holdStrike()
+    }
+    if requests.endStrikeHold {
+      requests.endStrikeHold = false
+      engine.endStrikeHold()
+    }
     if let pattern = requests.play {
       requests.play = nil
       engine.play(pattern)

@@ -120,6 +120,7 @@ enum Service {
       }
       loop.engine.policy.schedules = store
       loop.register(watcher)
+      loop.register(UnlockWindowKeeper(store: store, ring: ring, wall: SystemWallClock(), now: clock.now()))
     }
     let panel: OSDPPanelLink?
     do { panel = try makePanelLink(config, ring: ring, clock: clock) } catch {

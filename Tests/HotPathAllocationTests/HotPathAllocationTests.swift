@@ -239,6 +239,37 @@ import Testing
     #expect(door.machine.rawEdges > edgesBefore && door.machine.exitRequests > exitsBefore)
     #expect(door.machine.forcedCount > 0)
   }
+
+  @Test("an unlock window on the loop (local time through tzdata, the hold renewed) allocates nothing per iteration")
+  func unlockWindowDoesNotAllocate() throws {
+    let clock = SystemMonotonicClock()
+    let relay = RecordingOutputLine(name: "relay", clock: clock, capacity: 1_000)
+    let buzzer = RecordingOutputLine(name: "buzzer", clock: clock, capacity: 1_000)
+    let ring = EventRing(capacity: 1024)
+    let engine = ScanEngine(
+      settings: Self.settings(), decoder: try ZXingDecoder(arenaBytes: 16 << 20, capacity: 8), relay: relay,
+      buzzer: buzzer, clock: clock, wall: SystemWallClock(), digester: SodiumDigester(), events: ring,
+      maxWidth: Self.width, maxHeight: Self.height)
+    var loopSettings = LoopSettings()
+    loopSettings.allowListPath = nil
+    loopSettings.handleSignals = false
+    let empty = [UInt8](repeating: 200, count: 160 * 120)
+    var loop = RunLoop(engine: engine, settings: loopSettings) { () throws(CaptureError) in
+      ScriptedFrameSource(width: 160, height: 120, frames: [empty], loops: true, clock: clock)
+    }
+    let store = ScheduleStore(calendar: SystemLocalCalendar())
+    #expect(store.load(Array("schedule always mon-sun 00:00-24:00\nunlock always\n".utf8)) == nil)
+    let keeper = UnlockWindowKeeper(store: store, ring: ring, wall: SystemWallClock(), now: clock.now())
+    loop.register(keeper)
+    for _ in 0..<200 { loop.runOnce(maximumWaitMilliseconds: 5) }
+    #expect(keeper.holding)
+    alloc_counter_reset()
+    // About 3 s: three schedule checks and three lease renewals at least.
+    for _ in 0..<600 { loop.runOnce(maximumWaitMilliseconds: 5) }
+    let allocations = alloc_counter_mallocs()
+    #expect(allocations == 0, "\(allocations) allocations in 600 loop iterations holding an unlock window")
+    #expect(relay.level == .active && relay.edgeCount == 1)
+  }
 }
 
 /// The counter itself: it must see Swift and C++ allocations, or a 0 above would mean nothing.

@@ -59,12 +59,33 @@ import Testing
       return s
     }
 
-    /// Runs the loop in 5 ms steps of the manual clock for `ms`.
-    func run(ms: Int) {
-      for _ in 0..<(ms / 5) {
-        clock.advance(milliseconds: 5)
+    /// Runs the loop in `step` ms steps of the manual clock for `ms`.
+    func run(ms: Int, step: Int = 5) {
+      for _ in 0..<(ms / step) {
+        clock.advance(milliseconds: step)
         loop.runOnce(maximumWaitMilliseconds: 0)
       }
+    }
+
+    /// Schedules from `text`, their unlock windows kept by an `UnlockWindowKeeper` on this loop
+    /// (local time: UTC's time of day, every day a Monday; the clock starts at 20:26:41).
+    @discardableResult
+    func keepUnlockWindows(_ text: String) -> UnlockWindowKeeper {
+      let store = ScheduleStore(calendar: UTCMondays())
+      #expect(store.load(Array(text.utf8)) == nil)
+      loop.engine.policy.schedules = store
+      let keeper = UnlockWindowKeeper(store: store, ring: ring, wall: clock, now: clock.now())
+      loop.register(keeper)
+      return keeper
+    }
+
+    /// A granted decision in the ring, as the engine records one.
+    func recordGrant() {
+      var e = ScanEvent()
+      e.kind = .decision
+      e.verdict = .granted
+      e.monotonic = clock.now()
+      ring.append(e)
     }
 
     func at(_ ms: Int) -> Instant { start.adding(milliseconds: ms) }
@@ -169,5 +190,72 @@ import Testing
     w.run(ms: 1_000)
     #expect(w.alarm.level == .inactive)
     #expect(w.doorEvents() == ["tamper active", "tamper restored"])
+  }
+
+  struct UTCMondays: LocalCalendar {
+    func civil(unixSeconds: Int64) -> CivilTime {
+      CivilTime(year: 2026, month: 12, day: 21, weekday: 1, minuteOfDay: Int(unixSeconds / 60 % 1_440))
+    }
+  }
+
+  @Test("an unlock window holds the strike for its whole span, past the pulse cap; held-open is not timed and close does not relock")
+  func unlockWindow() {
+    let w = World()
+    let keeper = w.keepUnlockWindows("schedule shop mon-fri 20:27-20:28\nunlock shop\n")
+    w.run(ms: 18_000, step: 50)  // 20:26:59
+    #expect(w.relay.edgeCount == 0 && !keeper.holding)
+    w.contact.schedule(.active, at: w.at(25_000))
+    w.contact.schedule(.inactive, at: w.at(55_000))
+    w.run(ms: 63_000, step: 50)  // 20:28:02
+    #expect(
+      w.doorEvents() == [
+        "unlock-window holding", "door-unlocked schedule", "door-opened", "door-closed 30s", "unlock-window ended",
+        "door-locked",
+      ])
+    // One relay period, the window's minute, where a pulse is capped at 10 s.
+    let periods = w.relay.activePeriodsMilliseconds
+    #expect(periods.count == 1 && periods.allSatisfy { $0 >= 59_900 && $0 <= 61_100 })
+    #expect(w.relay.level == .inactive && w.door.machine.state == .closed && w.door.machine.heldOpenCount == 0)
+    #expect(w.alarm.edgeCount == 0)
+  }
+
+  @Test("first-person-in: the window holds the strike only after a grant inside it")
+  func firstPersonIn() {
+    let w = World()
+    let keeper = w.keepUnlockWindows("schedule shop mon-fri 20:27-20:29\nunlock shop\nfirst-person-in\n")
+    w.recordGrant()  // before the window: does not start it
+    w.run(ms: 30_000, step: 50)  // 20:27:11, the window stands
+    #expect(keeper.windowOpen && !keeper.holding && w.relay.edgeCount == 0)
+    w.recordGrant()
+    w.run(ms: 1_000, step: 50)
+    #expect(keeper.holding && w.relay.level == .active)
+    w.run(ms: 40_000, step: 50)
+    #expect(w.relay.level == .active)  // held past any pulse
+    #expect(w.doorEvents().first == "unlock-window holding")
+  }
+
+  @Test("a hold that is not renewed lapses within one lease, and the relay rests after it")
+  func holdLapses() {
+    var a = Actuator(settings: ActuationSettings())
+    let t0 = Instant(nanoseconds: 5_000_000_000)
+    let held = a.holdRelay(at: t0)
+    #expect(held)
+    #expect(a.relayActive(at: t0.adding(milliseconds: 2_999)))
+    let during = a.levels(at: t0.adding(milliseconds: 2_999)).relay
+    let after = a.levels(at: t0.adding(milliseconds: ActuationSettings.relayHoldLeaseMilliseconds)).relay
+    #expect(during == .active && after == .inactive)
+    #expect(!a.isHolding)
+    let pulsed = a.pulseRelay(at: t0.adding(milliseconds: 3_100))
+    #expect(!pulsed)  // resting, like any capped period
+    // Renewed every second, it holds for as long as it is renewed.
+    var b = Actuator(settings: ActuationSettings())
+    for k in 0..<100 {
+      let renewed = b.holdRelay(at: t0.adding(milliseconds: k * 1_000))
+      let level = b.levels(at: t0.adding(milliseconds: k * 1_000 + 999)).relay
+      #expect(renewed && level == .active)
+    }
+    b.endHold()
+    let ended = b.levels(at: t0.adding(milliseconds: 100_000)).relay
+    #expect(ended == .inactive)
   }
 }
