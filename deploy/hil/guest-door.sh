@@ -1,0 +1,128 @@
+#!/bin/bash
+# Runs inside the rig's guest, sourced by guest-run.sh after the V4L2 checks, on both userlands
+# (bookworm: libgpiod 1.6, the v1 API, software debounce on the kernel's edge timestamps;
+# trixie: libgpiod 2.2, the v2 API, the kernel's debounce). The door on real gpio-sim lines of a
+# second chip, 'door-io': the inputs are driven through gpio-sim's sysfs `pull` attribute (what a
+# switch to a pull resistor does), the outputs read back from its `value`.
+#   line 0 buzzer, 1 relay (strike), 2 contact, 3 exit button, 4 tamper, 5 alarm, 6 second relay
+DG=/sys/kernel/config/gpio-sim/door
+mkdir $DG $DG/bank0
+for i in 0 1 2 3 4 5 6; do mkdir $DG/bank0/line$i; done
+echo 7 > $DG/bank0/num_lines; echo door-io > $DG/bank0/label
+names=(buzzer relay contact exit tamper alarm aux)
+for i in 0 1 2 3 4 5 6; do echo ${names[$i]} > $DG/bank0/line$i/name; done
+echo 1 > $DG/live
+D=/sys/devices/platform/$(cat $DG/dev_name)/$(cat $DG/bank0/chip_name)
+check "door: gpio-sim chip 'door-io' is live with 7 lines" test -e $D/sim_gpio6/value
+press() { echo pull-up > $D/sim_gpio$1/pull; }     # the switch closes to the pull: the input reads 1
+let_go() { echo pull-down > $D/sim_gpio$1/pull; }
+for i in 2 3 4; do let_go $i; done                  # door shut, button up, housing closed
+door_sampler=""
+door_sample() {  # "ms relay alarm aux" every few ms into $1 (builtins only)
+  ( exec 9<> /tmp/hil-tick
+    while true; do
+      read -r r < $D/sim_gpio1/value; read -r a < $D/sim_gpio5/value; read -r x < $D/sim_gpio6/value
+      t=${EPOCHREALTIME/./}; echo "${t:0:13} $r $a $x"
+      read -rt 0.005 -u 9; [ $? -gt 128 ] || sleep 0.005
+    done ) > "$1" &
+  door_sampler=$!
+}
+stop_door_sample() { kill $door_sampler 2>/dev/null; wait $door_sampler 2>/dev/null; }
+# Runs of column $2 at 1 in sample file $1: "count longest_ms".
+runs() { awk -v c=$2 '$c==1 && !on {on=1; s=$1; n++} $c==0 && on {on=0; d=$1-s; if (d>m) m=d} END {if (on) {d=$1-s; if (d>m) m=d}; print n+0, m+0}' "$1"; }
+events() { grep -c -- "$1" "$W/door.out"; }
+
+config door grey 1000 ""
+sed -i 's/^chip = "door-reader"/chip = "door-io"/' "$W/door.toml"
+cat >> "$W/door.toml" <<TOML
+[door]
+enabled = true
+contact_line = 2
+contact_active_low = false
+contact_bias = "as-is"
+contact_debounce_ms = 50
+exit_line = 3
+exit_active_low = false
+exit_bias = "as-is"
+exit_debounce_ms = 50
+tamper_line = 4
+tamper_active_low = false
+tamper_bias = "as-is"
+tamper_debounce_ms = 50
+held_open_ms = 2000
+forced_alarm_ms = 1500
+alarm_line = 5
+aux_relay_line = 6
+TOML
+feed GREY "$W/blank.grey"
+check "door: the service started with contact, exit button, tamper, alarm and second relay on gpio-sim" start door
+
+# A debounced exit press releases the strike for its pulse.
+door_sample "$W/door-exit.txt"
+press 3; sleep 0.3; let_go 3; sleep 2
+stop_door_sample
+read -r n p <<< "$(runs "$W/door-exit.txt" 2)"
+check "door: an exit press (300 ms) is one exit request and a strike release by the exit button" \
+  bash -c "[ $(events 'exit-request') = 1 ] && grep -q 'door-unlocked exit-button' '$W/door.out'"
+check "door: gpio-sim saw the strike pulse for the exit button ($n pulse, $p ms for relay_pulse_ms 1000, tolerance 900-1300)" \
+  test "$n" = 1 -a "$p" -ge 900 -a "$p" -le 1300
+check "door: the strike locked again after the pulse" grep -q 'door-locked' "$W/door.out"
+
+# A press shorter than the debounce time (two sysfs writes back to back) is no press.
+t0=${EPOCHREALTIME/./}; press 3; let_go 3; t1=${EPOCHREALTIME/./}
+sleep 1
+check "door: a $(( (t1 - t0) / 1000 )) ms press (debounce 50 ms) is ignored: still one exit request" test "$(events 'exit-request')" = 1
+
+# Forced: the door opened while the strike is locked; the alarm line and the second relay sound.
+door_sample "$W/door-forced.txt"
+press 2; sleep 0.5
+forced_alarm=$(cat $D/sim_gpio5/value); forced_aux=$(cat $D/sim_gpio6/value)
+sleep 2.5; after_alarm=$(cat $D/sim_gpio5/value)
+let_go 2; sleep 0.5
+stop_door_sample
+read -r an ap <<< "$(runs "$W/door-forced.txt" 3)"
+check "door: opened without an unlock is a forced door" grep -q 'door-forced' "$W/door.out"
+check "door: forced: the alarm line read back active ($forced_alarm) with the second relay ($forced_aux), off after forced_alarm_ms ($after_alarm)" \
+  test "$forced_alarm" = 1 -a "$forced_aux" = 1 -a "$after_alarm" = 0
+check "door: forced: the alarm sounded once, steadily, for forced_alarm_ms ($an run, $ap ms, tolerance 1400-1900)" \
+  test "$an" = 1 -a "$ap" -ge 1400 -a "$ap" -le 1900
+check "door: the relay stayed locked through the forced door" test "$(runs "$W/door-forced.txt" 2)" = "0 0"
+
+# Held open: unlocked by the exit button, opened, left open past held_open_ms: the alarm beeps.
+door_sample "$W/door-held.txt"
+press 3; sleep 0.2; let_go 3; sleep 0.3
+press 2; opened=$(date +%s%N | cut -c1-13)
+waitfor "$W/door.out" 'door-held-open' 10; held=$(date +%s%N | cut -c1-13)
+sleep 2.2
+let_go 2; sleep 0.5
+stop_door_sample
+read -r bn bp <<< "$(runs "$W/door-held.txt" 3)"
+check "door: left open after an unlock: door-opened, then door-held-open after held_open_ms ($(( held - opened )) ms, want 2000-3500)" \
+  bash -c "grep -q 'door-opened' '$W/door.out' && [ $(( held - opened )) -ge 2000 ] && [ $(( held - opened )) -le 3500 ]"
+check "door: held open: the alarm line beeped until the door closed ($bn beeps of $bp ms, held_open_beep 200/800)" \
+  test "$bn" -ge 2 -a "$bn" -le 4 -a "$bp" -ge 150 -a "$bp" -le 400
+check "door: closed again: door-closed with the seconds it stood open" grep -q 'door-closed [3-6]s' "$W/door.out"
+
+# Contact bounce: the door unlocked and opening with 21 edges in a few ms is one transition.
+opened_before=$(events 'door-opened')
+press 3; sleep 0.2; let_go 3; sleep 0.2
+t0=${EPOCHREALTIME/./}
+for _ in 1 2 3 4 5 6 7 8 9 10; do press 2; let_go 2; done; press 2
+t1=${EPOCHREALTIME/./}
+span=$(( (t1 - t0) / 1000 ))
+sleep 1
+check "door: contact bounce, 21 edges in $span ms (under the 50 ms debounce), is one door-opened" \
+  test "$(( $(events 'door-opened') - opened_before ))" = 1 -a "$span" -lt 50
+let_go 2; sleep 0.5
+check "door: and one door-closed when it shut (relock on close)" bash -c "[ $(events 'door-closed') = 2 ]"
+
+# Tamper: both ways, the alarm line on while it lasts.
+press 4; sleep 0.5; tamper_alarm=$(cat $D/sim_gpio5/value)
+let_go 4; sleep 0.5; tamper_after=$(cat $D/sim_gpio5/value)
+check "door: tamper active and restored are events; the alarm line on while active ($tamper_alarm), off after ($tamper_after)" \
+  bash -c "grep -q 'tamper active' '$W/door.out' && grep -q 'tamper restored' '$W/door.out' && [ $tamper_alarm = 1 ] && [ $tamper_after = 0 ]"
+
+kill -TERM $pid; wait $pid
+check "door: the audit log verifies and holds the door's events (forced, held open, exit requests, tamper)" \
+  bash -c "'$BIN' log verify --db /tmp/door.db && '$BIN' log --db /tmp/door.db > '$W/door-log.txt' && grep -q door-forced '$W/door-log.txt' && grep -q door-held-open '$W/door-log.txt' && grep -q exit-request '$W/door-log.txt' && grep -q tamper '$W/door-log.txt'"
+echo 0 > $DG/live
