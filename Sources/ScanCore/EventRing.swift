@@ -42,10 +42,11 @@ public enum EventKind: UInt8, Sendable {
   case panelKey = 34
 
   /// Every kind, for parsing the stable names back.
-  public static let all: [EventKind] = [
-    .decision, .left, .fault, .state, .command, .authFailure, .manualOpen, .edge, .recordsLost,
-    .panelLink, .panelSecure, .panelCard, .panelCommand, .panelKey,
-  ] + doorKinds
+  public static let all: [EventKind] =
+    [
+      .decision, .left, .fault, .state, .command, .authFailure, .manualOpen, .edge, .recordsLost,
+      .panelLink, .panelSecure, .panelCard, .panelCommand, .panelKey,
+    ] + doorKinds
   /// The door's kinds (raw values 20–29).
   public static let doorKinds: [EventKind] = [
     .doorUnlocked, .doorOpened, .doorClosed, .doorHeldOpen, .doorForced, .doorLocked, .exitRequest, .tamper, .unlockWindow,

@@ -290,12 +290,15 @@ import Testing
 
   @Test("door event names and details are stable text")
   func names() {
-    #expect(EventKind.doorKinds.map(\.rawValue) == [20, 21, 22, 23, 24, 25, 26, 27])
+    #expect(EventKind.doorKinds.map(\.rawValue) == [20, 21, 22, 23, 24, 25, 26, 27, 28])
+    #expect(EventKind.unlockWindow.name == "unlock-window")
     for kind in EventKind.doorKinds { #expect(EventKind(name: kind.name) == kind) }
     #expect(DoorText.detail(.doorUnlocked, code: 2) == "exit-button")
     #expect(DoorText.detail(.doorClosed, code: 7) == "7s")
     #expect(DoorText.detail(.tamper, code: 1) == "active")
     #expect(DoorText.detail(.doorForced, code: 0) == "")
+    #expect(DoorText.detail(.unlockWindow, code: 1) == "holding" && DoorText.detail(.unlockWindow, code: 0) == "ended")
+    #expect(DoorText.detail(.doorUnlocked, code: 4) == "schedule")
   }
 }
 
