@@ -52,7 +52,25 @@ public struct ConfigErrors: Error, Equatable, Sendable, CustomStringConvertible 
 /// Where frames come from.
 public enum CameraSourceKind: String, Sendable, CaseIterable { case v4l2, replay, libcamera }
 /// The pixel format asked of the camera.
-public enum CameraPixelFormat: String, Sendable, CaseIterable { case auto, grey, yuyv, mjpeg }
+public enum CameraPixelFormat: String, Sendable, CaseIterable {
+  case auto, grey, yuyv, yuv420, rgb, mjpeg
+
+  /// The most a driver buffer of this choice holds per pixel (the memory budget's worst case).
+  public var bufferBytesPerPixel: Int {
+    switch self {
+    case .grey: 1
+    case .yuyv, .mjpeg, .yuv420: 2
+    case .auto, .rgb: 3
+    }
+  }
+  var bufferCase: String {
+    switch self {
+    case .auto: "RGB24 worst case"
+    case .mjpeg: "MJPEG at most 2 bytes a pixel"
+    default: rawValue.uppercased()
+    }
+  }
+}
 /// Which GPIO backend drives the lines.
 public enum GPIOBackend: String, Sendable, CaseIterable { case gpiod, sim }
 
@@ -383,7 +401,10 @@ public struct MemoryBudget: Sendable {
     let frame = c.cameraWidth * c.cameraHeight
     let e = c.engine
     var lines = [
-      ("camera buffers (driver mmap, YUYV worst case)", c.cameraBuffers * frame * 2),
+      (
+        "camera buffers (driver mmap, \(c.cameraFormat.bufferCase))",
+        c.cameraBuffers * frame * c.cameraFormat.bufferBytesPerPixel
+      ),
       ("gray plane (MJPEG decode target)", frame),
       ("MJPEG decoder arena (libjpeg's per-frame memory)", Self.mjpegArenaBytes(width: c.cameraWidth)),
       (

@@ -30,8 +30,10 @@ public struct CameraSettings: Equatable, Sendable {
   }
 }
 
-/// A V4L2 camera streaming into mmap'd driver buffers through libv4l2, in a native format
-/// (GREY or YUYV read in place; MJPEG decoded to gray into a plane allocated at open).
+/// A V4L2 camera streaming into mmap'd driver buffers through libv4l2 (or the C library's calls
+/// under an LD_PRELOAD layer such as `libcamerify`), in a native format: GREY, YUYV, planar
+/// YUV 4:2:0 (YU12, NV12, NV21: the luma plane) and packed RGB (RGB3, BGR3: the green bytes as
+/// luma) are read in place; MJPEG is decoded to gray into a plane allocated at open.
 ///
 /// `withNextFrame` drains the queue and lends only the newest frame (older ones go straight
 /// back to the driver and count as drops). `deinit` stops streaming, unmaps and closes.
@@ -40,6 +42,9 @@ public struct V4L2FrameSource: FrameSource, ~Copyable {
   public let descriptor: Int32
   private let fourcc: UInt32
   private let bytesPerLine: Int
+  /// The luma bytes in place: the first one's offset in a buffer, and the step between them.
+  private let lumaOffset: Int
+  private let pixelStride: Int
   private let mappings: UnsafeMutableBufferPointer<(address: UnsafeMutableRawPointer, length: Int)>
   private let grayPlane: UnsafeMutableRawBufferPointer
   private let jpeg: sg_jpeg_handle?
@@ -75,10 +80,10 @@ public struct V4L2FrameSource: FrameSource, ~Copyable {
           "driver chose \(w)×\(h), larger than the configured \(settings.width)×\(settings.height); configure a size the camera offers (scangate probe lists them)"
         ))
     }
-    let isYUYV = chosen == SG_PIX_FMT_YUYV
     let isJPEG = chosen == SG_PIX_FMT_MJPEG || chosen == SG_PIX_FMT_JPEG
+    let layout = Self.layout(chosen) ?? (bytesPerPixel: 1, lumaOffset: 0)
     // Buggy-driver paranoia (the kernel's capture example does the same).
-    let minimumLine = Int(w) * (isYUYV ? 2 : 1)
+    let minimumLine = Int(w) * layout.bytesPerPixel
     let rowBytes = isJPEG ? Int(w) : max(Int(bpl), minimumLine)
     _ = try? syscall("VIDIOC_S_PARM", { sg_v4l2_set_fps(fd, UInt32(settings.fps)) })  // optional: not every driver sets a rate
     let granted = try check("VIDIOC_REQBUFS", { sg_v4l2_request_buffers(fd, UInt32(settings.buffers)) })
@@ -117,6 +122,8 @@ public struct V4L2FrameSource: FrameSource, ~Copyable {
     descriptor = fd
     fourcc = chosen
     bytesPerLine = rowBytes
+    lumaOffset = layout.lumaOffset
+    pixelStride = layout.bytesPerPixel
     mappings = maps
     halfScale = settings.mjpegHalfScale
     grayPlane = .allocate(byteCount: isJPEG ? Int(w) * Int(h) : 1, alignment: 64)
@@ -146,9 +153,15 @@ public struct V4L2FrameSource: FrameSource, ~Copyable {
     }
     let wanted: [UInt32]
     switch settings.format {
-    case .auto: wanted = [SG_PIX_FMT_GREY, SG_PIX_FMT_YUYV, SG_PIX_FMT_MJPEG, SG_PIX_FMT_JPEG]
+    case .auto:
+      wanted = [
+        SG_PIX_FMT_GREY, SG_PIX_FMT_YUYV, SG_PIX_FMT_YUV420, SG_PIX_FMT_NV12, SG_PIX_FMT_NV21, SG_PIX_FMT_MJPEG,
+        SG_PIX_FMT_JPEG, SG_PIX_FMT_RGB24, SG_PIX_FMT_BGR24,
+      ]
     case .grey: wanted = [SG_PIX_FMT_GREY]
     case .yuyv: wanted = [SG_PIX_FMT_YUYV]
+    case .yuv420: wanted = [SG_PIX_FMT_YUV420, SG_PIX_FMT_NV12, SG_PIX_FMT_NV21]
+    case .rgb: wanted = [SG_PIX_FMT_RGB24, SG_PIX_FMT_BGR24]
     case .mjpeg: wanted = [SG_PIX_FMT_MJPEG, SG_PIX_FMT_JPEG]
     }
     guard let chosen = wanted.first(where: { offered.contains($0) }) else {
@@ -157,6 +170,17 @@ public struct V4L2FrameSource: FrameSource, ~Copyable {
       )
     }
     return chosen
+  }
+
+  /// How an uncompressed format's luma is read in place: bytes per pixel in a row (the step
+  /// between luma bytes) and the first luma byte's offset; nil for JPEG.
+  static func layout(_ fourcc: UInt32) -> (bytesPerPixel: Int, lumaOffset: Int)? {
+    switch fourcc {
+    case SG_PIX_FMT_GREY, SG_PIX_FMT_YUV420, SG_PIX_FMT_NV12, SG_PIX_FMT_NV21: (1, 0)
+    case SG_PIX_FMT_YUYV: (2, 0)
+    case SG_PIX_FMT_RGB24, SG_PIX_FMT_BGR24: (3, 1)  // green, the channel closest to luma
+    default: nil
+    }
   }
 
   deinit {
@@ -239,11 +263,10 @@ public struct V4L2FrameSource: FrameSource, ~Copyable {
             geometry: .gray(width: Int(w), height: Int(h)), captured: captured, sequence: UInt64(frame.sequence)))
       }
     } else {
-      let isYUYV = fourcc == SG_PIX_FMT_YUYV
-      let geometry = FrameGeometry(width: width, height: height, rowStrideBytes: bytesPerLine, pixelStrideBytes: isYUYV ? 2 : 1)
+      let geometry = FrameGeometry(width: width, height: height, rowStrideBytes: bytesPerLine, pixelStrideBytes: pixelStride)
       result = body(
         LumaFrame(
-          bytes: UnsafeRawBufferPointer(start: mapping.address, count: mapping.length),
+          bytes: UnsafeRawBufferPointer(start: mapping.address + lumaOffset, count: mapping.length - lumaOffset),
           geometry: geometry, captured: captured, sequence: UInt64(frame.sequence)))
     }
     try requeue(frame.index)

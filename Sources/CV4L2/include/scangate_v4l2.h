@@ -7,6 +7,14 @@
 #include <stdint.h>
 
 extern const uint32_t SG_PIX_FMT_GREY, SG_PIX_FMT_YUYV, SG_PIX_FMT_MJPEG, SG_PIX_FMT_JPEG;
+// Planar YUV 4:2:0 (the luma plane first, read in place) and packed RGB (the green bytes read in
+// place as luma): what libcamera's V4L2 compatibility layer offers for a Pi camera or vimc.
+extern const uint32_t SG_PIX_FMT_YUV420, SG_PIX_FMT_NV12, SG_PIX_FMT_NV21, SG_PIX_FMT_RGB24, SG_PIX_FMT_BGR24;
+
+// Whether the device is driven through the C library's open/ioctl/mmap (under an LD_PRELOAD
+// layer such as libcamerify, detected from LD_PRELOAD) rather than libv4l2's raw system calls.
+int sg_v4l2_plain_calls(void);
+void sg_v4l2_set_plain_calls(int on);
 
 /// v4l2_open with O_RDWR | O_NONBLOCK | O_CLOEXEC.
 int sg_v4l2_open(const char *path);
