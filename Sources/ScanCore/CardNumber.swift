@@ -16,8 +16,8 @@ public struct CardNumber: Equatable, Sendable {
     case h10304 = 3
     case raw = 4
 
-    /// The name in the allow-list's `card=` field and on the console.
-    public var name: String {
+    /// `name` without a String (the `panel-card` event's payload, recorded on the loop).
+    public var staticName: StaticString {
       switch self {
       case .h10301: "26"
       case .h10306: "34"
@@ -25,6 +25,9 @@ public struct CardNumber: Equatable, Sendable {
       case .raw: "raw"
       }
     }
+
+    /// The name in the allow-list's `card=` field and on the console.
+    public var name: String { String(describing: staticName) }
 
     /// Bits on the wire (nil for raw: the number says).
     var fixedBitCount: Int? {

@@ -9,6 +9,20 @@ public struct PanelSettings: Equatable, Sendable {
     case panel
   }
   public var mode = Mode.local
+  /// How a panel-mode reader sends card reads: an OSDP peripheral on a serial port, or Wiegand
+  /// on two output lines.
+  public enum Link: String, CaseIterable, Sendable {
+    case osdp, wiegand
+  }
+  public var link = Link.osdp
+  /// Wiegand out: D0 and D1 on `gpio.chip` (-1: none), the pulse and the interval from one bit's
+  /// start to the next, and the lines' polarity (false: active = the GPIO high, driving an
+  /// open-collector stage that pulls the panel's 5 V data line low).
+  public var wiegandD0Line = -1
+  public var wiegandD1Line = -1
+  public var wiegandPulseMicroseconds = 50
+  public var wiegandIntervalMicroseconds = 2_000
+  public var wiegandActiveLow = false
   /// The OSDP serial port (RS-485 adapter), e.g. /dev/ttyUSB0.
   public var osdpPort = ""
   /// The reader's OSDP address, 0–126.
@@ -34,6 +48,8 @@ public protocol PanelForwarder: AnyObject {
   /// Forwards a granted decision's card to the panel; false when it could not (no card number
   /// on the entry, queue full, no panel link): the reader then treats the pass as denied.
   func forward(_ decision: AccessDecision) -> Bool
+  /// The link as STATUS shows it (`panel ...`).
+  func statusLine(now: Instant) -> String
 }
 
 extension ConfigSchema {
@@ -47,13 +63,36 @@ extension ConfigSchema {
     Key(name: "panel.install_mode", kind: .boolean) { $0.panel.installMode = bool($1) },
     Key(name: "panel.enforce_secure", kind: .boolean) { $0.panel.enforceSecure = bool($1) },
     Key(name: "panel.offline_after_ms", kind: .integer(200...60_000)) { $0.panel.offlineAfterMilliseconds = int($1) },
+    Key(name: "panel.link", kind: .choice(PanelSettings.Link.allCases.map(\.rawValue))) { $0.panel.link = PanelSettings.Link(rawValue: str($1))! },
+    Key(name: "panel.wiegand_d0_line", kind: .integer(-1...1023)) { $0.panel.wiegandD0Line = int($1) },
+    Key(name: "panel.wiegand_d1_line", kind: .integer(-1...1023)) { $0.panel.wiegandD1Line = int($1) },
+    Key(name: "panel.wiegand_pulse_us", kind: .integer(20...100)) { $0.panel.wiegandPulseMicroseconds = int($1) },
+    Key(name: "panel.wiegand_interval_us", kind: .integer(200...20_000)) { $0.panel.wiegandIntervalMicroseconds = int($1) },
+    Key(name: "panel.wiegand_active_low", kind: .boolean) { $0.panel.wiegandActiveLow = bool($1) },
   ]
 
   /// Combinations `[panel]` refuses.
   static func panelErrors(_ config: ScanConfig, line: (String) -> Int) -> [ConfigError] {
     var errors: [ConfigError] = []
     let p = config.panel
-    if p.mode == .panel && p.osdpPort.isEmpty {
+    if p.mode == .panel && p.link == .wiegand {
+      let lines = [p.wiegandD0Line, p.wiegandD1Line]
+      if lines.contains(-1) {
+        errors.append(
+          ConfigError(key: "panel.link", line: line("panel.link"), reason: "panel.link = \"wiegand\" needs panel.wiegand_d0_line and panel.wiegand_d1_line"))
+      } else if p.wiegandD0Line == p.wiegandD1Line || lines.contains(config.relayLine) || lines.contains(config.buzzerLine) {
+        errors.append(
+          ConfigError(
+            key: "panel.wiegand_d1_line", line: line("panel.wiegand_d1_line"),
+            reason: "D0 and D1 are two lines of their own (not each other, the relay's or the buzzer's)"))
+      }
+      if p.wiegandIntervalMicroseconds < 2 * p.wiegandPulseMicroseconds {
+        errors.append(
+          ConfigError(
+            key: "panel.wiegand_interval_us", line: line("panel.wiegand_interval_us"), reason: "the interval must be at least twice the pulse"))
+      }
+    }
+    if p.mode == .panel && p.link == .osdp && p.osdpPort.isEmpty {
       errors.append(ConfigError(key: "panel.mode", line: line("panel.mode"), reason: "panel.mode = \"panel\" needs panel.osdp_port"))
     }
     if !PanelSettings.bauds.contains(p.osdpBaud) {
@@ -64,7 +103,7 @@ extension ConfigSchema {
         ConfigError(
           key: "panel.install_mode", line: line("panel.install_mode"), reason: "install mode needs panel.scbk_file (where the installed key is stored)"))
     }
-    if p.mode == .panel && p.enforceSecure && p.scbkFile.isEmpty {
+    if p.mode == .panel && p.link == .osdp && p.enforceSecure && p.scbkFile.isEmpty {
       errors.append(
         ConfigError(key: "panel.enforce_secure", line: line("panel.enforce_secure"), reason: "enforce_secure needs panel.scbk_file (or set it false)"))
     }

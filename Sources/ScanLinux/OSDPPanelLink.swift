@@ -101,13 +101,7 @@ public final class OSDPPanelLink: PollParticipant, PanelForwarder {
     var e = ScanEvent()
     e.kind = .panelCard
     e.code = UInt16(card.bitCount)
-    let name: StaticString =
-      switch card.format {
-      case .h10301: "26"
-      case .h10306: "34"
-      case .h10304: "37"
-      case .raw: "raw"
-      }
+    let name = card.format.staticName
     e.setPayload(UnsafeRawBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount))
     record(e)
     return true

@@ -45,7 +45,7 @@ extension RunLoop: ConsoleHost where Source: ~Copyable, Decoder: ~Copyable, Rela
       s.console.serialOpen = console.serialOpen
       s.console.secretProblem = console.secretProblem
     }
-    if let panel = engine.panel as? OSDPPanelLink { s.panelLine = panel.statusLine(now: engine.clock.now()) }
+    if let panel = engine.panel { s.panelLine = panel.statusLine(now: engine.clock.now()) }
     if let log = auditLog {
       s.logLine = withUnsafeTemporaryAllocation(byteCount: 512, alignment: 1) { buffer in
         var w = ByteWriter(buffer)

@@ -13,4 +13,15 @@ extension Service {
     identity.firmware = (parts.count > 0 ? parts[0] : 0, parts.count > 1 ? parts[1] : 0, parts.count > 2 ? parts[2] : 0)
     return try OSDPPanelLink(settings: config.panel, ring: ring, clock: clock, wall: SystemWallClock(), identity: identity)
   }
+
+  /// Wiegand out to a panel, when `[panel]` asks for it (nil otherwise). With the simulated GPIO
+  /// backend the thread clocks the bits out to nothing (the timing and the queue still run).
+  static func makeWiegand(_ config: ScanConfig, ring: EventRing, clock: SystemMonotonicClock) throws(GPIOError) -> WiegandLink? {
+    guard config.panel.mode == .panel && config.panel.link == .wiegand else { return nil }
+    if config.gpioBackend == .sim {
+      return try WiegandLink(
+        settings: config.panel, simulated: WiegandLink.SimulatedDrive { _, _ in }, ring: ring, clock: clock, wall: SystemWallClock())
+    }
+    return try WiegandLink(settings: config.panel, chip: config.gpioChip, ring: ring, clock: clock, wall: SystemWallClock())
+  }
 }

@@ -129,8 +129,14 @@ enum Service {
     }
     if let panel {
       loop.register(panel)
-      if config.panel.mode == .panel { loop.engine.panel = panel }  // the panel decides; no local relay
+      if config.panel.mode == .panel && config.panel.link == .osdp { loop.engine.panel = panel }  // the panel decides; no local relay
     }
+    let wiegand: WiegandLink?
+    do throws(GPIOError) { wiegand = try makeWiegand(config, ring: ring, clock: clock) } catch {
+      writeStandardError("scangate: cannot start Wiegand out: \(error.operation): \(SystemError.describe(error.errno))\n")
+      return 1
+    }
+    if let wiegand { loop.engine.panel = wiegand }
     let printer = EventPrinter(
       ring: ring, start: loop.startedAt, clock: clock, skipping: options.skipping,
       payloads: config.log.rawPayloads ? .shown : .hidden)
@@ -143,6 +149,7 @@ enum Service {
     fleet?.start()
     loop.run()
     door?.controller.release()
+    wiegand?.stop()  // after the frame it is sending; the lines are released idle
     credentialClock?.persist()
     watchdog.stop()  // disarmed by the loop's release; stopped while the relay line is still open
     auditLog?.stop()  // everything the loop recorded, its last events included, is written

@@ -8,22 +8,7 @@ C=/tmp/credential; rm -rf $C; mkdir -p $C
 site=$("$BIN" credential keygen --site $C/site.key | grep -o '[0-9a-f]\{64\}')
 "$BIN" credential issue --key $C/issuer.key --kid rig --sub rig-0001 --label rotating --rotating --site-public "$site" \
   --json > $C/pass.json
-python3 - "$C" <<'PY'
-import json, subprocess, sys
-C = sys.argv[1]; W, H = 640, 480
-text = json.load(open(f"{C}/pass.json"))["text"]
-rows = subprocess.run(["qrencode", "-t", "ASCII", "-m", "4", text], check=True, capture_output=True, text=True).stdout.splitlines()
-n = max(len(r) for r in rows) // 2
-scale = min(W, H) * 8 // 10 // len(rows)
-ox, oy = (W - n * scale) // 2, (H - len(rows) * scale) // 2
-g = bytearray(b"\xc8" * W * H)
-for y in range(oy, oy + len(rows) * scale): g[y * W + ox:y * W + ox + n * scale] = b"\xff" * (n * scale)
-for y, r in enumerate(rows):
-    for x in range(n):
-        if r[2 * x:2 * x + 2] == "##":
-            for yy in range(oy + y * scale, oy + (y + 1) * scale): g[yy * W + ox + x * scale:yy * W + ox + (x + 1) * scale] = b"\x10" * scale
-open(f"{C}/rotating.grey", "wb").write(g)
-PY
+python3 ./frames.py --grey $C rotating="$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["text"])' $C/pass.json)"
 config cred grey 1000 ""
 cat >> "$W/cred.toml" <<TOML
 [credentials]

@@ -55,6 +55,33 @@ uint64_t sg_relay_watchdog_arms(const sg_relay_watchdog *watchdog);
 /// Stops the thread, waits for it and frees the watchdog.
 void sg_relay_watchdog_stop(sg_relay_watchdog *watchdog);
 
+/// Wiegand out: one thread that clocks frames of bits out on D0 (a 0 bit) and D1 (a 1 bit), most
+/// significant first: each bit the line active for `pulse_us` (timed by spinning on
+/// CLOCK_MONOTONIC), bit starts `interval_us` apart (slept, timer slack 1 ns; SCHED_FIFO where
+/// permitted). The loop queues frames (`sg_wiegand_send`: a few atomic stores and a FUTEX_WAKE, no
+/// lock, no allocation) and never waits for them to be sent. The lines are the thread's alone
+/// once started (their owner must not drive them), and stay registered with the crash guard.
+typedef struct sg_wiegand sg_wiegand;
+typedef struct {
+  uint64_t sent;          // frames sent
+  uint64_t errors;        // line writes that failed
+  uint64_t pulse_max_ns;  // the longest pulse, as the thread timed it
+  uint64_t late_bits;     // bits that started later than their slot by more than a pulse
+  int realtime;           // the thread runs SCHED_FIFO
+} sg_wiegand_stats;
+/// Starts the thread for lines `d0` and `d1`; with either NULL it calls `drive(context, line,
+/// active)` instead (line 0 = D0, 1 = D1: the simulated backend, tests). NULL with errno on failure.
+sg_wiegand *sg_wiegand_start(sg_gpio_line *d0, sg_gpio_line *d1, void (*drive)(void *context, int line, int active),
+                             void *context, uint32_t pulse_us, uint32_t interval_us);
+/// Queues one frame of `count` (1–64) bits: 0, or -1 with errno EAGAIN (8 frames queued) or EINVAL.
+int sg_wiegand_send(sg_wiegand *wiegand, uint64_t bits, uint32_t count);
+/// Frames queued and not yet sent (the one being sent included).
+uint32_t sg_wiegand_pending(const sg_wiegand *wiegand);
+void sg_wiegand_counters(const sg_wiegand *wiegand, sg_wiegand_stats *out);
+/// Stops the thread after the frame it is sending (frames still queued are dropped), joins it and
+/// frees it. The lines stay open (their owner releases them).
+void sg_wiegand_stop(sg_wiegand *wiegand);
+
 /// Door inputs: one line requested as an input with both-edge events, for this process's life.
 typedef struct sg_gpio_input sg_gpio_input;
 enum { SG_BIAS_AS_IS = 0, SG_BIAS_DISABLED = 1, SG_BIAS_PULL_UP = 2, SG_BIAS_PULL_DOWN = 3 };

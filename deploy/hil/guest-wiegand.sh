@@ -1,0 +1,62 @@
+#!/bin/bash
+# Runs inside the rig's guest, sourced by guest-run.sh after the V4L2 checks, on both userlands:
+# panel mode with Wiegand out. Passes with card= on the allow-list, shown to vivid as QR codes,
+# are sent as card reads on D0/D1, lines of a gpio-sim chip 'wiegand-io'. gpio-sim has no loopback
+# from an output line to an input (only its sysfs pull makes edges on inputs), so the receiver is
+# the kernel's own record of every value gpiolib drives: the gpio_value tracepoint (ftrace, with
+# the trace clock's microsecond timestamps), decoded by wiegand-trace.py.
+#   line 0 buzzer, 1 relay, 2 D0, 3 D1
+WG=/sys/kernel/config/gpio-sim/wiegand
+mkdir $WG $WG/bank0
+for i in 0 1 2 3; do mkdir $WG/bank0/line$i; done
+echo 4 > $WG/bank0/num_lines; echo wiegand-io > $WG/bank0/label
+echo 1 > $WG/live
+base=""
+for c in /sys/class/gpio/gpiochip*; do [ "$(cat $c/label 2>/dev/null)" = wiegand-io ] && base=$(cat $c/base); done
+check "wiegand: gpio-sim chip 'wiegand-io' is live (GPIO base ${base:-unknown})" test -n "$base"
+T=/sys/kernel/tracing
+mountpoint -q $T || mount -t tracefs nodev $T
+check "wiegand: the kernel's gpio_value tracepoint is there" test -d $T/events/gpio/gpio_value
+
+cards=(26:212:7041 34:4660:65535 37:1000:524287 raw:12:abc)
+specs=()
+: > "$W/wiegand-allow.txt"
+for i in "${!cards[@]}"; do
+  echo "text:CARD-$i label=card$i card=${cards[$i]}" >> "$W/wiegand-allow.txt"
+  specs+=("card$i=CARD-$i")
+done
+python3 ./frames.py --grey "$W" "${specs[@]}"
+
+config wiegand grey 1000 ""
+sed -i -e 's/^chip = "door-reader"/chip = "wiegand-io"/' -e "s|^path = \"$W/allow-list.txt\"|path = \"$W/wiegand-allow.txt\"|" "$W/wiegand.toml"
+cat >> "$W/wiegand.toml" <<TOML
+[panel]
+mode = "panel"
+link = "wiegand"
+wiegand_d0_line = 2
+wiegand_d1_line = 3
+wiegand_pulse_us = 50
+wiegand_interval_us = 2000
+TOML
+feed GREY "$W/blank.grey"
+check "wiegand: the service started in panel mode with Wiegand out" start wiegand
+echo 0 > $T/tracing_on; echo > $T/trace
+echo mono > $T/trace_clock
+echo "gpio >= $base && gpio < $((base + 4))" > $T/events/gpio/gpio_value/filter
+echo 1 > $T/events/gpio/gpio_value/enable; echo 1 > $T/tracing_on
+for i in "${!cards[@]}"; do
+  feed GREY "$W/card$i.grey"
+  waitfor "$W/wiegand.out" "label=card$i" 60 || fail "wiegand: card$i was not decoded"
+  feed GREY "$W/blank.grey"; sleep 2.5
+done
+echo 0 > $T/tracing_on; echo 0 > $T/events/gpio/gpio_value/enable
+cp $T/trace "$W/wiegand-trace.txt"
+check "wiegand: each pass was forwarded as a card read ($(grep -c 'panel-card' "$W/wiegand.out") panel-card events)" \
+  test "$(grep -c 'panel-card' "$W/wiegand.out")" = ${#cards[@]}
+python3 ./wiegand-trace.py "$W/wiegand-trace.txt" $((base + 2)) $((base + 3)) $((base + 1)) 50 2000 "${cards[@]}" > "$W/wiegand-check.txt"
+grep -v '^PASS\|^FAIL' "$W/wiegand-check.txt" | sed 's/^/guest: /'
+while read -r verdict rest; do
+  case $verdict in PASS) pass "$rest" ;; FAIL) fail "$rest" ;; esac
+done < <(grep '^PASS\|^FAIL' "$W/wiegand-check.txt")
+kill -TERM $pid; wait $pid
+echo 0 > $WG/live
