@@ -4,6 +4,8 @@ driving ScanGate's OSDP peripheral over one end of a pty pair. Prints PASS/FAIL 
   panel-cp.py secure PORT KEYHEX        discover (ID, CAP), Secure Channel, LED/BUZ/OUT, a card read
   panel-cp.py wrongkey PORT KEYHEX      a wrong SCBK: no secure session, no card data in the clear
   panel-cp.py garbage PORT              noise and cut-off packets: NAK or silence, then still answers
+  panel-cp.py comset PORT KEYHEX        osdp_COMSET to address 5 at 19200 baud: the reader follows
+  panel-cp.py online PORT KEYHEX ADDR   the reader comes online at address ADDR (after a restart)
 """
 import errno
 import os
@@ -119,6 +121,28 @@ def wrongkey(port, key):
         cp.stop()
 
 
+def comset(port, key):
+    cp = ControlPanel([PDInfo(0, PtyChannel(port), scbk=key, flags=[LibFlag.EnforceSecure])], log_level=LogLevel.Warning)
+    cp.start()
+    try:
+        check(cp.online_wait(0, timeout=20) and cp.sc_wait(0, timeout=10), "COMSET: the reader is online, secure, at address 0")
+        check(cp.submit_command(0, {"command": Command.Comset, "address": 5, "baud_rate": 19200}),
+              "COMSET (address 5, 19200 baud) accepted by the panel")
+        time.sleep(2)
+        check(cp.online_wait(0, timeout=15), "COMSET: the panel, now polling address 5, still has the reader online")
+    finally:
+        cp.stop()
+
+
+def online(port, key, address):
+    cp = ControlPanel([PDInfo(address, PtyChannel(port), scbk=key, flags=[LibFlag.EnforceSecure])], log_level=LogLevel.Warning)
+    cp.start()
+    try:
+        check(cp.online_wait(address, timeout=20), f"the reader answers at address {address}")
+    finally:
+        cp.stop()
+
+
 def crc16(b):
     c = 0x1D0F
     for x in b:
@@ -189,6 +213,10 @@ def main():
         wrongkey(port, bytes.fromhex(sys.argv[3]))
     elif mode == "garbage":
         garbage(port)
+    elif mode == "comset":
+        comset(port, bytes.fromhex(sys.argv[3]))
+    elif mode == "online":
+        online(port, bytes.fromhex(sys.argv[3]), int(sys.argv[4]))
     print(f"panel-cp {mode}: {passed} passed, {failed} failed", flush=True)
     sys.exit(0 if failed == 0 else 1)
 

@@ -4,7 +4,8 @@
 # other, in panel mode, with a replayed QR frame (blank frames first, then the pass) and
 # simulated GPIO. Phases: a wrong SCBK (no secure session, no card in the clear); the right
 # SCBK (ID, CAP, Secure Channel, LED/BUZ/OUT acted on, the card read with the right bits, the
-# relay never driven); noise and cut-off packets (NAK or silence, no crash).
+# relay never driven); noise and cut-off packets (NAK or silence, no crash); osdp_COMSET (the
+# reader moves to the new address and baud, and keeps them across a restart).
 # Prints PASS/FAIL lines and "panel: N passed, M failed"; exits non-zero unless all passed.
 #
 # Usage: deploy/panel-test.sh [path/to/scangate]   (default: .build/debug/scangate)
@@ -64,6 +65,7 @@ osdp_address = 0
 osdp_baud = 9600
 scbk_file = "$D/scbk"
 enforce_secure = true
+com_file = "$D/osdp-com"
 TOML
 
 start_link() {
@@ -126,5 +128,17 @@ grep -q "7041\|212:7041" "$D/journal" && bad "the card number appears in the jou
 "$PY" deploy/panel-cp.py garbage "$D/panel" 2>&1 | grep -E '^(PASS|FAIL)'
 [ "${PIPESTATUS[0]}" = 0 ] || bad "garbage run"
 kill -0 "$SVC" 2>/dev/null && ok "the reader is still running after the noise" || bad "the reader died: $(tail -5 "$D/journal")"
+
+# ---------------------------------------------------------------- osdp_COMSET
+"$PY" deploy/panel-cp.py comset "$D/panel" "$KEY" 2>&1 | grep -E '^(PASS|FAIL)'
+[ "${PIPESTATUS[0]}" = 0 ] || bad "COMSET control panel run"
+speed=$(stty -F "$D/reader" speed 2>&1)
+[ "$speed" = 19200 ] && ok "COMSET: the reader's line is at 19200 baud (stty)" || bad "COMSET: the line is at '$speed' baud"
+[ "$(cat "$D/osdp-com" 2>/dev/null)" = "address=5 baud=19200" ] && ok "COMSET: kept in panel.com_file" \
+  || bad "COMSET: panel.com_file holds '$(cat "$D/osdp-com" 2>/dev/null)'"
+stop_service
+start_service "$D/journal-restarted"
+"$PY" deploy/panel-cp.py online "$D/panel" "$KEY" 5 2>&1 | grep -E '^(PASS|FAIL)'
+[ "${PIPESTATUS[0]}" = 0 ] || bad "COMSET: after a restart, no answer at address 5"
 stop_service; stop_link
 finish

@@ -2,6 +2,8 @@
 public struct OSDPPeripheralSettings: Equatable, Sendable {
   /// The bus address, 0–126 (127 is broadcast).
   public var address: UInt8 = 0
+  /// The line's baud rate (what a refused osdp_COMSET's reply names as kept).
+  public var baud: UInt32 = 9_600
   /// Accept a Secure Channel set up with the default key (SCBK-D) so a panel can install this
   /// reader's key with KEYSET. Off unless configured; the first KEYSET ends it.
   public var installMode = false
@@ -19,7 +21,7 @@ public struct OSDPPeripheralSettings: Equatable, Sendable {
   public init() {}
 
   public static func == (a: Self, b: Self) -> Bool {
-    a.address == b.address && a.installMode == b.installMode && a.enforceSecure == b.enforceSecure && a.vendorCode == b.vendorCode
+    a.address == b.address && a.baud == b.baud && a.installMode == b.installMode && a.enforceSecure == b.enforceSecure && a.vendorCode == b.vendorCode
       && a.model == b.model && a.version == b.version && a.serialNumber == b.serialNumber && a.firmware == b.firmware
   }
 }
@@ -221,6 +223,7 @@ public final class OSDPPeripheral<Cipher: OSDPCipher> {
     if let (address, baud) = comsetPending {
       comsetPending = nil
       settings.address = address
+      settings.baud = baud
       push(.comset(address: address, baud: baud))
     }
   }
@@ -456,7 +459,7 @@ public final class OSDPPeripheral<Cipher: OSDPCipher> {
       if address >= OSDP.broadcastAddress || !known {
         // The reply names the settings the reader keeps using.
         address = settings.address
-        baud = 0
+        baud = settings.baud
       } else {
         comsetPending = (address, baud)
       }

@@ -28,6 +28,9 @@ public struct PanelSettings: Equatable, Sendable {
   /// The reader's OSDP address, 0–126.
   public var osdpAddress = 0
   public var osdpBaud = 9_600
+  /// Where a panel's osdp_COMSET (new address and baud) is kept across restarts, as OSDP asks
+  /// of a reader ("" = not kept: the reader comes back at `osdp_address` / `osdp_baud`).
+  public var comFile = ""
   /// Ask the driver for RS-485 direction control (TIOCSRS485) where it has it.
   public var osdpRS485 = true
   /// The Secure Channel base key: 32 hex digits in a file only the service can read.
@@ -58,6 +61,7 @@ extension ConfigSchema {
     Key(name: "panel.osdp_port", kind: .string) { $0.panel.osdpPort = str($1) },
     Key(name: "panel.osdp_address", kind: .integer(0...126)) { $0.panel.osdpAddress = int($1) },
     Key(name: "panel.osdp_baud", kind: .integer(9_600...230_400)) { $0.panel.osdpBaud = int($1) },
+    Key(name: "panel.com_file", kind: .string) { $0.panel.comFile = str($1) },
     Key(name: "panel.osdp_rs485", kind: .boolean) { $0.panel.osdpRS485 = bool($1) },
     Key(name: "panel.scbk_file", kind: .string) { $0.panel.scbkFile = str($1) },
     Key(name: "panel.install_mode", kind: .boolean) { $0.panel.installMode = bool($1) },

@@ -26,6 +26,11 @@ public final class OSDPPanelLink: PollParticipant, PanelForwarder {
   /// Whether the driver took RS-485 direction control (TIOCSRS485).
   public private(set) var rs485 = false
   private var pendingPattern: BuzzerPattern? = nil
+  /// The address and baud the link uses now (a panel's COMSET changes them).
+  public private(set) var address: Int
+  public private(set) var baud: Int
+  /// Why the COMSET file was not used or not written (the link keeps its settings), for STATUS.
+  public private(set) var comFileProblem: String? = nil
 
   /// Opens the port and reads the key file. Errors name the port or the file, never the key.
   public init(
@@ -36,7 +41,16 @@ public final class OSDPPanelLink: PollParticipant, PanelForwarder {
     self.clock = clock
     self.wall = wall
     var pd = identity ?? OSDPPeripheralSettings()
-    pd.address = UInt8(settings.osdpAddress)
+    var address = settings.osdpAddress, baud = settings.osdpBaud
+    if !settings.comFile.isEmpty {
+      do throws(FileError) {
+        if let com = try Self.readCom(settings.comFile) { (address, baud) = (com.address, com.baud) }
+      } catch { comFileProblem = error.description }
+    }
+    self.address = address
+    self.baud = baud
+    pd.address = UInt8(address)
+    pd.baud = UInt32(baud)
     pd.installMode = settings.installMode
     pd.enforceSecure = settings.enforceSecure
     var key: [UInt8]? = nil
@@ -52,7 +66,7 @@ public final class OSDPPanelLink: PollParticipant, PanelForwarder {
       if let key { key.withUnsafeBytes { OSDPPeripheral(settings: pd, key: $0, cipher: cipher) } } else {
         OSDPPeripheral(settings: pd, key: nil, cipher: cipher)
       }
-    do { descriptor = try SerialPort.open(path: settings.osdpPort, baud: settings.osdpBaud, nonBlocking: true) } catch {
+    do { descriptor = try SerialPort.open(path: settings.osdpPort, baud: baud, nonBlocking: true) } catch {
       throw FileError(path: settings.osdpPort, reason: error.description)
     }
     if settings.osdpRS485 { rs485 = sg_tty_rs485_enable(descriptor) == 0 }
@@ -62,6 +76,45 @@ public final class OSDPPanelLink: PollParticipant, PanelForwarder {
   deinit {
     Glibc.close(descriptor)
     readBuffer.deallocate()
+  }
+
+  /// A panel's osdp_COMSET, its COM reply sent: the line moves to the new baud once that reply
+  /// has left (tcdrain: a few bytes, once, at installation), and the settings are kept.
+  private func applyCom(address newAddress: Int, baud newBaud: Int) {
+    address = newAddress
+    if newBaud != baud {
+      _ = tcdrain(descriptor)
+      if sg_tty_configure_raw(descriptor, UInt32(newBaud)) == 0 { baud = newBaud } else { writeFailures += 1 }
+    }
+    guard !settings.comFile.isEmpty else { return }
+    do throws(FileError) { try Self.storeCom(address: address, baud: baud, path: settings.comFile) } catch {
+      comFileProblem = error.description
+    }
+  }
+
+  /// Reads the COMSET file: one line `address=N baud=N`; nil when there is none yet. A file that
+  /// does not parse is refused whole (the configured address and baud stay).
+  static func readCom(_ path: String) throws(FileError) -> (address: Int, baud: Int)? {
+    guard fileExists(path) else { return nil }
+    let text = try readWholeFile(path, maxBytes: 256)
+    var address: Int? = nil, baud: Int? = nil
+    for field in String(decoding: text, as: UTF8.self).split(whereSeparator: { $0 == " " || $0 == "\n" }) {
+      let parts = field.split(separator: "=", maxSplits: 1)
+      guard parts.count == 2, let value = Int(parts[1]) else { throw FileError(path: path, reason: "not address=N baud=N") }
+      switch parts[0] {
+      case "address": address = value
+      case "baud": baud = value
+      default: throw FileError(path: path, reason: "unknown field \(parts[0].prefix(16))")
+      }
+    }
+    guard let address, let baud, (0...126).contains(address), PanelSettings.bauds.contains(baud) else {
+      throw FileError(path: path, reason: "wants address 0-126 and one of the OSDP bauds")
+    }
+    return (address, baud)
+  }
+
+  static func storeCom(address: Int, baud: Int, path: String) throws(FileError) {
+    try writeFileAtomically(path, Array("address=\(address) baud=\(baud)\n".utf8))
   }
 
   /// Reads a key file: 32 hex digits (16 bytes), under the secret-file rules.
@@ -180,8 +233,9 @@ public final class OSDPPanelLink: PollParticipant, PanelForwarder {
         if temporary && color == 1 { requests.play = .deny }
       case .output:
         record(kind: .panelCommand, code: 0x68)
-      case .comset:
+      case .comset(let newAddress, let newBaud):
         record(kind: .panelCommand, code: 0x6E)
+        applyCom(address: Int(newAddress), baud: Int(newBaud))
       case .keyset:
         var stored = false
         if !settings.scbkFile.isEmpty {
@@ -215,12 +269,13 @@ public final class OSDPPanelLink: PollParticipant, PanelForwarder {
 
   /// One line for STATUS and the console: mode, link, last poll, secure channel, last card.
   public func statusLine(now: Instant) -> String {
-    var s = "panel mode=\(settings.mode.rawValue) osdp addr=\(settings.osdpAddress) baud=\(settings.osdpBaud)"
+    var s = "panel mode=\(settings.mode.rawValue) osdp addr=\(address) baud=\(baud)"
     s += online ? " online" : " offline"
     if let last = lastPoll { s += " last_poll=\(now.microseconds(since: last) / 1000)ms" } else { s += " last_poll=never" }
     s += peripheral.secureChannelActive ? (peripheral.secureChannelUsesDefaultKey ? " secure=default-key" : " secure=up") : " secure=down"
     if let card = peripheral.lastCardSent { s += " last_card=\(card.format.name)-bit" } else { s += " last_card=none" }
     s += " cards=\(peripheral.cardsSent) naks=\(peripheral.naksSent) bad_checks=\(peripheral.badChecks)"
+    if let comFileProblem { s += " com_file_problem=\"\(comFileProblem.prefix(80))\"" }
     return s
   }
 }
