@@ -112,7 +112,8 @@ for _ in $(seq 50); do grep -q watcher "$D/mosquitto.log" 2>/dev/null && break; 
 BATCH=20
 mkdir -p "$D/frames"
 qrencode -s 8 -m 4 -o "$D/frames/code.png" "FLEET-PASS-1" || die "qrencode"
-echo "text:FLEET-PASS-1 label=fleet" > "$D/allow-list.txt"
+qrencode -s 8 -m 4 -o "$D/frames/static.png" "FLEET-STATIC-1" || die "qrencode"
+printf 'text:FLEET-PASS-1 label=fleet\ntext:FLEET-STATIC-1 label=static static=yes\n' > "$D/allow-list.txt"
 cat > "$D/config.toml" <<EOF
 [camera]
 source = "replay"
@@ -141,6 +142,8 @@ reader_id = "door-1"
 keepalive_s = 5
 batch_records = $BATCH
 events_per_second_max = 200
+max_offline_s = 2
+offline_policy = "deny-all-but-static"
 EOF
 "$BIN" credential keygen --issuer "$D/issuer.key" --kid fleet-hq > "$D/trust.toml" 2> "$D/keygen.err" || die "credential keygen: $(cat "$D/keygen.err")"
 start_reader() {
@@ -177,6 +180,14 @@ cut=$(grep -oE 'fleet: [^;]*(unacknowledged|lost|timed out)[^;]*' "$D/journal" |
 sleep 2
 d=$(acked)
 [ "$d" -gt "$c" ]; check $? "after the link came back the reader caught up (acked $c -> $d)"
+# The offline policy: past max_offline_s (2 s) without the broker, only static entries open.
+offline=$(grep -c "decision denied-offline qr label=fleet" "$D/journal")
+[ "$offline" -gt 0 ]; check $? "deny-all-but-static: without the broker past max_offline_s the fleet-managed pass was denied ($offline denied-offline)"
+[ "$(grep -c "denied-offline qr label=static" "$D/journal")" = 0 ] && grep -q "decision granted qr label=static" "$D/journal"
+check $? "deny-all-but-static: the static=yes entry kept opening"
+sleep 1
+grep "decision .* label=fleet" "$D/journal" | tail -1 | grep -q "decision granted"
+check $? "deny-all-but-static: with the broker back the fleet-managed pass is granted again"
 
 # Fault 3: the reader killed with SIGKILL mid-batch, started again.
 kill -9 $READER; wait $READER 2>/dev/null

@@ -66,6 +66,11 @@ public struct AccessPolicies: AccessPolicy, ~Copyable {
     didSet { credentials?.schedules = schedules }
   }
 
+  /// The fleet's `deny-all-but-static` offline policy in force: only allow-list entries marked
+  /// `static=yes` grant; signed passes are refused untouched (no step or single use spent), since
+  /// their revocations may not have reached an offline reader.
+  public var staticOnly = false
+
   public init(allowList: consuming AllowList, credentials: CredentialVerifier? = nil) {
     self.allowList = allowList
     self.credentials = credentials
@@ -81,7 +86,11 @@ public struct AccessPolicies: AccessPolicy, ~Copyable {
       let key = allowList.scheduleKey(entry)
       if key != 0 { d.verdict = schedules?.check(key: key, nowUnixSeconds: now) ?? .deniedOutsideSchedule }
     }
+    if staticOnly && d.verdict.isGranted, let entry = d.entry, !allowList.isStatic(entry) { d.verdict = .deniedOffline }
     if d.source != .none { return d }
+    if staticOnly && credentials != nil && CredentialText.isCredential(payload) {
+      return AccessDecision(verdict: .deniedOffline, source: .credential)
+    }
     if let credentials, let c = credentials.decide(payload, nowUnixSeconds: now, mode: mode) { return c }
     return .unknown
   }

@@ -19,6 +19,8 @@ public enum Verdict: UInt8, Sendable, Equatable {
   case deniedUnavailable = 15
   /// Known, but outside its schedule's window (or on a holiday): Schedule.swift.
   case deniedOutsideSchedule = 20
+  /// The fleet's deny-all-but-static offline policy is in force and the entry is not `static`.
+  case deniedOffline = 21
 
   public var isGranted: Bool { self == .granted }
 
@@ -27,7 +29,7 @@ public enum Verdict: UInt8, Sendable, Equatable {
     .granted, .deniedUnknown, .deniedExpired, .deniedNotYetValid,
     .deniedMalformed, .deniedSignature, .deniedUnknownIssuer, .deniedAlgorithm, .deniedRevoked, .deniedReplayed,
     .deniedTOTP, .deniedZone, .deniedClock, .deniedIssuerKey, .deniedUsed, .deniedUnavailable,
-    .deniedOutsideSchedule,
+    .deniedOutsideSchedule, .deniedOffline,
   ]
 
   /// The verdict whose `name` is `name` (the audit log's stored text), or nil.
@@ -56,6 +58,7 @@ public enum Verdict: UInt8, Sendable, Equatable {
     case .deniedUsed: "denied-used"
     case .deniedUnavailable: "denied-unavailable"
     case .deniedOutsideSchedule: "denied-outside-schedule"
+    case .deniedOffline: "denied-offline"
     }
   }
 }
@@ -100,6 +103,8 @@ public struct AllowListTable: ~Copyable {
   private let labelLengths: UnsafeMutableBufferPointer<UInt8>
   /// The entry's `schedule=` name as `ScheduleKey` (0: none).
   private let scheduleKeys: UnsafeMutableBufferPointer<UInt64>
+  /// `static=yes`: kept under the fleet's deny-all-but-static offline policy.
+  private let statics: UnsafeMutableBufferPointer<Bool>
   private let cards: UnsafeMutableBufferPointer<CardNumber?>
 
   public init(entriesMax: Int) {
@@ -122,20 +127,22 @@ public struct AllowListTable: ~Copyable {
     labelLengths.initialize(repeating: 0)
     scheduleKeys = .allocate(capacity: entriesMax)
     scheduleKeys.initialize(repeating: 0)
+    statics = .allocate(capacity: entriesMax)
+    statics.initialize(repeating: false)
     cards = .allocate(capacity: entriesMax)
     cards.initialize(repeating: nil)
   }
 
   deinit {
     slots.deallocate(); digests.deallocate(); validFrom.deallocate(); validUntil.deallocate()
-    labels.deallocate(); labelLengths.deallocate(); scheduleKeys.deallocate(); cards.deallocate()
+    labels.deallocate(); labelLengths.deallocate(); scheduleKeys.deallocate(); cards.deallocate(); statics.deallocate()
   }
 
   /// Bytes this table holds, for the memory budget.
   public static func bytes(entriesMax: Int) -> Int {
     var slotCount = 16
     while slotCount < entriesMax * 2 { slotCount <<= 1 }
-    return slotCount * 4 + entriesMax * (32 + 8 + 8 + AllowListLimits.labelBytesMax + 1 + 8 + MemoryLayout<CardNumber?>.stride)
+    return slotCount * 4 + entriesMax * (32 + 8 + 8 + AllowListLimits.labelBytesMax + 1 + 8 + MemoryLayout<CardNumber?>.stride + 1)
   }
 
   public mutating func removeAll() {
@@ -157,7 +164,8 @@ public struct AllowListTable: ~Copyable {
 
   /// Adds an entry; false when the digest is already present. Precondition: not full.
   mutating func insert(
-    _ digest: Digest, from: Int64, until: Int64, label: [UInt8], schedule: UInt64 = 0, card: CardNumber? = nil
+    _ digest: Digest, from: Int64, until: Int64, label: [UInt8], schedule: UInt64 = 0, card: CardNumber? = nil,
+    isStatic: Bool = false
   ) -> Bool {
     precondition(count < entriesMax)
     if find(digest) != nil { return false }
@@ -166,6 +174,7 @@ public struct AllowListTable: ~Copyable {
     validFrom[index] = from
     validUntil[index] = until
     scheduleKeys[index] = schedule
+    statics[index] = isStatic
     let n = min(label.count, AllowListLimits.labelBytesMax)
     for k in 0..<n { labels[index * AllowListLimits.labelBytesMax + k] = label[k] }
     labelLengths[index] = UInt8(n)
@@ -187,6 +196,8 @@ public struct AllowListTable: ~Copyable {
 
   /// Entry `index`'s schedule (`ScheduleKey` of its `schedule=` name; 0: none).
   public func scheduleKey(_ index: Int) -> UInt64 { scheduleKeys[index] }
+  /// Whether entry `index` is `static=yes`.
+  public func isStatic(_ index: Int) -> Bool { statics[index] }
   /// The card number of entry `index` (`card=`), if it has one.
   public func card(_ index: Int) -> CardNumber? { cards[index] }
 
@@ -221,6 +232,8 @@ public struct AllowList: ~Copyable {
 
   /// Entry `index`'s schedule key (0: none).
   public func scheduleKey(_ index: Int) -> UInt64 { tables[liveIndex].scheduleKey(index) }
+  /// Whether live entry `index` is `static=yes`.
+  public func isStatic(_ index: Int) -> Bool { tables[liveIndex].isStatic(index) }
   /// The card number of live entry `index`, if it has one.
   public func card(_ index: Int) -> CardNumber? { tables[liveIndex].card(index) }
 
@@ -329,6 +342,7 @@ public enum AllowListParser {
     var label: [UInt8] = []
     var schedule: UInt64 = 0
     var card: CardNumber? = nil
+    var isStatic = false
     var seen: Set<Substring> = []
     for field in fields.dropFirst() {
       guard let eq = field.firstIndex(of: "=") else { return fail("expected key=value, got '\(field.prefix(40))'") }
@@ -350,13 +364,18 @@ public enum AllowListParser {
         schedule = ScheduleKey.of(value.utf8)
       case "card":
         do throws(CardNumber.Invalid) { card = try CardNumber(parsing: value) } catch { return fail("card: \(error.message)") }
+      case "static":
+        guard value == "yes" || value == "no" else { return fail("static: yes or no") }
+        isStatic = value == "yes"
       default:
-        return fail("unknown key '\(key)' (known: label, from, until, schedule, card)")
+        return fail("unknown key '\(key)' (known: label, from, until, schedule, card, static)")
       }
     }
     if from != .min && until != .max && until <= from { return fail("until is not after from") }
     if table.count >= limits.entriesMax { return fail("more than \(limits.entriesMax) entries (allow_list.entries_max)") }
-    if !table.insert(digest, from: from, until: until, label: label, schedule: schedule, card: card) { return fail("duplicate entry") }
+    if !table.insert(digest, from: from, until: until, label: label, schedule: schedule, card: card, isStatic: isStatic) {
+      return fail("duplicate entry")
+    }
     return nil
   }
 }

@@ -136,9 +136,7 @@ extension ConfigSchema {
     Key(name: "fleet.events_per_second_max", kind: .integer(1...100_000)) { $0.fleet.eventsPerSecondMax = int($1) },
     Key(name: "fleet.state_file", kind: .string) { $0.fleet.stateFile = str($1) },
     Key(name: "fleet.max_offline_s", kind: .integer(0...31_536_000)) { $0.fleet.maxOfflineSeconds = int($1) },
-    // deny-all-but-static is not offered until the access policy can tell static entries apart:
-    // a policy the reader would report but not enforce must not be configurable.
-    Key(name: "fleet.offline_policy", kind: .choice([FleetOfflinePolicy.keepGoing.rawValue])) {
+    Key(name: "fleet.offline_policy", kind: .choice(FleetOfflinePolicy.allCases.map(\.rawValue))) {
       $0.fleet.offlinePolicy = FleetOfflinePolicy(rawValue: str($1))!
     },
     Key(name: "fleet.home_assistant_prefix", kind: .string) { $0.fleet.homeAssistantPrefix = str($1) },

@@ -176,21 +176,30 @@ public final class FleetRequests: PollParticipant, @unchecked Sendable {
     var any: Bool { reload || open }
   }
   private let pending = Mutex<Pending>(Pending())
+  /// The link whose offline flag the deny-all-but-static policy follows (nil: keep going).
+  private let offlineLink: FleetLink?
+  private var staticOnly = false
 
-  public init() {}
+  /// `offlineLink`: the fleet link, when its `offline_policy` is deny-all-but-static.
+  public init(offlineLink: FleetLink? = nil) { self.offlineLink = offlineLink }
 
   func ask(_ change: (inout Pending) -> Void) { pending.withLock { change(&$0) } }
 
   public var pollCapacity: Int { 0 }
 
   public func prepare(_ poll: PollSet, now: Instant) -> Instant? {
-    pending.withLock { $0.any } ? now : nil
+    if pending.withLock({ $0.any }) { return now }
+    return offlineLink == nil ? nil : now.adding(milliseconds: 1_000)  // the offline flag, once a second
   }
 
   public func service(_ poll: PollSet, now: Instant, requests: LoopRequests) {
     let p = pending.withLock { p in
       defer { p = Pending() }
       return p
+    }
+    if let offlineLink, offlineLink.isOffline != staticOnly {
+      staticOnly = offlineLink.isOffline
+      requests.accessStaticOnly = staticOnly
     }
     if p.reload { requests.reloadAllowList = true }
     if p.open {

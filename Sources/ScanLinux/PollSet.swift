@@ -62,6 +62,8 @@ public final class LoopRequests {
   /// An unlock window: renew the strike's hold (one lease), or end it.
   public var holdStrike = false
   public var endStrikeHold = false
+  /// The fleet's deny-all-but-static offline policy came into force (true) or ended (false).
+  public var accessStaticOnly: Bool? = nil
   /// A buzzer pattern to play (a panel's BUZ or LED command).
   public var play: BuzzerPattern? = nil
   /// A relay pulse a remote operator asked for (a signed fleet command), capped like OPEN;

@@ -235,6 +235,10 @@ public struct RunLoop<
       requests.endStrikeHold = false
       engine.endStrikeHold()
     }
+    if let staticOnly = requests.accessStaticOnly {
+      requests.accessStaticOnly = nil
+      engine.policy.staticOnly = staticOnly
+    }
     if let pattern = requests.play {
       requests.play = nil
       engine.play(pattern)

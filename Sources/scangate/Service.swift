@@ -164,7 +164,7 @@ enum Service {
 
   /// The fleet link's handler for signed bundles and commands; returns the loop's side of it.
   static func fleetControl(_ config: ScanConfig, link: FleetLink) -> FleetRequests {
-    let requests = FleetRequests()
+    let requests = FleetRequests(offlineLink: config.fleet.offlinePolicy == .denyAllButStatic ? link : nil)
     // Bundles and commands are signed with the credential issuer keys; without a trust file
     // every one is refused. A bundle may replace only the files this reader has configured
     // (schedules join when the reader has a schedule file).
@@ -172,6 +172,7 @@ enum Service {
     var targets = ["allow-list": config.allowListPath]
     if let path = c.revocationFile { targets["revocation"] = path }
     if let path = c.trustFile { targets["trust"] = path }
+    if !config.door.schedulePath.isEmpty { targets["schedules"] = config.door.schedulePath }
     link.inbox = FleetControl(
       settings: config.fleet, statePath: link.statePath, verifier: c.trustFile.map { Sign1EnvelopeVerifier(trustPath: $0) },
       targets: targets, requests: requests)

@@ -355,3 +355,44 @@ func problem(_ v: CredentialVerifier, _ text: String, at now: Int64) -> Credenti
     #expect(decide(v, pass.staticText, at: site.now + 60) == .deniedUsed)
   }
 }
+
+/// The fleet's deny-all-but-static offline policy in the decision.
+@Suite struct StaticOnlyPolicyTests {
+  @Test("static only: static=yes entries grant, others and signed passes are denied-offline, nothing is spent")
+  func staticOnly() throws {
+    let site = CredentialSite()
+    let path = "/tmp/scangate-used-static-\(getpid())"
+    unlink(path)
+    defer { unlink(path) }
+    var c = site.claims()
+    c.singleUse = true
+    let pass = try site.issue(c)
+    let v = site.verifier()
+    v.singleUse = try UsedCredentialFile(path: path, capacity: 16)
+    var policy = AccessPolicies(allowList: AllowList(limits: AllowListLimits()), credentials: v)
+    let digester = SodiumDigester()
+    let list = "text:MASTER label=master static=yes\ntext:VISITOR label=visitor\n"
+    #expect(policy.allowList.load(Array(list.utf8), digester: digester, nowUnixSeconds: site.now) == nil)
+    func verdict(_ payload: String) -> Verdict {
+      Array(payload.utf8).withUnsafeBytes {
+        policy.decide($0, digest: digester.sha256($0), nowUnixSeconds: site.now, mode: .admit).verdict
+      }
+    }
+    #expect(verdict("VISITOR") == .granted)
+    policy.staticOnly = true
+    #expect(verdict("MASTER") == .granted)
+    #expect(verdict("VISITOR") == .deniedOffline)
+    #expect(verdict("NOBODY") == .deniedUnknown)
+    #expect(verdict(pass.staticText) == .deniedOffline)
+    #expect(Verdict(name: "denied-offline") == .deniedOffline)
+    policy.staticOnly = false
+    #expect(verdict(pass.staticText) == .granted)  // the single-use pass was not spent while offline
+    #expect(verdict(pass.staticText) == .deniedUsed)
+  }
+
+  @Test("static= takes yes or no")
+  func staticValue() {
+    var list = AllowList(limits: AllowListLimits())
+    #expect(list.load(Array("text:A static=maybe\n".utf8), digester: SodiumDigester(), nowUnixSeconds: 0)?.line == 1)
+  }
+}
