@@ -8,7 +8,7 @@
 #      pty pair; deploy/console-abuse.sh: 64 abusive TCP clients against the real service (audit log,
 #      secret, lockouts, frame rate)
 #   1c. deploy/credential-interop.sh: signed passes against pycose + cbor2 and pyotp (PyPI peers' venv)
-#   2. fuzz/run: the parsers under libFuzzer for a fixed budget (FUZZ_SECONDS, default 30 each)
+#   2. fuzz/run: the parsers under libFuzzer for a fixed budget (FUZZ_SECONDS, default 20 each)
 #   3. deploy/hil/run.sh: the real binary on real drivers (vivid, gpio-sim, a UART) in a qemu guest,
 #      once on the bookworm userland and once on trixie's (libgpiod v2), with the allocation proof;
 #      fails loudly where qemu cannot run, never passes silently
@@ -72,7 +72,7 @@ check_stage "fleet link on a real broker (TLS, ACLs, broker kill, link cut, kill
 
 check_stage "signed passes against pycose, cbor2 and pyotp" "deploy/credential-interop.sh .build/debug/scangate"
 
-if stage "fuzz" fuzz/run "${FUZZ_SECONDS:-30}"; then passed=$((passed + 2)); else failed=$((failed + 1)); fi
+if stage "fuzz" fuzz/run "${FUZZ_SECONDS:-20}"; then passed=$((passed + 2)); else failed=$((failed + 1)); fi
 
 check_stage "OSDP panel (libosdp control panel, pty pair)" "deploy/panel-test.sh .build/debug/scangate"
 check_stage "hardware in the loop (qemu guest)" "deploy/hil/run.sh .build/debug/scangate"

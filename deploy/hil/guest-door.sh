@@ -125,4 +125,28 @@ check "door: tamper active and restored are events; the alarm line on while acti
 kill -TERM $pid; wait $pid
 check "door: the audit log verifies and holds the door's events (forced, held open, exit requests, tamper)" \
   bash -c "'$BIN' log verify --db /tmp/door.db && '$BIN' log --db /tmp/door.db > '$W/door-log.txt' && grep -q door-forced '$W/door-log.txt' && grep -q door-held-open '$W/door-log.txt' && grep -q exit-request '$W/door-log.txt' && grep -q tamper '$W/door-log.txt'"
+# An unlock window (shop hours) holds the strike released; the loop thread stalled (a hung driver
+# call) stops renewing the hold's 3 s lease, and the relay watchdog drives the strike locked
+# within a lease and its margin; the loop, running again, takes the hold up once more.
+printf 'schedule always mon-sun 00:00-24:00\nunlock always\n' > "$W/door-schedule.txt"
+sed -e 's|/tmp/door.db|/tmp/door-window.db|' "$W/door.toml" > "$W/door-window.toml"
+printf '[schedule]\npath = "%s"\n' "$W/door-schedule.txt" >> "$W/door-window.toml"
+"$BIN" run --config "$W/door-window.toml" > "$W/door-window.out" 2>&1 &
+pid=$!
+waitfor "$W/door-window.out" "state started" 90
+check "unlock window: the strike is held released (door-unlocked schedule)" waitfor "$W/door-window.out" 'door-unlocked schedule' 20
+check "unlock window: recorded as unlock-window holding" grep -q 'unlock-window holding' "$W/door-window.out"
+sleep 5
+check "unlock window: still released 5 s on, past any pulse's cap ($(cat $D/sim_gpio1/value))" test "$(cat $D/sim_gpio1/value)" = 1
+door_sample "$W/door-window.txt"
+python3 "$W/stall-thread.py" $pid $D/sim_gpio1/value 6 > "$W/stall-window.txt" 2>&1
+sleep 4; stop_door_sample
+stopped=$(awk '$1 == "stopped" {print $2}' "$W/stall-window.txt"); resumed=$(awk '$1 == "resumed" {print $2}' "$W/stall-window.txt")
+off=$(awk -v s="${stopped:-0}" '$1 > s && $2 == 0 {print $1; exit}' "$W/door-window.txt")
+back=$(awk -v r="${resumed:-0}" '$1 > r && $2 == 1 {print $1; exit}' "$W/door-window.txt")
+check "unlock window: with the loop stalled the watchdog locked the strike $(( ${off:-0} - ${stopped:-0} )) ms into the stall (lease 3000 + margin 250; want < 3700), before it ended" \
+  bash -c "[ -n '$off' ] && [ -n '$stopped' ] && [ $(( ${off:-0} - ${stopped:-0} )) -lt 3700 ] && [ ${off:-0} -lt ${resumed:-0} ]"
+check "unlock window: running again, the loop held the strike again $(( ${back:-0} - ${resumed:-0} )) ms after (after the 1 s rest; want < 4000) and recorded the watchdog's trip" \
+  bash -c "[ -n '$back' ] && [ $(( ${back:-0} - ${resumed:-0} )) -lt 4000 ] && grep -q 'fault relay-watchdog' '$W/door-window.out'"
+kill -TERM $pid; wait $pid
 echo 0 > $DG/live

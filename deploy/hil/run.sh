@@ -17,7 +17,8 @@
 #
 # Usage: deploy/hil/run.sh [path/to/scangate]     (default: .build/debug/scangate)
 # Environment: HIL_CACHE (default /var/cache/scangate-hil: kernel + modules survive runs),
-#   HIL_ACCEL kvm|tcg|auto, HIL_TIMEOUT (guest seconds per boot, default 900), HIL_VERBOSE=1,
+#   HIL_ACCEL kvm|tcg|auto, HIL_TIMEOUT (guest seconds per boot, default 1200), HIL_VERBOSE=1,
+#   HIL_PARALLEL (1: the userlands' guests boot side by side, the default with 2 cores or more),
 #   HIL_USERLANDS (default "bookworm trixie"), TRIXIE_ROOT (default
 #   /var/cache/scangate-trixie/root), HIL_TRIXIE_BIN (a scangate built against trixie; default:
 #   built from this tree by deploy/trixie/run.sh, which makes the trixie root when it is missing).
@@ -215,7 +216,7 @@ prepare() {  # userland binary
   local w=$RUN/$1
   mkdir -p "$w/bin"
   cp "$RUN"/*.grey "$RUN"/*.yuyv "$RUN"/*.mjpeg "$RUN/allow-list.txt" "$w/" 2>/dev/null
-  cp "$ROOT"/deploy/hil/guest-*.sh "$ROOT/deploy/hil/stall-thread.py" "$w/"
+  cp "$ROOT"/deploy/hil/guest-*.sh "$ROOT"/deploy/hil/{stall-thread,frames,wiegand-trace}.py "$w/"
   cp "$RUN/alloc-count.so" "$RUN/alloc-count-check" "$w/bin/"
   local libpath="" exe=$w/bin/scangate
   if [ "$1" = bookworm ]; then
@@ -259,7 +260,7 @@ boot() {  # userland
   for _ in $(seq 50); do [ -S "$w/uart1.sock" ] && break; sleep 0.1; done
   local t0; t0=$(date +%s)
   log "$u: booting linux $KVER ($ACCEL) with scangate $([ "$u" = bookworm ] && echo "$BIN" || echo "$TRIXIE_BIN")"
-  timeout "${HIL_TIMEOUT:-900}" qemu-system-x86_64 $ACC -M pc -smp 1 -m 1024 -nographic -no-reboot -net none \
+  timeout "${HIL_TIMEOUT:-1200}" qemu-system-x86_64 $ACC -M pc -smp 1 -m 1024 -nographic -no-reboot -net none \
     -kernel "$K/vmlinux" -initrd "$RUN/initramfs.cpio.gz" \
     -append "console=ttyS0 quiet loglevel=3 panic=-1 hil.work=$w hil.job=$w/guest-run.sh hil.kernel=$K$append" \
     -virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \
@@ -269,9 +270,14 @@ boot() {  # userland
     < /dev/null 2>&1 | tr -d '\r' | { if [ "${HIL_VERBOSE:-0}" = 1 ]; then tee "$w/console.log"; else cat > "$w/console.log"; fi; }
   local qemu=${PIPESTATUS[0]}
   kill $socat $uarthost 2>/dev/null; wait $socat $uarthost 2>/dev/null
+  echo "$qemu" > "$w/qemu-exit"
   log "$u: guest finished (qemu exit $qemu) in $(( $(date +%s) - t0 ))s"
+}
 
-  # ---------------------------------------------------------------- verdict, per userland
+# ---------------------------------------------------------------- verdict, per userland
+verdict() {  # userland
+  local u=$1 w=$RUN/$1
+  local qemu; qemu=$(cat "$w/qemu-exit" 2>/dev/null || echo none)
   local before=$((passed + failed)) before_failed=$failed
   [ "$qemu" = 0 ] && result PASS "$u: boot: qemu exited cleanly ($ACCEL)" || result FAIL "$u: boot: qemu exit $qemu (124 = timeout); see $w/console.log"
   [ -e "$w/guest-done" ] && result PASS "$u: guest: job ran to completion" || result FAIL "$u: guest: job did not complete"
@@ -300,7 +306,16 @@ boot() {  # userland
     for f in "$w"/*.out; do [ -e "$f" ] && { echo "--- $f (tail)"; tail -15 "$f"; }; done
   fi
 }
-for u in $USERLANDS; do boot "$u"; done
+# The guests are single-CPU qemu processes: with two host cores or more both userlands boot side
+# by side (HIL_PARALLEL=0: one after the other), each on a core of its own.
+if [ "${HIL_PARALLEL:-$([ "$(nproc)" -ge 2 ] && echo 1 || echo 0)}" = 1 ]; then
+  pids=()
+  for u in $USERLANDS; do boot "$u" & pids+=($!); done
+  wait "${pids[@]}"
+else
+  for u in $USERLANDS; do boot "$u"; done
+fi
+for u in $USERLANDS; do verdict "$u"; done
 log "done in $(( $(date +%s) - T0 ))s; work folder $RUN"
 echo "hil: $passed passed, $failed failed"
 [ $failed = 0 ]
