@@ -34,56 +34,51 @@ public final class WiegandLink: PanelForwarder {
 
   /// Wiegand on `chip`'s lines `settings.wiegandD0Line` and `wiegandD1Line`, requested as
   /// outputs (inactive: idle) and handed to a new thread.
-  public init(
+  public convenience init(
     settings: PanelSettings, chip: String, ring: EventRing?, clock: any MonotonicClock, wall: any WallClock
   ) throws(GPIOError) {
     let zero = try GPIODOutputLine(
       chip: chip, offset: UInt32(settings.wiegandD0Line), activeLow: settings.wiegandActiveLow, consumer: "scangate-wiegand-d0")
     let one = try GPIODOutputLine(
       chip: chip, offset: UInt32(settings.wiegandD1Line), activeLow: settings.wiegandActiveLow, consumer: "scangate-wiegand-d1")
-    guard
-      let handle = sg_wiegand_start(
-        zero.shimLine, one.shimLine, nil, nil, UInt32(settings.wiegandPulseMicroseconds), UInt32(settings.wiegandIntervalMicroseconds))
-    else {
-      throw GPIOError(errno: sg_errno(), operation: "start the Wiegand thread")
-    }
-    self.handle = handle
-    d0 = consume zero
-    d1 = consume one
-    simulated = nil
-    self.ring = ring
-    self.clock = clock
-    self.wall = wall
-    pulseMicroseconds = settings.wiegandPulseMicroseconds
-    intervalMicroseconds = settings.wiegandIntervalMicroseconds
-    description = "\(chip) D0 line \(settings.wiegandD0Line), D1 line \(settings.wiegandD1Line)"
+    let handle = sg_wiegand_start(
+      zero.shimLine, one.shimLine, nil, nil, UInt32(settings.wiegandPulseMicroseconds), UInt32(settings.wiegandIntervalMicroseconds))
+    try self.init(
+      handle: handle, d0: consume zero, d1: consume one, simulated: nil, settings: settings, ring: ring, clock: clock, wall: wall,
+      description: "\(chip) D0 line \(settings.wiegandD0Line), D1 line \(settings.wiegandD1Line)")
   }
 
   /// Wiegand on simulated lines: the thread calls `drive` for each edge.
-  public init(
+  public convenience init(
     settings: PanelSettings, simulated drive: SimulatedDrive, ring: EventRing?, clock: any MonotonicClock, wall: any WallClock
   ) throws(GPIOError) {
     let retained = Unmanaged.passRetained(drive)
-    guard
-      let handle = sg_wiegand_start(
-        nil, nil,
-        { context, line, active in
-          Unmanaged<SimulatedDrive>.fromOpaque(context!).takeUnretainedValue().drive(Int(line), active != 0)
-        }, retained.toOpaque(), UInt32(settings.wiegandPulseMicroseconds), UInt32(settings.wiegandIntervalMicroseconds))
-    else {
-      retained.release()
-      throw GPIOError(errno: sg_errno(), operation: "start the Wiegand thread")
-    }
+    let handle = sg_wiegand_start(
+      nil, nil,
+      { context, line, active in
+        Unmanaged<SimulatedDrive>.fromOpaque(context!).takeUnretainedValue().drive(Int(line), active != 0)
+      }, retained.toOpaque(), UInt32(settings.wiegandPulseMicroseconds), UInt32(settings.wiegandIntervalMicroseconds))
+    if handle == nil { retained.release() }
+    try self.init(
+      handle: handle, d0: nil, d1: nil, simulated: retained, settings: settings, ring: ring, clock: clock, wall: wall,
+      description: "simulated lines")
+  }
+
+  private init(
+    handle: OpaquePointer?, d0: consuming GPIODOutputLine?, d1: consuming GPIODOutputLine?, simulated: Unmanaged<SimulatedDrive>?,
+    settings: PanelSettings, ring: EventRing?, clock: any MonotonicClock, wall: any WallClock, description: String
+  ) throws(GPIOError) {
+    guard let handle else { throw GPIOError(errno: sg_errno(), operation: "start the Wiegand thread") }
     self.handle = handle
-    simulated = retained
-    d0 = nil
-    d1 = nil
+    self.simulated = simulated
+    self.d0 = consume d0
+    self.d1 = consume d1
     self.ring = ring
     self.clock = clock
     self.wall = wall
     pulseMicroseconds = settings.wiegandPulseMicroseconds
     intervalMicroseconds = settings.wiegandIntervalMicroseconds
-    description = "simulated lines"
+    self.description = description
   }
 
   deinit { stop() }

@@ -181,25 +181,34 @@ import Testing
     #expect(watchdog.arms > 0 && watchdog.trips == 0)
   }
 
-  @Test("the door on the loop (edges, bounce, exit releases, relocks, alarm) allocates nothing per iteration")
-  func doorDoesNotAllocate() throws {
-    let clock = SystemMonotonicClock()
-    let relay = RecordingOutputLine(name: "relay", clock: clock, capacity: 100_000)
+  /// The real loop on small empty frames (what is measured is a participant, not the decoder),
+  /// driving `relay` and a recording buzzer.
+  static func emptyFrameLoop(
+    clock: SystemMonotonicClock, ring: EventRing, relay: RecordingOutputLine
+  ) throws
+    -> RunLoop<ScriptedFrameSource, ZXingDecoder, RecordingOutputLine, RecordingOutputLine, SystemMonotonicClock, SystemWallClock, SodiumDigester>
+  {
     let buzzer = RecordingOutputLine(name: "buzzer", clock: clock, capacity: 100_000)
-    let alarm = RecordingOutputLine(name: "alarm", clock: clock, capacity: 100_000)
-    let ring = EventRing(capacity: 1024)
     let engine = ScanEngine(
-      settings: Self.settings(), decoder: try ZXingDecoder(arenaBytes: 16 << 20, capacity: 8), relay: relay,
+      settings: settings(), decoder: try ZXingDecoder(arenaBytes: 16 << 20, capacity: 8), relay: relay,
       buzzer: buzzer, clock: clock, wall: SystemWallClock(), digester: SodiumDigester(), events: ring,
-      maxWidth: Self.width, maxHeight: Self.height)
+      maxWidth: width, maxHeight: height)
     var loopSettings = LoopSettings()
     loopSettings.allowListPath = nil
     loopSettings.handleSignals = false
-    // Small empty frames: the door is what is measured here, the decoder has its own tests.
     let empty = [UInt8](repeating: 200, count: 160 * 120)
-    var loop = RunLoop(engine: engine, settings: loopSettings) { () throws(CaptureError) in
+    let loop = RunLoop(engine: engine, settings: loopSettings) { () throws(CaptureError) in
       ScriptedFrameSource(width: 160, height: 120, frames: [empty], loops: true, clock: clock)
     }
+    return loop
+  }
+
+  @Test("the door on the loop (edges, bounce, exit releases, relocks, alarm) allocates nothing per iteration")
+  func doorDoesNotAllocate() throws {
+    let clock = SystemMonotonicClock()
+    let alarm = RecordingOutputLine(name: "alarm", clock: clock, capacity: 100_000)
+    let ring = EventRing(capacity: 1024)
+    var loop = try Self.emptyFrameLoop(clock: clock, ring: ring, relay: RecordingOutputLine(name: "relay", clock: clock, capacity: 100_000))
     let contact = SimulatedInputLine(capacity: 8_192)
     let exitButton = SimulatedInputLine(capacity: 8_192)
     let tamper = SimulatedInputLine(capacity: 8_192)
@@ -243,20 +252,9 @@ import Testing
   @Test("an unlock window on the loop (local time through tzdata, the hold renewed) allocates nothing per iteration")
   func unlockWindowDoesNotAllocate() throws {
     let clock = SystemMonotonicClock()
-    let relay = RecordingOutputLine(name: "relay", clock: clock, capacity: 1_000)
-    let buzzer = RecordingOutputLine(name: "buzzer", clock: clock, capacity: 1_000)
     let ring = EventRing(capacity: 1024)
-    let engine = ScanEngine(
-      settings: Self.settings(), decoder: try ZXingDecoder(arenaBytes: 16 << 20, capacity: 8), relay: relay,
-      buzzer: buzzer, clock: clock, wall: SystemWallClock(), digester: SodiumDigester(), events: ring,
-      maxWidth: Self.width, maxHeight: Self.height)
-    var loopSettings = LoopSettings()
-    loopSettings.allowListPath = nil
-    loopSettings.handleSignals = false
-    let empty = [UInt8](repeating: 200, count: 160 * 120)
-    var loop = RunLoop(engine: engine, settings: loopSettings) { () throws(CaptureError) in
-      ScriptedFrameSource(width: 160, height: 120, frames: [empty], loops: true, clock: clock)
-    }
+    let relay = RecordingOutputLine(name: "relay", clock: clock, capacity: 1_000)
+    var loop = try Self.emptyFrameLoop(clock: clock, ring: ring, relay: relay)
     let store = ScheduleStore(calendar: SystemLocalCalendar())
     #expect(store.load(Array("schedule always mon-sun 00:00-24:00\nunlock always\n".utf8)) == nil)
     let keeper = UnlockWindowKeeper(store: store, ring: ring, wall: SystemWallClock(), now: clock.now())
