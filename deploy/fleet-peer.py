@@ -198,7 +198,7 @@ def control(ca, cert, key, host, port, seed_file, kid, allow_list):
     r = send("bundle", signed(bundle(5, "text:FORGED label=x\n"), with_seed=os.urandom(32)))
     result(r.get("ok") is False and open(allow_list).read() == before,
            f"a bundle signed by another key is refused ({r.get('reason')})")
-    new = "text:FLEET-PASS-1 label=fleet\ntext:FLEET-PASS-2 label=bundled\n"
+    new = "text:FLEET-PASS-1 label=fleet\ntext:FLEET-STATIC-1 label=static static=yes\ntext:FLEET-PASS-2 label=bundled\n"
     r = send("bundle", signed(bundle(5, new)))
     time.sleep(0.3)
     result(r.get("ok") is True and r.get("version") == 5 and open(allow_list).read() == new,

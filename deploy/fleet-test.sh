@@ -215,4 +215,16 @@ sleep 2
 cat "$D/check.out"
 pass=$((pass + $(grep -c '^PASS' "$D/check.out"))); fail=$((fail + $(grep -c '^FAIL' "$D/check.out")))
 grep -q '^PASS\|^FAIL' "$D/check.out" || bad "the checker said nothing: $(tail -3 "$D/check.out")"
+# The offline clock survives a restart: the last contact was an hour ago (kept beside the state
+# file), the broker is gone, max_offline_s 30: the policy is in force at once, not 30 s later.
+[ -s "$D/audit.db.fleet.contact" ]; check $? "the last contact with the broker is kept ($(cat "$D/audit.db.fleet.contact" 2>/dev/null))"
+kill -9 $BROKER 2>/dev/null; wait $BROKER 2>/dev/null
+sed -i 's/^max_offline_s = 2$/max_offline_s = 30/' "$D/config.toml"
+echo "scangate-fleet contact $(( $(date +%s) - 3600 ))" > "$D/audit.db.fleet.contact"
+"$BIN" run --config "$D/config.toml" --quiet-edges > "$D/journal-offline" 2>&1 &
+READER=$!
+sleep 6
+kill -TERM $READER; wait $READER 2>/dev/null; READER=""
+grep -q "decision denied-offline qr label=fleet" "$D/journal-offline" && grep -q "decision granted qr label=static" "$D/journal-offline"
+check $? "restarted an hour after the last contact with no broker: deny-all-but-static at once ($(grep -c denied-offline "$D/journal-offline") denied-offline in 6 s)"
 finish

@@ -35,7 +35,7 @@ struct sg_wiegand {
   sg_gpio_line *lines[2];  // D0, D1 (NULL: the callback)
   void (*drive)(void *context, int line, int active);
   void *context;
-  uint64_t pulse_ns, interval_ns;
+  uint64_t pulse_ns, interval_ns, frame_gap_ns;
   _Atomic uint64_t sent;
   _Atomic uint64_t errors;
   _Atomic uint64_t pulse_max_ns;  // the longest pulse as the thread timed it
@@ -91,6 +91,7 @@ static void wiegand_emit(sg_wiegand *w, uint64_t bits, uint32_t count) {
 
 static void *wiegand_main(void *arg) {
   sg_wiegand *w = arg;
+  uint64_t quiet_until = 0;  // a panel ends a frame on silence: the next one waits for it
   // Timer slack of 1 ns (the default 50 µs would stretch every gap), and SCHED_FIFO where the
   // process may have it (CAP_SYS_NICE, or systemd's CPUSchedulingPolicy): not required.
   prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
@@ -107,7 +108,9 @@ static void *wiegand_main(void *arg) {
       continue;
     }
     uint32_t slot = tail & (SG_WIEGAND_QUEUE - 1u);
+    if (wiegand_now_ns() < quiet_until) wiegand_sleep_until(quiet_until);
     wiegand_emit(w, w->bits[slot], w->counts[slot]);
+    quiet_until = wiegand_now_ns() + w->frame_gap_ns;
     atomic_store_explicit(&w->tail, tail + 1, memory_order_release);
     atomic_fetch_add_explicit(&w->sent, 1, memory_order_relaxed);
   }
@@ -115,7 +118,7 @@ static void *wiegand_main(void *arg) {
 }
 
 sg_wiegand *sg_wiegand_start(sg_gpio_line *d0, sg_gpio_line *d1, void (*drive)(void *context, int line, int active),
-                             void *context, uint32_t pulse_us, uint32_t interval_us) {
+                             void *context, uint32_t pulse_us, uint32_t interval_us, uint32_t frame_gap_us) {
   if ((d0 == NULL || d1 == NULL) && drive == NULL) {
     errno = EINVAL;
     return NULL;
@@ -128,6 +131,7 @@ sg_wiegand *sg_wiegand_start(sg_gpio_line *d0, sg_gpio_line *d1, void (*drive)(v
   w->context = context;
   w->pulse_ns = (uint64_t)pulse_us * 1000u;
   w->interval_ns = (uint64_t)interval_us * 1000u;
+  w->frame_gap_ns = (uint64_t)frame_gap_us * 1000u;
   // The thread takes no signal: the loop's signal handling and the crash guard stay with the
   // threads that installed them (the crash guard's handler runs on the faulting thread).
   sigset_t all, old;

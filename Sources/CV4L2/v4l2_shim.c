@@ -33,7 +33,7 @@ int sg_v4l2_plain_calls(void) {
 void sg_v4l2_set_plain_calls(int on) { plain_calls = on != 0; }
 
 static int xioctl(int fd, unsigned long request, void *arg) {
-  return sg_v4l2_plain_calls() ? ioctl(fd, request, arg) : xioctl(fd, request, arg);
+  return sg_v4l2_plain_calls() ? ioctl(fd, request, arg) : v4l2_ioctl(fd, request, arg);
 }
 
 int sg_v4l2_open(const char *path) {

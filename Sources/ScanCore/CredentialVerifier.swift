@@ -245,7 +245,7 @@ public final class CredentialVerifier {
     guard let id else { return .cbor(.unexpected) }
     if revocation.contains(id) { return .revoked }
     if !zoneNames.isEmpty && !zoneMatches() { return .zone }
-    if let schedules, !zoneWindowsAdmit(schedules, now: now) { return .outsideSchedule }
+    if let schedules, let problem = zoneWindows(schedules, now: judged) { return problem }
 
     var step: Int64? = nil
     if last.rotates {
@@ -287,19 +287,26 @@ public final class CredentialVerifier {
 
   /// Among the pass's zones this reader accepts (all of them when the reader names none), those
   /// that name a schedule: the pass is admitted when none does, or when one of them is open now.
-  private func zoneWindowsAdmit(_ schedules: ScheduleStore, now: Int64) -> Bool {
+  /// While a configured schedule file has not loaded yet, a pass that carries zones is refused
+  /// (fail-secure: any of them may be a window).
+  private func zoneWindows(_ schedules: ScheduleStore, now: Int64) -> CredentialProblem? {
     var windowed = false
+    var accepted = false
     for i in 0..<last.zoneCount {
-      let open: Bool? = last.withZone(i) { zone in
+      // nil: not this reader's zone; .some(nil): no schedule of that name; .some(open).
+      let window: Bool?? = last.withZone(i) { zone in
         guard zoneNames.isEmpty || isReaderZone(zone) else { return nil }
-        return schedules.allows(zoneKey: ScheduleKey.of(zone), nowUnixSeconds: now)
+        return .some(schedules.allows(zoneKey: ScheduleKey.of(zone), nowUnixSeconds: now))
       }
-      if let open {
-        if open { return true }
+      guard let window else { continue }
+      accepted = true
+      if let open = window {
+        if open { return nil }
         windowed = true
       }
     }
-    return !windowed
+    if accepted && schedules.version == 0 { return .unavailable }
+    return windowed ? .outsideSchedule : nil
   }
 
   /// The latest step within the skew whose TOTP (RFC 6238, HMAC-SHA1) equals `presented`.

@@ -45,6 +45,9 @@ public struct DoorConfig: Equatable, Sendable {
   /// and the time zone its windows are read in ("" = the system's /etc/localtime).
   public var schedulePath = ""
   public var timeZone = ""
+  /// Unlock windows hold the strike only while the system clock is synchronised (NTP): a Pi has
+  /// no real-time clock, and after a power cut its clock can say shop hours at 2 a.m.
+  public var unlockNeedsSynchronizedClock = true
   public init() {}
 
   /// The input settings for `input`.
@@ -85,6 +88,7 @@ extension ConfigSchema {
       Key(name: "door.aux_relay_active_low", kind: .boolean) { $0.door.auxRelayActiveLow = bool($1) },
       Key(name: "schedule.path", kind: .string) { $0.door.schedulePath = str($1) },
       Key(name: "schedule.time_zone", kind: .string) { $0.door.timeZone = str($1) },
+      Key(name: "schedule.unlock_needs_synchronized_clock", kind: .boolean) { $0.door.unlockNeedsSynchronizedClock = bool($1) },
       Key(name: "door.strike_wiring", kind: .choice(StrikeWiring.allCases.map(\.rawValue))) {
         $0.door.strikeWiring = StrikeWiring(rawValue: str($1))!
       },

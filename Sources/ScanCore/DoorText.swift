@@ -13,7 +13,7 @@ public enum DoorText {
     case .tamper:
       w.write(code == 1 ? " active" : " restored")
     case .unlockWindow:
-      w.write(code == 1 ? " holding" : " ended")
+      w.write(code == 1 ? " holding" : code == 2 ? " clock-unsynchronised" : " ended")
     default:
       break
     }

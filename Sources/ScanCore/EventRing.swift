@@ -26,7 +26,8 @@ public enum EventKind: UInt8, Sendable {
   case doorLocked = 25
   case exitRequest = 26
   case tamper = 27
-  /// A schedule's unlock window holds the strike released (`code` 1), or stopped holding it (0).
+  /// A schedule's unlock window holds the strike released (`code` 1), stopped holding it (0),
+  /// or stands but is held off because the clock is not synchronised (2).
   case unlockWindow = 28
   /// The panel link (OSDP): `code` 1 a panel polls the reader, 0 it stopped polling.
   case panelLink = 30

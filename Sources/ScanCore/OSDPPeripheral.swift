@@ -212,6 +212,10 @@ public final class OSDPPeripheral<Cipher: OSDPCipher> {
     }
   }
 
+  /// The line could not be moved to a COMSET's baud rate: the reader keeps `baud` (what a
+  /// later refused COMSET reports).
+  public func lineStayed(at baud: UInt32) { settings.baud = baud }
+
   private func afterReplySent() {
     if keysetPending {
       keysetPending = false

@@ -22,6 +22,8 @@ public struct PanelSettings: Equatable, Sendable {
   public var wiegandD1Line = -1
   public var wiegandPulseMicroseconds = 50
   public var wiegandIntervalMicroseconds = 2_000
+  /// Silence between two frames (a panel ends a frame when its lines stay idle this long).
+  public var wiegandFrameGapMilliseconds = 25
   public var wiegandActiveLow = false
   /// The OSDP serial port (RS-485 adapter), e.g. /dev/ttyUSB0.
   public var osdpPort = ""
@@ -72,6 +74,7 @@ extension ConfigSchema {
     Key(name: "panel.wiegand_d1_line", kind: .integer(-1...1023)) { $0.panel.wiegandD1Line = int($1) },
     Key(name: "panel.wiegand_pulse_us", kind: .integer(20...100)) { $0.panel.wiegandPulseMicroseconds = int($1) },
     Key(name: "panel.wiegand_interval_us", kind: .integer(200...20_000)) { $0.panel.wiegandIntervalMicroseconds = int($1) },
+    Key(name: "panel.wiegand_frame_gap_ms", kind: .integer(10...1_000)) { $0.panel.wiegandFrameGapMilliseconds = int($1) },
     Key(name: "panel.wiegand_active_low", kind: .boolean) { $0.panel.wiegandActiveLow = bool($1) },
   ]
 

@@ -15,6 +15,7 @@ extension ScanEngine where Decoder: ~Copyable, Relay: ~Copyable, Buzzer: ~Copyab
   /// loop that stops renewing has the strike locked within a lease and the guard's margin.
   @discardableResult
   public mutating func holdStrike() -> Bool {
+    tick()  // a trip the watchdog left is taken first, so it is not re-armed over it
     guard actuator.holdRelay(at: clock.now()) else { return false }
     if relayGuardArmed { armRelayGuard() }  // the period's end moved with the lease
     tick()

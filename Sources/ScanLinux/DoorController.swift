@@ -98,10 +98,11 @@ public final class DoorController: PollParticipant, DoorStatusSource {
       case .manualOpen: pendingReason = .console
       case .unlockWindow:
         if e.code == 1 { pendingReason = .schedule }
-        machine.setUnlockWindow(e.code == 1, at: e.monotonic)
+        if e.code != 2 { machine.setUnlockWindow(e.code == 1, at: e.monotonic) }
       case .edge where e.code & 0xF0 == EdgeCode.relay:
         let level: LineLevel = e.code & 1 == 1 ? .active : .inactive
-        machine.strike(level, reason: pendingReason ?? .console, at: e.monotonic)
+        // A window's hold taken up again (after a lapsed lease) has no event of its own.
+        machine.strike(level, reason: pendingReason ?? (machine.unlockWindow ? .schedule : .console), at: e.monotonic)
         if level == .active { pendingReason = nil }
       default: break
       }

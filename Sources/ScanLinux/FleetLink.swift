@@ -114,7 +114,16 @@ public final class FleetLink: @unchecked Sendable {
     var nextToSend = acked + 1
     var tokens = Double(settings.batchRecords)
     var lastRefill = clock.now().nanoseconds
+    // The last contact survives a restart (a power blip must not lift the offline policy): the
+    // wall time of the last contact, kept beside the state file, minus how long ago that was.
+    let contactPath = statePath + ".contact"
     var lastContact = Int64(clock.now().nanoseconds)
+    let wallNow = Int64(time(nil))
+    if let kept = FleetState.loadContact(contactPath), kept <= wallNow {
+      // Before this boot, too: then it lies before the monotonic clock's zero (negative).
+      lastContact -= min(wallNow - kept, 1 << 32) * 1_000_000_000
+    }
+    var lastContactWrite: Int64 = 0
     var stopDeadline: Int64? = nil
     var lastStatePublish: Int64 = 0
     let keepaliveNanoseconds = Int64(settings.keepaliveSeconds) * 1_000_000_000
@@ -149,6 +158,10 @@ public final class FleetLink: @unchecked Sendable {
         switch c.client.state {
         case .connected:
           lastContact = now
+          if now - lastContactWrite >= 60_000_000_000 || lastContactWrite == 0 {
+            lastContactWrite = now
+            try? FleetState.storeContact(contactPath, unixSeconds: Int64(time(nil)))
+          }
           if !c.ready {
             connection!.ready = true
             connectionCount.wrappingAdd(1, ordering: .relaxed)

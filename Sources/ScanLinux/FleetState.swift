@@ -39,4 +39,22 @@ public enum FleetState {
   public static func store(_ path: String, acked: Int64) throws(FileError) {
     try writeFileAtomically(path, Array((magic + String(acked) + "\n").utf8))
   }
+
+  /// The wall time (unix seconds) of the last contact with a broker, from `path`; nil when there
+  /// is none or it is not one decimal number (`scangate-fleet contact <seconds>`).
+  public static func loadContact(_ path: String) -> Int64? {
+    guard fileExists(path), let bytes = try? readWholeFile(path, maxBytes: 64) else { return nil }
+    var text = String(decoding: bytes, as: UTF8.self)
+    if text.hasSuffix("\n") { text.removeLast() }
+    guard text.hasPrefix(contactMagic) else { return nil }
+    let digits = text.dropFirst(contactMagic.count)
+    guard !digits.isEmpty, digits.count <= 18, digits.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return nil }
+    return Int64(digits)
+  }
+
+  static let contactMagic = "scangate-fleet contact "
+
+  public static func storeContact(_ path: String, unixSeconds: Int64) throws(FileError) {
+    try writeFileAtomically(path, Array((contactMagic + String(unixSeconds) + "\n").utf8))
+  }
 }

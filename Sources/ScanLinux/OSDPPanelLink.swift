@@ -84,7 +84,14 @@ public final class OSDPPanelLink: PollParticipant, PanelForwarder {
     address = newAddress
     if newBaud != baud {
       _ = tcdrain(descriptor)
-      if sg_tty_configure_raw(descriptor, UInt32(newBaud)) == 0 { baud = newBaud } else { writeFailures += 1 }
+      guard sg_tty_configure_raw(descriptor, UInt32(newBaud)) == 0 else {
+        // The port stays at its rate; nothing is kept that the line does not do.
+        writeFailures += 1
+        comFileProblem = "the port would not move to \(newBaud) baud: \(SystemError.describe(lastErrno()))"
+        peripheral.lineStayed(at: UInt32(baud))
+        return
+      }
+      baud = newBaud
     }
     guard !settings.comFile.isEmpty else { return }
     do throws(FileError) { try Self.storeCom(address: address, baud: baud, path: settings.comFile) } catch {

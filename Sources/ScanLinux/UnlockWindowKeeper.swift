@@ -1,3 +1,4 @@
+import CCredential
 import ScanCore
 
 /// Unlock windows (docs/schedules.md): while a schedule named by an `unlock` line is open (in
@@ -8,7 +9,10 @@ import ScanCore
 /// (hung, killed, crashed: the crash guard drives the relay inactive) loses the hold within one
 /// lease and the strike locks. The hold's start and end are `unlock-window` events in the ring
 /// (console WATCH, journal, audit log); the door controller reads them (held-open is not timed
-/// and the door is not relocked on close while a window holds). Runs on the loop's thread;
+/// and the door is not relocked on close while a window holds). A window holds only while the
+/// clock can be trusted (`clockTrusted`: the kernel's NTP status by default): an unsynchronised
+/// clock after a power cut must not open a shop at night; the window is then "held off"
+/// (`unlock-window clock-unsynchronised`) and the strike stays locked. Runs on the loop's thread;
 /// nothing allocates.
 public final class UnlockWindowKeeper: PollParticipant {
   private let store: ScheduleStore
@@ -22,12 +26,22 @@ public final class UnlockWindowKeeper: PollParticipant {
   /// Someone was granted while this window stood (first-person-in).
   private var grantedInWindow = false
   private var nextCheck: Instant
+  private let clockTrusted: () -> Bool
+  /// A window stands but the clock cannot be trusted: not held.
+  public private(set) var heldOffByClock = false
   private var nextRenewal: Instant? = nil
 
   public static let checkMilliseconds = 1_000
 
-  public init(store: ScheduleStore, ring: EventRing, wall: any WallClock, now: Instant) {
+  /// The kernel's NTP status (adjtimex): synchronised, not STA_UNSYNC.
+  public static func kernelClockSynchronized() -> Bool { sg_clock_synchronized() == 1 }
+
+  public init(
+    store: ScheduleStore, ring: EventRing, wall: any WallClock, now: Instant,
+    clockTrusted: @escaping () -> Bool = UnlockWindowKeeper.kernelClockSynchronized
+  ) {
     self.store = store
+    self.clockTrusted = clockTrusted
     self.ring = ring
     self.wall = wall
     cursor = EventCursor(next: ring.nextSequence)
@@ -48,12 +62,17 @@ public final class UnlockWindowKeeper: PollParticipant {
     if now >= nextCheck {
       windowOpen = store.unlockWindowOpen(nowUnixSeconds: wall.unixSeconds())
       if !windowOpen { grantedInWindow = false }
+      let heldOff = windowOpen && !clockTrusted()
+      if heldOff != heldOffByClock {
+        heldOffByClock = heldOff
+        if heldOff { record(code: 2, now: now) }
+      }
       nextCheck = now.adding(milliseconds: Self.checkMilliseconds)
     }
-    let wanted = windowOpen && (!store.live.firstPersonIn || grantedInWindow)
+    let wanted = windowOpen && !heldOffByClock && (!store.live.firstPersonIn || grantedInWindow)
     if wanted != holding {
       holding = wanted
-      record(now: now)
+      record(code: holding ? 1 : 0, now: now)
       if wanted {
         requests.holdStrike = true
         nextRenewal = now.adding(milliseconds: ActuationSettings.relayHoldRenewMilliseconds)
@@ -67,11 +86,11 @@ public final class UnlockWindowKeeper: PollParticipant {
     }
   }
 
-  /// Records the hold's start or end.
-  private func record(now: Instant) {
+  /// Records the hold's start (1) or end (0), or a window held off by the clock (2).
+  private func record(code: UInt16, now: Instant) {
     var e = ScanEvent()
     e.kind = .unlockWindow
-    e.code = holding ? 1 : 0
+    e.code = code
     e.monotonic = now
     e.wallNanoseconds = wall.unixNanoseconds()
     ring.append(e)

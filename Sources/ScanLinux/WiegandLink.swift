@@ -42,7 +42,8 @@ public final class WiegandLink: PanelForwarder {
     let one = try GPIODOutputLine(
       chip: chip, offset: UInt32(settings.wiegandD1Line), activeLow: settings.wiegandActiveLow, consumer: "scangate-wiegand-d1")
     let handle = sg_wiegand_start(
-      zero.shimLine, one.shimLine, nil, nil, UInt32(settings.wiegandPulseMicroseconds), UInt32(settings.wiegandIntervalMicroseconds))
+      zero.shimLine, one.shimLine, nil, nil, UInt32(settings.wiegandPulseMicroseconds), UInt32(settings.wiegandIntervalMicroseconds),
+      UInt32(settings.wiegandFrameGapMilliseconds * 1_000))
     try self.init(
       handle: handle, d0: consume zero, d1: consume one, simulated: nil, settings: settings, ring: ring, clock: clock, wall: wall,
       description: "\(chip) D0 line \(settings.wiegandD0Line), D1 line \(settings.wiegandD1Line)")
@@ -57,7 +58,8 @@ public final class WiegandLink: PanelForwarder {
       nil, nil,
       { context, line, active in
         Unmanaged<SimulatedDrive>.fromOpaque(context!).takeUnretainedValue().drive(Int(line), active != 0)
-      }, retained.toOpaque(), UInt32(settings.wiegandPulseMicroseconds), UInt32(settings.wiegandIntervalMicroseconds))
+      }, retained.toOpaque(), UInt32(settings.wiegandPulseMicroseconds), UInt32(settings.wiegandIntervalMicroseconds),
+      UInt32(settings.wiegandFrameGapMilliseconds * 1_000))
     if handle == nil { retained.release() }
     try self.init(
       handle: handle, d0: nil, d1: nil, simulated: retained, settings: settings, ring: ring, clock: clock, wall: wall,

@@ -120,7 +120,14 @@ enum Service {
       }
       loop.engine.policy.schedules = store
       loop.register(watcher)
-      loop.register(UnlockWindowKeeper(store: store, ring: ring, wall: SystemWallClock(), now: clock.now()))
+      // In panel mode the panel drives its own strike: the reader holds nothing.
+      if config.panel.mode == .local {
+        let needsSync = config.door.unlockNeedsSynchronizedClock
+        let keeper = UnlockWindowKeeper(
+          store: store, ring: ring, wall: SystemWallClock(), now: clock.now(),
+          clockTrusted: { !needsSync || UnlockWindowKeeper.kernelClockSynchronized() })
+        loop.register(keeper)
+      }
     }
     let panel: OSDPPanelLink?
     do { panel = try makePanelLink(config, ring: ring, clock: clock) } catch {

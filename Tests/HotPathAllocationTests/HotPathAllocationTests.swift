@@ -257,7 +257,7 @@ import Testing
     var loop = try Self.emptyFrameLoop(clock: clock, ring: ring, relay: relay)
     let store = ScheduleStore(calendar: SystemLocalCalendar())
     #expect(store.load(Array("schedule always mon-sun 00:00-24:00\nunlock always\n".utf8)) == nil)
-    let keeper = UnlockWindowKeeper(store: store, ring: ring, wall: SystemWallClock(), now: clock.now())
+    let keeper = UnlockWindowKeeper(store: store, ring: ring, wall: SystemWallClock(), now: clock.now(), clockTrusted: { true })
     loop.register(keeper)
     for _ in 0..<200 { loop.runOnce(maximumWaitMilliseconds: 5) }
     #expect(keeper.holding)

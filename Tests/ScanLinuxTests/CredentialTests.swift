@@ -337,6 +337,21 @@ func problem(_ v: CredentialVerifier, _ text: String, at now: Int64) -> Credenti
     #expect(decide(zv, eveningPass.staticText, at: zoned.now) == .granted)
   }
 
+  @Test("while the schedule file has not loaded, a pass with zones is refused; one without zones is not")
+  func notLoaded() throws {
+    let site = CredentialSite()
+    var c = site.claims()
+    c.zones = ["lobby"]
+    let zoned = try site.issue(c)
+    c.zones = []
+    c.id = [6, 6]
+    let plain = try site.issue(c)
+    let v = site.verifier()
+    v.schedules = ScheduleStore(calendar: MondayCalendar())  // configured, never loaded
+    #expect(decide(v, zoned.staticText, at: site.now) == .deniedUnavailable)
+    #expect(decide(v, plain.staticText, at: site.now) == .granted)
+  }
+
   @Test("a single-use pass refused outside its window is not used up")
   func singleUseOutsideWindow() throws {
     let site = CredentialSite()

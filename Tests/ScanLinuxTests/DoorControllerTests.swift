@@ -3,6 +3,7 @@ import ScanConsole
 import ScanCore
 import ScanLinux
 import ScanSim
+import Synchronization
 import Testing
 
 /// The door controller registered with the real loop on a manual clock, over simulated input
@@ -70,11 +71,11 @@ import Testing
     /// Schedules from `text`, their unlock windows kept by an `UnlockWindowKeeper` on this loop
     /// (local time: UTC's time of day, every day a Monday; the clock starts at 20:26:41).
     @discardableResult
-    func keepUnlockWindows(_ text: String) -> UnlockWindowKeeper {
+    func keepUnlockWindows(_ text: String, clockTrusted: @escaping () -> Bool = { true }) -> UnlockWindowKeeper {
       let store = ScheduleStore(calendar: UTCMondays())
       #expect(store.load(Array(text.utf8)) == nil)
       loop.engine.policy.schedules = store
-      let keeper = UnlockWindowKeeper(store: store, ring: ring, wall: clock, now: clock.now())
+      let keeper = UnlockWindowKeeper(store: store, ring: ring, wall: clock, now: clock.now(), clockTrusted: clockTrusted)
       loop.register(keeper)
       return keeper
     }
@@ -232,6 +233,20 @@ import Testing
     w.run(ms: 40_000, step: 50)
     #expect(w.relay.level == .active)  // held past any pulse
     #expect(w.doorEvents().first == "unlock-window holding")
+  }
+
+  @Test("an unsynchronised clock holds a window off: the strike stays locked until the clock is trusted")
+  func clockHoldsOff() {
+    let w = World()
+    let trusted = Mutex(false)
+    let keeper = w.keepUnlockWindows("schedule shop mon-fri 20:26-20:30\nunlock shop\n", clockTrusted: { trusted.withLock { $0 } })
+    w.run(ms: 5_000, step: 50)
+    #expect(keeper.windowOpen && keeper.heldOffByClock && !keeper.holding && w.relay.edgeCount == 0)
+    #expect(w.doorEvents() == ["unlock-window clock-unsynchronised"])
+    trusted.withLock { $0 = true }
+    w.run(ms: 2_000, step: 50)
+    #expect(keeper.holding && w.relay.level == .active && !keeper.heldOffByClock)
+    #expect(w.doorEvents() == ["unlock-window clock-unsynchronised", "unlock-window holding", "door-unlocked schedule"])
   }
 
   @Test("a hold that is not renewed lapses within one lease, and the relay rests after it")

@@ -91,6 +91,27 @@ import Testing
     }
   }
 
+  @Test("two cards queued at once go out as two frames with the configured silence between them")
+  func frameGap() throws {
+    let recorder = Recorder()
+    let wiegand = try link(recorder)
+    let first = try CardNumber(parsing: "26:1:2"), second = try CardNumber(parsing: "26:3:4")
+    #expect(wiegand.forward(AccessDecision(verdict: .granted, source: .allowList, card: first)))
+    #expect(wiegand.forward(AccessDecision(verdict: .granted, source: .allowList, card: second)))
+    waitFor(recorder, edges: 4 * 26)
+    let edges = recorder.all
+    #expect(edges.count == 4 * 26)
+    guard edges.count == 4 * 26 else { return }
+    // The last edge of the first frame (bit 26 released) to the first of the second.
+    let silence = edges[52].at - edges[51].at
+    #expect(silence >= 25_000_000, "\(silence / 1_000) µs between the frames")
+    let firstBits = stride(from: 0, to: 52, by: 2).map { edges[$0].line }
+    let secondBits = stride(from: 52, to: 104, by: 2).map { edges[$0].line }
+    #expect(firstBits == Self.frame(facilityBits: 8, facility: 1, cardBits: 16, card: 2, evenOver: 12))
+    #expect(secondBits == Self.frame(facilityBits: 8, facility: 3, cardBits: 16, card: 4, evenOver: 12))
+    wiegand.stop()
+  }
+
   @Test("no card number, no frame: the pass is not forwarded; a full queue refuses")
   func refusals() throws {
     let recorder = Recorder()

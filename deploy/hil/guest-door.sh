@@ -131,6 +131,15 @@ check "door: the audit log verifies and holds the door's events (forced, held op
 printf 'schedule always mon-sun 00:00-24:00\nunlock always\n' > "$W/door-schedule.txt"
 sed -e 's|/tmp/door.db|/tmp/door-window.db|' "$W/door.toml" > "$W/door-window.toml"
 printf '[schedule]\npath = "%s"\n' "$W/door-schedule.txt" >> "$W/door-window.toml"
+# The guest runs no NTP: its clock is unsynchronised, and by default a window is then held off.
+"$BIN" run --config "$W/door-window.toml" > "$W/door-window-unsync.out" 2>&1 &
+pid=$!
+waitfor "$W/door-window-unsync.out" "state started" 90
+sleep 4
+check "unlock window: with the clock unsynchronised (no NTP in the guest) the window is held off and the strike stays locked ($(cat $D/sim_gpio1/value))" \
+  bash -c "grep -q 'unlock-window clock-unsynchronised' '$W/door-window-unsync.out' && [ $(cat $D/sim_gpio1/value) = 0 ] && ! grep -q 'door-unlocked schedule' '$W/door-window-unsync.out'"
+kill -TERM $pid; wait $pid
+echo "unlock_needs_synchronized_clock = false" >> "$W/door-window.toml"
 "$BIN" run --config "$W/door-window.toml" > "$W/door-window.out" 2>&1 &
 pid=$!
 waitfor "$W/door-window.out" "state started" 90

@@ -70,9 +70,10 @@ typedef struct {
   int realtime;           // the thread runs SCHED_FIFO
 } sg_wiegand_stats;
 /// Starts the thread for lines `d0` and `d1`; with either NULL it calls `drive(context, line,
-/// active)` instead (line 0 = D0, 1 = D1: the simulated backend, tests). NULL with errno on failure.
+/// active)` instead (line 0 = D0, 1 = D1: the simulated backend, tests). Frames are at least
+/// `frame_gap_us` of silence apart (a panel ends a frame on silence). NULL with errno on failure.
 sg_wiegand *sg_wiegand_start(sg_gpio_line *d0, sg_gpio_line *d1, void (*drive)(void *context, int line, int active),
-                             void *context, uint32_t pulse_us, uint32_t interval_us);
+                             void *context, uint32_t pulse_us, uint32_t interval_us, uint32_t frame_gap_us);
 /// Queues one frame of `count` (1–64) bits: 0, or -1 with errno EAGAIN (8 frames queued) or EINVAL.
 int sg_wiegand_send(sg_wiegand *wiegand, uint64_t bits, uint32_t count);
 /// Frames queued and not yet sent (the one being sent included).
