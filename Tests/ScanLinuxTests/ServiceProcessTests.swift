@@ -230,12 +230,18 @@ import Testing
   func demo() {
     let (status, output) = runCommand([scangateBinary, "demo", "--fps", "60"], timeoutSeconds: 120)
     #expect(status == 0, "\(output)")
-    #expect(output.contains("decision granted qr label=alice payload=ALICE-0001"))
-    #expect(output.contains("decision denied-unknown qr payload=MALLORY-9999"))
-    // 1.4 reads it in the inverted view ("[inverted]"); 2.x reads it upright by itself.
-    #expect(output.contains("label=dave payload=DAVE-0004") && output.contains("decision granted qr"))
-    #expect(output.contains("decision denied-expired qr label=bob"))
-    #expect(output.contains("decision denied-not-yet-valid qr label=carol"))
+    // The view that read a code ("[inverted]", "[mirrored]") depends on the engine (1.4 needs the
+    // inverted view for dave's dark-mode phone, 2.x does not) and, with the decode budget, on
+    // how loaded the machine is: a decision line is matched by its verdict and what follows.
+    let lines = output.split(separator: "\n")
+    func decided(_ verdict: String, _ rest: String) -> Bool {
+      lines.contains { $0.contains("decision \(verdict) qr") && $0.contains(rest) }
+    }
+    #expect(decided("granted", "label=alice payload=ALICE-0001"))
+    #expect(decided("denied-unknown", "payload=MALLORY-9999"))
+    #expect(decided("granted", "label=dave payload=DAVE-0004"))
+    #expect(decided("denied-expired", "label=bob"))
+    #expect(decided("denied-not-yet-valid", "label=carol"))
     #expect(output.contains("payload=EVIL%0D%0AOK%20%1B[2J"))
     #expect(!output.contains("\u{1b}"))
     #expect(output.contains("edge relay active"))
