@@ -181,9 +181,9 @@ sleep 2
 d=$(acked)
 [ "$d" -gt "$c" ]; check $? "after the link came back the reader caught up (acked $c -> $d)"
 # The offline policy: past max_offline_s (2 s) without the broker, only static entries open.
-offline=$(grep -c "decision denied-offline qr label=fleet" "$D/journal")
+offline=$(grep -c "decision denied-offline qr.* label=fleet" "$D/journal")
 [ "$offline" -gt 0 ]; check $? "deny-all-but-static: without the broker past max_offline_s the fleet-managed pass was denied ($offline denied-offline)"
-[ "$(grep -c "denied-offline qr label=static" "$D/journal")" = 0 ] && grep -q "decision granted qr label=static" "$D/journal"
+[ "$(grep -c "denied-offline qr.* label=static" "$D/journal")" = 0 ] && grep -q "decision granted qr.* label=static" "$D/journal"
 check $? "deny-all-but-static: the static=yes entry kept opening"
 sleep 1
 grep "decision .* label=fleet" "$D/journal" | tail -1 | grep -q "decision granted"
@@ -225,6 +225,6 @@ echo "scangate-fleet contact $(( $(date +%s) - 3600 ))" > "$D/audit.db.fleet.con
 READER=$!
 sleep 6
 kill -TERM $READER; wait $READER 2>/dev/null; READER=""
-grep -q "decision denied-offline qr label=fleet" "$D/journal-offline" && grep -q "decision granted qr label=static" "$D/journal-offline"
+grep -q "decision denied-offline qr.* label=fleet" "$D/journal-offline" && grep -q "decision granted qr.* label=static" "$D/journal-offline"
 check $? "restarted an hour after the last contact with no broker: deny-all-but-static at once ($(grep -c denied-offline "$D/journal-offline") denied-offline in 6 s)"
 finish
