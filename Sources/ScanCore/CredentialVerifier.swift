@@ -19,14 +19,18 @@ public struct COSESign1: Sendable {
   public var signature: Range<Int>
 
   public static let protectedBytesMax = 64
+  /// A pass's payload bound (a QR code holds less). Signed files and fleet bundles are verified
+  /// with a larger bound of their own (`Sign1Verifier(payloadBytesMax:)`).
   public static let payloadBytesMax = 1_024
 
   /// Parses `[protected: bstr .cbor {1: -8, 4: kid}, unprotected: {}, payload: bstr,
   /// signature: bstr(64)]`, optionally behind tag 18, with nothing after it. Strict: any other
   /// header, an unprotected header that is not empty, another algorithm: refused.
-  public static func parse(_ message: UnsafeRawBufferPointer, codec: any CBORCodec) throws(CredentialProblem) -> COSESign1 {
+  public static func parse(
+    _ message: UnsafeRawBufferPointer, codec: any CBORCodec, payloadBytesMax: Int = payloadBytesMax
+  ) throws(CredentialProblem) -> COSESign1 {
     let read: Read
-    do throws(CBORProblem) { read = try structure(message, codec: codec) } catch { throw .cbor(error) }
+    do throws(CBORProblem) { read = try structure(message, codec: codec, payloadBytesMax: payloadBytesMax) } catch { throw .cbor(error) }
     guard read.headersOK, read.alg == CredentialLabel.algEdDSA else { throw .algorithm }
     guard let kid = read.kid, kid.count > 0 else { throw .unknownIssuer }
     return COSESign1(protected: read.protected, kid: kid, payload: read.payload, signature: read.signature)
@@ -39,7 +43,9 @@ public struct COSESign1: Sendable {
     var headersOK = true
   }
 
-  private static func structure(_ message: UnsafeRawBufferPointer, codec: any CBORCodec) throws(CBORProblem) -> Read {
+  private static func structure(
+    _ message: UnsafeRawBufferPointer, codec: any CBORCodec, payloadBytesMax: Int
+  ) throws(CBORProblem) -> Read {
     var r = Read()
     var c = CBORCursor(message, codec: codec)
     if try c.peekType() == .tag {
@@ -93,19 +99,24 @@ public final class Sign1Verifier {
   public var trust: TrustStore
   public let codec: any CBORCodec
   public let crypto: any CredentialCrypto
+  /// The largest payload it verifies (a pass's 1 KiB by default).
+  public let payloadBytesMax: Int
   private let scratch: UnsafeMutableRawBufferPointer
 
-  public init(trust: TrustStore, codec: any CBORCodec, crypto: any CredentialCrypto) {
+  public init(
+    trust: TrustStore, codec: any CBORCodec, crypto: any CredentialCrypto, payloadBytesMax: Int = COSESign1.payloadBytesMax
+  ) {
     self.trust = trust
     self.codec = codec
     self.crypto = crypto
-    scratch = .allocate(byteCount: COSESign1.payloadBytesMax + COSESign1.protectedBytesMax + 32, alignment: 8)
+    self.payloadBytesMax = payloadBytesMax
+    scratch = .allocate(byteCount: payloadBytesMax + COSESign1.protectedBytesMax + 32, alignment: 8)
   }
   deinit { scratch.deallocate() }
 
   /// The verified message's parts. The key must be trusted and valid at `now`.
   public func verify(_ message: UnsafeRawBufferPointer, now: Int64) throws(CredentialProblem) -> COSESign1 {
-    let parts = try COSESign1.parse(message, codec: codec)
+    let parts = try COSESign1.parse(message, codec: codec, payloadBytesMax: payloadBytesMax)
     let kid = UnsafeRawBufferPointer(rebasing: message[parts.kid])
     guard let key = trust.key(for: kid) else { throw .unknownIssuer }
     guard key.isValid(at: now) else { throw .issuerKeyNotValid }

@@ -138,6 +138,9 @@ public struct DoorMachine: Sendable {
   private var openedAt = Instant(nanoseconds: 0)
   private var heldOpenSince: Instant? = nil
   private var forcedAlarmUntil = Instant(nanoseconds: 0)
+  /// When the strike last changed level: an input edge read late (a loaded loop) may have
+  /// happened before it, while the strike still had the other level.
+  private var strikeChangedAt = Instant(nanoseconds: 0)
   /// The newest instant the machine has been advanced to.
   public private(set) var now: Instant
   /// Raw edges seen, and transitions recorded, per kind of count.
@@ -201,6 +204,7 @@ public struct DoorMachine: Sendable {
     let active = level == .active
     guard active != strikeActive else { return }
     strikeActive = active
+    strikeChangedAt = time
     if active {
       record(.doorUnlocked, code: reason.rawValue)
       if state == .closed { state = .unlocked }
@@ -281,7 +285,9 @@ public struct DoorMachine: Sendable {
   private mutating func doorOpened(at time: Instant) {
     openedAt = time
     heldOpenSince = nil
-    if strikeActive || state == .unlocked {
+    // Opened before the strike locked again (its edge read after the lock): opened, not forced.
+    let releasedThen = !strikeActive && time < strikeChangedAt
+    if strikeActive || state == .unlocked || releasedThen {
       state = .open
       record(.doorOpened, code: 0, at: time)
     } else {

@@ -3,14 +3,16 @@ import ScanCore
 /// The fleet's signed envelopes verified with the signed-credential issuer keys: COSE_Sign1,
 /// Ed25519, `kid` in the protected header, the key in the trust file (re-read for every
 /// envelope, so a new trust file counts at once; a trust file that does not load refuses
-/// everything). The payload bound is the shared verifier's (`COSESign1.payloadBytesMax`).
+/// everything). The payload bound is the link's message bound (`fleet.message_bytes_max`): an
+/// allow-list bundle is far larger than a pass.
 public final class Sign1EnvelopeVerifier: SignedEnvelopeVerifier {
   public let trustPath: String
   private let sign1: Sign1Verifier
 
-  public init(trustPath: String) {
+  public init(trustPath: String, payloadBytesMax: Int) {
     self.trustPath = trustPath
-    sign1 = Sign1Verifier(trust: TrustStore(), codec: LibCBOR(), crypto: SodiumCredentialCrypto(siteSecretKey: nil))
+    sign1 = Sign1Verifier(
+      trust: TrustStore(), codec: LibCBOR(), crypto: SodiumCredentialCrypto(siteSecretKey: nil), payloadBytesMax: payloadBytesMax)
   }
 
   public func verify(_ envelope: [UInt8], nowUnixSeconds: Int64) -> Result<VerifiedEnvelope, EnvelopeRefusal> {

@@ -181,7 +181,8 @@ enum Service {
     if let path = c.trustFile { targets["trust"] = path }
     if !config.door.schedulePath.isEmpty { targets["schedules"] = config.door.schedulePath }
     link.inbox = FleetControl(
-      settings: config.fleet, statePath: link.statePath, verifier: c.trustFile.map { Sign1EnvelopeVerifier(trustPath: $0) },
+      settings: config.fleet, statePath: link.statePath,
+      verifier: c.trustFile.map { Sign1EnvelopeVerifier(trustPath: $0, payloadBytesMax: config.fleet.messageBytesMax) },
       targets: targets, requests: requests)
     return requests
   }

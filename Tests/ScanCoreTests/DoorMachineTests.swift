@@ -269,6 +269,28 @@ import Testing
     #expect(times == [0, 70, 120])
   }
 
+  @Test("a door opened during the pulse but read after the strike locked again is opened, not forced")
+  func openedBeforeLockReadLate() {
+    let clock = ManualClock()
+    var m = DoorMachine(settings: Self.settings(), now: clock.now())
+    let t0 = clock.now()
+    m.strike(.active, reason: .exitButton, at: t0)
+    m.strike(.inactive, reason: .exitButton, at: t0.adding(milliseconds: 1_000))
+    clock.advance(milliseconds: 1_300)
+    // A loaded loop reads the contact's edge only now: it happened at 800 ms, strike released.
+    m.edge(.contact, level: .active, at: t0.adding(milliseconds: 800))
+    m.advance(to: clock.now())
+    #expect(m.state == .open && m.forcedCount == 0)
+    #expect(Self.drain(&m) == ["door-unlocked 2", "door-locked 0", "door-opened 0"])
+    // And one opened after the lock is forced, however late it is read.
+    var f = DoorMachine(settings: Self.settings(), now: t0)
+    f.strike(.active, reason: .exitButton, at: t0)
+    f.strike(.inactive, reason: .exitButton, at: t0.adding(milliseconds: 1_000))
+    f.edge(.contact, level: .active, at: t0.adding(milliseconds: 1_100))
+    f.advance(to: t0.adding(milliseconds: 1_300))
+    #expect(f.state == .forced && f.forcedCount == 1)
+  }
+
   @Test("zero debounce: an edge counts at once")
   func zeroDebounce() {
     let clock = ManualClock()

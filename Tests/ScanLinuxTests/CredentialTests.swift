@@ -244,6 +244,20 @@ func problem(_ v: CredentialVerifier, _ text: String, at now: Int64) -> Credenti
     }
   }
 
+  @Test("revocation: a list of 500 passes (far over a pass's 1 KiB) verifies and revokes the last of them")
+  func largeRevocation() throws {
+    let site = CredentialSite()
+    let v = site.verifier()
+    let ids: [[UInt8]] = (0..<500).map { i in [0x5A, 0x0C, UInt8(i >> 8), UInt8(i & 0xFF), 1, 2, 3, 4] }
+    let pass = try site.issue(site.claims(id: ids[499]))
+    let list = try CredentialIssuer.revocationList(version: 9, issuedAt: site.now, ids: ids, kid: site.kid, issuerSeed: site.issuerSeed)
+    #expect(list.count > 4_000)
+    v.revocation = try list.withUnsafeBytes { b throws(ParseError) in
+      try CredentialFiles.parseRevocation(b, sign1: v.sign1, now: site.now, current: 0)
+    }
+    #expect(decide(v, pass.staticText, at: site.now) == .deniedRevoked)
+  }
+
   @Test("an untrusted clock: policy deny refuses; policy floor judges against the floor")
   func clockPolicy() throws {
     let deny = CredentialSite { $0.timePolicy = .deny }

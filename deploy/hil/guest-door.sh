@@ -32,15 +32,17 @@ stop_door_sample() { kill $door_sampler 2>/dev/null; wait $door_sampler 2>/dev/n
 runs() { awk -v c=$2 '$c==1 && !on {on=1; s=$1; n++} $c==0 && on {on=0; d=$1-s; if (d>m) m=d} END {if (on) {d=$1-s; if (d>m) m=d}; print n+0, m+0}' "$1"; }
 events() { grep -c -- "$1" "$W/door.out"; }
 
-config door grey 1000 ""
-sed -i 's/^chip = "door-reader"/chip = "door-io"/' "$W/door.toml"
+# A 3 s strike pulse and 5 frames a second: under TCG the guest's one CPU is slow, and the shell
+# that plays the door must not wait behind the decoder (the door opens well inside the pulse).
+config door grey 3000 ""
+sed -i -e 's/^chip = "door-reader"/chip = "door-io"/' -e 's/^format = "grey"$/&\nfps = 5/' "$W/door.toml"
 cat >> "$W/door.toml" <<TOML
 [door]
 enabled = true
 contact_line = 2
 contact_active_low = false
 contact_bias = "as-is"
-contact_debounce_ms = 50
+contact_debounce_ms = 100
 exit_line = 3
 exit_active_low = false
 exit_bias = "as-is"
@@ -59,13 +61,13 @@ check "door: the service started with contact, exit button, tamper, alarm and se
 
 # A debounced exit press releases the strike for its pulse.
 door_sample "$W/door-exit.txt"
-press 3; sleep 0.3; let_go 3; sleep 2
+press 3; sleep 0.3; let_go 3; sleep 4
 stop_door_sample
 read -r n p <<< "$(runs "$W/door-exit.txt" 2)"
 check "door: an exit press (300 ms) is one exit request and a strike release by the exit button" \
   bash -c "[ $(events 'exit-request') = 1 ] && grep -q 'door-unlocked exit-button' '$W/door.out'"
-check "door: gpio-sim saw the strike pulse for the exit button ($n pulse, $p ms for relay_pulse_ms 1000, tolerance 900-1300)" \
-  test "$n" = 1 -a "$p" -ge 900 -a "$p" -le 1300
+check "door: gpio-sim saw the strike pulse for the exit button ($n pulse, $p ms for relay_pulse_ms 3000, tolerance 2900-3400)" \
+  test "$n" = 1 -a "$p" -ge 2900 -a "$p" -le 3400
 check "door: the strike locked again after the pulse" grep -q 'door-locked' "$W/door.out"
 
 # A press shorter than the debounce time (two sysfs writes back to back) is no press.
@@ -75,9 +77,11 @@ check "door: a $(( (t1 - t0) / 1000 )) ms press (debounce 50 ms) is ignored: sti
 
 # Forced: the door opened while the strike is locked; the alarm line and the second relay sound.
 door_sample "$W/door-forced.txt"
-press 2; sleep 0.5
-forced_alarm=$(cat $D/sim_gpio5/value); forced_aux=$(cat $D/sim_gpio6/value)
-sleep 2.5; after_alarm=$(cat $D/sim_gpio5/value)
+press 2
+forced_alarm=0
+for _ in $(seq 30); do forced_alarm=$(cat $D/sim_gpio5/value); [ "$forced_alarm" = 1 ] && break; sleep 0.1; done
+forced_aux=$(cat $D/sim_gpio6/value)
+sleep 3; after_alarm=$(cat $D/sim_gpio5/value)
 let_go 2; sleep 0.5
 stop_door_sample
 read -r an ap <<< "$(runs "$W/door-forced.txt" 3)"
@@ -94,7 +98,7 @@ press 3; sleep 0.2; let_go 3; sleep 0.3
 press 2; opened=$(date +%s%N | cut -c1-13)
 waitfor "$W/door.out" 'door-held-open' 10; held=$(date +%s%N | cut -c1-13)
 sleep 2.2
-let_go 2; sleep 0.5
+let_go 2; sleep 3.5  # the rest of the strike's pulse
 stop_door_sample
 read -r bn bp <<< "$(runs "$W/door-held.txt" 3)"
 check "door: left open after an unlock: door-opened, then door-held-open after held_open_ms ($(( held - opened )) ms, want 2000-3500)" \
@@ -104,17 +108,18 @@ check "door: held open: the alarm line beeped until the door closed ($bn beeps o
 check "door: closed again: door-closed with the seconds it stood open" grep -q 'door-closed [3-6]s' "$W/door.out"
 
 # Contact bounce: the door unlocked and opening with 21 edges in a few ms is one transition.
-opened_before=$(events 'door-opened')
+opened_before=$(events 'door-opened'); closed_before=$(events 'door-closed')
 press 3; sleep 0.2; let_go 3; sleep 0.2
 t0=${EPOCHREALTIME/./}
 for _ in 1 2 3 4 5 6 7 8 9 10; do press 2; let_go 2; done; press 2
 t1=${EPOCHREALTIME/./}
 span=$(( (t1 - t0) / 1000 ))
 sleep 1
-check "door: contact bounce, 21 edges in $span ms (under the 50 ms debounce), is one door-opened" \
-  test "$(( $(events 'door-opened') - opened_before ))" = 1 -a "$span" -lt 50
-let_go 2; sleep 0.5
-check "door: and one door-closed when it shut (relock on close)" bash -c "[ $(events 'door-closed') = 2 ]"
+check "door: contact bounce, 21 edges in $span ms (under the 100 ms debounce: sysfs writes are slow under TCG), is one door-opened" \
+  test "$(( $(events 'door-opened') - opened_before ))" = 1 -a "$span" -lt 100
+let_go 2; sleep 1
+check "door: and one door-closed when it shut, the strike relocked at once (relock on close)" \
+  bash -c "[ $(( $(events 'door-closed') - closed_before )) = 1 ] && [ $(cat $D/sim_gpio1/value) = 0 ]"
 
 # Tamper: both ways, the alarm line on while it lasts.
 press 4; sleep 0.5; tamper_alarm=$(cat $D/sim_gpio5/value)

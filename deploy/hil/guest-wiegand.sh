@@ -28,7 +28,8 @@ done
 python3 ./frames.py --grey "$W" "${specs[@]}"
 
 config wiegand grey 1000 ""
-sed -i -e 's/^chip = "door-reader"/chip = "wiegand-io"/' -e "s|^path = \"$W/allow-list.txt\"|path = \"$W/wiegand-allow.txt\"|" "$W/wiegand.toml"
+sed -i -e 's/^chip = "door-reader"/chip = "wiegand-io"/' -e "s|^path = \"$W/allow-list.txt\"|path = \"$W/wiegand-allow.txt\"|" \
+  -e 's/^format = "grey"$/&\nfps = 5/' "$W/wiegand.toml"  # 5 fps: the guest's one CPU is the Wiegand thread's too
 cat >> "$W/wiegand.toml" <<TOML
 [panel]
 mode = "panel"
