@@ -302,8 +302,9 @@ verdict() {  # userland
   fi
   [ $((passed + failed - before)) -ge 14 ] || result FAIL "$u: guest: fewer checks than expected ran"
   if [ $failed != "$before_failed" ]; then
-    echo "--- $u: guest console (tail)"; tail -40 "$w/console.log"
-    for f in "$w"/*.out; do [ -e "$f" ] && { echo "--- $f (tail)"; tail -15 "$f"; }; done
+    # Indented: the guest's own PASS/FAIL lines in these tails must not be counted twice.
+    echo "--- $u: guest console (tail)"; tail -40 "$w/console.log" | sed 's/^/  | /'
+    for f in "$w"/*.out; do [ -e "$f" ] && { echo "--- $f (tail)"; tail -15 "$f" | sed 's/^/  | /'; }; done
   fi
 }
 # The guests are single-CPU qemu processes: with two host cores or more both userlands boot side
