@@ -97,6 +97,11 @@ import Testing
     let now = clock.unixSeconds()
     var s = PassClaims(subject: "alice", expires: now + 3600, id: [1, 2, 3])
     s.label = "Alice"
+    // Its zone names a schedule: the access window is judged on every decision (tzdata's local time).
+    s.zones = ["shop"]
+    let schedules = ScheduleStore(calendar: SystemLocalCalendar())
+    #expect(schedules.load(Array("schedule shop mon-sun 00:00-24:00\n".utf8)) == nil)
+    engine.policy.schedules = schedules
     let signed = try CredentialIssuer.issue(s, kid: kid, issuerSeed: issuer)
     var r = PassClaims(subject: "carol", expires: now + 3600, id: [4, 5, 6])
     r.rotatingDigits = 6
