@@ -142,7 +142,18 @@ def check(out, db, reader, batch, faults):
     return failed
 
 
-def control(ca, cert, key, host, port, seed_file, kid, allow_list):
+def zbar(png_bytes):
+    """What ZBar's zbarimg reads in a PNG (an independent decoder): the payloads, one per code."""
+    import subprocess
+    import tempfile
+    with tempfile.NamedTemporaryFile(suffix=".png") as f:
+        f.write(png_bytes)
+        f.flush()
+        r = subprocess.run(["zbarimg", "--raw", "-q", f.name], capture_output=True, text=True)
+    return [line for line in r.stdout.splitlines() if line]
+
+
+def control(ca, cert, key, host, port, seed_file, kid, allow_list, frame):
     import os
     import queue
     import paho.mqtt.client as mqtt
@@ -174,11 +185,13 @@ def control(ca, cert, key, host, port, seed_file, kid, allow_list):
         return f"scangate-command 1\nreader door-1\ncommand {action}\nnonce {nonce}\nexpires {int(time.time()) + expires_in}\n".encode()
 
     replies = queue.Queue()
+    snapshots = queue.Queue()
     c = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id="controller", protocol=mqtt.MQTTv311)
     c.tls_set(ca_certs=ca, certfile=cert, keyfile=key, cert_reqs=ssl.CERT_REQUIRED)
-    c.on_message = lambda cl, u, m: replies.put(json.loads(m.payload))
+    c.on_message = lambda cl, u, m: (snapshots.put(m) if m.topic.endswith("/snapshot") else replies.put(json.loads(m.payload)))
     c.connect(host, port, keepalive=10)
     c.subscribe("scangate/door-1/reply", 1)
+    c.subscribe("scangate/door-1/snapshot", 1)
     c.loop_start()
     time.sleep(0.5)
 
@@ -223,6 +236,25 @@ def control(ca, cert, key, host, port, seed_file, kid, allow_list):
     result(r.get("ok") is False, f"an unsigned command is refused ({r.get('reason')})")
     r = send("command", signed(command("open")))
     result(r.get("ok") is True, f"a signed open command is acted on: {r.get('result')}")
+
+    # Snapshot (fleet.snapshot = redacted): a PNG of the next frame, every located code blanked.
+    shown = zbar(open(frame, "rb").read())
+    r = send("command", signed(command("snapshot")))
+    try:
+        m = snapshots.get(timeout=5)
+        png = m.payload
+    except queue.Empty:
+        m, png = None, b""
+    text = r.get("result", "")
+    codes = int(text.split(" codes")[0].split(", ")[-1]) if r.get("ok") and " codes" in text else 0
+    result(r.get("ok") is True and m is not None and not m.retain and png[:8] == b"\x89PNG\r\n\x1a\n"
+           and "redacted" in text and codes >= 1,
+           f"a signed snapshot command publishes a PNG of the frame, not retained: {text or r.get('reason')}")
+    found = zbar(png) if png else ["(no PNG)"]
+    result(shown == ["FLEET-PASS-1"] and found == [],
+           f"ZBar reads {shown} in the frame shown, and nothing in the redacted snapshot ({found})")
+    if png:
+        open(os.path.join(os.path.dirname(allow_list), "snapshot-redacted.png"), "wb").write(png)
     c.loop_stop()
     return failed
 
@@ -231,6 +263,6 @@ if __name__ == "__main__":
     if sys.argv[1] == "watch":
         watch(*sys.argv[2:7], int(sys.argv[7]))
     elif sys.argv[1] == "control":
-        sys.exit(1 if control(*sys.argv[2:6], int(sys.argv[6]), *sys.argv[7:10]) else 0)
+        sys.exit(1 if control(*sys.argv[2:6], int(sys.argv[6]), *sys.argv[7:11]) else 0)
     elif sys.argv[1] == "check":
         sys.exit(1 if check(*sys.argv[2:7]) else 0)

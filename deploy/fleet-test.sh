@@ -65,6 +65,7 @@ topic write scangate/door-1/events
 topic write scangate/door-1/status
 topic write scangate/door-1/state
 topic write scangate/door-1/reply
+topic write scangate/door-1/snapshot
 topic read scangate/door-1/command
 topic read scangate/door-1/bundle
 topic read scangate/door-1/lock/set
@@ -197,7 +198,7 @@ sleep 6
 # Signed bundles and commands from an independent client (pycose signs, paho sends).
 loads=$(grep -c "allow-list-loaded" "$D/journal")
 "$PY" deploy/fleet-peer.py control "$D/ca.crt" "$D/watcher.crt" "$D/watcher.key" "$HOST" "$PORT" \
-  "$D/issuer.key" fleet-hq "$D/allow-list.txt" > "$D/control.out" 2>&1
+  "$D/issuer.key" fleet-hq "$D/allow-list.txt" "$D/frames/code.png" > "$D/control.out" 2>&1
 cat "$D/control.out"
 pass=$((pass + $(grep -c '^PASS' "$D/control.out"))); fail=$((fail + $(grep -c '^FAIL' "$D/control.out")))
 grep -q '^PASS\|^FAIL' "$D/control.out" || bad "the control client said nothing: $(tail -3 "$D/control.out")"

@@ -31,6 +31,7 @@ PACKAGES=(
   libmosquitto-dev     # the fleet link (MQTT client library)
   mosquitto            # tests: a real broker, started per test run
   mosquitto-clients    # tests: mosquitto_sub/pub beside the independent client
+  zbar-tools           # tests: zbarimg, an independent decoder, reads the fleet's snapshot PNGs
   libcamera-dev        # the libcamera frame source (Pi camera modules); optional at build time
   python3-venv         # tests: the PyPI peers' venv (deploy/peers.sh)
 )

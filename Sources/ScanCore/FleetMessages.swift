@@ -14,6 +14,8 @@ public struct FleetTopics: Sendable, Equatable {
   /// Signed commands in, and their results out.
   public var command: String { base + "/command" }
   public var reply: String { base + "/reply" }
+  /// A snapshot command's PNG, QoS 1, not retained.
+  public var snapshot: String { base + "/snapshot" }
   /// Home Assistant's lock: OPEN from a dashboard.
   public var lockSet: String { base + "/lock/set" }
 }

@@ -7,6 +7,14 @@ public enum FleetOfflinePolicy: String, Sendable, CaseIterable {
   case denyAllButStatic = "deny-all-but-static"
 }
 
+/// What a signed `snapshot` command over the fleet may return. A snapshot is a picture of
+/// whatever is held up to the camera, so a code in it is a credential: `redacted` blanks every
+/// code the reader located and drops their payloads; `full` returns the frame as the console's
+/// SNAPSHOT does (for a site whose broker ACLs keep the snapshot topic to its operators).
+public enum FleetSnapshotPolicy: String, Sendable, CaseIterable {
+  case off, redacted, full
+}
+
 /// The fleet link (`[fleet]` in config.toml): one MQTT broker connection per reader that
 /// publishes every audit record at least once and takes signed bundles and commands.
 public struct FleetSettings: Equatable, Sendable {
@@ -40,6 +48,8 @@ public struct FleetSettings: Equatable, Sendable {
   public var homeAssistantPrefix = "homeassistant"
   /// Bundles and commands over this size are dropped unread.
   public var messageBytesMax = 1 << 20
+  /// What a signed snapshot command returns.
+  public var snapshot = FleetSnapshotPolicy.redacted
 
   public init() {}
 
@@ -141,6 +151,9 @@ extension ConfigSchema {
     },
     Key(name: "fleet.home_assistant_prefix", kind: .string) { $0.fleet.homeAssistantPrefix = str($1) },
     Key(name: "fleet.message_bytes_max", kind: .integer(1_024...16_777_216)) { $0.fleet.messageBytesMax = int($1) },
+    Key(name: "fleet.snapshot", kind: .choice(FleetSnapshotPolicy.allCases.map(\.rawValue))) {
+      $0.fleet.snapshot = FleetSnapshotPolicy(rawValue: str($1))!
+    },
   ]
 
   /// What is inconsistent in `[fleet]` (each naming its key), given the file's line lookup.

@@ -65,7 +65,7 @@ public final class FleetControl: FleetInbox {
       }
     } else if message.topic == link.topics.command {
       reply.add("type", "command")
-      switch actOn(message, link: link) {
+      switch actOn(message, link: link, client: client) {
       case .success(let (command, result)):
         reply.add("ok", true)
         reply.add("command", command.action.rawValue)
@@ -126,7 +126,7 @@ public final class FleetControl: FleetInbox {
     return .success(bundle.version)
   }
 
-  func actOn(_ message: MQTTMessage, link: FleetLink) -> Result<(FleetCommand, String), EnvelopeRefusal> {
+  func actOn(_ message: MQTTMessage, link: FleetLink, client: MQTTClient) -> Result<(FleetCommand, String), EnvelopeRefusal> {
     guard !message.retained else { return .failure(EnvelopeRefusal("a retained command is never acted on")) }
     let envelope: VerifiedEnvelope
     switch open(message) {
@@ -160,7 +160,67 @@ public final class FleetControl: FleetInbox {
       }
       return .success((command, text + "; bundle version \(bundleVersion)"))
     case .snapshot:
-      return .failure(EnvelopeRefusal("snapshot over the fleet link is not available on this reader yet"))
+      guard let snapshot = requests.snapshot else {
+        return .failure(EnvelopeRefusal("snapshots over the fleet are off on this reader (fleet.snapshot)"))
+      }
+      let generation = snapshot.generation
+      requests.ask { $0.snapshot = true }
+      guard snapshot.wait(after: generation, milliseconds: 3_000) else {
+        return .failure(EnvelopeRefusal("no frame within 3 s"))
+      }
+      guard let (png, width, height, codes) = snapshot.render() else {
+        return .failure(EnvelopeRefusal("the snapshot could not be encoded"))
+      }
+      do { _ = try client.publish(topic: link.topics.snapshot, png, qos: 1, retain: false) } catch {
+        return .failure(EnvelopeRefusal("cannot publish the snapshot: \(error)"))
+      }
+      return .success(
+        (command, "snapshot png \(width)x\(height) \(png.count) bytes, \(codes) codes, \(snapshot.policy.rawValue), on \(link.topics.snapshot)"))
+    }
+  }
+}
+
+/// The fleet's copy of a snapshot: the loop hands the captured frame over (`deliver`, on the
+/// loop's thread: a copy into memory allocated here at startup, never a wait — when the fleet
+/// thread holds the copy, the loop offers the next frame instead), the fleet thread redacts it
+/// as `fleet.snapshot` says and renders the PNG.
+public final class FleetSnapshot: SnapshotSink, @unchecked Sendable {
+  public let policy: FleetSnapshotPolicy
+  private let buffer: SnapshotBuffer
+  /// Deliveries so far, under the lock that guards `buffer`.
+  private let delivered = Mutex<Int>(0)
+
+  public init(policy: FleetSnapshotPolicy, maxWidth: Int, maxHeight: Int) {
+    self.policy = policy
+    buffer = SnapshotBuffer(maxWidth: maxWidth, maxHeight: maxHeight)
+  }
+
+  public func deliver(_ snapshot: SnapshotBuffer) -> Bool {
+    let taken: Bool? = delivered.withLockIfAvailable { count in
+      buffer.copy(from: snapshot)
+      count += 1
+      return true
+    }
+    return taken == true
+  }
+
+  var generation: Int { delivered.withLock { $0 } }
+
+  /// Waits (polling, on the fleet thread) for a delivery after `generation`.
+  func wait(after generation: Int, milliseconds: Int) -> Bool {
+    for _ in 0..<max(1, milliseconds / 10) {
+      if self.generation > generation { return true }
+      usleep(10_000)
+    }
+    return self.generation > generation
+  }
+
+  /// The delivered frame, redacted unless the policy is `full`, as PNG.
+  func render() -> (png: [UInt8], width: Int, height: Int, codes: Int)? {
+    delivered.withLock { _ in
+      if policy != .full { buffer.redact() }
+      guard let png = SnapshotRenderer.png(buffer) else { return nil }
+      return (png, buffer.width, buffer.height, buffer.symbolCount)
     }
   }
 }
@@ -173,15 +233,21 @@ public final class FleetRequests: PollParticipant, @unchecked Sendable {
     public var reload = false
     public var open = false
     public var openMilliseconds: Int? = nil
-    var any: Bool { reload || open }
+    public var snapshot = false
+    var any: Bool { reload || open || snapshot }
   }
   private let pending = Mutex<Pending>(Pending())
   /// The link whose offline flag the deny-all-but-static policy follows (nil: keep going).
   private let offlineLink: FleetLink?
   private var staticOnly = false
+  /// Where a snapshot command's frame goes (nil: `fleet.snapshot` is off).
+  public let snapshot: FleetSnapshot?
 
   /// `offlineLink`: the fleet link, when its `offline_policy` is deny-all-but-static.
-  public init(offlineLink: FleetLink? = nil) { self.offlineLink = offlineLink }
+  public init(offlineLink: FleetLink? = nil, snapshot: FleetSnapshot? = nil) {
+    self.offlineLink = offlineLink
+    self.snapshot = snapshot
+  }
 
   func ask(_ change: (inout Pending) -> Void) { pending.withLock { change(&$0) } }
 
@@ -206,5 +272,6 @@ public final class FleetRequests: PollParticipant, @unchecked Sendable {
       requests.openRequested = true
       requests.openMilliseconds = p.openMilliseconds
     }
+    if p.snapshot, let snapshot { requests.snapshotSink = snapshot }
   }
 }

@@ -70,7 +70,17 @@ public final class LoopRequests {
   /// `openMilliseconds` nil: the configured pulse.
   public var openRequested = false
   public var openMilliseconds: Int? = nil
+  /// Wants the next frame's snapshot (a fleet snapshot command): the loop captures one and
+  /// hands it to the sink on its own thread, once.
+  public var snapshotSink: (any SnapshotSink)? = nil
   public init() {}
+}
+
+/// Takes a captured snapshot from the loop. `deliver` runs on the loop's thread: it copies what
+/// it needs into memory it owns (no allocation, no waiting) and returns; false when it cannot
+/// take it now (the loop offers the next frame's).
+public protocol SnapshotSink: AnyObject {
+  func deliver(_ snapshot: SnapshotBuffer) -> Bool
 }
 
 /// One input of the loop: a device, a socket, a timer. The loop asks every participant for

@@ -80,6 +80,8 @@ public struct RunLoop<
   var snapshotSession = SessionTicket(slot: -1, generation: 0)
   var snapshotText = false
   var snapshotDeadline = Instant(nanoseconds: 0)
+  /// A participant waiting for a snapshot (`LoopRequests.snapshotSink`).
+  var snapshotSink: (any SnapshotSink)? = nil
 
   /// Room in the poll table for participants registered after init.
   public static var extraPollCapacity: Int { 16 }
@@ -243,6 +245,28 @@ public struct RunLoop<
       requests.play = nil
       engine.play(pattern)
     }
+    if let sink = requests.snapshotSink {
+      requests.snapshotSink = nil
+      snapshotSink = sink
+    }
+    offerSnapshot()
+  }
+
+  /// A participant's snapshot: captured on the next frame (beside a console's, which keeps its
+  /// own flag), then handed over once.
+  private mutating func offerSnapshot() {
+    guard let sink = snapshotSink else { return }
+    guard engine.snapshotCaptured else {
+      engine.captureSnapshot = true
+      return
+    }
+    engine.snapshot.framesPerSecondTimes100 = framesPerSecondTimes100
+    guard sink.deliver(engine.snapshot) else {
+      engine.captureSnapshot = true
+      return
+    }
+    snapshotSink = nil
+    if snapshotPhase != .capturing { engine.snapshotCaptured = false }
   }
 
   private mutating func serviceConsole(_ console: ConsoleServer<Clock>) {

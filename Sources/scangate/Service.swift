@@ -171,7 +171,10 @@ enum Service {
 
   /// The fleet link's handler for signed bundles and commands; returns the loop's side of it.
   static func fleetControl(_ config: ScanConfig, link: FleetLink) -> FleetRequests {
-    let requests = FleetRequests(offlineLink: config.fleet.offlinePolicy == .denyAllButStatic ? link : nil)
+    let snapshot =
+      config.fleet.snapshot == .off
+      ? nil : FleetSnapshot(policy: config.fleet.snapshot, maxWidth: config.cameraWidth, maxHeight: config.cameraHeight)
+    let requests = FleetRequests(offlineLink: config.fleet.offlinePolicy == .denyAllButStatic ? link : nil, snapshot: snapshot)
     // Bundles and commands are signed with the credential issuer keys; without a trust file
     // every one is refused. A bundle may replace only the files this reader has configured
     // (schedules join when the reader has a schedule file).

@@ -71,6 +71,56 @@ import Testing
     #expect(frame == (Int(SnapshotRenderer.regionColor.0), Int(SnapshotRenderer.regionColor.1), Int(SnapshotRenderer.regionColor.2)))
   }
 
+  @Test(
+    "the fleet's redacted copy: every located code blanked and its payload dropped, outline and verdict kept, the rest of the frame untouched",
+    arguments: DecodeSettings().variants)
+  func redactedCopy(variant: ImageVariant) throws {
+    let image = qrFrame("FLEET-SNAP-1", variant: variant, at: (180, 100))
+    let clock = ManualClock()
+    var engine = Engine(
+      settings: EngineSettings(), decoder: try ZXingDecoder(arenaBytes: 8 << 20, capacity: 8),
+      relay: RecordingOutputLine(name: "relay", clock: clock), buzzer: RecordingOutputLine(name: "buzzer", clock: clock),
+      clock: clock, wall: clock, digester: SodiumDigester(), events: EventRing(capacity: 64), maxWidth: 640, maxHeight: 480)
+    _ = engine.allowList.load(Array("text:FLEET-SNAP-1\n".utf8), digester: SodiumDigester(), nowUnixSeconds: clock.unixSeconds())
+    // A held code: the strategy reaches the view it needs within a few frames.
+    for _ in 0..<12 where engine.snapshot.symbolCount == 0 {
+      engine.captureSnapshot = true
+      image.withFrame { engine.process($0) }
+      clock.advance(milliseconds: 33)
+    }
+    let s = engine.snapshot
+    try #require(s.symbolCount == 1, "the \(variant.name) code was not located")
+    let fleet = SnapshotBuffer(maxWidth: 640, maxHeight: 480)
+    fleet.copy(from: s)
+    #expect(fleet.width == 640 && fleet.height == 480 && fleet.symbolCount == 1)
+    #expect(Array(fleet.pixels[0..<640 * 480]) == image.pixels)
+    #expect(fleet[0].withPayload { Array($0) } == Array("FLEET-SNAP-1".utf8))
+    fleet.redact()
+    #expect(fleet[0].payloadCount == 0 && fleet[0].verdict == s[0].verdict && fleet[0].verdict.isGranted)
+    #expect(fleet[0].format == s[0].format && (0..<8).allSatisfy { fleet[0].corners[$0] == s[0].corners[$0] })
+    // The code (at 180 + 24, 100 + 24, 21 modules of 6 px) is grey, quiet zone and all; beyond
+    // its box and margin nothing changed.
+    let redacted = Array(fleet.pixels[0..<640 * 480])
+    #expect((124..<250).allSatisfy { y in (204..<330).allSatisfy { x in redacted[y * 640 + x] == 128 } })
+    var changedOutside = 0
+    for y in 0..<480 {
+      for x in 0..<640 where redacted[y * 640 + x] != image.pixels[y * 640 + x] {
+        if x < 180 || x >= 354 || y < 100 || y >= 274 { changedOutside += 1 }
+      }
+    }
+    #expect(changedOutside == 0)
+    // And nothing reads in it, through any view.
+    let decoder = try ZXingDecoder(arenaBytes: 8 << 20, capacity: 8)
+    var settings = DecodeSettings()
+    settings.variants = ImageVariant.allCases
+    var pipeline = DecodePipeline(decoder: decoder, settings: settings, maxWidth: 640, maxHeight: 480)
+    var results = DecodeResults(capacity: 8, payloadBytesMax: 1024)
+    GrayImage(width: 640, height: 480, pixels: redacted).withFrame { pipeline.decode($0, into: &results) }
+    #expect(results.count == 0)
+    GrayImage(width: 640, height: 480, pixels: image.pixels).withFrame { pipeline.decode($0, into: &results) }
+    #expect(results.count == 1, "the unredacted frame reads (the check above can fail)")
+  }
+
   @Test("text view of a generated frame: corner digits and region borders land in the right cells")
   func textView() {
     let image = qrFrame("ALICE", scale: 6, at: (160, 120))
