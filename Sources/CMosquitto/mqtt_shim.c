@@ -5,6 +5,8 @@
 #include <mosquitto.h>
 #include <mqtt_protocol.h>
 #include <openssl/ssl.h>
+#include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -143,8 +145,27 @@ int sg_mqtt_connect(sg_mqtt *c, const char *host, int port, int keepalive_second
 
 int sg_mqtt_disconnect(sg_mqtt *c) { return mosquitto_disconnect(c->mosq); }
 
+// One turn of the client: poll(2) on its socket, then libmosquitto's read, write and
+// housekeeping steps (the external-loop API). Not mosquitto_loop: that one uses select(2) and
+// refuses a socket numbered FD_SETSIZE (1024) or above, which a process with many files open
+// (a thousand links in `scangate fleet bench`) reaches. loop_read drains what TLS has buffered.
+static int loop_once(sg_mqtt *c, int timeout_ms) {
+  int fd = mosquitto_socket(c->mosq);
+  if (fd < 0) return MOSQ_ERR_NO_CONN;
+  struct pollfd p = {.fd = fd, .events = POLLIN | (mosquitto_want_write(c->mosq) ? POLLOUT : 0)};
+  int n = poll(&p, 1, timeout_ms);
+  if (n < 0 && errno != EINTR) return MOSQ_ERR_ERRNO;
+  int rc = MOSQ_ERR_SUCCESS;
+  if (n > 0 && (p.revents & (POLLIN | POLLHUP | POLLERR))) rc = mosquitto_loop_read(c->mosq, 1);
+  if (rc == MOSQ_ERR_SUCCESS && n > 0 && (p.revents & POLLOUT) && mosquitto_socket(c->mosq) >= 0) {
+    rc = mosquitto_loop_write(c->mosq, 1);
+  }
+  if (rc == MOSQ_ERR_SUCCESS) rc = mosquitto_loop_misc(c->mosq);
+  return rc;
+}
+
 int sg_mqtt_loop(sg_mqtt *c, int timeout_ms) {
-  int rc = mosquitto_loop(c->mosq, timeout_ms, 1);
+  int rc = loop_once(c, timeout_ms);
   if (rc != MOSQ_ERR_SUCCESS && c->state != SG_MQTT_REFUSED) c->state = SG_MQTT_LOST;
   return rc;
 }

@@ -126,6 +126,11 @@ public final class FleetLink: @unchecked Sendable {
     var lastContactWrite: Int64 = 0
     var stopDeadline: Int64? = nil
     var lastStatePublish: Int64 = 0
+    // The log is asked for new records when the writer has written some since the last look,
+    // when the last look filled a batch (catching up), or every second (every 50 ms without a
+    // writer in this process): an idle reader does not query SQLite on every turn.
+    var nextQuery: Int64 = 0
+    var writtenSeen: Int64 = -1
     let keepaliveNanoseconds = Int64(settings.keepaliveSeconds) * 1_000_000_000
 
     while true {
@@ -172,6 +177,7 @@ public final class FleetLink: @unchecked Sendable {
             announce(c.client)
             inFlight.removeAll(keepingCapacity: true)
             nextToSend = acked + 1
+            nextQuery = 0
           }
         case .connecting:
           if now - c.startedAt > max(keepaliveNanoseconds, 10_000_000_000) { drop = "\(c.broker): connection timed out" }
@@ -211,9 +217,12 @@ public final class FleetLink: @unchecked Sendable {
           lastRefill = UInt64(now)
           tokens = min(Double(settings.batchRecords), tokens + elapsed * Double(settings.eventsPerSecondMax))
           let room = min(settings.batchRecords - inFlight.count, Int(tokens))
-          if room > 0, let s = store {
+          let written = auditLog?.writtenRecords
+          if room > 0, let s = store, now >= nextQuery || (written != nil && written != writtenSeen) {
             do {
+              writtenSeen = written ?? -1
               let records = try s.records(from: nextToSend, limit: room)
+              nextQuery = records.count == room ? now : now + (auditLog == nil ? 50_000_000 : 1_000_000_000)
               for record in records {
                 let mid = try c.client.publish(topic: topics.events, record.fleetJSON(readerID: settings.readerID), qos: 1, retain: false)
                 inFlight.append(InFlight(mid: mid, sequence: record.sequence, sentAt: now))

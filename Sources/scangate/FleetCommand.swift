@@ -324,7 +324,12 @@ enum FleetBench {
       return 1
     }
     let subscriber = Subscriber(options)
-    guard subscriber.connect() else { return 1 }
+    var tries = 0
+    while !subscriber.connect() {
+      tries += 1
+      guard tries < 30 else { return 1 }
+      usleep(1_000_000)
+    }
     let subscriberThread = startThread { subscriber.run() }
     for link in fleet { link.start() }
     let rssLinks = SoakCommand.residentKiB()
