@@ -4,7 +4,10 @@ extension AuditStore {
   /// Records with sequence `first` and above, in order, at most `limit` (the fleet link's
   /// batch read).
   public func records(from first: Int64, limit: Int) throws(SQLiteError) -> [AuditRecord] {
-    let q = try database.prepare("SELECT \(Self.columns) FROM events WHERE seq >= ? ORDER BY seq LIMIT ?")
+    if batchRead == nil { batchRead = try database.prepare("SELECT \(Self.columns) FROM events WHERE seq >= ? ORDER BY seq LIMIT ?") }
+    let q = batchRead!
+    q.reset()
+    defer { q.reset() }  // ends the read transaction: the writer's checkpoints are not held back
     q.bind(1, first)
     q.bind(2, Int64(limit))
     var out: [AuditRecord] = []

@@ -15,6 +15,8 @@ import ScanCore
 public final class AuditStore {
   public let database: SQLiteDatabase
   private var insert: SQLiteDatabase.Statement? = nil
+  /// The fleet link's batch read, prepared once (it runs several times a second).
+  var batchRead: SQLiteDatabase.Statement? = nil
   /// The chain's head: the last record's sequence and chain value.
   public private(set) var lastSequence: Int64 = 0
   public private(set) var lastHash: [UInt8] = [UInt8](repeating: 0, count: 32)

@@ -27,7 +27,7 @@ public final class FleetLink: @unchecked Sendable {
   /// The allow-list, revocation list, trust and schedule files a bundle may replace, and the
   /// handler for commands (set before `start`).
   public var inbox: (any FleetInbox)? = nil
-  private weak var auditLog: AuditLog?
+  private weak var auditLog: (any AuditLogProgress)?
   private let worker = WorkerThread()
   private let ackedSequence = Atomic<Int64>(0)
   private let publishedCount = Atomic<Int64>(0)
@@ -41,7 +41,7 @@ public final class FleetLink: @unchecked Sendable {
   /// topic and Home Assistant's sensors).
   public let telemetry = FleetTelemetry()
 
-  public init(settings: FleetSettings, logPath: String, auditLog: AuditLog?) {
+  public init(settings: FleetSettings, logPath: String, auditLog: (any AuditLogProgress)?) {
     self.settings = settings
     self.logPath = logPath
     self.auditLog = auditLog
@@ -352,6 +352,15 @@ public final class FleetLink: @unchecked Sendable {
 
 /// What arrives on the link's subscriptions (bundles, commands): the handler subscribes when
 /// a connection is up and is handed every message on the link's thread.
+/// What the link needs of the log's writer in this process: how many records it has written
+/// (the link reads the file for new ones when this moves) and where pruning must stop.
+public protocol AuditLogProgress: AnyObject {
+  var writtenRecords: Int64 { get }
+  var retainFrom: Int64 { get set }
+}
+
+extension AuditLog: AuditLogProgress {}
+
 public protocol FleetInbox: AnyObject {
   func connected(_ client: MQTTClient, link: FleetLink)
   func received(_ message: MQTTMessage, link: FleetLink, client: MQTTClient)

@@ -234,6 +234,18 @@ extension FleetToolCommand {
 /// with its own audit database) against one broker, each reader logging at a steady rate,
 /// and one subscriber that de-duplicates and times every event (bench/fleet/run drives it).
 enum FleetBench {
+  /// A bench reader's writer, as the service's AuditLog is to its link.
+  final class Progress: AuditLogProgress, @unchecked Sendable {
+    private let written = Atomic<Int64>(0)
+    private let retain = Atomic<Int64>(.max)
+    var writtenRecords: Int64 { written.load(ordering: .acquiring) }
+    var retainFrom: Int64 {
+      get { retain.load(ordering: .acquiring) }
+      set { retain.store(newValue, ordering: .releasing) }
+    }
+    func add(_ n: Int) { written.wrappingAdd(Int64(n), ordering: .releasing) }
+  }
+
   final class Subscriber: @unchecked Sendable {
     let stop = Atomic<Bool>(false)
     let options: Options
@@ -242,6 +254,9 @@ enum FleetBench {
     var duplicates = 0
     var reconnects = 0
     var latenciesMicroseconds: [Int64] = []
+    /// Per second of the run: first deliveries and their latencies (the timeline file).
+    var startNanoseconds: Int64 = 0
+    var timeline: [[Int64]] = []
     init(_ options: Options) { self.options = options }
 
     /// A persistent session (same client id, not clean): what the broker queued for it while
@@ -266,7 +281,12 @@ enum FleetBench {
           let now = SystemWallClock().unixNanoseconds()
           guard let (reader, seq) = FleetToolCommand.identity(m.payload) else { continue }
           if seen[reader, default: []].insert(seq).inserted {
-            if let t = timeNanoseconds(m.payload) { latenciesMicroseconds.append((now - t) / 1_000) }
+            if let t = timeNanoseconds(m.payload) {
+              latenciesMicroseconds.append((now - t) / 1_000)
+              let second = Int(max(0, now - startNanoseconds) / 1_000_000_000)
+              while timeline.count <= second { timeline.append([]) }
+              timeline[second].append((now - t) / 1_000)
+            }
           } else {
             duplicates += 1
           }
@@ -288,7 +308,7 @@ enum FleetBench {
     let options: Options
     let links: Int, rate: Int, seconds: Int
     do {
-      options = try Options(arguments, valued: ["broker", "links", "rate", "seconds", "dir"], known: [])
+      options = try Options(arguments, valued: ["broker", "links", "rate", "seconds", "dir", "timeline"], known: [])
       links = try options.integer("links", default: 100, range: 1...5_000)
       rate = try options.integer("rate", default: 1, range: 1...1_000)
       seconds = try options.integer("seconds", default: 30, range: 1...86_400)
@@ -304,6 +324,7 @@ enum FleetBench {
     var stores: [AuditStore] = []
     var keys: [AuditChainKey] = []
     var fleet: [FleetLink] = []
+    var progress: [Progress] = []
     do {
       for i in 0..<links {
         let path = "\(dir)/reader-\(i).db"
@@ -317,7 +338,8 @@ enum FleetBench {
         s.readerID = "bench-\(i)"
         s.keepaliveSeconds = 10
         s.homeAssistantPrefix = ""
-        fleet.append(FleetLink(settings: s, logPath: path, auditLog: nil))
+        progress.append(Progress())
+        fleet.append(FleetLink(settings: s, logPath: path, auditLog: progress[i]))
       }
     } catch {
       writeStandardError("scangate fleet bench: \(error)\n")
@@ -330,6 +352,7 @@ enum FleetBench {
       guard tries < 30 else { return 1 }
       usleep(1_000_000)
     }
+    subscriber.startNanoseconds = SystemWallClock().unixNanoseconds()
     let subscriberThread = startThread { subscriber.run() }
     for link in fleet { link.start() }
     let rssLinks = SoakCommand.residentKiB()
@@ -353,7 +376,10 @@ enum FleetBench {
                 sequence: 0, run: 1, eventSequence: Int64(written), wallNanoseconds: now, kind: .decision, verdict: .granted,
                 format: "qr", label: "bench"))
           }
-          do { try stores[i].append(batch, key: keys[i]) } catch { writeStandardError("append: \(error)\n") }
+          do {
+            try stores[i].append(batch, key: keys[i])
+            progress[i].add(each)
+          } catch { writeStandardError("append: \(error)\n") }
           written += each
         }
       }
@@ -376,6 +402,7 @@ enum FleetBench {
     usleep(1_000_000)
     let rssEnd = SoakCommand.residentKiB()
     for link in fleet { link.stop() }
+    withExtendedLifetime(progress) {}
     subscriber.stop.store(true, ordering: .relaxed)
     pthread_join(subscriberThread, nil)
     var lost = 0
@@ -384,9 +411,20 @@ enum FleetBench {
       lost += Int(stores[i].lastSequence) - got.filter { $0 >= 1 && $0 <= stores[i].lastSequence }.count
     }
     let delivered = subscriber.seen.values.reduce(0) { $0 + $1.count }
+    if let path = options.value("timeline") {
+      // second, events delivered (first copies), their median and 99th percentile latency in ms
+      var text = "second,delivered,p50_ms,p99_ms\n"
+      for (second, values) in subscriber.timeline.enumerated() {
+        let v = values.sorted()
+        let p50 = v.isEmpty ? 0 : Double(v[v.count / 2]) / 1_000
+        let p99 = v.isEmpty ? 0 : Double(v[min(v.count - 1, v.count * 99 / 100)]) / 1_000
+        text += "\(second),\(v.count),\(p50),\(p99)\n"
+      }
+      do { try writeFileAtomically(path, Array(text.utf8)) } catch { writeStandardError("timeline: \(error)\n") }
+    }
     let sorted = subscriber.latenciesMicroseconds.sorted()
     func p(_ q: Double) -> Double { sorted.isEmpty ? 0 : Double(sorted[min(sorted.count - 1, Int(Double(sorted.count) * q))]) / 1_000 }
-    print("links \(links), \(rate) records/s each, \(seconds) s")
+    print("links \(links), \(rate) records/s each asked, \(Double(written * 100 / (links * seconds)) / 100) written, \(seconds) s")
     print("written \(written), delivered \(delivered), lost \(lost), duplicates \(subscriber.duplicates), subscriber reconnects \(subscriber.reconnects)")
     print("latency log-to-subscriber p50 \(p(0.5)) ms, p99 \(p(0.99)) ms, max \(p(1.0)) ms; drained in \(drainMilliseconds) ms")
     print(
