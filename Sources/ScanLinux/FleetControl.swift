@@ -204,7 +204,8 @@ public final class FleetSnapshot: SnapshotSink, @unchecked Sendable {
     return taken == true
   }
 
-  var generation: Int { delivered.withLock { $0 } }
+  /// How many snapshots the loop has handed over.
+  public var generation: Int { delivered.withLock { $0 } }
 
   /// Waits (polling, on the fleet thread) for a delivery after `generation`.
   func wait(after generation: Int, milliseconds: Int) -> Bool {

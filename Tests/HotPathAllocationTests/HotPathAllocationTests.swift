@@ -263,6 +263,35 @@ import Testing
     #expect(door.machine.forcedCount > forcedBefore)
   }
 
+  /// Asks for a snapshot every 20 iterations, as the fleet link's requests do.
+  final class SnapshotAsker: PollParticipant {
+    let sink: FleetSnapshot
+    var turns = 0
+    init(_ sink: FleetSnapshot) { self.sink = sink }
+    var pollCapacity: Int { 0 }
+    func prepare(_ poll: PollSet, now: Instant) -> Instant? { nil }
+    func service(_ poll: PollSet, now: Instant, requests: LoopRequests) {
+      turns &+= 1
+      if turns % 20 == 0 { requests.snapshotSink = sink }
+    }
+  }
+
+  @Test("a fleet snapshot handed over by the loop (capture, copy into the fleet's buffer) allocates nothing")
+  func fleetSnapshotDoesNotAllocate() throws {
+    let clock = SystemMonotonicClock()
+    var loop = try Self.emptyFrameLoop(
+      clock: clock, ring: EventRing(capacity: 1024), relay: RecordingOutputLine(name: "relay", clock: clock, capacity: 1_000))
+    let sink = FleetSnapshot(policy: .redacted, maxWidth: Self.width, maxHeight: Self.height)
+    loop.register(SnapshotAsker(sink))
+    for _ in 0..<200 { loop.runOnce(maximumWaitMilliseconds: 5) }
+    let before = sink.generation
+    alloc_counter_reset()
+    for _ in 0..<1_200 { loop.runOnce(maximumWaitMilliseconds: 5) }
+    let allocations = alloc_counter_mallocs()
+    #expect(allocations == 0, "\(allocations) allocations in 1,200 loop iterations handing over snapshots")
+    #expect(sink.generation - before >= 30, "\(sink.generation - before) snapshots handed over")
+  }
+
   @Test("an unlock window on the loop (local time through tzdata, the hold renewed) allocates nothing per iteration")
   func unlockWindowDoesNotAllocate() throws {
     let clock = SystemMonotonicClock()
