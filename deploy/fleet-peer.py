@@ -135,6 +135,15 @@ def check(out, db, reader, batch, faults):
                        and s.get("device", {}).get("identifiers") == [f"scangate_{reader}"]
                        and s.get("availability_topic") == f"scangate/{reader}/status")
     result(ok_sensors, "Home Assistant: last-decision and fps sensors on the same device and availability")
+    ok_binary = True
+    for obj, device_class in (("door_contact", "door"), ("tamper", "tamper")):
+        b = configs.get(f"homeassistant/binary_sensor/{reader}/{obj}/config", {})
+        ok_binary &= (b.get("device_class") == device_class and b.get("state_topic") == f"scangate/{reader}/state"
+                      and b.get("value_template") == "{{ value_json.%s }}" % obj
+                      and b.get("payload_on") == "ON" and b.get("payload_off") == "OFF"
+                      and b.get("device", {}).get("identifiers") == [f"scangate_{reader}"]
+                      and b.get("availability_topic") == f"scangate/{reader}/status")
+    result(ok_binary, "Home Assistant: door contact and tamper binary sensors (the reader has both inputs)")
     states = [json.loads(l["payload"]) for l in lines if l["topic"] == f"scangate/{reader}/state"]
     result(any(s.get("last_decision") == "granted" and float(s.get("fps", 0)) > 0 for s in states),
            f"state topic: the last decision and the frame rate the templates read ({len(states)} messages)")

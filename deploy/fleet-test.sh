@@ -127,6 +127,10 @@ path = "$D/allow-list.txt"
 [gpio]
 backend = "sim"
 relay_pulse_ms = 50
+[door]
+enabled = true
+contact_line = 5
+tamper_line = 6
 [log]
 path = "$D/audit.db"
 commit_interval_ms = 100

@@ -40,6 +40,9 @@ public final class FleetLink: @unchecked Sendable {
   /// Frames per second ×100 and the last decision, as the loop reports them (for the state
   /// topic and Home Assistant's sensors).
   public let telemetry = FleetTelemetry()
+  /// The door inputs this reader has (set before `start`): each becomes a Home Assistant
+  /// binary sensor reading the state topic, which follows the door records of the log.
+  public var doorSensors: (contact: Bool, tamper: Bool) = (false, false)
 
   public init(settings: FleetSettings, logPath: String, auditLog: (any AuditLogProgress)?) {
     self.settings = settings
@@ -229,7 +232,7 @@ public final class FleetLink: @unchecked Sendable {
                 nextToSend = record.sequence + 1
                 tokens -= 1
                 publishedCount.wrappingAdd(1, ordering: .relaxed)
-                if record.kind == .decision { telemetry.noteDecision(record) }
+                if record.kind == .decision { telemetry.noteDecision(record) } else { telemetry.noteDoor(record) }
               }
             } catch let error as SQLiteError {
               setProblem("reading the audit log: \(error)")
@@ -316,7 +319,9 @@ public final class FleetLink: @unchecked Sendable {
     _ = try? client.publish(topic: topics.status, Array("online".utf8), qos: 1, retain: true)
     inbox?.connected(client, link: self)
     if !settings.homeAssistantPrefix.isEmpty {
-      let discovery = HomeAssistantDiscovery(settings: settings, version: ScanGateVersion.string)
+      var discovery = HomeAssistantDiscovery(settings: settings, version: ScanGateVersion.string)
+      if doorSensors.contact { discovery.binarySensors.append(("door_contact", "Door contact", "door", "door_contact")) }
+      if doorSensors.tamper { discovery.binarySensors.append(("tamper", "Tamper", "tamper", "tamper")) }
       for (topic, payload) in discovery.messages {
         _ = try? client.publish(topic: topic, payload, qos: 1, retain: true)
       }
@@ -380,16 +385,33 @@ public final class FleetTelemetry: @unchecked Sendable {
   /// The loop's frame rate ×100 (written by whoever measures it).
   public func setFramesPerSecondTimes100(_ value: Int) { fps.store(value, ordering: .relaxed) }
 
-  func noteDecision(_ record: AuditRecord) {
+  public func noteDecision(_ record: AuditRecord) {
     lastVerdict = record.verdict?.name ?? ""
     lastLabel = record.label
     lastTime = record.wallNanoseconds
     changed.store(true, ordering: .relaxed)
   }
 
+  /// The door as its records say (nil until the first one): contact, tamper, strike.
+  private var doorOpen: Bool? = nil
+  private var tamperActive: Bool? = nil
+  private var unlocked = false
+
+  public func noteDoor(_ record: AuditRecord) {
+    switch record.kind {
+    case .doorOpened, .doorForced, .doorHeldOpen: doorOpen = true
+    case .doorClosed: doorOpen = false
+    case .tamper: tamperActive = record.code == 1
+    case .doorUnlocked: unlocked = true
+    case .doorLocked: unlocked = false
+    default: return
+    }
+    changed.store(true, ordering: .relaxed)
+  }
+
   func takeChanged() -> Bool { changed.exchange(false, ordering: .relaxed) }
 
-  func stateJSON(link: FleetLink) -> [UInt8] {
+  public func stateJSON(link: FleetLink) -> [UInt8] {
     var o = JSONObject()
     o.add("reader", link.settings.readerID)
     o.add("last_decision", lastVerdict.isEmpty ? "none" : lastVerdict)
@@ -399,7 +421,9 @@ public final class FleetTelemetry: @unchecked Sendable {
     o.add("fps", raw: "\(f / 100).\(f % 100 < 10 ? "0" : "")\(f % 100)")
     o.add("acked_seq", link.acknowledgedThrough)
     o.add("offline_policy_active", link.isOffline)
-    o.add("lock", "LOCKED")
+    o.add("lock", unlocked ? "UNLOCKED" : "LOCKED")
+    if let doorOpen { o.add("door_contact", doorOpen ? "ON" : "OFF") }
+    if let tamperActive { o.add("tamper", tamperActive ? "ON" : "OFF") }
     return o.bytes
   }
 }

@@ -96,6 +96,9 @@ enum Service {
     let auditLog = config.log.path.isEmpty ? nil : AuditLog(settings: config.log, ring: ring)
     loop.auditLog = auditLog
     let fleet = config.fleet.isEnabled ? FleetLink(settings: config.fleet, logPath: config.log.path, auditLog: auditLog) : nil
+    if let fleet, config.door.machine.enabled {
+      fleet.doorSensors = (config.door.inputs[DoorInput.contact.rawValue].line >= 0, config.door.inputs[DoorInput.tamper.rawValue].line >= 0)
+    }
     loop.fleetTelemetry = fleet?.telemetry
     loop.fleetLink = fleet
     if let fleet { loop.register(fleetControl(config, link: fleet)) }
