@@ -314,6 +314,11 @@ public enum ConfigSchema {
       }
       key.apply(&config, entry.value)
     }
+    // A large camera mode reads with the large-frame order (docs/decoder.md): a downscaled whole
+    // view every frame, full-resolution tiles and the tracked region in turn.
+    if config.engine.decode.attempts == DecodeAttempt.readerDefault && config.cameraWidth * config.cameraHeight >= 1280 * 720 {
+      config.engine.decode.attempts = DecodeAttempt.readerLarge(width: config.cameraWidth)
+    }
     let line: (String) -> Int = { name in entries.first { $0.key == name }?.line ?? 0 }
     let a = config.engine.actuation
     if a.relayPulseMilliseconds > a.relayPulseMillisecondsMax {

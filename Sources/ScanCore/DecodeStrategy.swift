@@ -130,6 +130,29 @@ public struct DecodeAttempt: Equatable, Sendable {
     // reader's budget passes over it; `scangate decode` (every attempt) gets it.
     DecodeAttempt(.full, scale: .double),
   ]
+
+  /// The order for a large camera mode (1280×720, 1920×1080: `camera.width` × `camera.height` at
+  /// least 1280×720, chosen by the config): the whole frame brought down to about 640 pixels wide
+  /// first, on every frame (what a 640×480 reader sees, at its cost); then, while a code was seen
+  /// lately, the tracked region at full resolution, and in the rotation one full-resolution tile
+  /// per frame (5/8 of the frame: a small or distant code gets the sensor's pixels), the other
+  /// binarizers and views on the downscaled frame, a coarser view for a code held close, and the
+  /// whole frame at full resolution last (it fits a budget only on a fast core).
+  public static func readerLarge(width: Int) -> [DecodeAttempt] {
+    let d = min(8, max(2, (width + 320) / 640))
+    return [
+      DecodeAttempt(.full, scale: .divided(by: d)),
+      DecodeAttempt(.tracked, scale: .full),
+      DecodeAttempt(.tiles, scale: .full),
+      DecodeAttempt(.full, scale: .divided(by: d), binarizer: .fixedThreshold),
+      DecodeAttempt(.full, scale: .divided(by: d), variant: .inverted),
+      DecodeAttempt(.tiles, scale: .full, binarizer: .fixedThreshold),
+      DecodeAttempt(.full, scale: .divided(by: d), variant: .mirrored),
+      DecodeAttempt(.full, scale: .divided(by: min(8, d * 2))),
+      DecodeAttempt(.full, scale: .divided(by: d), binarizer: .globalHistogram),
+      DecodeAttempt(.full, scale: .full),
+    ]
+  }
 }
 
 /// Where recent codes were read, in frame pixels: the next frames look there first.

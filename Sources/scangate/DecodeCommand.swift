@@ -20,7 +20,8 @@ enum DecodeCommand {
         }
         settings.variantMode = m
       }
-      settings.attempts = try strategy(options.value("strategy") ?? "default")
+      let sizeWidth = options.value("size").flatMap { Int($0.split(separator: "x").first ?? "") } ?? 1280
+      settings.attempts = try strategy(options.value("strategy") ?? "default", width: sizeWidth)
       settings.budgetMicroseconds = try options.integer("budget-ms", default: 0, range: 0...10_000) * 1000
       let reader = ImageFileReader(
         maxPixels: try options.integer("max-pixels", default: 40_000_000, range: 1...400_000_000))
@@ -48,10 +49,12 @@ enum DecodeCommand {
     }
   }
 
-  /// `--strategy`: `default` (the reader's), `none` (the variant views only), or attempts
-  /// separated by commas, e.g. "x1,x2 histogram,/2 inverted".
-  static func strategy(_ text: String) throws(ParseError) -> [DecodeAttempt] {
+  /// `--strategy`: `default` (the reader's), `large` (a reader's at a camera mode `width` wide:
+  /// 1280×720 and up), `none` (the variant views only), or attempts separated by commas, e.g.
+  /// "x1,x2 histogram,/2 inverted".
+  static func strategy(_ text: String, width: Int = 1280) throws(ParseError) -> [DecodeAttempt] {
     if text == "default" { return DecodeAttempt.readerDefault }
+    if text == "large" { return DecodeAttempt.readerLarge(width: width) }
     if text == "none" { return [] }
     var out: [DecodeAttempt] = []
     for part in text.split(separator: ",") {

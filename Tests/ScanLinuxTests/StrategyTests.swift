@@ -101,6 +101,49 @@ import Testing
     #expect(pipeline.lastFrame.attempts == 1, "and found the code, so nothing else ran")
   }
 
+  @Test(
+    "a 1280×720 stream: a code held close is read on the first frame from the downscaled view; a distant one, too small for it, within a turn of the full-resolution tiles",
+    arguments: [(1280, 720), (1920, 1080)])
+  func largeFrames(size: (Int, Int)) {
+    let (width, height) = size
+    let attempts = DecodeAttempt.readerLarge(width: width)
+    #expect(attempts.first == DecodeAttempt(scale: .divided(by: width / 640)))
+    func stream(_ frame: GrayImage) -> (frames: Int, payload: String?) {
+      var settings = DecodeSettings()
+      settings.attempts = attempts
+      settings.variantMode = .alternate
+      settings.budgetMicroseconds = 200_000  // generous: what is tested is the order and the tiles, not this core
+      var pipeline = DecodePipeline(
+        decoder: try! ZXingDecoder(arenaBytes: 32 << 20, capacity: 8), settings: settings, maxWidth: width, maxHeight: height)
+      var results = DecodeResults(capacity: 8, payloadBytesMax: 256)
+      let clock = SystemMonotonicClock()
+      for n in 1...12 {
+        frame.withFrame { pipeline.decode($0, into: &results, clock: clock) }
+        if results.count > 0 { return (n, String(decoding: results.payload(0), as: UTF8.self)) }
+      }
+      return (12, nil)
+    }
+    let close = qrFrame("CLOSE-1", width: width, height: height, scale: 3 * width / 640)
+    let near = stream(close)
+    #expect(near.payload == "CLOSE-1" && near.frames == 1, "\(near)")
+    // A 1-pixel module code in the lower right corner: at /2 or /3 it is below a pixel a module.
+    let far = qrFrame("FAR-CODE-77", width: width, height: height, scale: 1 * width / 1280 + (width > 1280 ? 1 : 0), at: (width - 120, height - 110))
+    #expect(decode(far, [attempts[0]]).isEmpty, "the downscaled view alone cannot read it")
+    let distant = stream(far)
+    #expect(distant.payload == "FAR-CODE-77" && distant.frames <= 6, "\(distant)")
+  }
+
+  @Test("a camera mode of 1280×720 and up gets the large-frame order; 640×480 keeps the reader's")
+  func largeOrderFromConfig() throws {
+    func attempts(_ text: String) throws -> [DecodeAttempt] {
+      try ConfigSchema.build(try ConfigLoader.entries(fromTOML: Array(text.utf8))).get().engine.decode.attempts
+    }
+    #expect(try attempts("[camera]\nwidth = 640\nheight = 480\n") == DecodeAttempt.readerDefault)
+    #expect(try attempts("[camera]\nwidth = 1280\nheight = 720\n") == DecodeAttempt.readerLarge(width: 1280))
+    #expect(try attempts("[camera]\nwidth = 1920\nheight = 1080\n") == DecodeAttempt.readerLarge(width: 1920))
+    #expect(try attempts("[camera]\nwidth = 1920\nheight = 1080\n[decoder]\nstrategy = \"none\"\n").isEmpty)
+  }
+
   @Test("attempts parse from their names")
   func parsing() {
     #expect(DecodeAttempt(parsing: "x2 histogram") == DecodeAttempt(scale: .double, binarizer: .globalHistogram))
