@@ -79,6 +79,50 @@ import Testing
     #expect(decode(2, scale: 2) == 0 && w == Int32(Self.width / 2) && h == Int32(Self.height / 2))
   }
 
+  @Test(
+    "the large camera modes: 1280×720 and 1920×1080 MJPEG frames decode in the arena the budget gives them, 0 allocations",
+    arguments: [(1280, 720), (1920, 1080)])
+  func largeModesDoNotAllocate(size: (Int, Int)) throws {
+    let (width, height) = size
+    let code = try #require(renderQRCode(Array("WIDE-0042".utf8), scale: 8))
+    var pixels = [UInt8](repeating: 185, count: width * height)
+    let ox = width * 2 / 3, oy = height / 3
+    for y in 0..<code.height { for x in 0..<code.width { pixels[(oy + y) * width + ox + x] = code.pixels[y * code.width + x] } }
+    var jpeg = [UInt8](repeating: 0, count: 8 << 20)
+    let size = pixels.withUnsafeBufferPointer { p in
+      jpeg.withUnsafeMutableBufferPointer { j in test_jpeg_encode(p.baseAddress, Int32(width), Int32(height), 85, 1, j.baseAddress, j.count) }
+    }
+    try #require(size > 0)
+    jpeg.removeSubrange(size...)
+    let budget = MemoryBudget.mjpegArenaBytes(width: width)
+    let handle = try #require(sg_jpeg_create(budget))
+    defer { sg_jpeg_destroy(handle) }
+    let plane = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: width * height)
+    defer { plane.deallocate() }
+    var w: Int32 = 0, h: Int32 = 0
+    func decode() -> Int32 {
+      jpeg.withUnsafeBufferPointer { j in sg_jpeg_decode_frame(handle, j.baseAddress, j.count, 1, plane.baseAddress, plane.count, &w, &h) }
+    }
+    for _ in 0..<3 { #expect(decode() == 0) }
+    alloc_counter_reset()
+    var failures = 0
+    for _ in 0..<200 where decode() != 0 { failures += 1 }
+    let allocations = alloc_counter_mallocs()
+    #expect(allocations == 0 && failures == 0, "\(allocations) allocations, \(failures) failures in 200 \(width)×\(height) frames")
+    var highWater = 0, overflows: UInt64 = 0, warnings: UInt64 = 0
+    sg_jpeg_statistics(handle, &highWater, &overflows, &warnings)
+    #expect(overflows == 0 && warnings == 0 && highWater <= budget, "arena high water \(highWater) of \(budget) bytes")
+    #expect(w == Int32(width) && h == Int32(height))
+    var decoder = try ZXingDecoder(arenaBytes: 32 << 20, capacity: 8)
+    var results = DecodeResults(capacity: 8, payloadBytesMax: 256)
+    decoder.decode(
+      LumaFrame(
+        bytes: UnsafeRawBufferPointer(plane), geometry: .gray(width: width, height: height), captured: Instant(nanoseconds: 0),
+        sequence: 0),
+      formats: .qrCode, into: &results)
+    #expect(results.count == 1 && Array(results.text(0)) == Array("WIDE-0042".utf8))
+  }
+
   /// The counter sees allocations inside a C library's decoder: libturbojpeg, as the frame path
   /// used it before the arena (one handle kept), allocates on every frame.
   @Test("libturbojpeg's decompressor allocates per frame (what the arena removes), and it is counted")
