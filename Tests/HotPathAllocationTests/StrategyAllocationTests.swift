@@ -19,16 +19,32 @@ final class SteppingClock: MonotonicClock {
 @Suite(.serialized) struct StrategyAllocationTests {
   @Test("the reader's strategy within its budget: 0 allocations over 1,000 frames after warm-up")
   func strategyDoesNotAllocate() throws {
+    try measure(DecodeAttempt.readerDefault, frames: HotPathAllocationTests.frames(), scale: 1)
+  }
+
+  @Test("the large-frame order at 1280×720 (downscaled view, full-resolution tiles, tracked region): 0 allocations")
+  func largeStrategyDoesNotAllocate() throws {
+    // The same scenes at twice the size (each pixel doubled).
+    let small = HotPathAllocationTests.frames()
+    let w = HotPathAllocationTests.width, h = HotPathAllocationTests.height
+    let frames = small.map { f in
+      var out = [UInt8](repeating: 0, count: w * h * 4)
+      for y in 0..<(h * 2) { for x in 0..<(w * 2) { out[y * w * 2 + x] = f[(y / 2) * w + x / 2] } }
+      return out
+    }
+    try measure(DecodeAttempt.readerLarge(width: w * 2), frames: frames, scale: 2)
+  }
+
+  func measure(_ attempts: [DecodeAttempt], frames: [[UInt8]], scale: Int) throws {
     var settings = DecodeSettings()
-    settings.attempts = DecodeAttempt.readerDefault
+    settings.attempts = attempts
     settings.variantMode = .alternate
     settings.budgetMicroseconds = 4_000
-    let width = HotPathAllocationTests.width, height = HotPathAllocationTests.height
+    let width = HotPathAllocationTests.width * scale, height = HotPathAllocationTests.height * scale
     var pipeline = DecodePipeline(
-      decoder: try ZXingDecoder(arenaBytes: 16 << 20, capacity: 8), settings: settings, maxWidth: width, maxHeight: height)
+      decoder: try ZXingDecoder(arenaBytes: 32 << 20, capacity: 8), settings: settings, maxWidth: width, maxHeight: height)
     var results = DecodeResults(capacity: 8, payloadBytesMax: 1024)
     let clock = SteppingClock()
-    let frames = HotPathAllocationTests.frames()
     // Scenes of 10 frames each: empty, a code, empty, a code, empty, an inverted code.
     let script = [0, 1, 0, 2, 0, 3].flatMap { Array(repeating: $0, count: 10) }
     var sequence: UInt64 = 0
