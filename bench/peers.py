@@ -3,7 +3,8 @@
 zbar (pyzbar), zxing-cpp 1.4 (Debian's python3-zxing-cpp), zxing-cpp newest (PyPI, run from a
 venv), OpenCV's QRCodeDetector. QR codes only, one decode call per image, timed in-process.
 
-Usage: peers.py ENGINE DATASET_DIR...   prints one line per dataset:
+Usage: peers.py ENGINE DATASET_DIR...   prints one line per dataset (ENGINE json=FILE: `scangate decode
+  --json` lines already written, scored here the same way; its median_ms is meaningless):
   engine dataset passed total median_ms false_positives
        peers.py --self-test [ENGINE...]  the scorer's self-test (bench/scorer_test.py)
 A zxing-style dataset (image + expected .txt) counts an image when a decoded text equals the
@@ -13,14 +14,33 @@ free); other results are false positives. Both polygons are taken as the convex 
 corners, so neither an engine's corner order (zxing-cpp: top-left, top-right, bottom-right,
 bottom-left of the symbol; zbar and OpenCV: their own) nor the label's orientation matters.
 """
-import os, statistics, sys, time
+import json, os, statistics, sys, time
 import numpy as np
 
 ENGINES = ("zbar", "zxing-1.4", "zxing-newest", "opencv")
 
 
+def json_lines_decoder(path):
+    """An engine already run: `scangate decode --json` lines (in any root: the trixie chroot's
+    paths differ), looked up by each image's last two path components. decode(img, path)."""
+    found = {}
+    for line in open(path):
+        r = json.loads(line)
+        key = "/".join(r["file"].split("/")[-2:])
+        found.setdefault(key, [])
+        if "corners" in r:
+            c = r["corners"]
+            found[key].append((r.get("text", ""), [(float(c[i]), float(c[i + 1])) for i in range(0, 8, 2)]))
+    def decode(img, path):
+        return found.get("/".join(path.split("/")[-2:]), [])
+    decode.by_path = True
+    return decode
+
+
 def make_decoder(engine):
     """decode(img: 2-D uint8 array) -> [(text, [(x, y), ...])], points in the image's pixels."""
+    if engine.startswith("json="):
+        return json_lines_decoder(engine[5:])
     if engine == "zbar":
         from pyzbar import pyzbar
         def decode(img):
@@ -150,7 +170,7 @@ def score(dataset, decode, per_image=None):
             truth = open(truth_path, "rb").read()
             start = time.perf_counter()
             try:
-                found = decode(img)
+                found = decode(img, os.path.join(folder, name)) if getattr(decode, "by_path", False) else decode(img)
             except Exception:
                 found = []
             times.append((time.perf_counter() - start) * 1000)
