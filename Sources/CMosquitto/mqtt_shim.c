@@ -148,7 +148,10 @@ int sg_mqtt_disconnect(sg_mqtt *c) { return mosquitto_disconnect(c->mosq); }
 // One turn of the client: poll(2) on its socket, then libmosquitto's read, write and
 // housekeeping steps (the external-loop API). Not mosquitto_loop: that one uses select(2) and
 // refuses a socket numbered FD_SETSIZE (1024) or above, which a process with many files open
-// (a thousand links in `scangate fleet bench`) reaches. loop_read drains what TLS has buffered.
+// (a thousand links in `scangate fleet bench`) reaches. libmosquitto 2.0.11 to 2.0.14 (bookworm)
+// advance a TLS handshake whose TCP connect was still in progress only from the read step (the
+// write step waits for it), so while connecting, a writable socket gets the read step too, as
+// mosquitto_loop did.
 static int loop_once(sg_mqtt *c, int timeout_ms) {
   int fd = mosquitto_socket(c->mosq);
   if (fd < 0) return MOSQ_ERR_NO_CONN;
@@ -156,7 +159,9 @@ static int loop_once(sg_mqtt *c, int timeout_ms) {
   int n = poll(&p, 1, timeout_ms);
   if (n < 0 && errno != EINTR) return MOSQ_ERR_ERRNO;
   int rc = MOSQ_ERR_SUCCESS;
-  if (n > 0 && (p.revents & (POLLIN | POLLHUP | POLLERR))) rc = mosquitto_loop_read(c->mosq, 1);
+  int readable = n > 0 && (p.revents & (POLLIN | POLLHUP | POLLERR));
+  int handshaking = n > 0 && (p.revents & POLLOUT) && c->state == SG_MQTT_CONNECTING;
+  if (readable || handshaking) rc = mosquitto_loop_read(c->mosq, 1);
   if (rc == MOSQ_ERR_SUCCESS && n > 0 && (p.revents & POLLOUT) && mosquitto_socket(c->mosq) >= 0) {
     rc = mosquitto_loop_write(c->mosq, 1);
   }

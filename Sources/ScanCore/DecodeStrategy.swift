@@ -133,8 +133,8 @@ public struct DecodeAttempt: Equatable, Sendable {
 
   /// The order for a large camera mode (1280×720, 1920×1080: `camera.width` × `camera.height` at
   /// least 1280×720, chosen by the config): the whole frame brought down to about 640 pixels wide
-  /// first, on every frame (what a 640×480 reader sees, at its cost); then, while a code was seen
-  /// lately, the tracked region at full resolution, and in the rotation one full-resolution tile
+  /// as the first attempt (what a 640×480 reader sees, at its cost); the tracked region (tried
+  /// before it while a code was seen lately) at full resolution; in the rotation one full-resolution tile
   /// per frame (5/8 of the frame: a small or distant code gets the sensor's pixels), the other
   /// binarizers and views on the downscaled frame, a coarser view for a code held close, and the
   /// whole frame at full resolution last (it fits a budget only on a fast core).

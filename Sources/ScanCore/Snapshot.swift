@@ -67,9 +67,11 @@ public final class SnapshotBuffer: @unchecked Sendable {
     symbolCount = 0
   }
 
-  /// Copies another snapshot whole: pixels, facts and codes (no allocation).
-  public func copy(from other: SnapshotBuffer) {
-    guard other.width * other.height <= capacityPixels else { return }
+  /// Copies another snapshot whole: pixels, facts and codes (no allocation). False (and nothing
+  /// copied) when its frame does not fit.
+  @discardableResult
+  public func copy(from other: SnapshotBuffer) -> Bool {
+    guard other.width * other.height <= capacityPixels else { return false }
     width = other.width
     height = other.height
     (pixels.baseAddress!).copyMemory(from: other.pixels.baseAddress!, byteCount: width * height)
@@ -82,34 +84,40 @@ public final class SnapshotBuffer: @unchecked Sendable {
     lastLabelCount = other.lastLabelCount
     symbolCount = other.symbolCount
     for i in 0..<symbolCount { symbols[i] = other.symbols[i] }
+    return true
   }
 
-  /// Takes the credentials out: every located code's box (its corners' bounding box, grown by
-  /// an eighth of its larger side for the quiet zone and any corner error) is filled with
+  /// Takes the credentials out: every located code's box (see `blank`) is filled with
   /// mid-grey, and every payload is dropped. The boxes, formats and verdicts stay, so the
-  /// picture still shows where a code was held and how it was judged. A code the reader did
-  /// not locate is not blanked (docs/fleet.md says so).
+  /// picture still shows where a code was held and how it was judged. A code the reader did not
+  /// locate is not blanked here: the fleet decodes the result again and blanks or withholds
+  /// (FleetSnapshot).
   public func redact() {
     for i in 0..<symbolCount {
       var s = symbols[i]
-      var minX = Int.max, minY = Int.max, maxX = Int.min, maxY = Int.min
-      for k in 0..<4 {
-        let x = Int(s.corners[2 * k]), y = Int(s.corners[2 * k + 1])
-        minX = min(minX, x)
-        maxX = max(maxX, x)
-        minY = min(minY, y)
-        maxY = max(maxY, y)
-      }
-      let margin = max(4, max(maxX - minX, maxY - minY) / 8)
-      let x0 = max(0, minX - margin), x1 = min(width - 1, maxX + margin)
-      let y0 = max(0, minY - margin), y1 = min(height - 1, maxY + margin)
-      if x0 <= x1 && y0 <= y1 {
-        for y in y0...y1 { (pixels.baseAddress! + y * width + x0).initializeMemory(as: UInt8.self, repeating: 128, count: x1 - x0 + 1) }
-      }
+      blank(s.corners)
       s.payload = .init(repeating: 0)
       s.payloadCount = 0
       symbols[i] = s
     }
+  }
+
+  /// Fills a code's box with mid-grey: its corners' bounding box, grown by an eighth of its
+  /// larger side (at least 4 pixels) for the quiet zone and any corner error.
+  public func blank(_ corners: InlineArray<8, Int32>) {
+    var minX = Int.max, minY = Int.max, maxX = Int.min, maxY = Int.min
+    for k in 0..<4 {
+      let x = Int(corners[2 * k]), y = Int(corners[2 * k + 1])
+      minX = min(minX, x)
+      maxX = max(maxX, x)
+      minY = min(minY, y)
+      maxY = max(maxY, y)
+    }
+    let margin = max(4, max(maxX - minX, maxY - minY) / 8)
+    let x0 = max(0, minX - margin), x1 = min(width - 1, maxX + margin)
+    let y0 = max(0, minY - margin), y1 = min(height - 1, maxY + margin)
+    guard x0 <= x1 && y0 <= y1 else { return }
+    for y in y0...y1 { (pixels.baseAddress! + y * width + x0).initializeMemory(as: UInt8.self, repeating: 128, count: x1 - x0 + 1) }
   }
 
   public func append(_ symbol: SnapshotSymbol) {

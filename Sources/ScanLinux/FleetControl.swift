@@ -164,12 +164,16 @@ public final class FleetControl: FleetInbox {
         return .failure(EnvelopeRefusal("snapshots over the fleet are off on this reader (fleet.snapshot)"))
       }
       let generation = snapshot.generation
+      let asked = wall.unixNanoseconds()
       requests.ask { $0.snapshot = true }
-      guard snapshot.wait(after: generation, milliseconds: 3_000) else {
+      guard snapshot.wait(after: generation, notBefore: asked, milliseconds: 3_000, askAgain: { requests.ask { $0.snapshot = true } })
+      else {
         return .failure(EnvelopeRefusal("no frame within 3 s"))
       }
-      guard let (png, width, height, codes) = snapshot.render() else {
-        return .failure(EnvelopeRefusal("the snapshot could not be encoded"))
+      let png: [UInt8], width: Int, height: Int, codes: Int
+      switch snapshot.render() {
+      case .success(let r): (png, width, height, codes) = r
+      case .failure(let refusal): return .failure(refusal)
       }
       do { _ = try client.publish(topic: link.topics.snapshot, png, qos: 1, retain: false) } catch {
         return .failure(EnvelopeRefusal("cannot publish the snapshot: \(error)"))
@@ -184,21 +188,30 @@ public final class FleetControl: FleetInbox {
 /// loop's thread: a copy into memory allocated here at startup, never a wait — when the fleet
 /// thread holds the copy, the loop offers the next frame instead), the fleet thread redacts it
 /// as `fleet.snapshot` says and renders the PNG.
+///
+/// Redacting fails closed: the reader's own decode of that frame may not have located every code
+/// (it stops at the first; a large mode looks at a downscaled view), so after blanking what it
+/// located, the frame is decoded again here with every attempt, view and format, and whatever
+/// still reads is blanked too; if a code still reads after three rounds, no picture is sent.
 public final class FleetSnapshot: SnapshotSink, @unchecked Sendable {
   public let policy: FleetSnapshotPolicy
   private let buffer: SnapshotBuffer
+  private let maxWidth: Int, maxHeight: Int
   /// Deliveries so far, under the lock that guards `buffer`.
   private let delivered = Mutex<Int>(0)
+  /// The second look (fleet thread only, made on first use).
+  private var verifier: DecodePipeline<ZXingDecoder>? = nil
 
   public init(policy: FleetSnapshotPolicy, maxWidth: Int, maxHeight: Int) {
     self.policy = policy
+    self.maxWidth = maxWidth
+    self.maxHeight = maxHeight
     buffer = SnapshotBuffer(maxWidth: maxWidth, maxHeight: maxHeight)
   }
 
   public func deliver(_ snapshot: SnapshotBuffer) -> Bool {
     let taken: Bool? = delivered.withLockIfAvailable { count in
-      buffer.copy(from: snapshot)
-      count += 1
+      if buffer.copy(from: snapshot) { count += 1 }  // a frame larger than configured is not counted
       return true
     }
     return taken == true
@@ -207,22 +220,61 @@ public final class FleetSnapshot: SnapshotSink, @unchecked Sendable {
   /// How many snapshots the loop has handed over.
   public var generation: Int { delivered.withLock { $0 } }
 
-  /// Waits (polling, on the fleet thread) for a delivery after `generation`.
-  func wait(after generation: Int, milliseconds: Int) -> Bool {
+  /// Waits (polling, on the fleet thread) for a delivery after `generation` of a frame captured
+  /// at or after `notBefore` (wall ns); a late one left by an earlier request that timed out
+  /// calls `askAgain` and waits on.
+  func wait(after generation: Int, notBefore: Int64, milliseconds: Int, askAgain: () -> Void) -> Bool {
+    var seen = generation
     for _ in 0..<max(1, milliseconds / 10) {
-      if self.generation > generation { return true }
+      let (count, captured) = delivered.withLock { ($0, buffer.wallNanoseconds) }
+      if count > seen {
+        if captured >= notBefore { return true }
+        seen = count
+        askAgain()
+      }
       usleep(10_000)
     }
-    return self.generation > generation
+    return false
   }
 
-  /// The delivered frame, redacted unless the policy is `full`, as PNG.
-  func render() -> (png: [UInt8], width: Int, height: Int, codes: Int)? {
+  /// The delivered frame as PNG, redacted unless the policy is `full`; a refusal when a code
+  /// still reads after redacting.
+  public func render() -> Result<(png: [UInt8], width: Int, height: Int, codes: Int), EnvelopeRefusal> {
     delivered.withLock { _ in
-      if policy != .full { buffer.redact() }
-      guard let png = SnapshotRenderer.png(buffer) else { return nil }
-      return (png, buffer.width, buffer.height, buffer.symbolCount)
+      if policy != .full {
+        buffer.redact()
+        var rounds = 0
+        while case let found = readable(), !found.isEmpty {
+          rounds += 1
+          guard rounds <= 3 else { return .failure(EnvelopeRefusal("a code still reads after redaction: no snapshot sent")) }
+          for corners in found { buffer.blank(corners) }
+        }
+      }
+      guard let png = SnapshotRenderer.png(buffer) else { return .failure(EnvelopeRefusal("the snapshot could not be encoded")) }
+      return .success((png, buffer.width, buffer.height, buffer.symbolCount))
     }
+  }
+
+  /// The corners of every code any attempt, view or format reads in the buffer now.
+  private func readable() -> [InlineArray<8, Int32>] {
+    if verifier == nil {
+      var settings = DecodeSettings()
+      settings.formats = .all
+      settings.variants = ImageVariant.allCases
+      settings.variantMode = .retry
+      // Every attempt of the reader's order; above 640×480 not the whole frame doubled (the
+      // tiles are, and the frame is seen at full resolution).
+      settings.attempts = DecodeAttempt.readerDefault
+      if maxWidth * maxHeight > 640 * 480 { settings.attempts.removeLast() }
+      guard let decoder = try? ZXingDecoder(arenaBytes: 0, capacity: 64) else { return [] }
+      verifier = DecodePipeline(decoder: decoder, settings: settings, maxWidth: maxWidth, maxHeight: maxHeight)
+    }
+    var results = DecodeResults(capacity: 64, payloadBytesMax: 8192)
+    let frame = LumaFrame(
+      bytes: UnsafeRawBufferPointer(rebasing: buffer.pixels[0..<buffer.width * buffer.height]),
+      geometry: .gray(width: buffer.width, height: buffer.height), captured: Instant(nanoseconds: 0), sequence: 0)
+    verifier!.decode(frame, into: &results)
+    return (0..<results.count).map { results[$0].corners }
   }
 }
 

@@ -255,7 +255,9 @@ public struct RunLoop<
   /// A participant's snapshot: captured on the next frame (beside a console's, which keeps its
   /// own flag), then handed over once.
   private mutating func offerSnapshot() {
-    guard let sink = snapshotSink else { return }
+    // While a console PNG is rendered, the snapshot thread reads the engine's buffer: no capture
+    // into it until that is done.
+    guard let sink = snapshotSink, snapshotPhase != .rendering else { return }
     guard engine.snapshotCaptured else {
       engine.captureSnapshot = true
       return

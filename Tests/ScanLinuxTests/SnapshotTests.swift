@@ -121,6 +121,57 @@ import Testing
     #expect(results.count == 1, "the unredacted frame reads (the check above can fail)")
   }
 
+  @Test("the fleet's redaction fails closed: a code the reader did not locate is found by the second look and blanked")
+  func secondLook() throws {
+    // Two codes; the reader's snapshot lists only the first (its decode stopped there).
+    let seen = try #require(renderQRCode(Array("SEEN-1".utf8), scale: 6))
+    let unseen = try #require(renderQRCode(Array("UNSEEN-2".utf8), scale: 6))
+    var pixels = [UInt8](repeating: 190, count: 640 * 480)
+    for (code, ox, oy) in [(seen, 60, 100), (unseen, 380, 140)] {
+      for y in 0..<code.height { for x in 0..<code.width { pixels[(y + oy) * 640 + x + ox] = code.pixels[y * code.width + x] } }
+    }
+    let image = GrayImage(width: 640, height: 480, pixels: pixels)
+    let engineSnapshot = SnapshotBuffer(maxWidth: 640, maxHeight: 480)
+    image.withFrame { engineSnapshot.copy($0) }
+    var symbol = SnapshotSymbol()
+    symbol.format = .qrCode
+    let side = Int32(seen.width - 48)  // the symbol without its 4-module quiet zone
+    for (k, (x, y)) in [(0, 0), (side - 1, 0), (side - 1, side - 1), (0, side - 1)].enumerated() {
+      symbol.corners[2 * k] = 84 + x
+      symbol.corners[2 * k + 1] = 124 + y
+    }
+    engineSnapshot.append(symbol)
+
+    func read(_ gray: [UInt8]) -> [String] {
+      var decoder = try! ZXingDecoder(arenaBytes: 0, capacity: 8)
+      var results = DecodeResults(capacity: 8, payloadBytesMax: 256)
+      GrayImage(width: 640, height: 480, pixels: gray).withFrame { decoder.decode($0, formats: .all, into: &results) }
+      return (0..<results.count).map { String(decoding: results.text($0), as: UTF8.self) }
+    }
+    // Blanking only what the reader located leaves the other code readable ...
+    let located = SnapshotBuffer(maxWidth: 640, maxHeight: 480)
+    #expect(located.copy(from: engineSnapshot))
+    located.redact()
+    #expect(read(Array(located.pixels[0..<640 * 480])) == ["UNSEEN-2"])
+    // ... the fleet's snapshot reads nothing: the PNG it would publish, decoded back.
+    let fleet = FleetSnapshot(policy: .redacted, maxWidth: 640, maxHeight: 480)
+    #expect(fleet.deliver(engineSnapshot) && fleet.generation == 1)
+    func gray(_ png: [UInt8]) -> [UInt8] {
+      let rgb = readBackRGB(png, width: 640, height: 480)
+      var out = [UInt8](repeating: 0, count: 640 * 480)
+      for i in 0..<out.count {
+        let sum: Int = Int(rgb[3 * i]) + Int(rgb[3 * i + 1]) + Int(rgb[3 * i + 2])
+        out[i] = UInt8(sum / 3)
+      }
+      return out
+    }
+    #expect(read(gray(try fleet.render().get().png)).isEmpty)
+    // And `full` sends both as they are.
+    let full = FleetSnapshot(policy: .full, maxWidth: 640, maxHeight: 480)
+    #expect(full.deliver(engineSnapshot))
+    #expect(Set(read(gray(try full.render().get().png))) == ["SEEN-1", "UNSEEN-2"])
+  }
+
   @Test("text view of a generated frame: corner digits and region borders land in the right cells")
   func textView() {
     let image = qrFrame("ALICE", scale: 6, at: (160, 120))
