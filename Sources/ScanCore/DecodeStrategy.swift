@@ -169,12 +169,7 @@ public struct TrackedRegion: Sendable {
     guard start < results.count else { return }
     var x0 = Int.max, y0 = Int.max, x1 = Int.min, y1 = Int.min
     for i in start..<results.count {
-      let c = results[i].corners
-      var a = Int.max, b = Int.max, p = Int.min, q = Int.min
-      for k in 0..<4 {
-        a = min(a, Int(c[2 * k])); p = max(p, Int(c[2 * k]))
-        b = min(b, Int(c[2 * k + 1])); q = max(q, Int(c[2 * k + 1]))
-      }
+      let (a, b, p, q) = cornerBounds(results[i].corners)
       let gx = max(8, (p - a) / 2), gy = max(8, (q - b) / 2)
       x0 = min(x0, a - gx); y0 = min(y0, b - gy); x1 = max(x1, p + gx); y1 = max(y1, q + gy)
     }
@@ -199,4 +194,14 @@ public struct StrategyFrame: Equatable, Sendable {
   /// The budget ran out before the strategy's turn for this frame was over.
   public var budgetSpent = false
   public init() {}
+}
+
+/// The bounding box of a code's four corners (x, y pairs): min x, min y, max x, max y.
+@inline(__always) public func cornerBounds(_ c: InlineArray<8, Int32>) -> (minX: Int, minY: Int, maxX: Int, maxY: Int) {
+  var a = Int.max, b = Int.max, p = Int.min, q = Int.min
+  for k in 0..<4 {
+    a = min(a, Int(c[2 * k])); p = max(p, Int(c[2 * k]))
+    b = min(b, Int(c[2 * k + 1])); q = max(q, Int(c[2 * k + 1]))
+  }
+  return (a, b, p, q)
 }

@@ -105,14 +105,7 @@ public final class SnapshotBuffer: @unchecked Sendable {
   /// Fills a code's box with mid-grey: its corners' bounding box, grown by an eighth of its
   /// larger side (at least 4 pixels) for the quiet zone and any corner error.
   public func blank(_ corners: InlineArray<8, Int32>) {
-    var minX = Int.max, minY = Int.max, maxX = Int.min, maxY = Int.min
-    for k in 0..<4 {
-      let x = Int(corners[2 * k]), y = Int(corners[2 * k + 1])
-      minX = min(minX, x)
-      maxX = max(maxX, x)
-      minY = min(minY, y)
-      maxY = max(maxY, y)
-    }
+    let (minX, minY, maxX, maxY) = cornerBounds(corners)
     let margin = max(4, max(maxX - minX, maxY - minY) / 8)
     let x0 = max(0, minX - margin), x1 = min(width - 1, maxX + margin)
     let y0 = max(0, minY - margin), y1 = min(height - 1, maxY + margin)

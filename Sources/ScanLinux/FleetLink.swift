@@ -355,8 +355,6 @@ public final class FleetLink: @unchecked Sendable {
   }
 }
 
-/// What arrives on the link's subscriptions (bundles, commands): the handler subscribes when
-/// a connection is up and is handed every message on the link's thread.
 /// What the link needs of the log's writer in this process: how many records it has written
 /// (the link reads the file for new ones when this moves) and where pruning must stop.
 public protocol AuditLogProgress: AnyObject {
@@ -366,6 +364,8 @@ public protocol AuditLogProgress: AnyObject {
 
 extension AuditLog: AuditLogProgress {}
 
+/// What arrives on the link's subscriptions (bundles, commands): the handler subscribes when
+/// a connection is up and is handed every message on the link's thread.
 public protocol FleetInbox: AnyObject {
   func connected(_ client: MQTTClient, link: FleetLink)
   func received(_ message: MQTTMessage, link: FleetLink, client: MQTTClient)
