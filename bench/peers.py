@@ -6,6 +6,8 @@ venv), OpenCV's QRCodeDetector. QR codes only, one decode call per image, timed 
 Usage: peers.py ENGINE DATASET_DIR...   prints one line per dataset (ENGINE json=FILE: `scangate decode
   --json` lines already written, scored here the same way; its median_ms is meaningless):
   engine dataset passed total median_ms false_positives
+       peers.py --categories ENGINE DATASET_DIR...   the same, then for a BoofCV-style dataset one
+  line per category folder: engine dataset/CATEGORY passed total - false_positives
        peers.py --self-test [ENGINE...]  the scorer's self-test (bench/scorer_test.py)
 A zxing-style dataset (image + expected .txt) counts an image when a decoded text equals the
 expected one; a BoofCV-style one (a .txt with a SETS line) counts codes whose corner polygon
@@ -193,8 +195,21 @@ if __name__ == "__main__":
         import scorer_test
         sys.exit(scorer_test.main(sys.argv[2:]))
     if len(sys.argv) < 2: sys.exit(__doc__)
-    engine, datasets = sys.argv[1], sys.argv[2:]
+    args = sys.argv[1:]
+    categories = args[0] == "--categories"
+    if categories: args = args[1:]
+    engine, datasets = args[0], args[1:]
     decode = make_decoder(engine)
     for dataset in datasets:
-        passed, total, median, false_positives = score(dataset, decode)
-        print(engine, os.path.basename(dataset.rstrip("/")), passed, total, "%.2f" % median, false_positives, flush=True)
+        per_image = []
+        passed, total, median, false_positives = score(dataset, decode, per_image)
+        name = os.path.basename(dataset.rstrip("/"))
+        print(engine, name, passed, total, "%.2f" % median, false_positives, flush=True)
+        if categories:
+            by = {}
+            for path, labelled, matched, fp in per_image:
+                c = by.setdefault(os.path.basename(os.path.dirname(path)), [0, 0, 0])
+                c[0] += matched; c[1] += labelled; c[2] += fp
+            for category in sorted(by):
+                m, l, fp = by[category]
+                print(engine, name + "/" + category, m, l, "-", fp, flush=True)

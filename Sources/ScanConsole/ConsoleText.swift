@@ -180,6 +180,8 @@ public enum ConsoleText {
     w.writeFixed(t.frames == 0 ? 0 : t.decodeStrategyMicroseconds / t.frames, scale: 1000, decimals: 2)
     w.write(" ms/frame over-budget ")
     w.write(t.framesOverBudget)
+    w.write(" quiet ")
+    w.write(t.framesQuiet)
   }
 
   static func writeDecoderLine(_ version: String, _ d: DecoderStats, budget: ScanStats? = nil, into w: inout ByteWriter) {

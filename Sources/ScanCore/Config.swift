@@ -97,6 +97,8 @@ public struct ScanConfig: Equatable, Sendable {
   public var decoderArenaKiB = 4_096
   /// `decoder.decode_budget_ms`'s default: about a quarter of a 30 fps frame on a Pi 4 core.
   public static let decodeBudgetMillisecondsDefault = 8
+  /// `decoder.quiet_after_ms`'s default: a second of a still picture with nothing read.
+  public static let quietAfterMillisecondsDefault = 1_000
 
   /// Defaults differ from a bare `EngineSettings` only where a door reader wants them to.
   static func readerDefaults() -> EngineSettings {
@@ -106,6 +108,7 @@ public struct ScanConfig: Equatable, Sendable {
     // The decode strategy, spread across frames within a per-frame budget (docs/decoder.md).
     e.decode.attempts = DecodeAttempt.readerDefault
     e.decode.budgetMicroseconds = ScanConfig.decodeBudgetMillisecondsDefault * 1000
+    e.decode.quietAfterMicroseconds = ScanConfig.quietAfterMillisecondsDefault * 1000
     return e
   }
   // [allow_list]
@@ -215,6 +218,7 @@ public enum ConfigSchema {
       Key(name: "decoder.payload_bytes_max", kind: .integer(16...8192)) { $0.engine.payloadBytesMax = int($1) },
       Key(name: "decoder.arena_kib", kind: .integer(0...262_144)) { $0.decoderArenaKiB = int($1) },
       Key(name: "decoder.decode_budget_ms", kind: .integer(0...1_000)) { $0.engine.decode.budgetMicroseconds = int($1) * 1000 },
+      Key(name: "decoder.quiet_after_ms", kind: .integer(0...60_000)) { $0.engine.decode.quietAfterMicroseconds = int($1) * 1000 },
       Key(name: "decoder.strategy", kind: .choice(["default", "none"])) {
         $0.engine.decode.attempts = str($1) == "none" ? [] : DecodeAttempt.readerDefault
       },

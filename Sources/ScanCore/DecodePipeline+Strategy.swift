@@ -58,6 +58,14 @@ extension DecodePipeline where Decoder: ~Copyable {
     func fits(_ i: Int, _ spent: UInt64) -> Bool {
       budget == 0 || log.attempts == 0 || spent + attemptCostMicroseconds[i] <= budget
     }
+    if settings.quietAfterMicroseconds > 0 {
+      if change.changed(frame, region: full) || tracked.region != nil { lastBusy = start }
+      if start.microseconds(since: lastBusy) >= UInt64(settings.quietAfterMicroseconds) {
+        quietTurn(frame, full: full, into: &results, clock: clock, log: &log)
+        if results.count > 0 { lastBusy = clock.now() }
+        return
+      }
+    }
     if tracked.region != nil {
       for i in 0..<strategyCount where strategy[i].area == .tracked {
         guard fits(i, clock.now().microseconds(since: start)) else {
@@ -98,6 +106,29 @@ extension DecodePipeline where Decoder: ~Copyable {
       cursor += 1
       attempt(i, frame, full: full, into: &results, clock: clock)
       log.attempts += 1
+    }
+  }
+
+  /// A quiet frame (nothing changed, nothing read lately): every other one makes one attempt,
+  /// taking turns through the whole order, so a code held perfectly still still meets every
+  /// attempt; an attempt measured dearer than the budget is left for busy frames (the first
+  /// attempt never is). The others make none: the change test has already looked at them.
+  mutating func quietTurn<C: MonotonicClock>(
+    _ frame: LumaFrame, full: Region, into results: inout DecodeResults, clock: C, log: inout StrategyFrame
+  ) {
+    log.quiet = true
+    quietFrames &+= 1
+    if quietFrames & 1 == 0 { return }
+    let budget = UInt64(settings.budgetMicroseconds)
+    let first = firstFullAttempt()
+    for _ in 0..<strategyCount {
+      if quietCursor >= strategyCount { quietCursor = 0 }
+      let i = quietCursor
+      quietCursor += 1
+      if strategy[i].area == .tracked || (i != first && budget > 0 && attemptCostMicroseconds[i] > budget) { continue }
+      attempt(i, frame, full: full, into: &results, clock: clock)
+      log.attempts += 1
+      return
     }
   }
 
@@ -207,6 +238,31 @@ extension DecodePipeline where Decoder: ~Copyable {
       return
     }
     let d = scale.down
+    guard let base = src.baseAddress?.assumingMemoryBound(to: UInt8.self), let dst = out.baseAddress else { return }
+    if d == 1 || d == 2 {
+      // The common views, without the general box loop (it cost as much as a decode at 640×480).
+      for y in 0..<h {
+        let r0 = base + (region.y + y * d) * row + region.x * px
+        let r1 = r0 + (d == 2 ? row : 0)
+        let o = dst + y * w
+        if d == 1 {
+          if mirror {
+            for x in 0..<w { o[w - 1 - x] = r0[x * px] ^ invert }
+          } else if px == 1 {
+            for x in 0..<w { o[x] = r0[x] ^ invert }
+          } else {
+            for x in 0..<w { o[x] = r0[x * px] ^ invert }
+          }
+        } else {
+          for x in 0..<w {
+            let a = 2 * x * px
+            let v = Int(r0[a]) + Int(r0[a + px]) + Int(r1[a]) + Int(r1[a + px])
+            o[mirror ? w - 1 - x : x] = UInt8(truncatingIfNeeded: (v + 2) >> 2) ^ invert
+          }
+        }
+      }
+      return
+    }
     let area = d * d
     for y in 0..<h {
       let base = (region.y + y * d) * row + region.x * px

@@ -43,6 +43,11 @@ public struct DecodeSettings: Equatable, Sendable {
   /// CPU the strategy may spend on one frame (0: no limit). An attempt starts only while its
   /// measured cost still fits; the first one of a frame always runs.
   public var budgetMicroseconds = 0
+  /// `alternate` only: after this long with no change in the picture and no code read, each frame
+  /// gets one attempt of the order in turn instead of the budget (a still, empty doorway costs
+  /// about one decode a frame); a change or a code gives the next frame the whole budget again.
+  /// 0: every frame gets the budget.
+  public var quietAfterMicroseconds = 0
   public init() {}
 }
 
@@ -74,6 +79,12 @@ public struct DecodePipeline<Decoder: CodeDecoder & ~Copyable>: ~Copyable {
   /// full-frame attempt alone fills the budget) frames alternate between the two and every view
   /// (inverted for dark-mode phones, mirrored) is still reached.
   var rotationFirst = false
+  /// Quiet frames (`DecodeSettings.quietAfterMicroseconds`): the picture-change test, when the
+  /// picture last changed or a code was last read, and the next attempt of the quiet turn.
+  var change = PictureChange()
+  var lastBusy = Instant(nanoseconds: 0)
+  var quietCursor = 0
+  var quietFrames: UInt64 = 0
   /// The next tile of each tiled attempt, across frames.
   var tileCursor = InlineArray<16, UInt8>(repeating: 0)
   /// Where recent codes were read.

@@ -82,6 +82,7 @@ public struct ScanEngine<
     stats.decodeAttempts &+= UInt64(pipeline.lastFrame.attempts)
     stats.decodeStrategyMicroseconds &+= pipeline.lastFrame.microseconds
     if pipeline.lastFrame.budgetSpent { stats.framesOverBudget &+= 1 }
+    if pipeline.lastFrame.quiet { stats.framesQuiet &+= 1 }
     for i in 0..<results.count {
       stats.symbols &+= 1
       let symbol = results[i]

@@ -9,7 +9,10 @@ enum DecodeCommand {
   static func run(_ arguments: [String]) -> Int32 {
     do {
       let options = try Options(
-        arguments, valued: ["formats", "expect", "locations", "variant", "variants", "size", "max-pixels", "results", "strategy", "budget-ms"],
+        arguments,
+        valued: [
+          "formats", "expect", "locations", "variant", "variants", "size", "max-pixels", "results", "strategy", "budget-ms", "frames", "fps", "quiet-after-ms",
+        ],
         known: ["json", "fast", "each-attempt"])
       var settings = DecodeSettings()
       settings.formats = try BarcodeFormats.parse(options.value("formats") ?? "all")
@@ -22,7 +25,10 @@ enum DecodeCommand {
       }
       let sizeWidth = options.value("size").flatMap { Int($0.split(separator: "x").first ?? "") } ?? 1280
       settings.attempts = try strategy(options.value("strategy") ?? "default", width: sizeWidth)
-      settings.budgetMicroseconds = try options.integer("budget-ms", default: 0, range: 0...10_000) * 1000
+      let frames = try options.integer("frames", default: 0, range: 0...10_000)
+      // A stream (--frames) spends the reader's budget by default; a still image, none.
+      settings.budgetMicroseconds =
+        try options.integer("budget-ms", default: frames > 0 ? ScanConfig.decodeBudgetMillisecondsDefault : 0, range: 0...10_000) * 1000
       let reader = ImageFileReader(
         maxPixels: try options.integer("max-pixels", default: 40_000_000, range: 1...400_000_000))
       let capacity = try options.integer("results", default: 16, range: 1...64)
@@ -40,6 +46,13 @@ enum DecodeCommand {
         return try expect(directory: directory, options: options, settings: settings, reader: reader)
       }
       guard !options.positionals.isEmpty else { throw ParseError(message: "no image files given") }
+      if frames > 0 {
+        settings.quietAfterMicroseconds =
+          try options.integer("quiet-after-ms", default: ScanConfig.quietAfterMillisecondsDefault, range: 0...60_000) * 1000
+        let fps = try options.integer("fps", default: 30, range: 1...1_000)
+        return try StreamHarness.run(
+          options.positionals, frames: frames, fps: fps, json: options.flag("json"), settings: settings, reader: reader, capacity: capacity)
+      }
       return decodeFiles(
         options.positionals, json: options.flag("json"), settings: settings,
         reader: reader, capacity: capacity)

@@ -23,7 +23,11 @@ enum Usage {
         "decode [--formats LIST|all] [--json] [--variants upright|retry|alternate] [--fast] [--max-pixels N] [--results N] FILE...",
         "decode --expect DIR [--formats LIST|all] [--variant upright|inverted|mirrored] [--size WxH]",
         "decode --locations DIR [--formats LIST|all] [--variant upright|inverted|mirrored]",
-      ], summary: "decode barcodes in image files; --expect: the accuracy harness over image + .txt/.bin; --locations: found by position"),
+        "decode --frames N [--fps N] [--budget-ms MS] [--quiet-after-ms MS] [--strategy LIST] [--json] FILE...",
+      ],
+      summary:
+        "decode barcodes in image files; --expect: the accuracy harness over image + .txt/.bin; --locations: found by position; "
+        + "--frames: each image held for N frames, the reader's way"),
     CommandUsage(
       name: "check-config", lines: ["check-config [--config FILE]"],
       summary: "validate config.toml and the allow-list, print the memory budget"),

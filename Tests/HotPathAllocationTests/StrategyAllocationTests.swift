@@ -40,6 +40,9 @@ final class SteppingClock: MonotonicClock {
     settings.attempts = attempts
     settings.variantMode = .alternate
     settings.budgetMicroseconds = 4_000
+    // Quiet frames after 20 ms of the stepping clock without a change or a code (the scenes
+    // change every 10 frames, so the script stays busy; the still stretch below goes quiet).
+    settings.quietAfterMicroseconds = 20_000
     let width = HotPathAllocationTests.width * scale, height = HotPathAllocationTests.height * scale
     var pipeline = DecodePipeline(
       decoder: try ZXingDecoder(arenaBytes: 32 << 20, capacity: 8), settings: settings, maxWidth: width, maxHeight: height)
@@ -78,6 +81,20 @@ final class SteppingClock: MonotonicClock {
     #expect(found >= 300, "the strategy read \(found) codes in 1,000 frames")
     #expect(pipeline.decodeCalls - runsBefore > 1_000, "more than one attempt per frame on average")
     #expect(pipeline.attemptRuns[1] > 0, "the tracked region was tried")
+    // A still, empty picture: the change test and the quiet turn allocate nothing either.
+    var quiet = 0
+    alloc_counter_reset()
+    for _ in 0..<300 {
+      frames[0].withUnsafeBytes { raw in
+        sequence += 1
+        let frame = LumaFrame(bytes: raw, geometry: .gray(width: width, height: height), captured: clock.now(), sequence: sequence)
+        pipeline.decode(frame, into: &results, clock: clock)
+        if pipeline.lastFrame.quiet { quiet += 1 }
+      }
+    }
+    let quietAllocations = alloc_counter_mallocs()
+    #expect(quietAllocations == 0, "\(quietAllocations) allocations in 300 frames of a still picture")
+    #expect(quiet >= 200, "\(quiet) of 300 frames of a still picture were quiet")
     #expect(pipeline.decoder.stats.arenaOverflows == 0)
   }
 }

@@ -102,6 +102,62 @@ import Testing
   }
 
   @Test(
+    "a still picture goes quiet after quiet_after: one attempt every other frame, each attempt in turn; sensor noise keeps it quiet; a code held up wakes it and is read on that frame"
+  )
+  func quietFrames() {
+    var settings = DecodeSettings()
+    settings.attempts = DecodeAttempt.readerDefault
+    settings.variantMode = .alternate
+    settings.budgetMicroseconds = 8_000
+    settings.quietAfterMicroseconds = 1_000_000
+    var pipeline = DecodePipeline(
+      decoder: try! ZXingDecoder(arenaBytes: 16 << 20, capacity: 8), settings: settings, maxWidth: 640, maxHeight: 480)
+    var results = DecodeResults(capacity: 8, payloadBytesMax: 256)
+    let clock = ManualClock()  // 33 ms a frame; attempts cost nothing on it, so a busy frame runs the whole turn
+    var seed: UInt32 = 12_345
+    // A doorway: a gradient with a dark frame edge, with ±10 levels of sensor noise on every frame.
+    func doorway(_ code: GrayImage? = nil) -> GrayImage {
+      var pixels = [UInt8](repeating: 0, count: 640 * 480)
+      for y in 0..<480 {
+        for x in 0..<640 {
+          seed = seed &* 1_103_515_245 &+ 12_345
+          let noise = Int((seed >> 16) % 21) - 10
+          let base = code.map { Int($0.pixels[y * 640 + x]) } ?? ((x < 60 || x > 580) ? 40 : 120 + y / 8)
+          pixels[y * 640 + x] = UInt8(clamping: base + noise)
+        }
+      }
+      return GrayImage(width: 640, height: 480, pixels: pixels)
+    }
+    var quiet: [Bool] = [], attempts: [Int] = []
+    func show(_ image: GrayImage) {
+      clock.advance(milliseconds: 33)
+      image.withFrame { pipeline.decode($0, into: &results, clock: clock) }
+      quiet.append(pipeline.lastFrame.quiet)
+      attempts.append(pipeline.lastFrame.attempts)
+    }
+    for _ in 0..<70 { show(doorway()) }
+    #expect(quiet.prefix(30).allSatisfy { !$0 }, "the first second is busy: \(quiet.prefix(30))")
+    #expect(attempts.prefix(30).allSatisfy { $0 > 2 }, "busy frames spend the turn: \(attempts.prefix(30))")
+    #expect(quiet.suffix(30).allSatisfy { $0 }, "then quiet, noise and all: \(quiet.suffix(30))")
+    #expect(attempts.suffix(30).allSatisfy { $0 <= 1 } && attempts.suffix(30).reduce(0, +) == 15, "\(attempts.suffix(30))")
+    // Every attempt but the tracked one comes round in the quiet turn.
+    let before = pipeline.attemptRuns
+    for _ in 0..<(2 * pipeline.strategyCount) { show(doorway()) }
+    for i in 0..<pipeline.strategyCount where pipeline.settings.attempts[i].area != .tracked {
+      #expect(pipeline.attemptRuns[i] > before[i], "attempt \(i) (\(pipeline.settings.attempts[i])) ran while quiet")
+    }
+    #expect(quiet.suffix(2 * pipeline.strategyCount).allSatisfy { $0 })
+    // A phone held up: the frame it appears on is busy and reads it.
+    let phone = qrFrame("QUIET-WAKE-1", scale: 4)
+    show(doorway(phone))
+    #expect(quiet.last == false)
+    #expect(results.count == 1 && String(decoding: results.payload(0), as: UTF8.self) == "QUIET-WAKE-1")
+    // Held there, it keeps the reader busy (a code was read lately).
+    for _ in 0..<40 { show(doorway(phone)) }
+    #expect(quiet.suffix(40).allSatisfy { !$0 })
+  }
+
+  @Test(
     "a 1280×720 stream: a code held close is read on the first frame from the downscaled view; a distant one, too small for it, within a turn of the full-resolution tiles",
     arguments: [(1280, 720), (1920, 1080)])
   func largeFrames(size: (Int, Int)) {
