@@ -12,8 +12,11 @@ EXIF orientation (14 of the BoofCV photos are stored sideways). The renderer fin
 applied and moves the corners with it, so the labels stay on the codes in the image written.
 Corners use pixel-centre coordinates (pixel i spans i - 0.5 .. i + 0.5): a mirror maps x to
 W - 1 - x, a scale s maps x to (x + 0.5) * s - 0.5, each axis by its own rounded scale.
+  empty-<size>/falsepositives-N-NAME.pgm (--empty-sizes): zxing-cpp's falsepositives-1..2, photos
+  with no code in them (no labels: for timing a reader's empty frames)
+
 Usage: dataset.py CORPUS OUT [--sizes original,640x480] [--variants upright,inverted,mirrored]
-       [--boofcv-sizes 640x480]
+       [--boofcv-sizes 640x480] [--empty-sizes 640x480]
 """
 import argparse, os, shutil
 import cv2
@@ -147,13 +150,29 @@ def render_qr(corpus, out_root, sizes, variants):
                     shutil.copyfile(os.path.join(src, stem + ".txt"), os.path.join(d, stem + ".txt"))
 
 
+def render_empty(corpus, out_root, sizes):
+    for n in (1, 2):
+        src = os.path.join(corpus, "zxing-cpp", f"falsepositives-{n}")
+        for name in sorted(os.listdir(src)):
+            stem, ext = os.path.splitext(name)
+            if ext.lower() not in (".png", ".jpg", ".jpeg", ".gif"): continue
+            img = load(os.path.join(src, name))[0]
+            if img is None: continue
+            for size in sizes:
+                d = os.path.join(out_root, f"empty-{size}")
+                os.makedirs(d, exist_ok=True)
+                write_pgm(os.path.join(d, f"falsepositives-{n}-{stem}.pgm"), fit(img, size)[0])
+
+
 if __name__ == "__main__":
     p = argparse.ArgumentParser()
     p.add_argument("corpus"); p.add_argument("out")
     p.add_argument("--sizes", default="original,640x480")
     p.add_argument("--variants", default="upright,inverted,mirrored")
     p.add_argument("--boofcv-sizes", default="640x480")
+    p.add_argument("--empty-sizes", default="")
     a = p.parse_args()
     variants = a.variants.split(",")
-    render_qr(a.corpus, a.out, a.sizes.split(","), variants)
+    render_qr(a.corpus, a.out, [s for s in a.sizes.split(",") if s], variants)
     render_boofcv(os.path.join(a.corpus, "boofcv-dev"), a.out, [s for s in a.boofcv_sizes.split(",") if s], variants)
+    render_empty(a.corpus, a.out, [s for s in a.empty_sizes.split(",") if s])

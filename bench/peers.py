@@ -6,8 +6,11 @@ venv), OpenCV's QRCodeDetector. QR codes only, one decode call per image, timed 
 Usage: peers.py ENGINE DATASET_DIR...   prints one line per dataset (ENGINE json=FILE: `scangate decode
   --json` lines already written, scored here the same way; its median_ms is meaningless):
   engine dataset passed total median_ms false_positives
-       peers.py --categories ENGINE DATASET_DIR...   the same, then for a BoofCV-style dataset one
-  line per category folder: engine dataset/CATEGORY passed total - false_positives
+       peers.py --categories ENGINE DATASET_DIR...   the same, then the mean time per image
+  (engine dataset/MEAN - - mean_ms -) and for a BoofCV-style dataset one line per category
+  folder: engine dataset/CATEGORY passed total - false_positives
+       peers.py --time ENGINE PGM...   time per call on images without labels (empty frames, each
+  decoded 5 times in a row, as frames of a still scene): engine time p50_us mean_us calls
        peers.py --self-test [ENGINE...]  the scorer's self-test (bench/scorer_test.py)
 A zxing-style dataset (image + expected .txt) counts an image when a decoded text equals the
 expected one; a BoofCV-style one (a .txt with a SETS line) counts codes whose corner polygon
@@ -159,11 +162,12 @@ def match(polygons, labels, threshold=0.1):
     return matched, false_positives
 
 
-def score(dataset, decode, per_image=None):
+def score(dataset, decode, per_image=None, times=None):
     """(passed, total, median_ms, false_positives) of DECODE over DATASET; PER_IMAGE, a list,
-    gets (path, labelled, matched, false_positives) for each BoofCV-style image."""
+    gets (path, labelled, matched, false_positives) for each BoofCV-style image; TIMES, a list,
+    the milliseconds of each call."""
     passed = total = false_positives = 0
-    times = []
+    out_times, times = times, []
     for folder, _, files in sorted(os.walk(dataset)):
         for name in sorted(files):
             if not name.endswith(".pgm"): continue
@@ -186,6 +190,7 @@ def score(dataset, decode, per_image=None):
                 expected = truth.decode("utf-8", "replace")
                 if any(text == expected for text, _ in found): passed += 1
     median = statistics.median(times) if times else 0.0
+    if out_times is not None: out_times.extend(times)
     return passed, total, median, false_positives
 
 
@@ -196,16 +201,28 @@ if __name__ == "__main__":
         sys.exit(scorer_test.main(sys.argv[2:]))
     if len(sys.argv) < 2: sys.exit(__doc__)
     args = sys.argv[1:]
+    if args[0] == "--time":
+        decode = make_decoder(args[1])
+        calls = []
+        for path in args[2:]:
+            img = read_pgm(path)
+            for _ in range(5):
+                start = time.perf_counter()
+                decode(img)
+                calls.append((time.perf_counter() - start) * 1e6)
+        print(args[1], "time", "%d" % statistics.median(calls), "%d" % (sum(calls) / len(calls)), len(calls), flush=True)
+        sys.exit(0)
     categories = args[0] == "--categories"
     if categories: args = args[1:]
     engine, datasets = args[0], args[1:]
     decode = make_decoder(engine)
     for dataset in datasets:
-        per_image = []
-        passed, total, median, false_positives = score(dataset, decode, per_image)
+        per_image, times = [], []
+        passed, total, median, false_positives = score(dataset, decode, per_image, times)
         name = os.path.basename(dataset.rstrip("/"))
         print(engine, name, passed, total, "%.2f" % median, false_positives, flush=True)
         if categories:
+            print(engine, name + "/MEAN", "-", "-", "%.3f" % (sum(times) / max(1, len(times))), "-", flush=True)
             by = {}
             for path, labelled, matched, fp in per_image:
                 c = by.setdefault(os.path.basename(os.path.dirname(path)), [0, 0, 0])

@@ -63,6 +63,14 @@ ax.set_xticklabels(datasets, rotation=30, ha="right", fontsize=8)
 ax.set_ylabel("codes read (%)"); ax.set_ylim(0, 100); ax.legend(fontsize=8); ax.set_title("Decode rate per dataset and engine")
 fig.tight_layout(); fig.savefig(os.path.join(bench, "decode-rate.png"), dpi=110); plt.close(fig)
 
+# --- bench/decoder.sh's section (the strategy beside the peers), when it ran
+decoder_md = os.path.join(out, "decoder.md")
+if os.path.exists(decoder_md):
+    md += [l.rstrip("\n") for l in open(decoder_md)] + [""]
+    if bench != out and os.path.exists(os.path.join(out, "decoder-rate.png")):
+        import shutil
+        shutil.copyfile(os.path.join(out, "decoder-rate.png"), os.path.join(bench, "decoder-rate.png"))
+
 # --- the loop
 soak = [r for r in csv.reader(open(os.path.join(out, "soak.csv"))) if r and r[0][0].isdigit()]
 summary = [l.strip() for l in open(os.path.join(out, "soak.csv")) if l.startswith("#")]

@@ -59,8 +59,11 @@ extension DecodePipeline where Decoder: ~Copyable {
       budget == 0 || log.attempts == 0 || spent + attemptCostMicroseconds[i] <= budget
     }
     if settings.quietAfterMicroseconds > 0 {
-      if change.changed(frame, region: full) || tracked.region != nil { lastBusy = start }
-      if start.microseconds(since: lastBusy) >= UInt64(settings.quietAfterMicroseconds) {
+      let quietAfter = UInt64(settings.quietAfterMicroseconds)
+      // While quiet, frames are compared with the last busy one (a slow change adds up).
+      let wasQuiet = start.microseconds(since: lastBusy) >= quietAfter
+      if change.changed(frame, region: full, keepingReference: wasQuiet) || tracked.region != nil { lastBusy = start }
+      if start.microseconds(since: lastBusy) >= quietAfter {
         quietTurn(frame, full: full, into: &results, clock: clock, log: &log)
         if results.count > 0 { lastBusy = clock.now() }
         return
@@ -95,8 +98,13 @@ extension DecodePipeline where Decoder: ~Copyable {
         cursor += 1
         continue
       }
-      // An attempt that does not fit waits for the next frame (it starts that frame's rotation);
-      // one that does not fit even there is passed over, so the rotation never stalls on it.
+      // One dearer than a frame may ever cost is passed over (its estimate decays, so it is
+      // measured again now and then); one that does not fit beside this frame's attempts waits
+      // for the next frame (it starts that frame's rotation).
+      if tooDear(i, first: first) {
+        cursor += 1
+        continue
+      }
       guard fits(i, clock.now().microseconds(since: start)) else {
         log.budgetSpent = true
         // Nothing of the rotation ran this frame: the next frame starts with it.
@@ -109,10 +117,27 @@ extension DecodePipeline where Decoder: ~Copyable {
     }
   }
 
+  /// Whether attempt `i` costs more than any frame may: twice the budget (an attempt that does
+  /// not fit beside others gets a frame of its own, and may overrun the budget there by as much
+  /// again), or, on a core where the first attempt alone fills the budget, half as much again as
+  /// the first attempt, so the inverted and mirrored views still get frames there. Each time it
+  /// says so, the attempt's estimate decays by 1/8, and the next run sets it anew: an attempt
+  /// measured dear once (a cold cache, a busy moment) is measured again after some turns (one
+  /// five times over, after about 12).
+  mutating func tooDear(_ i: Int, first: Int?) -> Bool {
+    let budget = UInt64(settings.budgetMicroseconds)
+    guard budget > 0, i != first else { return false }
+    let firstCost = first.map { attemptCostMicroseconds[$0] } ?? 0
+    let ceiling = max(2 * budget, firstCost + firstCost / 2)
+    guard attemptCostMicroseconds[i] > ceiling else { return false }
+    attemptCostMicroseconds[i] -= attemptCostMicroseconds[i] / 8
+    remeasure[i] = true
+    return true
+  }
+
   /// A quiet frame (nothing changed, nothing read lately): every other one makes one attempt,
   /// taking turns through the whole order, so a code held perfectly still still meets every
-  /// attempt; an attempt measured dearer than the budget is left for busy frames (the first
-  /// attempt never is). The others make none: the change test has already looked at them.
+  /// attempt; one too dear for any frame (`tooDear`) is left out (the first attempt never is). The others make none: the change test has already looked at them.
   mutating func quietTurn<C: MonotonicClock>(
     _ frame: LumaFrame, full: Region, into results: inout DecodeResults, clock: C, log: inout StrategyFrame
   ) {
@@ -125,7 +150,7 @@ extension DecodePipeline where Decoder: ~Copyable {
       if quietCursor >= strategyCount { quietCursor = 0 }
       let i = quietCursor
       quietCursor += 1
-      if strategy[i].area == .tracked || (i != first && budget > 0 && attemptCostMicroseconds[i] > budget) { continue }
+      if strategy[i].area == .tracked || tooDear(i, first: first) { continue }
       attempt(i, frame, full: full, into: &results, clock: clock)
       log.attempts += 1
       return
@@ -149,8 +174,12 @@ extension DecodePipeline where Decoder: ~Copyable {
     } else {
       region = full
     }
-    let w = a.scale.side(region.width), h = a.scale.side(region.height)
-    guard Self.viewFits(width: w, height: h) || (a.scale == .full && w > 0 && h > 0), w * h <= scratchBytes else { return }
+    // (The tracked region stays upscaled even around a large code: on the BoofCV photos at
+    // 640×480 that reads 16 more codes in 30 frames than reading a large region at 1:1, for
+    // about 3× the CPU of the frames that hold a code: bench/decoder.sh, docs/decoder.md.)
+    let scale = a.scale
+    let w = scale.side(region.width), h = scale.side(region.height)
+    guard Self.viewFits(width: w, height: h) || (scale == .full && w > 0 && h > 0), w * h <= scratchBytes else { return }
     let began = clock.now()
     let start = results.count
     results.beginAttempt()
@@ -158,7 +187,7 @@ extension DecodePipeline where Decoder: ~Copyable {
     attemptRuns[i] &+= 1
     let options = EngineOptions(binarizer: a.binarizer, engineDownscale: true)
     let g = frame.geometry
-    if a.variant == .upright && a.scale == .full {
+    if a.variant == .upright && scale == .full {
       let offset = region.y * g.rowStrideBytes + region.x * g.pixelStrideBytes
       let view = LumaFrame(
         bytes: UnsafeRawBufferPointer(rebasing: frame.bytes[offset...]),
@@ -168,28 +197,30 @@ extension DecodePipeline where Decoder: ~Copyable {
         captured: frame.captured, sequence: frame.sequence)
       decoder.decode(view, formats: settings.formats, options: options, into: &results)
     } else {
-      let key = (area: a.area, scale: a.scale, variant: a.variant, sequence: frame.sequence)
+      let key = (area: a.area, scale: scale, variant: a.variant, sequence: frame.sequence)
       if a.area != .full { scratchView = nil }  // a region's view is never reused
       if let held = scratchView, held.area == key.area, held.scale == key.scale, held.variant == key.variant,
         held.sequence == key.sequence
       {
         // The plane already holds this view (the previous attempt differed in its binarizer).
       } else {
-        writeScaled(frame, region: region, scale: a.scale, variant: a.variant, width: w, height: h)
+        writeScaled(frame, region: region, scale: scale, variant: a.variant, width: w, height: h)
         scratchView = key
       }
       let view = LumaFrame(
         bytes: UnsafeRawBufferPointer(rebasing: scratch[0..<(w * h)]),
         geometry: .gray(width: w, height: h), captured: frame.captured, sequence: frame.sequence)
       decoder.decode(view, formats: settings.formats, options: options, into: &results)
-      mapCorners(&results, from: start, scale: a.scale, variant: a.variant, width: w)
+      mapCorners(&results, from: start, scale: scale, variant: a.variant, width: w)
     }
     results.offsetCorners(from: start, dx: Int32(region.x), dy: Int32(region.y))
     results.dropRepeats(from: start)
     attemptHits[i] &+= UInt64(results.count - start)
     let cost = clock.now().microseconds(since: began)
+    // A running average; an attempt measured again after being passed over takes the new cost.
     let old = attemptCostMicroseconds[i]
-    attemptCostMicroseconds[i] = old == 0 ? cost : (old * 7 + cost) / 8
+    attemptCostMicroseconds[i] = old == 0 || remeasure[i] ? cost : (old * 7 + cost) / 8
+    remeasure[i] = false
   }
 
   /// View pixel coordinates back to the region's: mirror undone, scale undone (pixel centres).
@@ -238,7 +269,7 @@ extension DecodePipeline where Decoder: ~Copyable {
       return
     }
     let d = scale.down
-    guard let base = src.baseAddress?.assumingMemoryBound(to: UInt8.self), let dst = out.baseAddress else { return }
+    guard let base = src.baseAddress, let dst = out.baseAddress else { return }
     if d == 1 || d == 2 {
       // The common views, without the general box loop (it cost as much as a decode at 640×480).
       for y in 0..<h {
@@ -247,16 +278,18 @@ extension DecodePipeline where Decoder: ~Copyable {
         let o = dst + y * w
         if d == 1 {
           if mirror {
-            for x in 0..<w { o[w - 1 - x] = r0[x * px] ^ invert }
+            for x in 0..<w { o[w - 1 - x] = r0.load(fromByteOffset: x * px, as: UInt8.self) ^ invert }
           } else if px == 1 {
-            for x in 0..<w { o[x] = r0[x] ^ invert }
+            for x in 0..<w { o[x] = r0.load(fromByteOffset: x, as: UInt8.self) ^ invert }
           } else {
-            for x in 0..<w { o[x] = r0[x * px] ^ invert }
+            for x in 0..<w { o[x] = r0.load(fromByteOffset: x * px, as: UInt8.self) ^ invert }
           }
         } else {
           for x in 0..<w {
             let a = 2 * x * px
-            let v = Int(r0[a]) + Int(r0[a + px]) + Int(r1[a]) + Int(r1[a + px])
+            let v =
+              Int(r0.load(fromByteOffset: a, as: UInt8.self)) + Int(r0.load(fromByteOffset: a + px, as: UInt8.self))
+              + Int(r1.load(fromByteOffset: a, as: UInt8.self)) + Int(r1.load(fromByteOffset: a + px, as: UInt8.self))
             o[mirror ? w - 1 - x : x] = UInt8(truncatingIfNeeded: (v + 2) >> 2) ^ invert
           }
         }

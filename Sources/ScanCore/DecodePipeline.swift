@@ -43,10 +43,10 @@ public struct DecodeSettings: Equatable, Sendable {
   /// CPU the strategy may spend on one frame (0: no limit). An attempt starts only while its
   /// measured cost still fits; the first one of a frame always runs.
   public var budgetMicroseconds = 0
-  /// `alternate` only: after this long with no change in the picture and no code read, each frame
-  /// gets one attempt of the order in turn instead of the budget (a still, empty doorway costs
-  /// about one decode a frame); a change or a code gives the next frame the whole budget again.
-  /// 0: every frame gets the budget.
+  /// `alternate` only: after this long with no change in the picture and no code read, every
+  /// other frame gets one attempt of the order in turn instead of the budget, the others none (a
+  /// still, empty doorway costs well under a decode a frame); a frame that differs, or a code
+  /// read, gets the whole budget again. 0: every frame gets the budget.
   public var quietAfterMicroseconds = 0
   public init() {}
 }
@@ -67,8 +67,10 @@ public struct DecodePipeline<Decoder: CodeDecoder & ~Copyable>: ~Copyable {
   /// The strategy, copied into fixed storage at startup.
   var strategy = InlineArray<16, DecodeAttempt>(repeating: DecodeAttempt())
   public let strategyCount: Int
-  /// Measured cost of each attempt (microseconds, running average), for the budget.
+  /// Measured cost of each attempt (microseconds, running average), for the budget; `remeasure`:
+  /// passed over as too dear, so its next run sets the cost anew.
   var attemptCostMicroseconds = InlineArray<16, UInt64>(repeating: 0)
+  var remeasure = InlineArray<16, Bool>(repeating: false)
   /// Codes each attempt found, and how often it ran (STATS, and the measured ordering).
   public internal(set) var attemptHits = InlineArray<16, UInt64>(repeating: 0)
   public internal(set) var attemptRuns = InlineArray<16, UInt64>(repeating: 0)

@@ -125,10 +125,17 @@ public struct DecodeAttempt: Equatable, Sendable {
     DecodeAttempt(.full, scale: .divided(by: 4)),
     DecodeAttempt(.full, scale: .divided(by: 3)),
     DecodeAttempt(.full, scale: .full, binarizer: .globalHistogram),
+    // Phone screens on zxing-cpp 1.4 (which reads neither light-on-dark nor most mirrored codes
+    // itself): the other binarizer and the upscaled view in those views too (the 162 QR photos
+    // inverted: 138 → 148 of 162 at 640×480; mirrored at original size 148 → 149).
+    DecodeAttempt(.full, scale: .full, variant: .inverted, binarizer: .globalHistogram),
     DecodeAttempt(.full, scale: .divided(by: 2), binarizer: .globalHistogram),
-    // The whole frame upscaled: most codes of all at camera size, but ~20× a 1:1 decode, so a
-    // reader's budget passes over it; `scangate decode` (every attempt) gets it.
+    DecodeAttempt(.full, scale: .full, variant: .mirrored, binarizer: .globalHistogram),
+    // The whole frame upscaled: most codes of all at camera size, but several times a 1:1
+    // decode, so it gets a frame of its own when the rotation comes to it (or is passed over
+    // when it cannot fit even there); `scangate decode` (every attempt) always gets it.
     DecodeAttempt(.full, scale: .double),
+    DecodeAttempt(.full, scale: .double, variant: .inverted),
   ]
 
   /// The order for a large camera mode (1280×720, 1920×1080: `camera.width` × `camera.height` at
@@ -193,7 +200,8 @@ public struct StrategyFrame: Equatable, Sendable {
   public var microseconds: UInt64 = 0
   /// The budget ran out before the strategy's turn for this frame was over.
   public var budgetSpent = false
-  /// A quiet frame: the picture had not changed and no code was read lately, one attempt ran.
+  /// A quiet frame: the picture had not changed and no code was read lately (one attempt ran,
+  /// or, every other such frame, none).
   public var quiet = false
   public init() {}
 }
@@ -212,31 +220,36 @@ public struct PictureChange: Sendable {
   var geometry = (width: 0, height: 0)
   public init() {}
 
-  /// Samples `region` of `frame`, keeps them for the next call, and says whether they moved (the
-  /// first frame, and a change of size, count as a change).
-  public mutating func changed(_ frame: LumaFrame, region: Region) -> Bool {
+  /// Samples `region` of `frame` and says whether they moved from the reference (the first
+  /// frame, and a change of size, count as a change). The samples become the reference, unless
+  /// `keepingReference` (a quiet reader compares every frame with its last busy one, so a change
+  /// made slowly, a few levels a frame, still adds up to one) and nothing changed.
+  public mutating func changed(_ frame: LumaFrame, region: Region, keepingReference: Bool = false) -> Bool {
     let g = frame.geometry
     let row = g.rowStrideBytes, px = g.pixelStrideBytes
-    guard region.width >= 2, region.height >= 2, let base = frame.bytes.baseAddress?.assumingMemoryBound(to: UInt8.self) else {
-      return true
-    }
+    guard region.width >= 2, region.height >= 2, let base = frame.bytes.baseAddress else { return true }
     let fresh = !primed || geometry != (region.width, region.height)
     primed = true
     geometry = (region.width, region.height)
     var moved = 0
+    var now = InlineArray<3072, UInt8>(repeating: 0)
     for r in 0..<Self.rows {
       let y = region.y + min(region.height - 2, (2 * r + 1) * region.height / (2 * Self.rows))
-      let line = base + y * row
       for c in 0..<Self.columns {
         let x = region.x + min(region.width - 2, (2 * c + 1) * region.width / (2 * Self.columns))
-        let p = line + x * px
-        let v = UInt8(truncatingIfNeeded: (Int(p[0]) + Int(p[px]) + Int(p[row]) + Int(p[row + px]) + 2) >> 2)
+        let p = y * row + x * px
+        let sum =
+          Int(base.load(fromByteOffset: p, as: UInt8.self)) + Int(base.load(fromByteOffset: p + px, as: UInt8.self))
+          + Int(base.load(fromByteOffset: p + row, as: UInt8.self)) + Int(base.load(fromByteOffset: p + row + px, as: UInt8.self))
+        let v = UInt8(truncatingIfNeeded: (sum + 2) >> 2)
         let k = r * Self.columns + c
         if abs(Int(v) - Int(samples[k])) > Self.threshold { moved += 1 }
-        samples[k] = v
+        now[k] = v
       }
     }
-    return fresh || moved > Self.minimumChanged
+    let changed = fresh || moved > Self.minimumChanged
+    if changed || !keepingReference { samples = now }
+    return changed
   }
 }
 

@@ -16,7 +16,7 @@ public struct ScanStats: Sendable {
   /// ended because the per-frame budget was spent.
   public var decodeAttempts: UInt64 = 0
   public var framesOverBudget: UInt64 = 0
-  /// Frames decoded quietly (one attempt: nothing changed and nothing read lately).
+  /// Quiet frames (nothing changed and nothing read lately: one attempt every other frame).
   public var framesQuiet: UInt64 = 0
   /// The configured per-frame decode budget (0: none) and the CPU the strategy spent in total.
   public var decodeBudgetMicroseconds: UInt64 = 0

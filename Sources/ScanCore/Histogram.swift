@@ -1,5 +1,5 @@
-/// A fixed latency histogram in microseconds: exact below 32 µs, then 32 sub-buckets per power
-/// of two up to ~134 s. Each bucket spans at most 1/32 (3.1 %) of its lower bound, so two
+/// A fixed latency histogram in microseconds: exact below 64 µs, then 32 sub-buckets per power
+/// of two up to ~134 s (longer values land in the last bucket; the maximum is kept exactly). Each bucket spans at most 1/32 (3.1 %) of its lower bound, so two
 /// histograms can be compared to a few percent (frame-to-edge p99 against decode p99 + 0.1 ms).
 /// Recording is a few integer operations; percentiles are upper bucket bounds (≤ 3.2 % over).
 public struct LatencyHistogram: Sendable {

@@ -26,9 +26,11 @@ enum DecodeCommand {
       let sizeWidth = options.value("size").flatMap { Int($0.split(separator: "x").first ?? "") } ?? 1280
       settings.attempts = try strategy(options.value("strategy") ?? "default", width: sizeWidth)
       let frames = try options.integer("frames", default: 0, range: 0...10_000)
-      // A stream (--frames) spends the reader's budget by default; a still image, none.
-      settings.budgetMicroseconds =
-        try options.integer("budget-ms", default: frames > 0 ? ScanConfig.decodeBudgetMillisecondsDefault : 0, range: 0...10_000) * 1000
+      // A stream (--frames) is the reader's: `alternate` within its budget, unless --variants
+      // says otherwise (`retry`: every attempt on every frame, no budget); a still image, none.
+      if frames > 0 && options.value("variants") == nil { settings.variantMode = .alternate }
+      let streamBudget = frames > 0 && settings.variantMode == .alternate ? ScanConfig.decodeBudgetMillisecondsDefault : 0
+      settings.budgetMicroseconds = try options.integer("budget-ms", default: streamBudget, range: 0...10_000) * 1000
       let reader = ImageFileReader(
         maxPixels: try options.integer("max-pixels", default: 40_000_000, range: 1...400_000_000))
       let capacity = try options.integer("results", default: 16, range: 1...64)
@@ -67,6 +69,10 @@ enum DecodeCommand {
   /// "x1,x2 histogram,/2 inverted".
   static func strategy(_ text: String, width: Int = 1280) throws(ParseError) -> [DecodeAttempt] {
     if text == "default" { return DecodeAttempt.readerDefault }
+    // "default:N": the reader's order cut after its first N attempts (the strategy's steps).
+    if text.hasPrefix("default:"), let n = Int(text.dropFirst(8)), n >= 1, n <= DecodeAttempt.readerDefault.count {
+      return Array(DecodeAttempt.readerDefault.prefix(n))
+    }
     if text == "large" { return DecodeAttempt.readerLarge(width: width) }
     if text == "none" { return [] }
     var out: [DecodeAttempt] = []

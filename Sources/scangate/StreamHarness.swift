@@ -26,8 +26,7 @@ enum StreamHarness {
   static func run(
     _ paths: [String], frames: Int, fps: Int, json: Bool, settings base: DecodeSettings, reader: ImageFileReader, capacity: Int
   ) throws(ParseError) -> Int32 {
-    var settings = base
-    settings.variantMode = .alternate
+    let settings = base
     // The largest image sizes the pipeline, as a camera's mode does.
     var maxWidth = 1, maxHeight = 1
     for path in paths {
@@ -95,7 +94,8 @@ enum StreamHarness {
         + "quiet after \(settings.quietAfterMicroseconds / 1000) ms (\(quietTimes.count) quiet frames, µs p50 \(Int(median(quietTimes))) mean \(Int(quietTimes.isEmpty ? 0 : quietTimes.reduce(0, +) / Double(quietTimes.count)))): "
         + "per-frame decode µs p50 \(Int(at(0.5))) p90 \(Int(at(0.9))) p99 \(Int(at(0.99))) mean \(Int(mean)); "
         + "images read \(firstRead.count), first read at frame p50 \(Int(median(firstRead))) "
-        + "p90 \(firstSorted.isEmpty ? 0 : Int(firstSorted[min(firstSorted.count - 1, firstSorted.count * 9 / 10)]))\n")
+        + "p90 \(firstSorted.isEmpty ? 0 : Int(firstSorted[min(firstSorted.count - 1, firstSorted.count * 9 / 10)])); "
+        + "last attempt: \(settings.attempts.last?.name ?? "-")\n")
     return status
   }
 }

@@ -23,7 +23,7 @@ enum Usage {
         "decode [--formats LIST|all] [--json] [--variants upright|retry|alternate] [--fast] [--max-pixels N] [--results N] FILE...",
         "decode --expect DIR [--formats LIST|all] [--variant upright|inverted|mirrored] [--size WxH]",
         "decode --locations DIR [--formats LIST|all] [--variant upright|inverted|mirrored]",
-        "decode --frames N [--fps N] [--budget-ms MS] [--quiet-after-ms MS] [--strategy LIST] [--json] FILE...",
+        "decode --frames N [--fps N] [--budget-ms MS] [--quiet-after-ms MS] [--variants retry] [--strategy LIST|default:N] [--json] FILE...",
       ],
       summary:
         "decode barcodes in image files; --expect: the accuracy harness over image + .txt/.bin; --locations: found by position; "

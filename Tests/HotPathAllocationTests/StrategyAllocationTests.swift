@@ -40,8 +40,9 @@ final class SteppingClock: MonotonicClock {
     settings.attempts = attempts
     settings.variantMode = .alternate
     settings.budgetMicroseconds = 4_000
-    // Quiet frames after 20 ms of the stepping clock without a change or a code (the scenes
-    // change every 10 frames, so the script stays busy; the still stretch below goes quiet).
+    // Quiet frames after 20 ms of the stepping clock without a change or a code (the script's
+    // codes keep it busy: the tracked region outlives the empty scenes between them; the still
+    // stretch below goes quiet).
     settings.quietAfterMicroseconds = 20_000
     let width = HotPathAllocationTests.width * scale, height = HotPathAllocationTests.height * scale
     var pipeline = DecodePipeline(

@@ -20,8 +20,11 @@ import Testing
       ConfigEntry(key: "decoder.roi", value: .list([.integer(100), .integer(50), .integer(400), .integer(300)]), line: 5),
       ConfigEntry(key: "gpio.deny_pattern", value: .list([.integer(50), .integer(50), .integer(50)]), line: 6),
       ConfigEntry(key: "gpio.relay_active_low", value: .boolean(true), line: 7),
+      ConfigEntry(key: "decoder.quiet_after_ms", value: .integer(2500), line: 8),
     ]).get()
     #expect(config.cameraWidth == 1280)
+    #expect(config.engine.decode.quietAfterMicroseconds == 2_500_000)
+    #expect(ScanConfig().engine.decode.quietAfterMicroseconds == 1_000_000, "a reader goes quiet after a second by default")
     #expect(config.engine.decode.formats == [.qrCode, .ean13])
     #expect(config.engine.decode.region == Region(x: 100, y: 50, width: 400, height: 300))
     #expect(config.engine.actuation.denyPattern == BuzzerPattern([50, 50, 50]))

@@ -49,4 +49,53 @@ import Testing
     #expect(!frame(scene(noise: 12, seed: &seed, square: square)) { change.changed($0, region: full) })
     #expect(frame(scene(noise: 12, seed: &seed)) { change.changed($0, region: full) })
   }
+
+  @Test("a change made slowly adds up while the reference is kept; without it, it goes unseen")
+  func slowChange() {
+    let full = Region(x: 0, y: 0, width: width, height: height)
+    var kept = PictureChange(), rolling = PictureChange()
+    var seed: UInt32 = 3
+    _ = frame(scene(noise: 0, seed: &seed)) { kept.changed($0, region: full) }
+    _ = frame(scene(noise: 0, seed: &seed)) { rolling.changed($0, region: full) }
+    var keptSaw = false, rollingSaw = false
+    // A dark square fading in by 4 levels a frame (a phone screen waking, a slow approach).
+    for step in 1...30 {
+      let pixels = scene(noise: 0, seed: &seed, square: (x: 100, y: 60, side: 80, level: UInt8(max(0, 130 - 4 * step))))
+      if frame(pixels, { kept.changed($0, region: full, keepingReference: true) }) { keptSaw = true }
+      if frame(pixels, { rolling.changed($0, region: full) }) { rollingSaw = true }
+    }
+    #expect(keptSaw)
+    #expect(!rollingSaw, "frame to frame, 4 levels never cross the threshold")
+  }
+
+  @Test("a region of interest and a 2-byte pixel stride (YUYV): only that region's luma counts")
+  func regionAndStride() {
+    // 320 × 240 YUYV-like: luma at even bytes, chroma (changing wildly) at odd ones.
+    func yuyv(square: Bool, chroma: UInt8) -> [UInt8] {
+      var bytes = [UInt8](repeating: 0, count: width * height * 2)
+      for y in 0..<height {
+        for x in 0..<width {
+          let inSquare = square && x >= 20 && x < 70 && y >= 20 && y < 70
+          bytes[(y * width + x) * 2] = inSquare ? 10 : 150
+          bytes[(y * width + x) * 2 + 1] = chroma &+ UInt8(truncatingIfNeeded: x)
+        }
+      }
+      return bytes
+    }
+    func look(_ change: inout PictureChange, _ bytes: [UInt8], _ region: Region) -> Bool {
+      bytes.withUnsafeBytes {
+        change.changed(
+          LumaFrame(
+            bytes: $0, geometry: FrameGeometry(width: width, height: height, rowStrideBytes: width * 2, pixelStrideBytes: 2),
+            captured: Instant(nanoseconds: 0), sequence: 0), region: region)
+      }
+    }
+    let right = Region(x: 160, y: 0, width: 160, height: 240), left = Region(x: 0, y: 0, width: 160, height: 240)
+    var r = PictureChange(), l = PictureChange()
+    _ = look(&r, yuyv(square: false, chroma: 0), right)
+    _ = look(&l, yuyv(square: false, chroma: 0), left)
+    #expect(!look(&r, yuyv(square: false, chroma: 99), right), "chroma is not the picture")
+    #expect(!look(&r, yuyv(square: true, chroma: 7), right), "the square is outside the right half")
+    #expect(look(&l, yuyv(square: true, chroma: 7), left), "and inside the left one")
+  }
 }

@@ -101,6 +101,8 @@ import Testing
     #expect(pipeline.lastFrame.attempts == 1, "and found the code, so nothing else ran")
   }
 
+  static func doorwayLevel(_ x: Int, _ y: Int) -> Int { (x < 60 || x > 580) ? 40 : 120 + y / 8 }
+
   @Test(
     "a still picture goes quiet after quiet_after: one attempt every other frame, each attempt in turn; sensor noise keeps it quiet; a code held up wakes it and is read on that frame"
   )
@@ -122,7 +124,7 @@ import Testing
         for x in 0..<640 {
           seed = seed &* 1_103_515_245 &+ 12_345
           let noise = Int((seed >> 16) % 21) - 10
-          let base = code.map { Int($0.pixels[y * 640 + x]) } ?? ((x < 60 || x > 580) ? 40 : 120 + y / 8)
+          let base = code.map { Int($0.pixels[y * 640 + x]) } ?? Self.doorwayLevel(x, y)
           pixels[y * 640 + x] = UInt8(clamping: base + noise)
         }
       }
@@ -147,8 +149,13 @@ import Testing
       #expect(pipeline.attemptRuns[i] > before[i], "attempt \(i) (\(pipeline.settings.attempts[i])) ran while quiet")
     }
     #expect(quiet.suffix(2 * pipeline.strategyCount).allSatisfy { $0 })
-    // A phone held up: the frame it appears on is busy and reads it.
-    let phone = qrFrame("QUIET-WAKE-1", scale: 4)
+    // A phone held up in the doorway (only its own patch of the picture changes): the frame it
+    // appears on is busy and reads it.
+    let code = renderQRCode(Array("QUIET-WAKE-1".utf8), scale: 4)!
+    var still = doorway()
+    for y in 0..<code.height { for x in 0..<code.width { still.pixels[(y + 150) * 640 + x + 250] = code.pixels[y * code.width + x] } }
+    let phone = still
+    #expect(code.width * code.height * 8 < 640 * 480, "the code covers under 1/8 of the frame")
     show(doorway(phone))
     #expect(quiet.last == false)
     #expect(results.count == 1 && String(decoding: results.payload(0), as: UTF8.self) == "QUIET-WAKE-1")
