@@ -124,11 +124,14 @@ extension DecodePipeline where Decoder: ~Copyable {
   /// says so, the attempt's estimate decays by 1/8, and the next run sets it anew: an attempt
   /// measured dear once (a cold cache, a busy moment) is measured again after some turns (one
   /// five times over, after about 12).
-  mutating func tooDear(_ i: Int, first: Int?) -> Bool {
+  /// On a quiet frame the ceiling is the first attempt's cost and half as much again, whatever
+  /// the budget: a still, empty scene gets the cheap views in turn, the upscaled ones wait for a
+  /// change.
+  mutating func tooDear(_ i: Int, first: Int?, quiet: Bool = false) -> Bool {
     let budget = UInt64(settings.budgetMicroseconds)
-    guard budget > 0, i != first else { return false }
+    guard budget > 0 || quiet, i != first else { return false }
     let firstCost = first.map { attemptCostMicroseconds[$0] } ?? 0
-    let ceiling = max(2 * budget, firstCost + firstCost / 2)
+    let ceiling = quiet ? max(1, firstCost + firstCost / 2) : max(2 * budget, firstCost + firstCost / 2)
     guard attemptCostMicroseconds[i] > ceiling else { return false }
     attemptCostMicroseconds[i] -= attemptCostMicroseconds[i] / 8
     remeasure[i] = true
@@ -136,8 +139,9 @@ extension DecodePipeline where Decoder: ~Copyable {
   }
 
   /// A quiet frame (nothing changed, nothing read lately): every other one makes one attempt,
-  /// taking turns through the whole order, so a code held perfectly still still meets every
-  /// attempt; one too dear for any frame (`tooDear`) is left out (the first attempt never is). The others make none: the change test has already looked at them.
+  /// taking turns through the order's attempts that cost no more than the first one and half as
+  /// much again (`tooDear(quiet:)`: the 1:1 and downscaled views, in every variant), so a code held
+  /// perfectly still meets them all; the others make none (the change test has looked at them).
   mutating func quietTurn<C: MonotonicClock>(
     _ frame: LumaFrame, full: Region, into results: inout DecodeResults, clock: C, log: inout StrategyFrame
   ) {
@@ -150,7 +154,7 @@ extension DecodePipeline where Decoder: ~Copyable {
       if quietCursor >= strategyCount { quietCursor = 0 }
       let i = quietCursor
       quietCursor += 1
-      if strategy[i].area == .tracked || tooDear(i, first: first) { continue }
+      if strategy[i].area == .tracked || tooDear(i, first: first, quiet: true) { continue }
       attempt(i, frame, full: full, into: &results, clock: clock)
       log.attempts += 1
       return

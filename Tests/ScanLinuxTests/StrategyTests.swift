@@ -142,7 +142,8 @@ import Testing
     #expect(attempts.prefix(30).allSatisfy { $0 > 2 }, "busy frames spend the turn: \(attempts.prefix(30))")
     #expect(quiet.suffix(30).allSatisfy { $0 }, "then quiet, noise and all: \(quiet.suffix(30))")
     #expect(attempts.suffix(30).allSatisfy { $0 <= 1 } && attempts.suffix(30).reduce(0, +) == 15, "\(attempts.suffix(30))")
-    // Every attempt but the tracked one comes round in the quiet turn.
+    // Every attempt but the tracked one comes round in the quiet turn (on this clock every
+    // attempt costs nothing, so none is too dear for a quiet frame).
     let before = pipeline.attemptRuns
     for _ in 0..<(2 * pipeline.strategyCount) { show(doorway()) }
     for i in 0..<pipeline.strategyCount where pipeline.settings.attempts[i].area != .tracked {
