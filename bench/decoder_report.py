@@ -76,7 +76,7 @@ for e, m in zip(peers, "v^Dx"):
 ax.set_xscale("log"); ax.set_xlabel("mean CPU ms per photo (reader: per frame), log scale")
 ax.set_ylabel("codes found of 636"); ax.grid(True, which="both", alpha=0.3)
 ax.set_title("BoofCV dev half at 640×480: codes read against CPU", fontsize=10)
-ax.legend(fontsize=7, loc="lower right"); fig.tight_layout()
+ax.legend(fontsize=7, loc="lower left"); fig.tight_layout()
 fig.savefig(os.path.join(out, "decoder-rate.png"), dpi=110)
 md += ["", "![codes against CPU](decoder-rate.png)", ""]
 print("\n".join(md))

@@ -128,9 +128,13 @@ import Testing
     }
     try run(80)  // warm-up: the signed pass granted, the rotating one granted once
     let grantsBefore = engine.stats.grants, deniesBefore = engine.stats.denies
-    alloc_counter_reset()
-    try run(400)  // 4 s: the rotating code stays inside its TOTP window and is replayed
-    let allocations = alloc_counter_mallocs()
+    var allocations: UInt64 = 0
+    // Local time is read on the decisions: no test may change TZ meanwhile (TimeZoneGuard).
+    try TimeZoneGuard.withLock {
+      alloc_counter_reset()
+      try run(400)  // 4 s: the rotating code stays inside its TOTP window and is replayed
+      allocations = alloc_counter_mallocs()
+    }
     #expect(allocations == 0, "\(allocations) allocations (\(alloc_counter_bytes()) bytes) in 400 frames")
     #expect(engine.stats.grants - grantsBefore >= 8, "the static signed pass was granted each time it came back")
     #expect(engine.stats.denies - deniesBefore >= 8, "the rotating pass, shown again in the same step, was replayed")
@@ -307,12 +311,15 @@ import Testing
     // At least 600 iterations and 3 s: three schedule checks and three lease renewals at least.
     let until = clock.now().adding(milliseconds: 3_000)
     var iterations = 0
-    alloc_counter_reset()
-    while iterations < 600 || (clock.now() < until && iterations < 1_000_000) {
-      loop.runOnce(maximumWaitMilliseconds: 5)
-      iterations &+= 1
+    var allocations: UInt64 = 0
+    try TimeZoneGuard.withLock {
+      alloc_counter_reset()
+      while iterations < 600 || (clock.now() < until && iterations < 1_000_000) {
+        loop.runOnce(maximumWaitMilliseconds: 5)
+        iterations &+= 1
+      }
+      allocations = alloc_counter_mallocs()
     }
-    let allocations = alloc_counter_mallocs()
     #expect(allocations == 0, "\(allocations) allocations in \(iterations) loop iterations holding an unlock window")
     #expect(relay.level == .active && relay.edgeCount == 1)
   }

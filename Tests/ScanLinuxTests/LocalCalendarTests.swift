@@ -1,20 +1,25 @@
 import Glibc
 import ScanCore
 import ScanLinux
+import ScanSim
 import Testing
 
 /// Local time through glibc and Debian's tzdata on Europe/Berlin's 2026 DST days. The unix
 /// times and their local readings were taken from Python's zoneinfo (an independent reader of
 /// the zone files), not from the code under test.
 @Suite(.serialized) struct LocalCalendarTests {
-  static func withBerlin(_ body: () throws -> Void) rethrows {
-    let saved = getenv("TZ").map { String(cString: $0) }
-    #expect(SystemLocalCalendar.useTimeZone("Europe/Berlin"))
-    defer {
-      if let saved { setenv("TZ", saved, 1) } else { unsetenv("TZ") }
-      tzset()
+  static func withBerlin(_ body: () throws -> Void) throws {
+    // Changing TZ while another suite measures allocations over local time would count glibc's
+    // re-reading of the zone file there: one at a time.
+    try TimeZoneGuard.withLock {
+      let saved = getenv("TZ").map { String(cString: $0) }
+      #expect(SystemLocalCalendar.useTimeZone("Europe/Berlin"))
+      defer {
+        if let saved { setenv("TZ", saved, 1) } else { unsetenv("TZ") }
+        tzset()
+      }
+      try body()
     }
-    try body()
   }
 
   @Test("spring forward (2026-03-29): 01:59 CET is followed by 03:00 CEST; 02:xx never happens")
