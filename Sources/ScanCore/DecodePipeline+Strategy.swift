@@ -146,9 +146,10 @@ extension DecodePipeline where Decoder: ~Copyable {
     _ frame: LumaFrame, full: Region, into results: inout DecodeResults, clock: C, log: inout StrategyFrame
   ) {
     log.quiet = true
+    // The frame that wakes the reader starts with the first attempt, whatever the rotation did.
+    rotationFirst = false
     quietFrames &+= 1
     if quietFrames & 1 == 0 { return }
-    let budget = UInt64(settings.budgetMicroseconds)
     let first = firstFullAttempt()
     for _ in 0..<strategyCount {
       if quietCursor >= strategyCount { quietCursor = 0 }
