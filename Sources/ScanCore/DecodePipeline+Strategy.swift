@@ -179,9 +179,9 @@ extension DecodePipeline where Decoder: ~Copyable {
     } else {
       region = full
     }
-    // (The tracked region stays upscaled even around a large code: on the BoofCV photos at
+    // The tracked region stays upscaled even around a large code: on the BoofCV photos at
     // 640×480 that reads 16 more codes in 30 frames than reading a large region at 1:1, for
-    // about 3× the CPU of the frames that hold a code: bench/decoder.sh, docs/decoder.md.)
+    // about 3× the CPU (bench/decoder.sh).
     let scale = a.scale
     let w = scale.side(region.width), h = scale.side(region.height)
     guard Self.viewFits(width: w, height: h) || (scale == .full && w > 0 && h > 0), w * h <= scratchBytes else { return }

@@ -24,9 +24,8 @@ enum StreamHarness {
   }
 
   static func run(
-    _ paths: [String], frames: Int, fps: Int, json: Bool, settings base: DecodeSettings, reader: ImageFileReader, capacity: Int
+    _ paths: [String], frames: Int, fps: Int, json: Bool, settings: DecodeSettings, reader: ImageFileReader, capacity: Int
   ) throws(ParseError) -> Int32 {
-    let settings = base
     // The largest image sizes the pipeline, as a camera's mode does.
     var maxWidth = 1, maxHeight = 1
     for path in paths {
@@ -85,17 +84,19 @@ enum StreamHarness {
       if let first { firstRead.append(Double(first)) }
       if seen.isEmpty { print(json ? "{\"file\":\(jsonString(path)),\"codes\":0}" : "\(path): no code found") }
     }
-    let sorted = perFrame.sorted()
-    func at(_ q: Double) -> Double { sorted.isEmpty ? 0 : sorted[min(sorted.count - 1, Int(Double(sorted.count) * q))] }
-    let mean = sorted.isEmpty ? 0 : sorted.reduce(0, +) / Double(sorted.count)
-    let firstSorted = firstRead.sorted()
+    // Quantiles and means of the recorded values (0 for none); the p50s match the harnesses' median.
+    func quantile(_ values: [Double], _ q: Double) -> Int {
+      let sorted = values.sorted()
+      return sorted.isEmpty ? 0 : Int(sorted[min(sorted.count - 1, Int(Double(sorted.count) * q))])
+    }
+    func mean(_ values: [Double]) -> Int { values.isEmpty ? 0 : Int(values.reduce(0, +) / Double(values.count)) }
     writeStandardError(
       "stream: \(paths.count) images × \(frames) frames at \(fps) fps, budget \(settings.budgetMicroseconds / 1000) ms, "
-        + "quiet after \(settings.quietAfterMicroseconds / 1000) ms (\(quietTimes.count) quiet frames, µs p50 \(Int(median(quietTimes))) mean \(Int(quietTimes.isEmpty ? 0 : quietTimes.reduce(0, +) / Double(quietTimes.count)))): "
-        + "per-frame decode µs p50 \(Int(at(0.5))) p90 \(Int(at(0.9))) p99 \(Int(at(0.99))) mean \(Int(mean)); "
-        + "images read \(firstRead.count), first read at frame p50 \(Int(median(firstRead))) "
-        + "p90 \(firstSorted.isEmpty ? 0 : Int(firstSorted[min(firstSorted.count - 1, firstSorted.count * 9 / 10)])); "
-        + "last attempt: \(settings.attempts.last?.name ?? "-")\n")
+        + "quiet after \(settings.quietAfterMicroseconds / 1000) ms (\(quietTimes.count) quiet frames, "
+        + "µs p50 \(Int(median(quietTimes))) mean \(mean(quietTimes))): "
+        + "per-frame decode µs p50 \(quantile(perFrame, 0.5)) p90 \(quantile(perFrame, 0.9)) p99 \(quantile(perFrame, 0.99)) "
+        + "mean \(mean(perFrame)); images read \(firstRead.count), first read at frame p50 \(Int(median(firstRead))) "
+        + "p90 \(quantile(firstRead, 0.9)); last attempt: \(settings.attempts.last?.name ?? "-")\n")
     return status
   }
 }
