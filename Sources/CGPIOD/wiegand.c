@@ -66,7 +66,7 @@ static int wiegand_drive(sg_wiegand *w, int line, int active) {
 
 // One frame, most significant bit first. Each bit: the line active for the pulse (timed by
 // spinning on the clock: a sleep's wake-up latency is of the pulse's order), then inactive until
-// the next bit's slot, `interval_ns` after this bit's start (slept: milliseconds).
+// the next bit's slot, `interval_ns` after this bit's active write returned (slept: milliseconds).
 static void wiegand_emit(sg_wiegand *w, uint64_t bits, uint32_t count) {
   uint64_t slot = wiegand_now_ns();
   for (uint32_t i = count; i-- > 0;) {
@@ -84,8 +84,11 @@ static void wiegand_emit(sg_wiegand *w, uint64_t bits, uint32_t count) {
     uint64_t width = wiegand_now_ns() - on;
     if (width > atomic_load_explicit(&w->pulse_max_ns, memory_order_relaxed))
       atomic_store_explicit(&w->pulse_max_ns, width, memory_order_relaxed);
-    // The next slot follows this bit's real start, so a late bit never squeezes the next gap.
-    slot = start + w->interval_ns;
+    // The next slot is `interval_ns` after the active write returned. The line changed somewhere
+    // inside that write, and the next bit's change comes after the next write begins, so two
+    // changes are at least `interval_ns` apart however late a bit or how slow a write: a late bit
+    // never squeezes the next gap (timing from `start` would, by the write's own duration).
+    slot = on + w->interval_ns;
   }
 }
 
