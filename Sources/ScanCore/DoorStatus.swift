@@ -15,6 +15,8 @@ public struct DoorStatus: Equatable, Sendable {
   public var exitRequests: UInt64 = 0
   public var rawEdges: UInt64 = 0
   public var inputErrors: UInt64 = 0
+  /// Lost edges made up for by reading a line's level (see `DoorController`).
+  public var resyncs: UInt64 = 0
   public init() {}
 
   /// The status of `machine` with the alarm line at `alarm`.
@@ -59,6 +61,10 @@ public struct DoorStatus: Equatable, Sendable {
     if inputErrors > 0 {
       w.write(", input errors ")
       w.write(inputErrors)
+    }
+    if resyncs > 0 {
+      w.write(", lost edges made up ")
+      w.write(resyncs)
     }
     w.write(" (")
     w.write(backend)

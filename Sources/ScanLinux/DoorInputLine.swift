@@ -10,13 +10,16 @@ public protocol DoorInputLine: AnyObject {
   var nextEdgeAt: Instant? { get }
   /// The level now (active-low applied), read once at start.
   func currentLevel() throws(GPIOError) -> LineLevel
-  /// Reads the edges that are in (at most a bounded batch), oldest first, as (level, time).
-  /// Returns how many were read.
+  /// Reads the edges that are in (at most `doorEdgesPerRead`), oldest first, as (level, time).
+  /// Returns how many were read (`doorEdgesPerRead`: there may be more).
   @discardableResult
   func readEdges(now: Instant, _ body: (LineLevel, Instant) -> Void) throws(GPIOError) -> Int
   /// "gpiod v1", "gpiod v2", "sim": how the line is read.
   var backend: String { get }
 }
+
+/// The most edges one `readEdges` call delivers.
+public let doorEdgesPerRead = 64
 
 /// `gpio.backend = "sim"`: an input line driven by a script of edges set up before the loop
 /// runs (the demo, tests) or injected by a test between iterations. Edges are kept in a table
@@ -55,7 +58,7 @@ public final class SimulatedInputLine: DoorInputLine {
   @discardableResult
   public func readEdges(now: Instant, _ body: (LineLevel, Instant) -> Void) throws(GPIOError) -> Int {
     var n = 0
-    while head < edges.count && edges[head].at <= now && n < 64 {
+    while head < edges.count && edges[head].at <= now && n < doorEdgesPerRead {
       level = edges[head].level
       body(level, edges[head].at)
       head += 1

@@ -63,8 +63,8 @@ public final class GPIODInputLine: DoorInputLine {
   @discardableResult
   public func readEdges(now: Instant, _ body: (LineLevel, Instant) -> Void) throws(GPIOError) -> Int {
     var total = 0
-    // Bounded: at most 4 batches per service, the rest waits for the next iteration.
-    for _ in 0..<4 {
+    // Bounded: `doorEdgesPerRead` a service, the rest waits for the next iteration.
+    for _ in 0..<(doorEdgesPerRead / Self.batch) {
       let n = sg_gpio_input_read(line, levels.baseAddress, timestamps.baseAddress, Int32(Self.batch))
       if n < 0 { throw GPIOError(errno: sg_errno(), operation: "read \(chip) line \(offset) events") }
       for i in 0..<Int(n) { body(levels[i] == 1 ? .active : .inactive, Instant(nanoseconds: timestamps[i])) }

@@ -28,7 +28,8 @@ import Testing
     let door: DoorController
     let start: Instant
 
-    init(settings: DoorSettings = World.settings()) {
+    /// `contactLine` replaces the simulated contact (nil: `contact`).
+    init(settings: DoorSettings = World.settings(), contactLine: (any DoorInputLine)? = nil) {
       relay = RecordingOutputLine(name: "relay", clock: clock)
       buzzer = RecordingOutputLine(name: "buzzer", clock: clock)
       alarm = RecordingOutputLine(name: "alarm", clock: clock)
@@ -46,7 +47,8 @@ import Testing
       }
       start = clock.now()
       door = DoorController(
-        settings: settings, ring: ring, wall: clock, now: clock.now(), contact: contact, exitButton: exitButton,
+        settings: settings, ring: ring, wall: clock, now: clock.now(), contact: contactLine ?? contact,
+        exitButton: exitButton,
         tamper: tamper, alarm: alarm, auxRelay: aux)
       loop.register(door)
     }
@@ -171,6 +173,66 @@ import Testing
     w.run(ms: 500)
     #expect(w.doorEvents() == ["door-unlocked console", "door-opened"])
     #expect(w.door.machine.rawEdges == 21)
+  }
+
+  /// A line read the way libgpiod 1.6 reads the kernel: edges wait in a FIFO of 16, and one that
+  /// finds it full is dropped (the newest lost, as gpiolib-cdev's v1 `lineevent_irq_thread`
+  /// does); the line's level is always the last edge's.
+  final class KernelFIFOLine: DoorInputLine {
+    private var edges: [(level: LineLevel, at: Instant)] = []
+    private var arrived = 0  // edges up to here have happened
+    private var queue: [(level: LineLevel, at: Instant)] = []
+    private var level = LineLevel.inactive
+    private(set) var dropped = 0
+
+    func schedule(_ level: LineLevel, at: Instant) { edges.append((level, at)) }
+
+    private func arrive(until now: Instant) {
+      while arrived < edges.count && edges[arrived].at <= now {
+        if queue.count < 16 { queue.append(edges[arrived]) } else { dropped += 1 }
+        level = edges[arrived].level
+        arrived += 1
+      }
+    }
+
+    var pollDescriptor: Int32 { -1 }
+    var nextEdgeAt: Instant? { arrived < edges.count ? edges[arrived].at : (queue.isEmpty ? nil : queue[0].at) }
+    var backend: String { "kernel FIFO" }
+    func currentLevel() throws(GPIOError) -> LineLevel { level }
+
+    func readEdges(now: Instant, _ body: (LineLevel, Instant) -> Void) throws(GPIOError) -> Int {
+      arrive(until: now)
+      let n = queue.count
+      for e in queue { body(e.level, e.at) }
+      queue.removeAll()
+      return n
+    }
+  }
+
+  @Test("a bounce the kernel's FIFO overflowed on (the newest edges lost): the line's level after the read wins")
+  func lostEdges() {
+    let contact = KernelFIFOLine()
+    let w = World(contactLine: contact)
+    w.run(ms: 60, step: 20)
+    w.loop.engine.openManually(milliseconds: 2_000)
+    // 21 edges in 10 ms ending open, all between two reads of a busy loop (20 ms apart): the
+    // FIFO keeps the first 16, which end closed.
+    var level = LineLevel.active
+    for k in 0...20 {
+      contact.schedule(level, at: Instant(nanoseconds: w.at(205).nanoseconds + UInt64(k) * 500_000))
+      level = level == .active ? .inactive : .active
+    }
+    w.run(ms: 500, step: 20)
+    #expect(contact.dropped == 5)
+    #expect(w.doorEvents() == ["door-unlocked console", "door-opened"])
+    #expect(w.door.machine.level(.contact) == .active)
+    #expect(w.door.resyncs == 1)
+    let text = withUnsafeTemporaryAllocation(byteCount: 512, alignment: 1) { buffer in
+      var writer = ByteWriter(buffer)
+      w.door.doorStatus().write(into: &writer)
+      return String(decoding: writer.written, as: UTF8.self)
+    }
+    #expect(text.contains(", lost edges made up 1 ("))
   }
 
   @Test("tamper: recorded both ways; the alarm line sounds while it lasts; DOOR and STATUS show the door")
