@@ -16,6 +16,8 @@ public struct BuzzerPattern: Equatable, Sendable {
     return true
   }
   public static let grant = BuzzerPattern([120])
+  /// No sound: played, it stops the running pattern.
+  public static let silence = BuzzerPattern([0])
   public static let deny = BuzzerPattern([80, 80, 80, 80, 80])
   public static let fault = BuzzerPattern([600, 200, 600])
 

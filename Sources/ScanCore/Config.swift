@@ -347,6 +347,7 @@ public enum ConfigSchema {
     }
     errors += doorErrors(config, line: line)
     errors += panelErrors(config, line: line)
+    errors += lineClashErrors(config, line: line)
     errors += fleetProblems(config, line: line)
     _ = seen
     errors.sort { $0.line < $1.line }

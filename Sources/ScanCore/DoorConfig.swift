@@ -94,21 +94,35 @@ extension ConfigSchema {
       },
     ] + doorInputKeys(.contact, "contact") + doorInputKeys(.exitButton, "exit") + doorInputKeys(.tamper, "tamper")
 
-  /// The door's consistency rules: an enabled door needs a contact, and no two lines may share an offset.
+  /// The door's consistency rule: an enabled door needs a contact.
   static func doorErrors(_ c: ScanConfig, line: (String) -> Int) -> [ConfigError] {
+    guard c.door.machine.enabled, c.door.input(.contact).line < 0, c.gpioBackend == .gpiod else { return [] }
+    return [ConfigError(key: "door.contact_line", line: line("door.enabled"), reason: "door.enabled needs door.contact_line")]
+  }
+
+  /// No two of the lines in use on `gpio.chip` (relay, buzzer, the door's, Wiegand's) may share
+  /// an offset: each is requested by one owner.
+  static func lineClashErrors(_ c: ScanConfig, line: (String) -> Int) -> [ConfigError] {
+    guard c.gpioBackend == .gpiod else { return [] }
+    var lines: [(String, Int)] = []
     let d = c.door
-    guard d.machine.enabled else { return [] }
-    var errors: [ConfigError] = []
-    if d.input(.contact).line < 0 && c.gpioBackend == .gpiod {
-      errors.append(ConfigError(key: "door.contact_line", line: line("door.enabled"), reason: "door.enabled needs door.contact_line"))
+    if d.machine.enabled {
+      lines += [
+        ("door.contact_line", d.input(.contact).line), ("door.exit_line", d.input(.exitButton).line),
+        ("door.tamper_line", d.input(.tamper).line), ("door.alarm_line", d.alarmLine),
+        ("door.aux_relay_line", d.auxRelayLine),
+      ]
     }
-    guard c.gpioBackend == .gpiod else { return errors }
+    let p = c.panel
+    if p.mode == .panel && p.link == .wiegand {
+      lines += [
+        ("panel.wiegand_d0_line", p.wiegandD0Line), ("panel.wiegand_d1_line", p.wiegandD1Line),
+        ("panel.wiegand_beeper_line", p.wiegandBeeperLine), ("panel.wiegand_led_line", p.wiegandLEDLine),
+      ]
+    }
+    var errors: [ConfigError] = []
     var used: [(String, Int)] = [("gpio.relay_line", c.relayLine), ("gpio.buzzer_line", c.buzzerLine)]
-    for (name, offset) in [
-      ("door.contact_line", d.input(.contact).line), ("door.exit_line", d.input(.exitButton).line),
-      ("door.tamper_line", d.input(.tamper).line), ("door.alarm_line", d.alarmLine),
-      ("door.aux_relay_line", d.auxRelayLine),
-    ] where offset >= 0 {
+    for (name, offset) in lines where offset >= 0 {
       if let clash = used.first(where: { $0.1 == offset }) {
         errors.append(ConfigError(key: name, line: line(name), reason: "same line as \(clash.0)"))
       }

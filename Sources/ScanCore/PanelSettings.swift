@@ -25,6 +25,14 @@ public struct PanelSettings: Equatable, Sendable {
   /// Silence between two frames (a panel ends a frame when its lines stay idle this long).
   public var wiegandFrameGapMilliseconds = 25
   public var wiegandActiveLow = false
+  /// The panel's beeper and LED wires into the reader (inputs on `gpio.chip`, -1: not wired):
+  /// the buzzer sounds while the beeper wire is active; the LED wire turning active plays the
+  /// grant sound when there is no beeper wire. Panels pull them low for on (open collector),
+  /// so active-low with the chip's pull-up by default.
+  public var wiegandBeeperLine = -1
+  public var wiegandLEDLine = -1
+  public var wiegandFeedbackActiveLow = true
+  public var wiegandFeedbackBias = LineBias.pullUp
   /// The OSDP serial port (RS-485 adapter), e.g. /dev/ttyUSB0.
   public var osdpPort = ""
   /// The reader's OSDP address, 0–126.
@@ -76,6 +84,12 @@ extension ConfigSchema {
     Key(name: "panel.wiegand_interval_us", kind: .integer(200...20_000)) { $0.panel.wiegandIntervalMicroseconds = int($1) },
     Key(name: "panel.wiegand_frame_gap_ms", kind: .integer(10...1_000)) { $0.panel.wiegandFrameGapMilliseconds = int($1) },
     Key(name: "panel.wiegand_active_low", kind: .boolean) { $0.panel.wiegandActiveLow = bool($1) },
+    Key(name: "panel.wiegand_beeper_line", kind: .integer(-1...1023)) { $0.panel.wiegandBeeperLine = int($1) },
+    Key(name: "panel.wiegand_led_line", kind: .integer(-1...1023)) { $0.panel.wiegandLEDLine = int($1) },
+    Key(name: "panel.wiegand_feedback_active_low", kind: .boolean) { $0.panel.wiegandFeedbackActiveLow = bool($1) },
+    Key(name: "panel.wiegand_feedback_bias", kind: .choice(LineBias.allCases.map(\.rawValue))) {
+      $0.panel.wiegandFeedbackBias = LineBias(rawValue: str($1))!
+    },
   ]
 
   /// Combinations `[panel]` refuses.
@@ -87,11 +101,6 @@ extension ConfigSchema {
       if lines.contains(-1) {
         errors.append(
           ConfigError(key: "panel.link", line: line("panel.link"), reason: "panel.link = \"wiegand\" needs panel.wiegand_d0_line and panel.wiegand_d1_line"))
-      } else if p.wiegandD0Line == p.wiegandD1Line || lines.contains(config.relayLine) || lines.contains(config.buzzerLine) {
-        errors.append(
-          ConfigError(
-            key: "panel.wiegand_d1_line", line: line("panel.wiegand_d1_line"),
-            reason: "D0 and D1 are two lines of their own (not each other, the relay's or the buzzer's)"))
       }
       if p.wiegandIntervalMicroseconds < 2 * p.wiegandPulseMicroseconds {
         errors.append(

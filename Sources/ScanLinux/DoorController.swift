@@ -26,8 +26,7 @@ public final class DoorController: PollParticipant, DoorStatusSource {
   public private(set) var alarmErrors: UInt64 = 0
   /// The level of each line's last edge as read (or its level at start).
   private var lastRead = InlineArray<3, LineLevel>(repeating: .inactive)
-  /// Times a line's level after its edges differed from the last edge read: the kernel dropped
-  /// edges (the v1 uAPI's event FIFO holds 16 a line and drops the newest when full).
+  /// Lost edges made up for from a line's level (`readEdgesAndLevel`).
   public private(set) var resyncs: UInt64 = 0
   /// A line's last read was a full one: read it again next time, ready or not.
   private var moreEdges = InlineArray<3, Bool>(repeating: false)
@@ -79,24 +78,10 @@ public final class DoorController: PollParticipant, DoorStatusSource {
       guard let line = lines[i], let input = DoorInput(rawValue: i) else { continue }
       let ready = poll.revents(tokens[i]) != 0 || (line.nextEdgeAt.map { $0 <= now } ?? false) || moreEdges[i]
       guard ready else { continue }
+      // A level that differs from the last edge read is a lost edge: debounced like any other.
       do throws(GPIOError) {
-        let n = try line.readEdges(now: now) { level, at in
+        moreEdges[i] = try line.readEdgesAndLevel(now: now, last: &lastRead[i], madeUp: &resyncs) { level, at in
           machine.edge(input, level: level, at: at)
-          lastRead[i] = level
-        }
-        // Edges can be lost: libgpiod 1.6's kernel FIFO keeps 16 a line and drops the newest
-        // when full, so a contact chattering faster than the loop reads could leave the last
-        // edge read at the wrong level (a door standing open taken for closed). Once the edges
-        // are read (all of them: a full read means more wait), the line's level now is the
-        // truth; a different one is an edge at `now`, debounced like any other.
-        moreEdges[i] = n >= doorEdgesPerRead
-        if !moreEdges[i] {
-          let level = try line.currentLevel()
-          if level != lastRead[i] {
-            machine.edge(input, level: level, at: now)
-            lastRead[i] = level
-            resyncs &+= 1
-          }
         }
       } catch { inputErrors &+= 1 }
     }

@@ -21,6 +21,32 @@ public protocol DoorInputLine: AnyObject {
 /// The most edges one `readEdges` call delivers.
 public let doorEdgesPerRead = 64
 
+extension DoorInputLine {
+  /// Reads the line's edges into `body`, oldest first, and then, when all are read, its level.
+  /// Edges can be lost: libgpiod 1.6's kernel FIFO keeps 16 a line and drops the newest when
+  /// full, so a contact chattering faster than the loop reads could leave the last edge read at
+  /// the wrong level (a door standing open taken for closed). The level after the read is the
+  /// truth: one that differs from `last` (the last edge read) goes to `body` as an edge at `now`
+  /// and counts in `madeUp`. Returns true when the read was full (more may wait: read again
+  /// without waiting for poll; the level is looked at then).
+  public func readEdgesAndLevel(
+    now: Instant, last: inout LineLevel, madeUp: inout UInt64, _ body: (LineLevel, Instant) -> Void
+  ) throws(GPIOError) -> Bool {
+    let n = try readEdges(now: now) { level, at in
+      body(level, at)
+      last = level
+    }
+    if n >= doorEdgesPerRead { return true }
+    let level = try currentLevel()
+    if level != last {
+      body(level, now)
+      last = level
+      madeUp &+= 1
+    }
+    return false
+  }
+}
+
 /// `gpio.backend = "sim"`: an input line driven by a script of edges set up before the loop
 /// runs (the demo, tests) or injected by a test between iterations. Edges are kept in a table
 /// reserved at init; nothing allocates while the loop reads them.

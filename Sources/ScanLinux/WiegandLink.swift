@@ -25,6 +25,8 @@ public final class WiegandLink: PanelForwarder {
   public private(set) var lastCard: (card: CardNumber, at: Instant)? = nil
   /// Cards the queue could not take (8 frames waiting: the panel would be flooded anyway).
   public private(set) var refused: UInt64 = 0
+  /// The panel's beeper and LED wires, shown on the status line.
+  public var feedback: WiegandFeedback? = nil
 
   /// What the thread calls for a simulated line (tests): `drive(line, active)`, on its thread.
   public final class SimulatedDrive {
@@ -138,6 +140,7 @@ public final class WiegandLink: PanelForwarder {
     }
     s += " pending=\(pending) refused=\(refused) write_errors=\(c.errors) late_bits=\(c.late_bits)"
     s += " pulse_max=\(c.pulse_max_ns / 1_000)us realtime=\(c.realtime != 0 ? "yes" : "no")"
+    if let feedback { s += feedback.statusText }
     return s
   }
 }

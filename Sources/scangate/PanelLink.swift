@@ -24,4 +24,20 @@ extension Service {
     }
     return try WiegandLink(settings: config.panel, chip: config.gpioChip, ring: ring, clock: clock, wall: SystemWallClock())
   }
+
+  /// The panel's beeper and LED wires into a Wiegand reader, when `[panel]` names either (nil
+  /// otherwise). With the simulated GPIO backend the wires never change.
+  static func makeWiegandFeedback(_ config: ScanConfig, ring: EventRing) throws(GPIOError) -> WiegandFeedback? {
+    let p = config.panel
+    guard p.mode == .panel && p.link == .wiegand, p.wiegandBeeperLine >= 0 || p.wiegandLEDLine >= 0 else { return nil }
+    func wire(_ offset: Int, _ name: String) throws(GPIOError) -> (any DoorInputLine)? {
+      guard offset >= 0 else { return nil }
+      if config.gpioBackend == .sim { return SimulatedInputLine() }
+      return try GPIODInputLine(
+        chip: config.gpioChip, offset: UInt32(offset), activeLow: p.wiegandFeedbackActiveLow, bias: p.wiegandFeedbackBias,
+        debounceMilliseconds: 0, consumer: "scangate-wiegand-" + name)
+    }
+    return WiegandFeedback(
+      beeper: try wire(p.wiegandBeeperLine, "beeper"), led: try wire(p.wiegandLEDLine, "led"), ring: ring, wall: SystemWallClock())
+  }
 }

@@ -147,6 +147,15 @@ enum Service {
       return 1
     }
     if let wiegand { loop.engine.panel = wiegand }
+    do throws(GPIOError) {
+      if let feedback = try makeWiegandFeedback(config, ring: ring) {
+        loop.register(feedback)
+        wiegand?.feedback = feedback
+      }
+    } catch {
+      writeStandardError("scangate: cannot request the panel's beeper/LED wires: \(error.operation): \(SystemError.describe(error.errno))\n")
+      return 1
+    }
     let printer = EventPrinter(
       ring: ring, start: loop.startedAt, clock: clock, skipping: options.skipping,
       payloads: config.log.rawPayloads ? .shown : .hidden)

@@ -267,6 +267,34 @@ import Testing
     #expect(door.machine.forcedCount > forcedBefore)
   }
 
+  @Test("the panel's beeper and LED wires into a Wiegand reader, followed on the loop, allocate nothing per iteration")
+  func wiegandFeedbackDoesNotAllocate() throws {
+    let clock = SystemMonotonicClock()
+    let ring = EventRing(capacity: 1024)
+    var loop = try Self.emptyFrameLoop(clock: clock, ring: ring, relay: RecordingOutputLine(name: "relay", clock: clock, capacity: 1_000))
+    let beeper = SimulatedInputLine(capacity: 8_192), led = SimulatedInputLine(capacity: 8_192)
+    let start = clock.now()
+    for k in 0..<400 {  // 20 s: the beeper on for 25 ms every 50 ms, the LED toggling every 300 ms
+      beeper.schedule(.active, at: start.adding(milliseconds: 100 + k * 50))
+      beeper.schedule(.inactive, at: start.adding(milliseconds: 125 + k * 50))
+      if k % 6 == 0 { led.schedule(k % 12 == 0 ? .active : .inactive, at: start.adding(milliseconds: 110 + k * 50)) }
+    }
+    let feedback = WiegandFeedback(beeper: beeper, led: led, ring: ring, wall: SystemWallClock())
+    loop.register(feedback)
+    for _ in 0..<200 { loop.runOnce(maximumWaitMilliseconds: 5) }
+    let before = feedback.activations[0]
+    let until = clock.now().adding(milliseconds: 1_300)
+    var iterations = 0
+    alloc_counter_reset()
+    while iterations < 1_200 || (clock.now() < until && iterations < 1_000_000) {
+      loop.runOnce(maximumWaitMilliseconds: 5)
+      iterations &+= 1
+    }
+    let allocations = alloc_counter_mallocs()
+    #expect(allocations == 0, "\(allocations) allocations in \(iterations) loop iterations following the panel's wires")
+    #expect(feedback.activations[0] - before >= 20, "\(feedback.activations[0] - before) beeps")
+  }
+
   /// Asks for a snapshot every 20 iterations, as the fleet link's requests do.
   final class SnapshotAsker: PollParticipant {
     let sink: FleetSnapshot

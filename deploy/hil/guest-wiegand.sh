@@ -5,12 +5,16 @@
 # from an output line to an input (only its sysfs pull makes edges on inputs), so the receiver is
 # the kernel's own record of every value gpiolib drives: the gpio_value tracepoint (ftrace, with
 # the trace clock's microsecond timestamps), decoded by wiegand-trace.py.
-#   line 0 buzzer, 1 relay, 2 D0, 3 D1
+# The panel's beeper and LED wires into the reader are inputs driven through gpio-sim's sysfs
+# `pull`, pulled low for on as a panel's open collector does.
+#   line 0 buzzer, 1 relay, 2 D0, 3 D1, 4 beeper wire, 5 LED wire
 WG=/sys/kernel/config/gpio-sim/wiegand
 mkdir $WG $WG/bank0
-for i in 0 1 2 3; do mkdir $WG/bank0/line$i; done
-echo 4 > $WG/bank0/num_lines; echo wiegand-io > $WG/bank0/label
+for i in 0 1 2 3 4 5; do mkdir $WG/bank0/line$i; done
+echo 6 > $WG/bank0/num_lines; echo wiegand-io > $WG/bank0/label
 echo 1 > $WG/live
+WD=/sys/devices/platform/$(cat $WG/dev_name)/$(cat $WG/bank0/chip_name)
+for i in 4 5; do echo pull-up > $WD/sim_gpio$i/pull; done  # the wires idle high
 base=""
 for c in /sys/class/gpio/gpiochip*; do [ "$(cat $c/label 2>/dev/null)" = wiegand-io ] && base=$(cat $c/base); done
 check "wiegand: gpio-sim chip 'wiegand-io' is live (GPIO base ${base:-unknown})" test -n "$base"
@@ -38,6 +42,8 @@ wiegand_d0_line = 2
 wiegand_d1_line = 3
 wiegand_pulse_us = 50
 wiegand_interval_us = 2000
+wiegand_beeper_line = 4
+wiegand_led_line = 5
 TOML
 feed GREY "$W/blank.grey"
 check "wiegand: the service started in panel mode with Wiegand out" start wiegand
@@ -59,5 +65,17 @@ grep -v '^PASS\|^FAIL' "$W/wiegand-check.txt" | sed 's/^/guest: /'
 while read -r verdict rest; do
   case $verdict in PASS) pass "$rest" ;; FAIL) fail "$rest" ;; esac
 done < <(grep '^PASS\|^FAIL' "$W/wiegand-check.txt")
+# The panel answers on its wires: the beeper wire held low for 600 ms sounds the buzzer as long;
+# the LED wire (its green) is recorded. The buzzer line is sampled from gpio-sim's value.
+S_reader=$S; S=$WD; sample "$W/wiegand-beeper.txt"; S=$S_reader
+sleep 0.5
+echo pull-down > $WD/sim_gpio4/pull; sleep 0.6; echo pull-up > $WD/sim_gpio4/pull
+echo pull-down > $WD/sim_gpio5/pull; sleep 0.3; echo pull-up > $WD/sim_gpio5/pull
+sleep 1; stop_sample
+read -r bn bp <<< "$(runs "$W/wiegand-beeper.txt" 3)"
+check "wiegand: the panel's beeper wire held low 600 ms sounded the buzzer once for as long ($bn run, $bp ms, tolerance 450-900)" \
+  test "$bn" = 1 -a "$bp" -ge 450 -a "$bp" -le 900
+check "wiegand: the beeper and LED wires' changes are panel-command events (on and off each)" \
+  bash -c "grep -q 'wiegand beeper on' '$W/wiegand.out' && grep -q 'wiegand beeper off' '$W/wiegand.out' && grep -q 'wiegand led on' '$W/wiegand.out' && grep -q 'wiegand led off' '$W/wiegand.out'"
 kill -TERM $pid; wait $pid
 echo 0 > $WG/live
