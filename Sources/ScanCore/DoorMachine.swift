@@ -143,6 +143,9 @@ public struct DoorMachine: Sendable {
   private var strikeChangedAt = Instant(nanoseconds: 0)
   /// The newest instant the machine has been advanced to.
   public private(set) var now: Instant
+  /// The newest instant it has been asked to advance to: while settling, `now` steps through
+  /// the past instants inputs settled at, this is when the machine learned of them.
+  private var learnedAt = Instant(nanoseconds: 0)
   /// Raw edges seen, and transitions recorded, per kind of count.
   public private(set) var rawEdges: UInt64 = 0
   public private(set) var forcedCount: UInt64 = 0
@@ -230,6 +233,7 @@ public struct DoorMachine: Sendable {
   /// Moves time on to `time`: settles inputs whose level has held for their debounce time (at
   /// the instant it had), and runs the held-open and alarm timers.
   public mutating func advance(to time: Instant) {
+    if time > learnedAt { learnedAt = time }
     // Settle in time order, so two inputs settling in one step keep their order.
     while let next = nextSettle(), next.1 <= time {
       runTimers(to: next.1)
@@ -293,7 +297,9 @@ public struct DoorMachine: Sendable {
     } else {
       state = .forced
       forcedCount &+= 1
-      forcedAlarmUntil = time.adding(milliseconds: settings.forcedAlarmMilliseconds)
+      // Timed from when the machine learned of it (an edge read late, a loaded loop, would
+      // otherwise cut the alarm short by the lateness); the event keeps the debounced instant.
+      forcedAlarmUntil = max(time, learnedAt).adding(milliseconds: settings.forcedAlarmMilliseconds)
       record(.doorForced, code: 0, at: time)
     }
   }

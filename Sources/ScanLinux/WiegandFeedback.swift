@@ -7,7 +7,8 @@ import ScanCore
 /// reader's buzzer follows the panel's decision: the buzzer sounds while the beeper wire is
 /// active (renewed every minute for a panel that holds it on); the LED wire turning active (the
 /// panel's green) plays the grant sound when no beeper wire is fitted. Every change is a
-/// `panel-command` event (code 0x6A beeper, 0x69 LED, as OSDP's BUZ and LED; detail on or off).
+/// `panel-command` event (code 0x6A beeper, 0x69 LED, as OSDP's BUZ and LED; detail
+/// `wiegand-beeper-on`, `wiegand-led-off`, ...).
 ///
 /// A poll participant on the loop's thread; the lines are read with `readEdgesAndLevel`, so a
 /// lost edge still ends at the wire's level. Nothing allocates after `init`.
@@ -72,7 +73,7 @@ public final class WiegandFeedback: PollParticipant {
       } catch { inputErrors &+= 1 }
     }
     for i in 0..<2 where lines[i] != nil {  // by index: `allCases` would build an array
-      guard let wire = Wire(rawValue: i), read[i] != levels[i] || (!started && read[i] == .active) else { continue }
+      guard let wire = Wire(rawValue: i), read[i] != levels[i] else { continue }  // levels start inactive
       levels[i] = read[i]
       let on = levels[i] == .active
       if on { activations[i] &+= 1 }
@@ -97,7 +98,8 @@ public final class WiegandFeedback: PollParticipant {
     var e = ScanEvent()
     e.kind = .panelCommand
     e.code = wire.code
-    let detail: StaticString = wire == .beeper ? (on ? "wiegand beeper on" : "wiegand beeper off") : (on ? "wiegand led on" : "wiegand led off")
+    let detail: StaticString =
+      wire == .beeper ? (on ? "wiegand-beeper-on" : "wiegand-beeper-off") : (on ? "wiegand-led-on" : "wiegand-led-off")
     e.setPayload(UnsafeRawBufferPointer(start: detail.utf8Start, count: detail.utf8CodeUnitCount))
     e.monotonic = now
     e.wallNanoseconds = wall.unixNanoseconds()

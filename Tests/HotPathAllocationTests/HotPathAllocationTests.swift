@@ -190,13 +190,13 @@ import Testing
     #expect(watchdog.arms > 0 && watchdog.trips == 0)
   }
 
+  typealias EmptyFrameLoop = RunLoop<
+    ScriptedFrameSource, ZXingDecoder, RecordingOutputLine, RecordingOutputLine, SystemMonotonicClock, SystemWallClock, SodiumDigester
+  >
+
   /// The real loop on small empty frames (what is measured is a participant, not the decoder),
   /// driving `relay` and a recording buzzer.
-  static func emptyFrameLoop(
-    clock: SystemMonotonicClock, ring: EventRing, relay: RecordingOutputLine
-  ) throws
-    -> RunLoop<ScriptedFrameSource, ZXingDecoder, RecordingOutputLine, RecordingOutputLine, SystemMonotonicClock, SystemWallClock, SodiumDigester>
-  {
+  static func emptyFrameLoop(clock: SystemMonotonicClock, ring: EventRing, relay: RecordingOutputLine) throws -> EmptyFrameLoop {
     let buzzer = RecordingOutputLine(name: "buzzer", clock: clock, capacity: 100_000)
     let engine = ScanEngine(
       settings: settings(), decoder: try ZXingDecoder(arenaBytes: 16 << 20, capacity: 8), relay: relay,
@@ -210,6 +210,19 @@ import Testing
       ScriptedFrameSource(width: 160, height: 120, frames: [empty], loops: true, clock: clock)
     }
     return loop
+  }
+
+  /// Runs `loop` for at least `minimum` iterations and until `until`, counting allocations.
+  static func measure(
+    _ loop: inout EmptyFrameLoop, iterations minimum: Int, until: Instant, clock: SystemMonotonicClock
+  ) -> (allocations: UInt64, iterations: Int) {
+    var iterations = 0
+    alloc_counter_reset()
+    while iterations < minimum || (clock.now() < until && iterations < 1_000_000) {
+      loop.runOnce(maximumWaitMilliseconds: 5)
+      iterations &+= 1
+    }
+    return (alloc_counter_mallocs(), iterations)
   }
 
   @Test("the door on the loop (edges, bounce, exit releases, relocks, alarm) allocates nothing per iteration")
@@ -255,13 +268,7 @@ import Testing
     // opening every 1.2 s, the first at 1.15 s): iterations a second depend on the engine and
     // the machine.
     let until = max(start.adding(milliseconds: 1_300), clock.now().adding(milliseconds: 1_300))
-    var iterations = 0
-    alloc_counter_reset()
-    while iterations < 1_200 || (clock.now() < until && iterations < 1_000_000) {
-      loop.runOnce(maximumWaitMilliseconds: 5)
-      iterations &+= 1
-    }
-    let allocations = alloc_counter_mallocs()
+    let (allocations, iterations) = Self.measure(&loop, iterations: 1_200, until: until, clock: clock)
     #expect(allocations == 0, "\(allocations) allocations in \(iterations) loop iterations with the door")
     #expect(door.machine.rawEdges > edgesBefore && door.machine.exitRequests > exitsBefore)
     #expect(door.machine.forcedCount > forcedBefore)
@@ -283,14 +290,7 @@ import Testing
     loop.register(feedback)
     for _ in 0..<200 { loop.runOnce(maximumWaitMilliseconds: 5) }
     let before = feedback.activations[0]
-    let until = clock.now().adding(milliseconds: 1_300)
-    var iterations = 0
-    alloc_counter_reset()
-    while iterations < 1_200 || (clock.now() < until && iterations < 1_000_000) {
-      loop.runOnce(maximumWaitMilliseconds: 5)
-      iterations &+= 1
-    }
-    let allocations = alloc_counter_mallocs()
+    let (allocations, iterations) = Self.measure(&loop, iterations: 1_200, until: clock.now().adding(milliseconds: 1_300), clock: clock)
     #expect(allocations == 0, "\(allocations) allocations in \(iterations) loop iterations following the panel's wires")
     #expect(feedback.activations[0] - before >= 20, "\(feedback.activations[0] - before) beeps")
   }
@@ -338,16 +338,8 @@ import Testing
     #expect(keeper.holding)
     // At least 600 iterations and 3 s: three schedule checks and three lease renewals at least.
     let until = clock.now().adding(milliseconds: 3_000)
-    var iterations = 0
-    var allocations: UInt64 = 0
-    try TimeZoneGuard.withLock {
-      alloc_counter_reset()
-      while iterations < 600 || (clock.now() < until && iterations < 1_000_000) {
-        loop.runOnce(maximumWaitMilliseconds: 5)
-        iterations &+= 1
-      }
-      allocations = alloc_counter_mallocs()
-    }
+    var (allocations, iterations): (UInt64, Int) = (0, 0)
+    try TimeZoneGuard.withLock { (allocations, iterations) = Self.measure(&loop, iterations: 600, until: until, clock: clock) }
     #expect(allocations == 0, "\(allocations) allocations in \(iterations) loop iterations holding an unlock window")
     #expect(relay.level == .active && relay.edgeCount == 1)
   }

@@ -136,6 +136,24 @@ import Testing
     #expect(Self.drain(&m) == ["door-forced 0", "door-closed 1"])
   }
 
+  @Test("a forced opening read late (a loaded loop) still sounds the alarm for all of forced_alarm_ms from when it is read")
+  func forcedReadLate() {
+    let clock = ManualClock()
+    var m = DoorMachine(settings: Self.settings(), now: clock.now())
+    let opened = clock.now()
+    // The edge is read 400 ms after it happened (debounce 20 ms): the machine learns of the
+    // forced door at +400, and the event keeps the instant it happened (+20).
+    clock.advance(milliseconds: 400)
+    let read = clock.now()
+    m.edge(.contact, level: .active, at: opened)
+    m.advance(to: read)
+    #expect(m.state == .forced)
+    let t = m.takeTransition()
+    #expect(t?.kind == .doorForced && t?.at == opened.adding(milliseconds: 20))
+    #expect(m.alarmLevel(at: read.adding(milliseconds: 2_999)) == .active)
+    #expect(m.alarmLevel(at: read.adding(milliseconds: 3_000)) == .inactive)
+  }
+
   @Test("a grant while a door stands forced open leaves it forced")
   func grantWhileForced() {
     let clock = ManualClock()

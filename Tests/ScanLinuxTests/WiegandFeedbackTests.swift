@@ -39,7 +39,7 @@ import Testing
     #expect(periods.last.map { $0 >= 45 && $0 <= 55 } == true, "\(periods)")
     #expect(w.buzzer.level == .inactive)
     // With a beeper wire the LED only records: no second sound.
-    #expect(Self.commands(w.ring) == ["wiegand beeper on", "wiegand led on", "wiegand beeper off", "wiegand beeper on", "wiegand beeper off"])
+    #expect(Self.commands(w.ring) == ["wiegand-beeper-on", "wiegand-led-on", "wiegand-beeper-off", "wiegand-beeper-on", "wiegand-beeper-off"])
     #expect(feedback.statusText == " beeper=off(2) led=on(1)")
     #expect(w.relay.edgeCount == 0)
   }
@@ -66,7 +66,7 @@ import Testing
     w.run(ms: 4_000)
     let periods = w.buzzer.activePeriodsMilliseconds
     #expect(periods.count == 1 && periods[0] >= 115 && periods[0] <= 125, "\(periods)")
-    #expect(Self.commands(w.ring) == ["wiegand led on", "wiegand led off"])
+    #expect(Self.commands(w.ring) == ["wiegand-led-on", "wiegand-led-off"])
   }
 
   @Test("a wire already active when the reader starts counts from the first iteration")
@@ -76,7 +76,7 @@ import Testing
     w.loop.register(WiegandFeedback(beeper: beeper, led: nil, ring: w.ring, wall: w.clock))
     w.run(ms: 100)
     #expect(w.buzzer.level == .active)
-    #expect(Self.commands(w.ring) == ["wiegand beeper on"])
+    #expect(Self.commands(w.ring) == ["wiegand-beeper-on"])
   }
 
   @Test("[panel] the beeper and LED wires are lines of their own: not the relay's, D0/D1's, the door's or each other's")

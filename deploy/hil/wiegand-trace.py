@@ -77,14 +77,16 @@ if widths and gaps:
     print(f"wiegand: pulse widths ({len(widths)}): {q(widths)}; bit intervals ({len(gaps)}): {q(gaps)}")
     # The order and the bits above are strict; the timing is loose, because TCG is coarse: the
     # kernel stamps a write when the emulated ioctl reaches gpiolib, so one write delayed by the
-    # emulation (measured: up to ~1 ms) stretches its pulse and shortens the interval before the
-    # next, on time, bit. Bounds: every pulse from the configured width to 2 ms and their median
-    # within 150 µs of it; every interval from half the configured one to 10 ms and their median
-    # from 95 % to 150 % of it. (A panel accepts 20-100 µs pulses and 0.2-20 ms gaps.)
+    # emulation (measured: up to ~1 ms) stretches its pulse; the next bit's write is timed from
+    # the return of this one, and the kernel stamps a value inside
+    # its write, so no interval is shorter than the configured one. Bounds: every pulse from the
+    # configured width to 2 ms and their median within 150 µs of it; every interval from the
+    # configured one to 20 ms (a guest is sometimes stopped for milliseconds: 11.9 ms seen) and
+    # their median from 95 % to 150 % of it. (A panel accepts 20-100 µs pulses, 0.2-20 ms gaps.)
     mw, mg = statistics.median(widths), statistics.median(gaps)
     check(f"wiegand: every pulse {pulse_us}-2000 µs, median within {pulse_us}-{pulse_us + 150} µs ({q(widths)})",
           min(widths) >= pulse_us - 2 and max(widths) <= 2000 and mw <= pulse_us + 150)
-    check(f"wiegand: every bit interval {interval_us // 2}-10000 µs, median {interval_us * 95 // 100}-{interval_us * 3 // 2} µs ({q(gaps)})",
-          min(gaps) >= interval_us / 2 and max(gaps) <= 10_000 and interval_us * 0.95 <= mg <= interval_us * 1.5)
+    check(f"wiegand: every bit interval {interval_us}-20000 µs, median {interval_us * 95 // 100}-{interval_us * 3 // 2} µs ({q(gaps)})",
+          min(gaps) >= interval_us and max(gaps) <= 20_000 and interval_us * 0.95 <= mg <= interval_us * 1.5)
 check(f"wiegand: the relay never went active in panel mode ({len(relay_on)} activations)", not relay_on)
 sys.exit(0 if ok else 1)

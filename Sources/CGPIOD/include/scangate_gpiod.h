@@ -58,8 +58,9 @@ void sg_relay_watchdog_stop(sg_relay_watchdog *watchdog);
 /// Wiegand out: one thread that clocks frames of bits out on D0 (a 0 bit) and D1 (a 1 bit), most
 /// significant first: each bit the line active for `pulse_us` (timed by spinning on
 /// CLOCK_MONOTONIC), bit starts at least `interval_us` apart, timed from the return of the write
-/// that made the line active (slept, timer slack 1 ns; SCHED_FIFO where permitted). The loop queues frames (`sg_wiegand_send`: a few atomic stores and a FUTEX_WAKE, no
-/// lock, no allocation) and never waits for them to be sent. The lines are the thread's alone
+/// that made the line active (slept, timer slack 1 ns; SCHED_FIFO where permitted). The loop
+/// queues frames (`sg_wiegand_send`: a few atomic stores and a FUTEX_WAKE, no lock, no
+/// allocation) and never waits for them to be sent. The lines are the thread's alone
 /// once started (their owner must not drive them), and stay registered with the crash guard.
 typedef struct sg_wiegand sg_wiegand;
 typedef struct {
