@@ -16,8 +16,6 @@ public struct BuzzerPattern: Equatable, Sendable {
     return true
   }
   public static let grant = BuzzerPattern([120])
-  /// No sound: played, it stops the running pattern.
-  public static let silence = BuzzerPattern([0])
   public static let deny = BuzzerPattern([80, 80, 80, 80, 80])
   public static let fault = BuzzerPattern([600, 200, 600])
 
@@ -158,6 +156,10 @@ public struct Actuator: Sendable {
   /// Whether the relay should be active at `now`.
   public func relayActive(at now: Instant) -> Bool { periodCapEnd != nil && now < relayUntil }
 
+  /// The buzzer sounds steadily whenever no pattern plays (a panel holding its beeper wire on);
+  /// a pattern played meanwhile is heard as itself, and the steady sound resumes after it.
+  public var buzzerHeld = false
+
   /// Starts a buzzer pattern, replacing any running one.
   public mutating func play(_ pattern: BuzzerPattern, at now: Instant) {
     self.pattern = pattern
@@ -186,6 +188,7 @@ public struct Actuator: Sendable {
       }
       if step >= pattern.count { patternStart = nil } else if step % 2 == 0 { buzzer = .active }
     }
+    if patternStart == nil && buzzerHeld { buzzer = .active }
     return (relay, buzzer)
   }
 

@@ -191,7 +191,7 @@ public struct DoorMachine: Sendable {
   /// A raw edge of `input` to `level` at `time` (a kernel timestamp). Chatter within the
   /// debounce time never reaches the state: only a level that holds counts.
   public mutating func edge(_ input: DoorInput, level: LineLevel, at time: Instant) {
-    advance(to: time)
+    settle(upTo: time)  // an edge read late is in the past: `learn(at:)` says when it was read
     rawEdges &+= 1
     let i = input.rawValue
     raw[i] = level
@@ -233,7 +233,17 @@ public struct DoorMachine: Sendable {
   /// Moves time on to `time`: settles inputs whose level has held for their debounce time (at
   /// the instant it had), and runs the held-open and alarm timers.
   public mutating func advance(to time: Instant) {
+    learn(at: time)
+    settle(upTo: time)
+  }
+
+  /// The owner is reading at `time` (before it feeds the edges it read, which may be older): a
+  /// transition they cause is learned of then. A forced door's alarm is timed from it.
+  public mutating func learn(at time: Instant) {
     if time > learnedAt { learnedAt = time }
+  }
+
+  private mutating func settle(upTo time: Instant) {
     // Settle in time order, so two inputs settling in one step keep their order.
     while let next = nextSettle(), next.1 <= time {
       runTimers(to: next.1)

@@ -342,6 +342,12 @@ public struct ScanEngine<
     tick()
   }
 
+  /// Holds the buzzer sounding whenever no pattern plays (a panel's beeper wire), or ends it.
+  public mutating func holdBuzzer(_ on: Bool) {
+    actuator.buzzerHeld = on
+    tick()
+  }
+
   /// Records a fault or state change.
   public mutating func record(_ kind: EventKind, code: UInt16) {
     var e = ScanEvent()

@@ -60,6 +60,7 @@ public final class DoorController: PollParticipant, DoorStatusSource {
   public var pollCapacity: Int { 3 }
 
   public func prepare(_ poll: PollSet, now: Instant) -> Instant? {
+    machine.learn(at: now)
     followStrike()
     publish(now: now)
     var next = machine.nextDeadline(after: now)
@@ -67,12 +68,14 @@ public final class DoorController: PollParticipant, DoorStatusSource {
       tokens[i] = .none
       guard let line = lines[i] else { continue }
       if line.pollDescriptor >= 0 { tokens[i] = poll.add(line.pollDescriptor, events: Int16(POLLIN)) }
+      if moreEdges[i] { next = now }
       if let at = line.nextEdgeAt { next = next.map { min($0, at) } ?? at }
     }
     return next
   }
 
   public func service(_ poll: PollSet, now: Instant, requests: LoopRequests) {
+    machine.learn(at: now)  // the edges read below may be older: what they cause is learned of now
     followStrike()
     for i in 0..<3 {
       guard let line = lines[i], let input = DoorInput(rawValue: i) else { continue }

@@ -27,19 +27,22 @@ extension DoorInputLine {
   /// full, so a contact chattering faster than the loop reads could leave the last edge read at
   /// the wrong level (a door standing open taken for closed). The level after the read is the
   /// truth: one that differs from `last` (the last edge read) goes to `body` as an edge at `now`
-  /// and counts in `madeUp`. Returns true when the read was full (more may wait: read again
-  /// without waiting for poll; the level is looked at then).
+  /// and counts in `madeUp` (which also counts an edge that came between the read and the look at
+  /// the level: its own event follows, at the same level). Returns true when the read was full
+  /// (more may wait: read again without waiting for poll; the level is looked at then).
   public func readEdgesAndLevel(
     now: Instant, last: inout LineLevel, madeUp: inout UInt64, _ body: (LineLevel, Instant) -> Void
   ) throws(GPIOError) -> Bool {
+    var latest = now
     let n = try readEdges(now: now) { level, at in
       body(level, at)
       last = level
+      if at > latest { latest = at }
     }
     if n >= doorEdgesPerRead { return true }
     let level = try currentLevel()
     if level != last {
-      body(level, now)
+      body(level, latest)  // no earlier than the edges read (their stamps may pass `now`)
       last = level
       madeUp &+= 1
     }

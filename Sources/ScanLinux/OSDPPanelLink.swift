@@ -26,6 +26,9 @@ public final class OSDPPanelLink: PollParticipant, PanelForwarder {
   /// Whether the driver took RS-485 direction control (TIOCSRS485).
   public private(set) var rs485 = false
   private var pendingPattern: BuzzerPattern? = nil
+  /// What a panel's temporary green and red LED play (`gpio.grant_pattern`, `deny_pattern`).
+  public var grantPattern = BuzzerPattern.grant
+  public var denyPattern = BuzzerPattern.deny
   /// The address and baud the link uses now (a panel's COMSET changes them).
   public private(set) var address: Int
   public private(set) var baud: Int
@@ -236,8 +239,8 @@ public final class OSDPPanelLink: PollParticipant, PanelForwarder {
         record(kind: .panelCommand, code: 0x69)
         // The reader has no LED of its own: a temporary green or red from the panel is its
         // verdict, shown with the grant or deny sound.
-        if temporary && color == 2 { requests.play = .grant }
-        if temporary && color == 1 { requests.play = .deny }
+        if temporary && color == 2 { requests.play = grantPattern }
+        if temporary && color == 1 { requests.play = denyPattern }
       case .output:
         record(kind: .panelCommand, code: 0x68)
       case .comset(let newAddress, let newBaud):

@@ -66,6 +66,9 @@ public final class LoopRequests {
   public var accessStaticOnly: Bool? = nil
   /// A buzzer pattern to play (a panel's BUZ or LED command).
   public var play: BuzzerPattern? = nil
+  /// Hold the buzzer sounding (true) or let it go (false) (a panel's beeper wire): patterns
+  /// still play over the hold and it resumes after them.
+  public var holdBuzzer: Bool? = nil
   /// A relay pulse a remote operator asked for (a signed fleet command), capped like OPEN;
   /// `openMilliseconds` nil: the configured pulse.
   public var openRequested = false

@@ -245,6 +245,10 @@ public struct RunLoop<
       requests.play = nil
       engine.play(pattern)
     }
+    if let hold = requests.holdBuzzer {
+      requests.holdBuzzer = nil
+      engine.holdBuzzer(hold)
+    }
     if let sink = requests.snapshotSink {
       requests.snapshotSink = nil
       snapshotSink = sink

@@ -4,9 +4,10 @@ import ScanCore
 /// The panel's side of a Wiegand cable (docs/panels.md): the beeper and LED wires an
 /// access-control panel drives, the way it drives a card reader's (open collector, pulled low
 /// for on). Wiegand carries nothing back to the reader, so these wires are how a panel-mode
-/// reader's buzzer follows the panel's decision: the buzzer sounds while the beeper wire is
-/// active (renewed every minute for a panel that holds it on); the LED wire turning active (the
-/// panel's green) plays the grant sound when no beeper wire is fitted. Every change is a
+/// reader's buzzer follows the panel's decision: the buzzer is held sounding while the beeper
+/// wire is active (the reader's own patterns still play over it; a beep shorter than a loop
+/// iteration, on and off within one read, is played for its length); the LED wire turning
+/// active (the panel's green) plays the grant pattern when no beeper wire is fitted. Every change is a
 /// `panel-command` event (code 0x6A beeper, 0x69 LED, as OSDP's BUZ and LED; detail
 /// `wiegand-beeper-on`, `wiegand-led-off`, ...).
 ///
@@ -19,22 +20,19 @@ public final class WiegandFeedback: PollParticipant {
   }
   private var lines: InlineArray<2, (any DoorInputLine)?>
   private var tokens = InlineArray<2, PollSet.Token>(repeating: .none)
-  /// Each wire's level as last read, and as last acted on.
+  /// Each wire's level as last read, and as last acted on (both inactive until the first service).
   private var read = InlineArray<2, LineLevel>(repeating: .inactive)
   public private(set) var levels = InlineArray<2, LineLevel>(repeating: .inactive)
   private var moreEdges = InlineArray<2, Bool>(repeating: false)
   private var started = false
-  private var beepRenewAt: Instant? = nil
   private let ring: EventRing?
   private let wall: any WallClock
+  /// What the LED wire plays when no beeper wire is fitted (`gpio.grant_pattern`).
+  public var grantPattern = BuzzerPattern.grant
   /// Times each wire turned active.
   public private(set) var activations = InlineArray<2, UInt64>(repeating: 0)
   public private(set) var inputErrors: UInt64 = 0
   public private(set) var madeUp: UInt64 = 0
-  /// The longest a buzzer pattern step lasts; a beeper wire held longer is renewed.
-  static let beepStepMilliseconds = 60_000
-  /// The beeper wire's sound (made once: a pattern from an array literal allocates).
-  static let beep = BuzzerPattern([beepStepMilliseconds])
 
   /// The wires on `beeper` and `led` (nil: not fitted), read once now; acted on from the first
   /// service (a wire already active at start sounds then).
@@ -51,7 +49,7 @@ public final class WiegandFeedback: PollParticipant {
   public var pollCapacity: Int { 2 }
 
   public func prepare(_ poll: PollSet, now: Instant) -> Instant? {
-    var next: Instant? = started ? beepRenewAt : now
+    var next: Instant? = started ? nil : now
     for i in 0..<2 {
       tokens[i] = .none
       guard let line = lines[i] else { continue }
@@ -64,32 +62,51 @@ public final class WiegandFeedback: PollParticipant {
 
   public func service(_ poll: PollSet, now: Instant, requests: LoopRequests) {
     for i in 0..<2 {
-      guard let line = lines[i] else { continue }
-      let ready = poll.revents(tokens[i]) != 0 || (line.nextEdgeAt.map { $0 <= now } ?? false) || moreEdges[i]
+      guard let line = lines[i], let wire = Wire(rawValue: i) else { continue }
+      let ready =
+        !started || poll.revents(tokens[i]) != 0 || (line.nextEdgeAt.map { $0 <= now } ?? false) || moreEdges[i]
       guard ready else { continue }
+      // A whole pulse inside one read (a loop iteration longer than the panel's beep): its
+      // length, from its own edges' timestamps.
+      var risen: Instant? = nil
+      var pulse: UInt64? = nil
       do throws(GPIOError) {
-        // Only the level after the read matters: a panel's wire is driven, not bounced.
-        moreEdges[i] = try line.readEdgesAndLevel(now: now, last: &read[i], madeUp: &madeUp) { _, _ in }
+        moreEdges[i] = try line.readEdgesAndLevel(now: now, last: &read[i], madeUp: &madeUp) { level, at in
+          if level == .active {
+            risen = at
+          } else if let on = risen {
+            pulse = at.nanoseconds > on.nanoseconds ? (at.nanoseconds - on.nanoseconds) / 1_000_000 : 0
+            risen = nil
+          }
+        }
       } catch { inputErrors &+= 1 }
-    }
-    for i in 0..<2 where lines[i] != nil {  // by index: `allCases` would build an array
-      guard let wire = Wire(rawValue: i), read[i] != levels[i] else { continue }  // levels start inactive
-      levels[i] = read[i]
-      let on = levels[i] == .active
-      if on { activations[i] &+= 1 }
-      record(wire, on: on, now: now)
-      switch wire {
-      case .beeper:
-        requests.play = on ? Self.beep : .silence
-        beepRenewAt = on ? now.adding(milliseconds: Self.beepStepMilliseconds) : nil
-      case .led:
-        if on && lines[Wire.beeper.rawValue] == nil { requests.play = .grant }
+      if read[i] != levels[i] {
+        levels[i] = read[i]
+        turned(wire, on: levels[i] == .active, now: now, requests: requests)
+      } else if levels[i] == .inactive, let length = pulse {
+        turned(wire, on: true, now: now, requests: requests, pulseMilliseconds: Int(min(length, 60_000)))
+        turned(wire, on: false, now: now, requests: requests)
       }
     }
     started = true
-    if let renew = beepRenewAt, now >= renew {
-      requests.play = Self.beep
-      beepRenewAt = now.adding(milliseconds: Self.beepStepMilliseconds)
+  }
+
+  /// A wire turned on or off; `pulseMilliseconds`: on and off again within one read.
+  private func turned(_ wire: Wire, on: Bool, now: Instant, requests: LoopRequests, pulseMilliseconds: Int? = nil) {
+    if on { activations[wire.rawValue] &+= 1 }
+    record(wire, on: on, now: now)
+    switch wire {
+    case .beeper:
+      if let length = pulseMilliseconds {
+        var beep = BuzzerPattern.grant
+        beep.steps[0] = UInt16(max(length, 20))
+        beep.count = 1
+        requests.play = beep
+      } else {
+        requests.holdBuzzer = on
+      }
+    case .led:
+      if on && lines[Wire.beeper.rawValue] == nil { requests.play = grantPattern }
     }
   }
 
@@ -106,7 +123,8 @@ public final class WiegandFeedback: PollParticipant {
     _ = ring.append(e)
   }
 
-  /// ` beeper=off led=on(3)` for the panel's STATUS line (wires not fitted are left out).
+  /// ` beeper=off(2) led=on(3)` for the panel's STATUS line: each fitted wire's level and how
+  /// many times it came on.
   public var statusText: String {
     var s = ""
     for wire in Wire.allCases where lines[wire.rawValue] != nil {

@@ -11,7 +11,10 @@ extension Service {
     identity.version = 1
     let parts = ScanGateVersion.string.split(separator: ".").compactMap { UInt8($0.prefix { $0.isNumber }) }
     identity.firmware = (parts.count > 0 ? parts[0] : 0, parts.count > 1 ? parts[1] : 0, parts.count > 2 ? parts[2] : 0)
-    return try OSDPPanelLink(settings: config.panel, ring: ring, clock: clock, wall: SystemWallClock(), identity: identity)
+    let link = try OSDPPanelLink(settings: config.panel, ring: ring, clock: clock, wall: SystemWallClock(), identity: identity)
+    link.grantPattern = config.engine.actuation.grantPattern
+    link.denyPattern = config.engine.actuation.denyPattern
+    return link
   }
 
   /// Wiegand out to a panel, when `[panel]` asks for it (nil otherwise). With the simulated GPIO
@@ -37,7 +40,9 @@ extension Service {
         chip: config.gpioChip, offset: UInt32(offset), activeLow: p.wiegandFeedbackActiveLow, bias: p.wiegandFeedbackBias,
         debounceMilliseconds: 0, consumer: "scangate-wiegand-" + name)
     }
-    return WiegandFeedback(
+    let feedback = WiegandFeedback(
       beeper: try wire(p.wiegandBeeperLine, "beeper"), led: try wire(p.wiegandLEDLine, "led"), ring: ring, wall: SystemWallClock())
+    feedback.grantPattern = config.engine.actuation.grantPattern
+    return feedback
   }
 }

@@ -136,7 +136,7 @@ import Testing
     #expect(Self.drain(&m) == ["door-forced 0", "door-closed 1"])
   }
 
-  @Test("a forced opening read late (a loaded loop) still sounds the alarm for all of forced_alarm_ms from when it is read")
+  @Test("a forced opening read late (a loaded loop, with a later edge in the same read) sounds the alarm for all of forced_alarm_ms from the read")
   func forcedReadLate() {
     let clock = ManualClock()
     var m = DoorMachine(settings: Self.settings(), now: clock.now())
@@ -145,11 +145,15 @@ import Testing
     // forced door at +400, and the event keeps the instant it happened (+20).
     clock.advance(milliseconds: 400)
     let read = clock.now()
+    m.learn(at: read)
     m.edge(.contact, level: .active, at: opened)
+    // A later edge of the same batch settles the opening while it is fed (it held 300 ms).
+    m.edge(.contact, level: .inactive, at: opened.adding(milliseconds: 300))
     m.advance(to: read)
-    #expect(m.state == .forced)
-    let t = m.takeTransition()
-    #expect(t?.kind == .doorForced && t?.at == opened.adding(milliseconds: 20))
+    #expect(m.state == .closed && m.forcedCount == 1)
+    let forced = m.takeTransition(), closed = m.takeTransition()
+    #expect(forced?.kind == .doorForced && forced?.at == opened.adding(milliseconds: 20))
+    #expect(closed?.kind == .doorClosed && closed?.at == opened.adding(milliseconds: 320))
     #expect(m.alarmLevel(at: read.adding(milliseconds: 2_999)) == .active)
     #expect(m.alarmLevel(at: read.adding(milliseconds: 3_000)) == .inactive)
   }

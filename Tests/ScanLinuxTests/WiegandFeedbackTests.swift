@@ -44,7 +44,53 @@ import Testing
     #expect(w.relay.edgeCount == 0)
   }
 
-  @Test("a beeper wire held for minutes keeps the buzzer sounding (each minute's pattern renewed)")
+  @Test("a pattern the reader plays while the wire is held is heard over it, and the hold resumes after")
+  func patternOverHold() {
+    let w = World()
+    let beeper = SimulatedInputLine()
+    w.loop.register(WiegandFeedback(beeper: beeper, led: nil, ring: w.ring, wall: w.clock))
+    beeper.schedule(.active, at: w.at(100))
+    beeper.schedule(.inactive, at: w.at(800))
+    w.run(ms: 200)
+    w.loop.engine.play(.deny)  // 80 on, 80 off, 80 on, 80 off, 80 on, from +200
+    w.run(ms: 800)
+    // Held from +100; the deny's first step is on (no edge), off 280-360 and 440-520, its last
+    // step on to 600, then the hold again to 800.
+    let periods = w.buzzer.activePeriodsMilliseconds
+    #expect(periods.count == 3, "\(periods)")
+    #expect(periods.count == 3 && abs(periods[0] - 180) <= 5 && abs(periods[1] - 80) <= 5 && abs(periods[2] - 280) <= 5, "\(periods)")
+  }
+
+  @Test("the wire let go while the reader plays a pattern does not cut the pattern short")
+  func releaseDuringPattern() {
+    let w = World()
+    let beeper = SimulatedInputLine()
+    w.loop.register(WiegandFeedback(beeper: beeper, led: nil, ring: w.ring, wall: w.clock))
+    beeper.schedule(.active, at: w.at(100))
+    beeper.schedule(.inactive, at: w.at(250))
+    w.run(ms: 200)
+    w.loop.engine.play(.deny)
+    w.run(ms: 800)
+    let periods = w.buzzer.activePeriodsMilliseconds
+    #expect(periods.count == 3 && abs(periods[0] - 180) <= 5 && abs(periods[1] - 80) <= 5 && abs(periods[2] - 80) <= 5, "\(periods)")
+    #expect(w.buzzer.level == .inactive)
+  }
+
+  @Test("a beep shorter than one loop iteration (on and off within one read) is played for its length")
+  func beepInsideOneRead() {
+    let w = World()
+    let beeper = SimulatedInputLine()
+    w.loop.register(WiegandFeedback(beeper: beeper, led: nil, ring: w.ring, wall: w.clock))
+    beeper.schedule(.active, at: w.at(110))
+    beeper.schedule(.inactive, at: w.at(140))
+    w.run(ms: 150, step: 50)  // one read at +150 sees both edges
+    w.run(ms: 200, step: 1)
+    let periods = w.buzzer.activePeriodsMilliseconds
+    #expect(periods.count == 1 && abs(periods[0] - 30) <= 2, "\(periods)")
+    #expect(Self.commands(w.ring) == ["wiegand-beeper-on", "wiegand-beeper-off"])
+  }
+
+  @Test("a beeper wire held for minutes keeps the buzzer sounding")
   func beeperHeld() {
     let w = World()
     let beeper = SimulatedInputLine()
@@ -56,16 +102,18 @@ import Testing
     #expect(periods.count == 1 && periods[0] >= 149_800 && periods[0] <= 150_000, "\(periods)")
   }
 
-  @Test("the LED wire alone: its turning active (the panel's green) plays the grant sound once")
+  @Test("the LED wire alone: its turning active (the panel's green) plays the configured grant pattern once")
   func ledAlone() {
     let w = World()
     let led = SimulatedInputLine()
-    w.loop.register(WiegandFeedback(beeper: nil, led: led, ring: w.ring, wall: w.clock))
+    let feedback = WiegandFeedback(beeper: nil, led: led, ring: w.ring, wall: w.clock)
+    feedback.grantPattern = BuzzerPattern([300])  // gpio.grant_pattern
+    w.loop.register(feedback)
     led.schedule(.active, at: w.at(200))
     led.schedule(.inactive, at: w.at(3_200))
     w.run(ms: 4_000)
     let periods = w.buzzer.activePeriodsMilliseconds
-    #expect(periods.count == 1 && periods[0] >= 115 && periods[0] <= 125, "\(periods)")
+    #expect(periods.count == 1 && periods[0] >= 295 && periods[0] <= 305, "\(periods)")
     #expect(Self.commands(w.ring) == ["wiegand-led-on", "wiegand-led-off"])
   }
 

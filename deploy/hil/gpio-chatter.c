@@ -23,8 +23,12 @@ int main(int argc, char **argv) {
     return 2;
   }
   int count = atoi(argv[2]);
+  if (count < 1) {
+    fprintf(stderr, "gpio-chatter: WRITES must be at least 1\n");
+    return 2;
+  }
   int fd = open(argv[1], O_WRONLY);
-  if (fd < 0 || count < 1) {
+  if (fd < 0) {
     perror(argv[1]);
     return 1;
   }

@@ -71,7 +71,7 @@ for card, frame in zip(cards, frames):
     got = [p[2] for p in frame]
     check(f"wiegand: card {card}: {len(got)} bits {''.join(map(str, got))}, want {''.join(map(str, want))}", got == want)
 widths = [p[1] for f in frames for p in f]
-gaps = [b[0] - a[0] for f in frames for a, b in zip(f, f[1:])]
+gaps = [round(b[0] - a[0]) for f in frames for a, b in zip(f, f[1:])]  # the trace's whole microseconds
 if widths and gaps:
     q = lambda xs: f"min {min(xs):.0f} median {statistics.median(xs):.0f} max {max(xs):.0f} µs"
     print(f"wiegand: pulse widths ({len(widths)}): {q(widths)}; bit intervals ({len(gaps)}): {q(gaps)}")
