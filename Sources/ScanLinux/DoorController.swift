@@ -64,13 +64,7 @@ public final class DoorController: PollParticipant, DoorStatusSource {
     followStrike()
     publish(now: now)
     var next = machine.nextDeadline(after: now)
-    for i in 0..<3 {
-      tokens[i] = .none
-      guard let line = lines[i] else { continue }
-      if line.pollDescriptor >= 0 { tokens[i] = poll.add(line.pollDescriptor, events: Int16(POLLIN)) }
-      if moreEdges[i] { next = now }
-      if let at = line.nextEdgeAt { next = next.map { min($0, at) } ?? at }
-    }
+    for i in 0..<3 { tokens[i] = lines[i]?.add(to: poll, more: moreEdges[i], now: now, next: &next) ?? .none }
     return next
   }
 
@@ -79,8 +73,7 @@ public final class DoorController: PollParticipant, DoorStatusSource {
     followStrike()
     for i in 0..<3 {
       guard let line = lines[i], let input = DoorInput(rawValue: i) else { continue }
-      let ready = poll.revents(tokens[i]) != 0 || (line.nextEdgeAt.map { $0 <= now } ?? false) || moreEdges[i]
-      guard ready else { continue }
+      guard line.isDue(poll, tokens[i], more: moreEdges[i], now: now) else { continue }
       // A level that differs from the last edge read is a lost edge: debounced like any other.
       do throws(GPIOError) {
         moreEdges[i] = try line.readEdgesAndLevel(now: now, last: &lastRead[i], madeUp: &resyncs) { level, at in

@@ -1,3 +1,4 @@
+import CLinux
 import ScanCore
 
 /// One door input (contact, exit button, tamper): a line whose level changes arrive as edge
@@ -22,6 +23,19 @@ public protocol DoorInputLine: AnyObject {
 public let doorEdgesPerRead = 64
 
 extension DoorInputLine {
+  /// Adds the line's descriptor to `poll` (its token) and folds when it next needs reading into
+  /// `next`: its next simulated edge, or now when a full read left edges waiting (`more`).
+  public func add(to poll: PollSet, more: Bool, now: Instant, next: inout Instant?) -> PollSet.Token {
+    if more { next = now }
+    if let at = nextEdgeAt { next = next.map { min($0, at) } ?? at }
+    return pollDescriptor >= 0 ? poll.add(pollDescriptor, events: Int16(POLLIN)) : .none
+  }
+
+  /// Whether the line wants reading now: poll said so, a simulated edge is due, or edges wait.
+  public func isDue(_ poll: PollSet, _ token: PollSet.Token, more: Bool, now: Instant) -> Bool {
+    poll.revents(token) != 0 || (nextEdgeAt.map { $0 <= now } ?? false) || more
+  }
+
   /// Reads the line's edges into `body`, oldest first, and then, when all are read, its level.
   /// Edges can be lost: libgpiod 1.6's kernel FIFO keeps 16 a line and drops the newest when
   /// full, so a contact chattering faster than the loop reads could leave the last edge read at

@@ -50,22 +50,14 @@ public final class WiegandFeedback: PollParticipant {
 
   public func prepare(_ poll: PollSet, now: Instant) -> Instant? {
     var next: Instant? = started ? nil : now
-    for i in 0..<2 {
-      tokens[i] = .none
-      guard let line = lines[i] else { continue }
-      if line.pollDescriptor >= 0 { tokens[i] = poll.add(line.pollDescriptor, events: Int16(POLLIN)) }
-      if moreEdges[i] { next = now }
-      if let at = line.nextEdgeAt { next = next.map { min($0, at) } ?? at }
-    }
+    for i in 0..<2 { tokens[i] = lines[i]?.add(to: poll, more: moreEdges[i], now: now, next: &next) ?? .none }
     return next
   }
 
   public func service(_ poll: PollSet, now: Instant, requests: LoopRequests) {
     for i in 0..<2 {
       guard let line = lines[i], let wire = Wire(rawValue: i) else { continue }
-      let ready =
-        !started || poll.revents(tokens[i]) != 0 || (line.nextEdgeAt.map { $0 <= now } ?? false) || moreEdges[i]
-      guard ready else { continue }
+      guard !started || line.isDue(poll, tokens[i], more: moreEdges[i], now: now) else { continue }
       // A whole pulse inside one read (a loop iteration longer than the panel's beep): its
       // length, from its own edges' timestamps.
       var risen: Instant? = nil
