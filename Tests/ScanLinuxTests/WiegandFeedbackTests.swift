@@ -9,6 +9,14 @@ import Testing
 @Suite(.serialized) struct WiegandFeedbackTests {
   typealias World = DoorControllerTests.World
 
+  /// A loop with the wires registered (nil: not fitted).
+  static func world(beeper: SimulatedInputLine? = nil, led: SimulatedInputLine? = nil) -> (World, WiegandFeedback) {
+    let w = World()
+    let feedback = WiegandFeedback(beeper: beeper, led: led, ring: w.ring, wall: w.clock)
+    w.loop.register(feedback)
+    return (w, feedback)
+  }
+
   /// The panel-command events in the ring, as their detail text.
   static func commands(_ ring: EventRing) -> [String] {
     var out: [String] = []
@@ -22,10 +30,8 @@ import Testing
 
   @Test("the buzzer sounds while the panel holds the beeper wire active, and stops when it lets go")
   func beeperFollows() {
-    let w = World()
     let beeper = SimulatedInputLine(), led = SimulatedInputLine()
-    let feedback = WiegandFeedback(beeper: beeper, led: led, ring: w.ring, wall: w.clock)
-    w.loop.register(feedback)
+    let (w, feedback) = Self.world(beeper: beeper, led: led)
     beeper.schedule(.active, at: w.at(100))
     beeper.schedule(.inactive, at: w.at(400))
     beeper.schedule(.active, at: w.at(600))
@@ -46,9 +52,8 @@ import Testing
 
   @Test("a pattern the reader plays while the wire is held is heard over it, and the hold resumes after")
   func patternOverHold() {
-    let w = World()
     let beeper = SimulatedInputLine()
-    w.loop.register(WiegandFeedback(beeper: beeper, led: nil, ring: w.ring, wall: w.clock))
+    let (w, _) = Self.world(beeper: beeper)
     beeper.schedule(.active, at: w.at(100))
     beeper.schedule(.inactive, at: w.at(800))
     w.run(ms: 200)
@@ -63,9 +68,8 @@ import Testing
 
   @Test("the wire let go while the reader plays a pattern does not cut the pattern short")
   func releaseDuringPattern() {
-    let w = World()
     let beeper = SimulatedInputLine()
-    w.loop.register(WiegandFeedback(beeper: beeper, led: nil, ring: w.ring, wall: w.clock))
+    let (w, _) = Self.world(beeper: beeper)
     beeper.schedule(.active, at: w.at(100))
     beeper.schedule(.inactive, at: w.at(250))
     w.run(ms: 200)
@@ -78,9 +82,8 @@ import Testing
 
   @Test("a beep shorter than one loop iteration (on and off within one read) is played for its length")
   func beepInsideOneRead() {
-    let w = World()
     let beeper = SimulatedInputLine()
-    w.loop.register(WiegandFeedback(beeper: beeper, led: nil, ring: w.ring, wall: w.clock))
+    let (w, _) = Self.world(beeper: beeper)
     beeper.schedule(.active, at: w.at(110))
     beeper.schedule(.inactive, at: w.at(140))
     w.run(ms: 150, step: 50)  // one read at +150 sees both edges
@@ -92,9 +95,8 @@ import Testing
 
   @Test("a beeper wire held for minutes keeps the buzzer sounding")
   func beeperHeld() {
-    let w = World()
     let beeper = SimulatedInputLine()
-    w.loop.register(WiegandFeedback(beeper: beeper, led: nil, ring: w.ring, wall: w.clock))
+    let (w, _) = Self.world(beeper: beeper)
     beeper.schedule(.active, at: w.at(100))
     beeper.schedule(.inactive, at: w.at(150_000))
     w.run(ms: 151_000, step: 100)
@@ -104,11 +106,9 @@ import Testing
 
   @Test("the LED wire alone: its turning active (the panel's green) plays the configured grant pattern once")
   func ledAlone() {
-    let w = World()
     let led = SimulatedInputLine()
-    let feedback = WiegandFeedback(beeper: nil, led: led, ring: w.ring, wall: w.clock)
+    let (w, feedback) = Self.world(led: led)
     feedback.grantPattern = BuzzerPattern([300])  // gpio.grant_pattern
-    w.loop.register(feedback)
     led.schedule(.active, at: w.at(200))
     led.schedule(.inactive, at: w.at(3_200))
     w.run(ms: 4_000)
@@ -119,9 +119,7 @@ import Testing
 
   @Test("a wire already active when the reader starts counts from the first iteration")
   func activeAtStart() {
-    let w = World()
-    let beeper = SimulatedInputLine(level: .active)
-    w.loop.register(WiegandFeedback(beeper: beeper, led: nil, ring: w.ring, wall: w.clock))
+    let (w, _) = Self.world(beeper: SimulatedInputLine(level: .active))
     w.run(ms: 100)
     #expect(w.buzzer.level == .active)
     #expect(Self.commands(w.ring) == ["wiegand-beeper-on"])
