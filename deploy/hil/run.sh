@@ -234,8 +234,11 @@ prepare() {  # userland binary
   { echo "BIN='$exe'"; echo "W='$w'"; echo "K='$K'"; echo "USERLAND='$1'"
     echo "ALLOC_SO='$w/bin/alloc-count.so'"; echo "ALLOC_CHECK='$w/bin/alloc-count-check'"
     [ -n "$libpath" ] && echo "export LD_LIBRARY_PATH='$libpath'"
+    # The test binary beside it (bookworm: the libcamera allocation tests run in the guest), copied
+    # like the service: the checkout may be under /tmp, which the guest does not see.
     local tests; tests=$(dirname "$2")/ScanGatePackageTests.xctest
-    [ "$1" = bookworm ] && [ -x "$tests" ] && echo "TESTS='$tests'"; } > "$w/env.sh"
+    if [ "$1" = bookworm ] && [ -x "$tests" ]; then cp "$tests" "$w/bin/" && echo "TESTS='$w/bin/ScanGatePackageTests.xctest'"; fi
+  } > "$w/env.sh"
 }
 
 # ---------------------------------------------------------------- boot
