@@ -12,23 +12,49 @@ public struct FileError: Error, Equatable, CustomStringConvertible, Sendable {
   }
 }
 
-/// Reads a whole regular file, refusing directories, devices and files over `maxBytes`.
-public func readWholeFile(_ path: String, maxBytes: Int) throws(FileError) -> [UInt8] {
+/// Opens `path` for reading the way every file from outside is opened: without blocking (a FIFO
+/// or a device at the path must not stall the loop or startup) and refused unless it is a regular
+/// file within `maxBytes`. Symlinks are followed (sites link configs). The descriptor is blocking
+/// again when returned: reads of a regular file do not wait.
+public func openRegularFile(_ path: String, maxBytes: Int) throws(FileError) -> (fd: Int32, size: Int) {
   let fd: Int32
-  do { fd = try syscall("open \(path)", { sg_open(path, O_RDONLY | O_CLOEXEC, 0) }) } catch {
+  do { fd = try syscall("open \(path)", { sg_open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY, 0) }) } catch {
     throw FileError(path: path, reason: error.code.description)
   }
-  defer { close(fd) }
   var st = stat()
-  do { _ = try syscall("fstat \(path)", { fstat(fd, &st) }) } catch { throw FileError(path: path, reason: error.code.description) }
-  if (st.st_mode & S_IFMT) == S_IFDIR { throw FileError(path: path, reason: "is a directory") }
-  if (st.st_mode & S_IFMT) != S_IFREG { throw FileError(path: path, reason: "not a regular file") }
-  if Int(st.st_size) > maxBytes {
+  do { _ = try syscall("fstat \(path)", { fstat(fd, &st) }) } catch {
+    close(fd)
+    throw FileError(path: path, reason: error.code.description)
+  }
+  let type = st.st_mode & S_IFMT
+  guard type == S_IFREG else {
+    close(fd)
+    let what =
+      switch type {
+      case S_IFDIR: "is a directory"
+      case S_IFIFO: "is a FIFO (named pipe)"
+      case S_IFCHR, S_IFBLK: "is a device"
+      case S_IFSOCK: "is a socket"
+      default: "is not a regular file"
+      }
+    throw FileError(path: path, reason: "\(what), not a regular file: refused")
+  }
+  guard Int(st.st_size) <= maxBytes else {
+    close(fd)
     throw FileError(path: path, reason: "file is \(st.st_size) bytes, over the \(maxBytes)-byte limit")
   }
-  // Files under /proc and /sys report size 0: read those until EOF, up to maxBytes.
-  let sized = st.st_size > 0
-  var bytes = [UInt8](repeating: 0, count: sized ? Int(st.st_size) : min(maxBytes, 65_536))
+  let flags = sg_fcntl_int(fd, F_GETFL, 0)
+  if flags >= 0 { _ = sg_fcntl_int(fd, F_SETFL, flags & ~O_NONBLOCK) }
+  return (fd, Int(st.st_size))
+}
+
+/// Reads a whole regular file (see `openRegularFile`), refusing anything else and files over
+/// `maxBytes`. Files under /proc and /sys report size 0: those are read until EOF, up to maxBytes.
+public func readWholeFile(_ path: String, maxBytes: Int) throws(FileError) -> [UInt8] {
+  let (fd, size) = try openRegularFile(path, maxBytes: maxBytes)
+  defer { close(fd) }
+  let sized = size > 0
+  var bytes = [UInt8](repeating: 0, count: sized ? size : min(maxBytes, 65_536))
   var filled = 0
   while filled < bytes.count {
     let n: Int
@@ -65,22 +91,51 @@ public func isDirectory(_ path: String) -> Bool {
 /// Whether `path` exists.
 public func fileExists(_ path: String) -> Bool { access(path, F_OK) == 0 }
 
-/// Writes `bytes` to `path` atomically (temporary file, fsync, rename).
-public func writeFileAtomically(_ path: String, _ bytes: [UInt8]) throws(FileError) {
+/// The one durable write: `bytes` to `path.tmp` (mode `mode`), fsync, rename over `path`, fsync
+/// the directory. When it returns, the new content survives a power cut; until the rename, the
+/// old content stays whole. Every write of state that protects a decision goes through here.
+public func writeFileAtomically(_ path: String, _ bytes: [UInt8], mode: UInt32 = 0o644) throws(FileError) {
   let temporary = path + ".tmp"
   let fd: Int32
-  do { fd = try syscall("open \(temporary)", { sg_open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644) }) } catch {
+  do {
+    fd = try syscall("open \(temporary)", { sg_open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode) })
+  } catch {
     throw FileError(path: temporary, reason: error.code.description)
   }
   do {
+    _ = try syscall("fchmod \(temporary)", { fchmod(fd, mode_t(mode)) })
     try writeAll(fd, bytes, "write \(temporary)")
     _ = try syscall("fsync \(temporary)", { fsync(fd) })
   } catch {
     close(fd)
+    unlink(temporary)
     throw FileError(path: temporary, reason: error.code.description)
   }
   close(fd)
-  do { _ = try syscall("rename \(temporary)", { rename(temporary, path) }) } catch {
+  try renameDurably(temporary, to: path)
+}
+
+/// rename(2) then fsync of the target's directory, so the new name survives a power cut.
+public func renameDurably(_ from: String, to path: String) throws(FileError) {
+  do { _ = try syscall("rename \(from)", { rename(from, path) }) } catch {
     throw FileError(path: path, reason: error.code.description)
+  }
+  try syncDirectory(of: path)
+}
+
+/// fsync of the directory holding `path` (a created, renamed or removed name is durable after it).
+public func syncDirectory(of path: String) throws(FileError) {
+  let directory: String
+  if let slash = path.utf8.lastIndex(of: UInt8(ascii: "/")) {
+    directory = slash == path.utf8.startIndex ? "/" : String(path[..<slash])
+  } else {
+    directory = "."
+  }
+  do {
+    let fd = try syscall("open \(directory)", { sg_open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0) })
+    defer { close(fd) }
+    _ = try syscall("fsync \(directory)", { fsync(fd) })
+  } catch {
+    throw FileError(path: directory, reason: error.code.description)
   }
 }
