@@ -4,9 +4,15 @@
   console-abuse.py probe PORT LINE [SOURCE]      one line; prints every reply line up to OK/ERR
   console-abuse.py quit PORT                     QUIT: exit 0 when the service closes the connection
   console-abuse.py abuse PORT SECRET_FILE SECONDS CLIENTS OUT.json
+  console-abuse.py hold PORT CONNECTIONS WRONG_AUTHS SECONDS
+                                                 (item 8, run as another user) CONNECTIONS idle
+                                                 sockets, WRONG_AUTHS wrong AUTHs on the first
+                                                 one greeted, then hold them all open
+  console-abuse.py serial PATH LINE              one line on a serial console (a pty); prints
+                                                 every reply line up to OK/ERR
 
 `abuse` runs CLIENTS concurrent TCP clients (asyncio, plain sockets to 127.0.0.1, each from a
-random 127.x.y.z source address: loopback is one network to the service) that for SECONDS send,
+random 127.x.y.z source address: to the service they are all one peer, the user running them) that for SECONDS send,
 with small random pauses, a mix of garbage bytes (binary, NUL, overlong lines), mistyped AUTH
 lines containing the real secret, wrong AUTHs, CHECK guesses, STATUS/LAST/STATS/OPEN, bursts
 past the line budget, QUIT and abrupt closes. Dropped clients reconnect. Every reply line is
@@ -18,6 +24,7 @@ import json
 import os
 import random
 import resource
+import select
 import socket
 import sys
 import time
@@ -223,11 +230,68 @@ async def abuse(port, secret, seconds, clients, out):
         json.dump(counts.c, f, sort_keys=True)
 
 
+def hold(port, connections, wrong, seconds):
+    """Idle sockets and wrong AUTHs from this process's user (setpriv --reuid=nobody ...):
+    prints `greeted G refused R`, one `auth I: REPLY` per wrong AUTH (waiting out every
+    `ERR 429 ... retry in N s`), then `done`, and keeps every socket open for SECONDS."""
+    socks, firsts = [], []
+    for _ in range(connections):
+        socks.append(socket.create_connection(("127.0.0.1", port), timeout=15))
+    for s in socks:
+        try:
+            firsts.append(s.makefile("rb").readline().decode("ascii", "replace").strip())
+        except OSError as e:
+            firsts.append("error %s" % e)
+    greeted = [s for s, line in zip(socks, firsts) if "console ready" in line]
+    refused = sum(1 for line in firsts if line.startswith("ERR 503"))
+    print("greeted %d refused %d (%s)" % (len(greeted), refused, sorted(set(firsts))), flush=True)
+    if greeted and wrong:
+        f = greeted[0].makefile("rb")
+        for i in range(wrong):
+            for _ in range(60):
+                greeted[0].sendall(b"AUTH wrong-guess-%d\n" % i)
+                reply = f.readline().decode("ascii", "replace").strip()
+                if not reply.startswith("ERR 429"):
+                    break
+                wait = reply.rsplit("retry in ", 1)[-1].split(" ")[0]
+                time.sleep(float(wait) if wait.isdigit() else 1)
+            print("auth %d: %s" % (i, reply), flush=True)
+    print("done", flush=True)
+    time.sleep(seconds)
+    return 0
+
+
+def serial(path, line):
+    """One line on the serial console through the other end of a pty pair (socat)."""
+    fd = os.open(path, os.O_RDWR | os.O_NOCTTY)
+    try:
+        os.write(fd, line.encode() + b"\r")
+        data = b""
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([fd], [], [], 0.2)
+            if ready:
+                data += os.read(fd, 4096)
+            lines = data.decode("ascii", "replace").replace("\r", "").split("\n")
+            if any(x.startswith("OK") or x.startswith("ERR") for x in lines):
+                break
+        for x in data.decode("ascii", "replace").replace("\r", "").split("\n"):
+            if x.startswith("OK") or x.startswith("ERR") or x.startswith("|"):
+                print(x)
+        return 0 if data else 2
+    finally:
+        os.close(fd)
+
+
 def main():
     if len(sys.argv) == 3 and sys.argv[1] == "quit":
         sys.exit(quit_closes(int(sys.argv[2])))
     if len(sys.argv) >= 4 and sys.argv[1] == "probe":
         sys.exit(probe(int(sys.argv[2]), sys.argv[3], *(sys.argv[4:5])))
+    if len(sys.argv) == 6 and sys.argv[1] == "hold":
+        sys.exit(hold(int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5])))
+    if len(sys.argv) == 4 and sys.argv[1] == "serial":
+        sys.exit(serial(sys.argv[2], sys.argv[3]))
     if len(sys.argv) == 7 and sys.argv[1] == "abuse":
         secret = open(sys.argv[3], "rb").read().strip()
         asyncio.run(abuse(int(sys.argv[2]), secret, float(sys.argv[4]), int(sys.argv[5]), sys.argv[6]))

@@ -11,15 +11,22 @@
 #   (b) every `ERR 403 wrong secret` the clients got is an auth-failure record
 #   (c) the secret is nowhere in audit.db, -wal, -shm (while running and after) nor the journal
 #   (d) lockout: the RIGHT secret from another loopback address right after gets ERR 423/429
+#       (the abuse clients and that probe run as the same user, root: one peer to the service)
+#   (s) the serial console (a socat pty pair) answers STATUS and takes the right AUTH while
+#       the 64 clients are at it
 #   (e) the frame rate during abuse against the baseline (goal >= 95%): printed as a MEASURED line;
 #       a pass/fail check only with ABUSE_STRICT_FPS=1 (performance targets live in bench/)
 #   (f) QUIT closes the connection after OK bye
 #   and `scangate log verify --head` (from the journal) passes.
+# Then (g), issue 26 item 8, against a second reader with the default console limits (16 clients,
+# 4 per peer, 5 failures, 300 s lockout): as user nobody (setpriv), 20 idle loopback sockets and
+# 5 wrong AUTHs; while they are held, root's client still connects and authenticates, the serial
+# console still answers and authenticates, and nobody alone is locked out.
 # Prints PASS/FAIL lines and "console-abuse: N passed, M failed"; exits non-zero unless all passed.
 #
 # Usage: deploy/console-abuse.sh [path/to/scangate]   (default: .build/debug/scangate)
 # Environment: BASE_S (20), ABUSE_S (60), CLIENTS (64);
-#   ABUSE_BREAK=a,a2,a3,b,c,c2,d,d2,e,f,verify (any of them) gives those checks a deliberately wrong expectation (to see it fail).
+#   ABUSE_BREAK=a,a2,a3,b,c,c2,d,d2,e,f,s,g,g2,g3,verify (any of them) gives those checks a deliberately wrong expectation (to see it fail).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 HERE=$(pwd)
@@ -35,14 +42,17 @@ finish() { echo "console-abuse: $pass passed, $fail failed"; [ $fail = 0 ] && ex
 die() { bad "$*"; finish; }
 log() { echo "[abuse +$SECONDS s] $*"; }
 [ -x "$BIN" ] || die "no scangate binary at $BIN (build first)"
-for t in sqlite3 qrencode python3; do command -v $t >/dev/null || die "$t is missing (deploy/setup.sh)"; done
+for t in sqlite3 qrencode python3 socat setpriv; do command -v $t >/dev/null || die "$t is missing (deploy/setup.sh)"; done
+[ "$(id -u)" = 0 ] || die "run as root: (g) runs a client as user nobody (setpriv)"
 PY="python3 $HERE/deploy/console-abuse.py"
 
 D=$(mktemp -d /tmp/scangate-abuse.XXXXXX)
-SVC=""; PEERS=""
+SVC=""; PEERS=""; PTYS=""; NOBODY=""
 cleanup() {
   [ -n "$PEERS" ] && kill "$PEERS" 2>/dev/null && wait "$PEERS" 2>/dev/null
+  [ -n "$NOBODY" ] && kill "$NOBODY" 2>/dev/null && wait "$NOBODY" 2>/dev/null
   [ -n "$SVC" ] && kill "$SVC" 2>/dev/null && wait "$SVC" 2>/dev/null
+  for p in $PTYS; do kill "$p" 2>/dev/null && wait "$p" 2>/dev/null; done
   rm -rf "$D"
 }
 trap cleanup EXIT
@@ -58,6 +68,14 @@ echo "text:ALICE-0001 label=alice" > "$D/allow-list.txt"
 SECRET="abuse-$(head -c 10 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 printf '%s\n' "$SECRET" > "$D/secret"; chmod 600 "$D/secret"
 mkdir -p "$D/log"
+# A serial cable stand-in: the reader opens tty, the checks talk on tty-peer.
+pty_pair() {  # $1: name
+  socat pty,raw,echo=0,link="$D/$1" pty,raw,echo=0,link="$D/$1-peer" 2>/dev/null &
+  PTYS="$PTYS $!"
+  for _ in $(seq 50); do [ -e "$D/$1" ] && [ -e "$D/$1-peer" ] && return 0; sleep 0.1; done
+  die "socat made no pty pair"
+}
+pty_pair tty
 cat > "$D/config.toml" <<EOF
 [camera]
 source = "replay"
@@ -79,9 +97,17 @@ commit_interval_ms = 50
 [console]
 listen = ["127.0.0.1:0"]
 clients_max = 70
+clients_per_peer_max = 70
 secret_file = "$D/secret"
 auth_lockout_s = 25
+serial_path = "$D/tty"
 EOF
+# The 64 clients all run as root, one peer: the per-peer cap is raised so they run at once, as
+# before it existed. A binary from before the cap does not know the key (a before/after run).
+if grep -q 'clients_per_peer_max: unknown key' <<<"$("$BIN" check-config --config "$D/config.toml" 2>&1)"; then
+  sed -i '/^clients_per_peer_max/d' "$D/config.toml"
+  log "this binary has no console.clients_per_peer_max (a build from before issue 26 item 8)"
+fi
 "$BIN" check-config --config "$D/config.toml" > "$D/check-config" 2>&1 || die "check-config: $(cat "$D/check-config")"
 
 "$BIN" run --config "$D/config.toml" > "$D/journal" 2>&1 &
@@ -115,6 +141,12 @@ PEERS=$!
 sleep 5; s2=$(sample)
 sleep $((ABUSE_S - 8)); s3=$(sample)
 ABUSE_FPS=$(rate "$s2" "$s3"); ABUSE_CPU=$(per_cpu "$s2" "$s3")
+# (s) the serial console through all of it (the clients are still running)
+ser_status=$($PY serial "$D/tty-peer" STATUS | tail -1)
+ser_auth=$($PY serial "$D/tty-peer" "AUTH $SECRET" | tail -1)
+ser_expect='^OK operator'; broken s && ser_expect='^ERR 423'
+grep -q '^OK status' <<<"$ser_status" && grep -qE "$ser_expect" <<<"$ser_auth"
+check $? "(s) during the abuse the serial console answers STATUS ('$ser_status') and AUTH with the right secret ('$ser_auth')"
 clients_now=$($PY probe "$PORT" STATUS | grep -oE 'console [0-9]+ TCP client' | grep -oE '[0-9]+')
 log "abuse: $ABUSE_FPS fps over $((ABUSE_S - 8)) s with $CLIENTS clients ($clients_now connected at the end; $(per_cpu "$s2" "$s3") frames per loop-thread CPU second)"
 wait "$PEERS"; peers_status=$?; PEERS=""
@@ -206,4 +238,52 @@ verify=$("$BIN" log verify --db "$D/log/audit.db" --head "$head" 2>&1); vst=$?
 log "log verify --head $head: $(tail -1 <<<"$verify")"
 [ $vst = 0 ] && grep -q "keyed chain intact" <<<"$verify"
 check $? "scangate log verify --head $head passes"
+
+# ---------------------------------------------------------------- (g) another local user
+# A second reader with the default console limits; nobody runs the same script from a folder
+# it can read.
+mkdir -p "$D/g/log" "$D/nobody"; chmod 711 "$D"; chmod 755 "$D/nobody"
+cp "$HERE/deploy/console-abuse.py" "$D/nobody/"; chmod 644 "$D/nobody/console-abuse.py"
+pty_pair tty-g
+sed -e '/^\[console\]/,$d' -e "s|$D/log/audit.db|$D/g/log/audit.db|" "$D/config.toml" > "$D/g/config.toml"
+cat >> "$D/g/config.toml" <<EOF
+[console]
+listen = ["127.0.0.1:0"]
+secret_file = "$D/secret"
+serial_path = "$D/tty-g"
+EOF
+"$BIN" run --config "$D/g/config.toml" > "$D/g/journal" 2>&1 &
+SVC=$!
+for _ in $(seq 100); do grep -q "state started" "$D/g/journal" && break; sleep 0.1; done
+PORT=$(sed -n 's/^console listening on 127\.0\.0\.1:\([0-9]*\)$/\1/p' "$D/g/journal" | head -1)
+[ -n "$PORT" ] || die "the second reader did not start: $(tail -5 "$D/g/journal")"
+NOBODY_PY="setpriv --reuid=nobody --regid=nogroup --clear-groups /usr/bin/python3 $D/nobody/console-abuse.py"
+t0=$SECONDS
+$NOBODY_PY hold "$PORT" 20 5 120 > "$D/g/nobody.log" 2>&1 &
+NOBODY=$!
+for _ in $(seq 600); do grep -q '^done' "$D/g/nobody.log" && break; kill -0 $NOBODY 2>/dev/null || break; sleep 0.1; done
+log "nobody (uid $(id -u nobody)), $((SECONDS - t0)) s: $(tr '\n' ';' < "$D/g/nobody.log")"
+grep -q '^auth 4: ERR 403 wrong secret' "$D/g/nobody.log"
+check $? "(g) nobody held 20 idle sockets to the console and made 5 wrong AUTHs"
+g_greeted=$(sed -n 's/^greeted \([0-9]*\) refused \([0-9]*\).*/\1/p' "$D/g/nobody.log")
+t1=$(date +%s.%N)
+root_reply=$($PY probe "$PORT" "AUTH $SECRET" 127.0.88.1 | grep -E '^(OK|ERR)|^no greeting' | head -1)
+t2=$(date +%s.%N)
+root_expect='^OK operator'; broken g && root_expect='^ERR 423'
+grep -qE "$root_expect" <<<"$root_reply"
+check $? "(g) with nobody's sockets open (it got $g_greeted of 16 slots), root's client connects and AUTHs: '$root_reply' ($(awk -v a="$t1" -v b="$t2" 'BEGIN { printf "%.0f", (b - a) * 1000 }') ms)"
+g_status=$($PY serial "$D/tty-g-peer" STATUS | tail -1); g_auth=$($PY serial "$D/tty-g-peer" "AUTH $SECRET" | tail -1)
+broken g2 && g_auth="ERR"
+grep -q '^OK status' <<<"$g_status" && grep -q '^OK operator' <<<"$g_auth"
+check $? "(g) the serial console answers ('$g_status') and authenticates ('$g_auth') while nobody's sockets are held"
+log "console: $($PY probe "$PORT" STATUS | grep -E '^\| console')"
+kill $NOBODY 2>/dev/null; wait $NOBODY 2>/dev/null; NOBODY=""
+root_after=$($PY probe "$PORT" "AUTH $SECRET" 127.0.88.2 | grep -E '^(OK|ERR)|^no greeting' | head -1)
+grep -q '^OK operator' <<<"$root_after"
+check $? "(g) nobody's 5 failures did not lock root out: with nobody's sockets closed, root's AUTH gets '$root_after'"
+again=$($NOBODY_PY hold "$PORT" 1 1 0 2>&1 | grep '^auth 0')
+again_expect='^auth 0: ERR 423'; broken g3 && again_expect='^auth 0: OK'
+grep -qE "$again_expect" <<<"$again"
+check $? "(g) nobody itself is locked out: '$again'"
+kill -TERM "$SVC"; wait "$SVC"; SVC=""
 finish

@@ -121,8 +121,8 @@ hidden_payload=$PAYLOAD; [ "$BREAK" = hidden ] && hidden_payload="label="
 if [ $st = 0 ] && ! screen_text pc | grep -qF -- "$hidden_payload"; then
   ok "picocom: LAST 1 without AUTH does not show the payload anywhere on screen"
 else bad "picocom: LAST 1 without AUTH: payload on screen or no reply: $REPLY_TEXT"; fi
-grep -qF -- "$(expect label 'decision granted qr label=technician sha256=')" <<<"$REPLY_TEXT"
-check $? "picocom: LAST 1 without AUTH shows the decision by label and digest"
+grep -qF -- "$(expect label 'decision granted qr label=technician tag=')" <<<"$REPLY_TEXT"
+check $? "picocom: LAST 1 without AUTH shows the decision by label and keyed tag"
 
 run_cmd pc OPEN "$(expect 401 'ERR 401')" 10; st=$?
 sleep 0.3

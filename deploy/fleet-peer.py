@@ -6,9 +6,13 @@
   control CA CERT KEY HOST PORT SEED KID ALLOWLIST
                                     signed and unsigned bundles and commands (pycose signs):
                                     prints PASS/FAIL lines
-  check OUT DB READER BATCH FAULTS  compare what OUT holds with the audit database DB (python's
-                                    sqlite3): prints PASS/FAIL lines
+  check OUT DB READER BATCH FAULTS [PAYLOAD...]
+                                    compare what OUT holds with the audit database DB (python's
+                                    sqlite3), and that the events name the payloads shown only by
+                                    their keyed tag (DB.tag-key): prints PASS/FAIL lines
 """
+import hashlib
+import hmac
 import json
 import sqlite3
 import ssl
@@ -46,7 +50,7 @@ def watch(out, ca, cert, key, host, port):
     c.loop_forever(retry_first_connection=True)
 
 
-def check(out, db, reader, batch, faults):
+def check(out, db, reader, batch, faults, *payloads):
     batch, faults = int(batch), int(faults)
     passed = failed = 0
 
@@ -147,6 +151,18 @@ def check(out, db, reader, batch, faults):
     states = [json.loads(l["payload"]) for l in lines if l["topic"] == f"scangate/{reader}/state"]
     result(any(s.get("last_decision") == "granted" and float(s.get("fps", 0)) > 0 for s in states),
            f"state topic: the last decision and the frame rate the templates read ({len(states)} messages)")
+
+    # What subscribers see of a payload: its keyed tag, HMAC-SHA-256(tag key, SHA-256(payload)),
+    # never anything of its SHA-256 (which would let them test guessed badge numbers offline).
+    key = bytes.fromhex(open(db + ".tag-key").read().strip())
+    tags = {hmac.new(key, hashlib.sha256(p.encode()).digest(), hashlib.sha256).hexdigest()[:16]: p for p in payloads}
+    prefixes = [hashlib.sha256(p.encode()).hexdigest()[:8] for p in payloads]
+    leaks = [m for m in received.values() if "sha256" in m or any(x in json.dumps(m).lower() for x in prefixes)]
+    decisions = [m for m in received.values() if m["kind"] == "decision"]
+    tagged = [m for m in decisions if m.get("tag") in tags]
+    result(not leaks and decisions and len(tagged) == len(decisions),
+           f"events name a payload by its keyed tag only: {len(tagged)} of {len(decisions)} decisions carry the tag "
+           f"HMAC(tag key, SHA-256(payload)) computes, {len(leaks)} hold a SHA-256 or a prefix of one")
     print(f"fleet: {len(events)} messages for {last - first + 1} records, {duplicates} duplicates, {len(missing)} gaps")
     return failed
 
@@ -274,4 +290,4 @@ if __name__ == "__main__":
     elif sys.argv[1] == "control":
         sys.exit(1 if control(*sys.argv[2:6], int(sys.argv[6]), *sys.argv[7:11]) else 0)
     elif sys.argv[1] == "check":
-        sys.exit(1 if check(*sys.argv[2:7]) else 0)
+        sys.exit(1 if check(*sys.argv[2:]) else 0)

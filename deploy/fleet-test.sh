@@ -210,16 +210,52 @@ sleep 1
 opens=$(grep -c "manual-open" "$D/journal")
 [ "$opens" = 1 ]; check $? "exactly one relay pulse from the fleet: the signed open, not the retained one ($opens manual-open events)"
 [ "$(grep -c "allow-list-loaded" "$D/journal")" = $((loads + 1)) ]; check $? "the bundle's allow-list was reloaded once (the refused ones changed nothing)"
+# A 150 MB publish to the reader's bundle topic (by a client the ACL lets write there). MQTT 5
+# (this reader's protocol): the CONNECT's Maximum Packet Size makes the broker drop it for this
+# reader, so nothing is buffered and the connection stays up.
+hwm() { awk '/^VmHWM/ {print $2}' "/proc/$1/status" 2>/dev/null || echo 0; }
+head -c 157286400 /dev/zero > "$D/big.bin"
+oversize() {  # protocol: publishes big.bin to the bundle topic; prints the reader's VmHWM growth in kB
+  local before after
+  before=$(hwm "$READER")
+  mosquitto_pub -h "$HOST" -p "$PORT" --cafile "$D/ca.crt" --cert "$D/watcher.crt" --key "$D/watcher.key" -i oversize \
+    -q 1 -t scangate/door-1/bundle -f "$D/big.bin" 2>> "$D/oversize.err"
+  sleep 3
+  after=$(hwm "$READER")
+  echo $((after - before))
+}
+connects() { grep -c "New client connected .* as door-1 " "$D/mosquitto.log"; }
+c0=$(connects); a0=$(acked)
+grew=$(oversize 5)
+[ "$grew" -lt 4096 ] && grep -q "Dropping too large outgoing PUBLISH for door-1" "$D/mosquitto.log"
+check $? "MQTT 5: a 150 MB publish to the bundle topic is dropped by the broker (Maximum Packet Size): the reader's VmHWM grew $grew kB"
+waits_for_progress "$a0" 10
+[ "$(connects)" = "$c0" ] && [ "$(acked)" -gt "$a0" ]; check $? "MQTT 5: the reader stayed connected and kept publishing (acked $a0 -> $(acked))"
 # The end: SIGTERM; the link publishes what the log holds; the watcher must have all of it.
 kill -TERM $READER; wait $READER 2>/dev/null; READER=""
 last=$(logged)
 for _ in $(seq 100); do [ "$(acked)" = "$last" ] && break; sleep 0.2; done
 [ "$(acked)" = "$last" ]; check $? "at a clean stop every logged record is acknowledged (acked $(acked) of $last)"
 sleep 2
-"$PY" deploy/fleet-peer.py check "$D/seen.jsonl" "$D/audit.db" door-1 $BATCH 3 > "$D/check.out" 2>&1
+"$PY" deploy/fleet-peer.py check "$D/seen.jsonl" "$D/audit.db" door-1 $BATCH 3 FLEET-PASS-1 FLEET-STATIC-1 > "$D/check.out" 2>&1
 cat "$D/check.out"
 pass=$((pass + $(grep -c '^PASS' "$D/check.out"))); fail=$((fail + $(grep -c '^FAIL' "$D/check.out")))
 grep -q '^PASS\|^FAIL' "$D/check.out" || bad "the checker said nothing: $(tail -3 "$D/check.out")"
+# MQTT 3.1.1 has no Maximum Packet Size: the same publish is sent to the reader in full.
+# libmosquitto would buffer all of it (twice: 328 MB VmHWM); the reader drops the connection once
+# more than a packet's worth arrived without a whole packet, and reconnects.
+sed -i 's/^keepalive_s = 5$/keepalive_s = 5\nprotocol = "3.1.1"/' "$D/config.toml"
+start_reader
+waits_for_progress "$(acked)" 15
+sleep 1
+c0=$(connects); a0=$(acked)
+grew=$(oversize 3.1.1)
+[ "$grew" -lt 12288 ]; check $? "MQTT 3.1.1: a 150 MB publish to the bundle topic: the reader's VmHWM grew $grew kB (not 300 MB)"
+grep -q "dropped the connection: a packet over" "$D/journal"; check $? "MQTT 3.1.1: the reader dropped the connection ($(grep -o 'dropped the connection: [^(]*' "$D/journal" | tail -1))"
+waits_for_progress "$a0" 20
+[ "$(connects)" -gt "$c0" ] && [ "$(acked)" -gt "$a0" ]; check $? "MQTT 3.1.1: it reconnected and kept publishing (acked $a0 -> $(acked))"
+kill -TERM $READER; wait $READER 2>/dev/null; READER=""
+sed -i '/^protocol = "3.1.1"$/d' "$D/config.toml"
 # The offline clock survives a restart: the last contact was an hour ago (kept beside the state
 # file), the broker is gone, max_offline_s 30: the policy is in force at once, not 30 s later.
 [ -s "$D/audit.db.fleet.contact" ]; check $? "the last contact with the broker is kept ($(cat "$D/audit.db.fleet.contact" 2>/dev/null))"

@@ -21,8 +21,10 @@ install -D -m 0755 "$BIN" "$P/usr/bin/scangate"
 strip --strip-unneeded "$P/usr/bin/scangate"
 install -D -m 0644 deploy/scangate.service "$P/lib/systemd/system/scangate.service"
 install -D -m 0644 deploy/99-scangate.rules "$P/lib/udev/rules.d/99-scangate.rules"
-install -D -m 0644 config.toml "$P/etc/scangate/config.toml"
-install -D -m 0644 deploy/allow-list.txt "$P/etc/scangate/allow-list.txt"
+# 0640, group scangate (postinst): the allow-list's text: entries are working passes, and the
+# configuration names every secret file; neither is for other local users.
+install -D -m 0640 config.toml "$P/etc/scangate/config.toml"
+install -D -m 0640 deploy/allow-list.txt "$P/etc/scangate/allow-list.txt"
 install -D -m 0644 README.md "$P/usr/share/doc/scangate/README.md"
 for doc in docs/*.md; do install -D -m 0644 "$doc" "$P/usr/share/doc/scangate/$(basename "$doc")"; done
 

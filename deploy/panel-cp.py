@@ -6,6 +6,10 @@ driving ScanGate's OSDP peripheral over one end of a pty pair. Prints PASS/FAIL 
   panel-cp.py garbage PORT              noise and cut-off packets: NAK or silence, then still answers
   panel-cp.py comset PORT KEYHEX        osdp_COMSET to address 5 at 19200 baud: the reader follows
   panel-cp.py online PORT KEYHEX ADDR   the reader comes online at address ADDR (after a restart)
+  panel-cp.py install PORT KEYHEX       install mode: Secure Channel with the default key SCBK-D, then
+                                        osdp_KEYSET installs KEYHEX; the session comes back on KEYHEX
+  panel-cp.py defaultkey PORT KEYHEX    an impersonator that knows only SCBK-D and would install KEYHEX:
+                                        must get no Secure Channel session and no card data
 """
 import errno
 import os
@@ -143,6 +147,40 @@ def online(port, key, address):
         cp.stop()
 
 
+def install(port, key):
+    # libosdp's install flow: the panel holds the key it means to install; with InstallMode it
+    # falls back to the default key SCBK-D when its own is refused, sends osdp_KEYSET with its
+    # key inside that session, and sets Secure Channel up again on the installed key.
+    cp = ControlPanel([PDInfo(0, PtyChannel(port), scbk=key, flags=[LibFlag.InstallMode])], log_level=LogLevel.Warning)
+    cp.start()
+    try:
+        check(cp.online_wait(0, timeout=20) and cp.sc_wait(0, timeout=20),
+              "install mode: SCBK-D session, osdp_KEYSET, then Secure Channel up on the installed key")
+        time.sleep(2)
+        check(cp.is_online(0) and cp.is_sc_active(0), "install mode: the session on the installed key stays up")
+    finally:
+        cp.stop()
+
+
+def defaultkey(port, key):
+    # An impersonator on the RS-485 bus: it knows only SCBK-D and would install its own key
+    # (`key`) with osdp_KEYSET the way the install flow above does.
+    cp = ControlPanel([PDInfo(0, PtyChannel(port), scbk=key, flags=[LibFlag.InstallMode])], log_level=LogLevel.Emergency)
+    cp.start()
+    try:
+        end = time.time() + 12
+        secured = False
+        while time.time() < end:
+            secured = secured or cp.is_sc_active(0)
+            e = cp.get_event(0, timeout=1)
+            if e is not None and e.get("event") == Event.CardRead:
+                check(False, "default key: a card read reached a panel that knows only SCBK-D")
+                return
+        check(not secured, "default key: no Secure Channel session for a panel that knows only SCBK-D (12 s)")
+    finally:
+        cp.stop()
+
+
 def crc16(b):
     c = 0x1D0F
     for x in b:
@@ -217,6 +255,10 @@ def main():
         comset(port, bytes.fromhex(sys.argv[3]))
     elif mode == "online":
         online(port, bytes.fromhex(sys.argv[3]), int(sys.argv[4]))
+    elif mode == "install":
+        install(port, bytes.fromhex(sys.argv[3]))
+    elif mode == "defaultkey":
+        defaultkey(port, bytes.fromhex(sys.argv[3]))
     print(f"panel-cp {mode}: {passed} passed, {failed} failed", flush=True)
     sys.exit(0 if failed == 0 else 1)
 

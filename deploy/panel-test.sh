@@ -5,7 +5,9 @@
 # simulated GPIO. Phases: a wrong SCBK (no secure session, no card in the clear); the right
 # SCBK (ID, CAP, Secure Channel, LED/BUZ/OUT acted on, the card read with the right bits, the
 # relay never driven); noise and cut-off packets (NAK or silence, no crash); osdp_COMSET (the
-# reader moves to the new address and baud, and keeps them across a restart).
+# reader moves to the new address and baud, and keeps them across a restart); install mode (a
+# panel with only the default key SCBK-D installs a key with osdp_KEYSET; from then on, and after
+# a restart with install_mode still true, a panel that knows only SCBK-D gets no session).
 # Prints PASS/FAIL lines and "panel: N passed, M failed"; exits non-zero unless all passed.
 #
 # Usage: deploy/panel-test.sh [path/to/scangate]   (default: .build/debug/scangate)
@@ -106,7 +108,8 @@ grep -q "panel-command 104" "$D/journal" && ok "journal: the panel's output comm
 grep -q "buzzer active" "$D/journal" && ok "the buzzer line followed the panel (edge buzzer active)" || bad "the buzzer never sounded"
 grep -q "panel-card 26" "$D/journal" && ok "journal: the pass forwarded as a 26-bit card" || bad "journal: no panel-card event"
 grep -q "relay active" "$D/journal" && bad "panel mode drove the local relay" || ok "panel mode never drove the local relay"
-status=$("$PY" - "$PORT" <<'PYEOF'
+console_status() {  # the console's STATUS reply
+  "$PY" - "$PORT" <<'PYEOF'
 import socket, sys
 s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=5)
 s.sendall(b"STATUS\n")
@@ -118,7 +121,8 @@ while b"OK status" not in data:
     data += chunk
 print(data.decode(errors="replace"))
 PYEOF
-)
+}
+status=$(console_status)
 echo "$status" | grep -E "panel mode=panel osdp.*last_poll=[0-9]+ms.*secure=up.*last_card=26-bit" >/dev/null \
   && ok "STATUS shows the panel link: $(echo "$status" | grep mode=panel | cut -c1-110)" \
   || bad "STATUS has no panel line with online, secure=up, last card: $(echo "$status" | head -20)"
@@ -140,5 +144,55 @@ stop_service
 start_service "$D/journal-restarted"
 "$PY" deploy/panel-cp.py online "$D/panel" "$KEY" 5 2>&1 | grep -E '^(PASS|FAIL)'
 [ "${PIPESTATUS[0]}" = 0 ] || bad "COMSET: after a restart, no answer at address 5"
+stop_service; stop_link
+
+# ---------------------------------------------------------------- install mode ends once a key exists
+# No key yet, install_mode = true: a panel with only SCBK-D sets up Secure Channel and installs a
+# key with KEYSET. From then on (at once, and after a restart with install_mode still true) a panel
+# that knows only SCBK-D gets no session: an impersonator on the bus must not read cards or
+# install its own key.
+NEWKEY=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
+ROGUE=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')  # what an impersonator would install
+sed -e "s#^scbk_file = .*#scbk_file = \"$D/scbk-installed\"#" -e '/^com_file = /d' "$D/config.toml" > "$D/install.toml"
+echo "install_mode = true" >> "$D/install.toml"
+"$BIN" check-config --config "$D/install.toml" > "$D/check-install.txt" 2>&1
+grep -q "warning: panel: install mode is on" "$D/check-install.txt" && ok "check-config: install mode is on while no key is installed" \
+  || bad "check-config says nothing of install mode: $(grep -i install "$D/check-install.txt")"
+start_install() {  # journal
+  "$BIN" run --config "$D/install.toml" > "$1" 2>&1 &
+  SVC=$!
+}
+start_link
+start_install "$D/journal-install"
+"$PY" deploy/panel-cp.py install "$D/panel" "$NEWKEY" 2>&1 | grep -E '^(PASS|FAIL)'
+[ "${PIPESTATUS[0]}" = 0 ] || bad "install-mode control panel run"
+[ "$(tr -d '\n' < "$D/scbk-installed" 2>/dev/null)" = "$NEWKEY" ] && [ "$(stat -c %a "$D/scbk-installed")" = 600 ] \
+  && ok "KEYSET: the installed key is in scbk_file, mode 0600" || bad "KEYSET: scbk_file holds '$(cat "$D/scbk-installed" 2>/dev/null)'"
+grep -q "panel-secure 2" "$D/journal-install" && grep -q "panel-key 1" "$D/journal-install" \
+  && ok "journal: panel-secure 2 (default key) then panel-key 1 (stored)" || bad "journal: no panel-secure 2 / panel-key 1"
+"$PY" deploy/panel-cp.py defaultkey "$D/panel" "$ROGUE" 2>&1 | grep -E '^(PASS|FAIL)'
+[ "${PIPESTATUS[0]}" = 0 ] || bad "install mode: right after KEYSET a default-key panel still got a session"
+status=$(console_status)
+echo "$status" | grep -q 'install_mode="ignored: a key is installed"' \
+  && ok "STATUS after KEYSET: $(echo "$status" | grep -o 'secure=[a-z-]* install_mode="[^"]*"')" \
+  || bad "STATUS after KEYSET does not say install mode is ignored: $(echo "$status" | grep mode=panel)"
+stop_service
+# The reproduction: key installed, install_mode = true, a panel that knows only SCBK-D.
+"$BIN" check-config --config "$D/install.toml" > "$D/check-install.txt" 2>&1
+grep -q "panel: install mode ignored: a key is installed ($D/scbk-installed)" "$D/check-install.txt" \
+  && ok "check-config: install mode ignored: a key is installed" || bad "check-config: $(grep -i install "$D/check-install.txt")"
+start_install "$D/journal-install-restarted"
+"$PY" deploy/panel-cp.py defaultkey "$D/panel" "$ROGUE" 2>&1 | grep -E '^(PASS|FAIL)'
+[ "${PIPESTATUS[0]}" = 0 ] || bad "restarted with install_mode = true and a key: a default-key panel got a session"
+grep -q "panel-secure 2" "$D/journal-install-restarted" && bad "restarted: a default-key session came up (panel-secure 2)" \
+  || ok "restarted with install_mode = true and a key installed: no default-key session in the journal"
+[ "$(tr -d '\n' < "$D/scbk-installed")" = "$NEWKEY" ] && ok "the impersonator's KEYSET never happened: scbk_file still holds the installed key" \
+  || bad "scbk_file was replaced (the impersonator installed its key)"
+status=$(console_status)
+echo "$status" | grep -q 'install_mode="ignored: a key is installed"' && ! echo "$status" | grep -q "secure=default-key" \
+  && ok "STATUS after a restart: install mode ignored, no default-key session" \
+  || bad "STATUS after a restart: $(echo "$status" | grep mode=panel)"
+"$PY" deploy/panel-cp.py online "$D/panel" "$NEWKEY" 0 2>&1 | grep -E '^(PASS|FAIL)'
+[ "${PIPESTATUS[0]}" = 0 ] || bad "the panel that installed the key is not brought online (Secure Channel on the installed key)"
 stop_service; stop_link
 finish

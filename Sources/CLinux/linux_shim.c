@@ -120,3 +120,111 @@ int sg_open_pty(char *slave_path, size_t capacity) {
   }
   return master;
 }
+
+// MARK: - Console peers (sock_diag)
+
+#include <linux/inet_diag.h>
+#include <linux/netlink.h>
+#include <linux/sock_diag.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+
+int sg_sock_diag_open(void) {
+  return socket(AF_NETLINK, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+}
+
+static int sg_fill_endpoint(const struct sockaddr_storage *a, int family, __be16 *port, __be32 address[4]) {
+  memset(address, 0, 16);
+  if (family == AF_INET) {
+    const struct sockaddr_in *s = (const struct sockaddr_in *)a;
+    *port = s->sin_port;
+    memcpy(address, &s->sin_addr, 4);
+    return 0;
+  }
+  if (family == AF_INET6) {
+    const struct sockaddr_in6 *s = (const struct sockaddr_in6 *)a;
+    *port = s->sin6_port;
+    memcpy(address, &s->sin6_addr, 16);
+    return 0;
+  }
+  errno = EAFNOSUPPORT;
+  return -1;
+}
+
+int sg_tcp_peer_owner(int diag, int fd, uint32_t *uid) {
+  static uint32_t sequence;
+  struct sockaddr_storage local, peer;
+  socklen_t local_length = sizeof local, peer_length = sizeof peer;
+  if (getsockname(fd, (struct sockaddr *)&local, &local_length) != 0) return -1;
+  if (getpeername(fd, (struct sockaddr *)&peer, &peer_length) != 0) return -1;
+  if (local.ss_family != peer.ss_family) {
+    errno = EAFNOSUPPORT;
+    return -1;
+  }
+  struct {
+    struct nlmsghdr header;
+    struct inet_diag_req_v2 request;
+  } message;
+  memset(&message, 0, sizeof message);
+  uint32_t seq = __atomic_add_fetch(&sequence, 1, __ATOMIC_RELAXED);
+  message.header.nlmsg_len = sizeof message;
+  message.header.nlmsg_type = SOCK_DIAG_BY_FAMILY;
+  message.header.nlmsg_flags = NLM_F_REQUEST;
+  message.header.nlmsg_seq = seq;
+  message.request.sdiag_family = (uint8_t)local.ss_family;
+  message.request.sdiag_protocol = IPPROTO_TCP;
+  message.request.idiag_states = ~0u;
+  // The socket we look for: its local end is our peer, its remote end is us.
+  struct inet_diag_sockid *id = &message.request.id;
+  if (sg_fill_endpoint(&peer, local.ss_family, &id->idiag_sport, id->idiag_src) != 0) return -1;
+  if (sg_fill_endpoint(&local, local.ss_family, &id->idiag_dport, id->idiag_dst) != 0) return -1;
+  id->idiag_cookie[0] = INET_DIAG_NOCOOKIE;
+  id->idiag_cookie[1] = INET_DIAG_NOCOOKIE;
+  struct sockaddr_nl kernel;
+  memset(&kernel, 0, sizeof kernel);
+  kernel.nl_family = AF_NETLINK;
+  ssize_t sent;
+  do {
+    sent = sendto(diag, &message, sizeof message, 0, (struct sockaddr *)&kernel, sizeof kernel);
+  } while (sent < 0 && errno == EINTR);
+  if (sent < 0) return -1;
+  // The kernel answers inside sendto: the reply is queued already. Earlier replies left unread
+  // (a lookup that failed half-way) are skipped by sequence number.
+  union {
+    struct nlmsghdr header;
+    uint8_t bytes[2048];
+  } reply;
+  for (int attempt = 0; attempt < 4; attempt++) {
+    ssize_t n;
+    do {
+      n = recv(diag, &reply, sizeof reply, MSG_DONTWAIT);
+    } while (n < 0 && errno == EINTR);
+    if (n < 0) return -1;
+    struct nlmsghdr *h = &reply.header;
+    if (!NLMSG_OK(h, (size_t)n) || h->nlmsg_seq != seq) continue;
+    if (h->nlmsg_type == NLMSG_ERROR) {
+      const struct nlmsgerr *e = NLMSG_DATA(h);
+      if (h->nlmsg_len < NLMSG_LENGTH(sizeof *e)) break;
+      if (e->error == -ENOENT) return SG_PEER_REMOTE;
+      // Not EBADF or EFAULT: those mean a bug in the caller (the errno policy traps on them).
+      errno = (e->error < 0 && e->error != -EBADF && e->error != -EFAULT) ? -e->error : EPROTO;
+      return -1;
+    }
+    if (h->nlmsg_type != SOCK_DIAG_BY_FAMILY || h->nlmsg_len < NLMSG_LENGTH(sizeof(struct inet_diag_msg))) break;
+    const struct inet_diag_msg *m = NLMSG_DATA(h);
+    // The kernel's lookup may fall back to a listener on the peer's port: only the exact
+    // socket counts.
+    if (m->idiag_family != local.ss_family || m->id.idiag_sport != id->idiag_sport || m->id.idiag_dport != id->idiag_dport
+        || memcmp(m->id.idiag_src, id->idiag_src, 16) != 0 || memcmp(m->id.idiag_dst, id->idiag_dst, 16) != 0) {
+      return SG_PEER_REMOTE;
+    }
+    if (m->idiag_state == TCP_TIME_WAIT || m->idiag_state == TCP_LISTEN || m->idiag_state == 12 /* NEW_SYN_RECV */
+        || m->idiag_inode == 0) {
+      return SG_PEER_UNOWNED;
+    }
+    *uid = m->idiag_uid;
+    return SG_PEER_OWNED;
+  }
+  errno = EPROTO;
+  return -1;
+}

@@ -6,12 +6,16 @@
 #include <mqtt_protocol.h>
 #include <openssl/ssl.h>
 #include <errno.h>
+#include <linux/tcp.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define SG_ACKS 16384
+// Room in a packet beyond its payload: fixed header, topic name, packet id, properties.
+#define SG_PACKET_OVERHEAD 4096
 
 struct sg_mqtt {
   struct mosquitto *mosq;
@@ -19,6 +23,14 @@ struct sg_mqtt {
   int state;
   int reason;
   size_t message_bytes_max;
+  // The largest packet this client takes: message_bytes_max + SG_PACKET_OVERHEAD.
+  uint32_t packet_bytes_max;
+  // The receive guard (see loop_once): socket bytes at the last whole packet, whether one was
+  // completed since the last look, and the most a packet may take on the wire.
+  uint64_t received_at_packet;
+  int packet_completed;
+  uint64_t guard_bytes;
+  unsigned long oversize_drops;
   int messages_max;
   int messages_count;
   sg_mqtt_message *head, *tail;
@@ -40,6 +52,7 @@ int sg_mqtt_library_version(void) {
 static void on_connect(struct mosquitto *m, void *obj, int rc, int flags, const mosquitto_property *props) {
   (void)m; (void)flags; (void)props;
   sg_mqtt *c = obj;
+  c->packet_completed = 1;
   c->reason = rc;
   c->state = rc == 0 ? SG_MQTT_CONNECTED : SG_MQTT_REFUSED;
 }
@@ -54,6 +67,7 @@ static void on_disconnect(struct mosquitto *m, void *obj, int rc, const mosquitt
 static void on_publish(struct mosquitto *m, void *obj, int mid, int reason, const mosquitto_property *props) {
   (void)m; (void)props;
   sg_mqtt *c = obj;
+  c->packet_completed = 1;
   if (c->ack_write - c->ack_read >= SG_ACKS) {
     c->dropped_acks++;
     return;
@@ -66,6 +80,7 @@ static void on_publish(struct mosquitto *m, void *obj, int mid, int reason, cons
 static void on_message(struct mosquitto *m, void *obj, const struct mosquitto_message *msg, const mosquitto_property *props) {
   (void)m; (void)props;
   sg_mqtt *c = obj;
+  c->packet_completed = 1;
   if (msg->payloadlen < 0 || (size_t)msg->payloadlen > c->message_bytes_max || c->messages_count >= c->messages_max ||
       msg->topic == NULL) {
     c->dropped_messages++;
@@ -90,12 +105,30 @@ static void on_message(struct mosquitto *m, void *obj, const struct mosquitto_me
   c->messages_count++;
 }
 
+static void on_subscribe(struct mosquitto *m, void *obj, int mid, int count, const int *granted, const mosquitto_property *props) {
+  (void)m; (void)mid; (void)count; (void)granted; (void)props;
+  ((sg_mqtt *)obj)->packet_completed = 1;
+}
+
+// libmosquitto says "Client <id> received <PACKET>" (debug level) once it has a whole packet
+// (every handler in lib/handle_*.c, 2.0.11 to 2.0.20): the one sign of a PINGRESP, which has no
+// callback. Without it (another wording) only PINGRESPs go unseen: 2 bytes each, one per keepalive.
+static void on_log(struct mosquitto *m, void *obj, int level, const char *text) {
+  (void)m;
+  if (level == MOSQ_LOG_DEBUG && text != NULL && strstr(text, " received ") != NULL) ((sg_mqtt *)obj)->packet_completed = 1;
+}
+
 sg_mqtt *sg_mqtt_new(const char *client_id, int protocol, size_t message_bytes_max, int messages_max, int clean_session) {
   pthread_once(&init_once, library_init);
   sg_mqtt *c = calloc(1, sizeof *c);
   if (c == NULL) return NULL;
   c->protocol = protocol == 5 ? MQTT_PROTOCOL_V5 : MQTT_PROTOCOL_V311;
   c->message_bytes_max = message_bytes_max;
+  size_t packet = message_bytes_max + SG_PACKET_OVERHEAD;
+  c->packet_bytes_max = packet > 268435455u ? 268435455u : (uint32_t)packet;  // MQTT's largest
+  // On the wire a packet is a little larger (TLS records: at most 256 bytes per 16 KiB), and
+  // the kernel may hold a little of the next one; generous, but far below what it bounds.
+  c->guard_bytes = (uint64_t)c->packet_bytes_max + c->packet_bytes_max / 32 + 256 * 1024;
   c->messages_max = messages_max;
   c->mosq = mosquitto_new(client_id, clean_session != 0, c);
   if (c->mosq == NULL) { free(c); return NULL; }
@@ -104,6 +137,8 @@ sg_mqtt *sg_mqtt_new(const char *client_id, int protocol, size_t message_bytes_m
   mosquitto_disconnect_v5_callback_set(c->mosq, on_disconnect);
   mosquitto_publish_v5_callback_set(c->mosq, on_publish);
   mosquitto_message_v5_callback_set(c->mosq, on_message);
+  mosquitto_subscribe_v5_callback_set(c->mosq, on_subscribe);
+  mosquitto_log_callback_set(c->mosq, on_log);
   return c;
 }
 
@@ -134,16 +169,71 @@ int sg_mqtt_credentials(sg_mqtt *c, const char *username, const char *password) 
   return mosquitto_username_pw_set(c->mosq, username, password);
 }
 
+// MQTT 5: CONNECT carries Maximum Packet Size (packet_bytes_max), so the broker never sends
+// this client a larger packet (MQTT 5.0 3.1.2.11.4; Mosquitto drops such a message for this
+// client, and the connection stays up). libmosquitto buffers a whole incoming packet before
+// anything can look at it (2.0.11 lib/packet_mosq.c packet__read: "FIXME - client case for
+// incoming message received from broker too large"), so this is the bound that holds before the
+// memory is used. libmosquitto has no asynchronous connect that takes CONNECT properties:
+// mosquitto_connect_bind_v5 stores them and then connects blocking. Called while the protocol
+// is set to 3.1.1, it stores them and returns MOSQ_ERR_NOT_SUPPORTED before any I/O (2.0.11 to
+// 2.0.20, lib/connect.c mosquitto__reconnect); mosquitto_connect_async then sends them.
+static int store_connect_properties(sg_mqtt *c, const char *host, int port, int keepalive_seconds) {
+  mosquitto_property *properties = NULL;
+  int rc = mosquitto_property_add_int32(&properties, MQTT_PROP_MAXIMUM_PACKET_SIZE, c->packet_bytes_max);
+  if (rc != MOSQ_ERR_SUCCESS) return rc;
+  mosquitto_int_option(c->mosq, MOSQ_OPT_PROTOCOL_VERSION, MQTT_PROTOCOL_V311);
+  rc = mosquitto_connect_bind_v5(c->mosq, host, port, keepalive_seconds, NULL, properties);
+  mosquitto_int_option(c->mosq, MOSQ_OPT_PROTOCOL_VERSION, MQTT_PROTOCOL_V5);
+  mosquitto_property_free_all(&properties);
+  // Anything else means this libmosquitto changed: refuse rather than connect without the bound.
+  return rc == MOSQ_ERR_NOT_SUPPORTED ? MOSQ_ERR_SUCCESS : (rc == MOSQ_ERR_SUCCESS ? MOSQ_ERR_UNKNOWN : rc);
+}
+
+uint32_t sg_mqtt_packet_bytes_max(const sg_mqtt *c) { return c->packet_bytes_max; }
+
 int sg_mqtt_connect(sg_mqtt *c, const char *host, int port, int keepalive_seconds) {
   c->state = SG_MQTT_CONNECTING;
   c->reason = 0;
-  int rc = mosquitto_connect_async(c->mosq, host, port, keepalive_seconds);
+  c->received_at_packet = 0;
+  c->packet_completed = 0;
+  int rc = c->protocol == MQTT_PROTOCOL_V5 ? store_connect_properties(c, host, port, keepalive_seconds) : MOSQ_ERR_SUCCESS;
+  if (rc == MOSQ_ERR_SUCCESS) rc = mosquitto_connect_async(c->mosq, host, port, keepalive_seconds);
   if (rc == MOSQ_ERR_CONN_PENDING) rc = MOSQ_ERR_SUCCESS;
   if (rc != MOSQ_ERR_SUCCESS) c->state = SG_MQTT_LOST;
   return rc;
 }
 
 int sg_mqtt_disconnect(sg_mqtt *c) { return mosquitto_disconnect(c->mosq); }
+
+// Bytes the kernel has received on the TCP connection (TCP_INFO, Linux 4.1+); 0 when unknown.
+static uint64_t bytes_received(int fd) {
+  struct tcp_info info;
+  socklen_t length = sizeof info;
+  memset(&info, 0, sizeof info);
+  if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &length) != 0) return 0;
+  if (length < offsetof(struct tcp_info, tcpi_bytes_received) + sizeof info.tcpi_bytes_received) return 0;
+  return info.tcpi_bytes_received;
+}
+
+// The receive guard, for what Maximum Packet Size cannot bound: MQTT 3.1.1 (no such property),
+// and a broker that ignores it. libmosquitto allocates a packet's whole announced length and
+// fills it as bytes arrive, checking nothing. After each read step: when no packet completed
+// since the last whole one and the connection has received more than a packet may take, the
+// connection is dropped (its client is then destroyed, freeing the partial packet). Checked
+// between read steps, so what one step reads can go past the bound before it trips.
+static int receive_guard(sg_mqtt *c, int fd) {
+  uint64_t received = bytes_received(fd);
+  if (received == 0) return MOSQ_ERR_SUCCESS;
+  if (c->packet_completed) {
+    c->packet_completed = 0;
+    c->received_at_packet = received;
+    return MOSQ_ERR_SUCCESS;
+  }
+  if (received - c->received_at_packet <= c->guard_bytes) return MOSQ_ERR_SUCCESS;
+  c->oversize_drops++;
+  return MOSQ_ERR_OVERSIZE_PACKET;
+}
 
 // One turn of the client: poll(2) on its socket, then libmosquitto's read, write and
 // housekeeping steps (the external-loop API). Not mosquitto_loop: that one uses select(2) and
@@ -161,7 +251,10 @@ static int loop_once(sg_mqtt *c, int timeout_ms) {
   int rc = MOSQ_ERR_SUCCESS;
   int readable = n > 0 && (p.revents & (POLLIN | POLLHUP | POLLERR));
   int handshaking = n > 0 && (p.revents & POLLOUT) && c->state == SG_MQTT_CONNECTING;
-  if (readable || handshaking) rc = mosquitto_loop_read(c->mosq, 1);
+  if (readable || handshaking) {
+    rc = mosquitto_loop_read(c->mosq, 1);
+    if (rc == MOSQ_ERR_SUCCESS) rc = receive_guard(c, fd);
+  }
   if (rc == MOSQ_ERR_SUCCESS && n > 0 && (p.revents & POLLOUT) && mosquitto_socket(c->mosq) >= 0) {
     rc = mosquitto_loop_write(c->mosq, 1);
   }
@@ -218,6 +311,7 @@ void sg_mqtt_message_free(sg_mqtt_message *m) {
 
 unsigned long sg_mqtt_dropped_messages(const sg_mqtt *c) { return c->dropped_messages; }
 unsigned long sg_mqtt_dropped_acks(const sg_mqtt *c) { return c->dropped_acks; }
+unsigned long sg_mqtt_oversize_drops(const sg_mqtt *c) { return c->oversize_drops; }
 const char *sg_mqtt_strerror(int rc) { return mosquitto_strerror(rc); }
 const char *sg_mqtt_connack_string(int rc, int protocol) {
   return protocol == 5 ? mosquitto_reason_string(rc) : mosquitto_connack_string(rc);

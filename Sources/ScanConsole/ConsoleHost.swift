@@ -83,6 +83,10 @@ public struct ReaderStatus: Sendable {
     public var watching = 0
     public var dropped: UInt64 = 0
     public var rejected: UInt64 = 0
+    /// Unauthenticated clients closed to make room for a newcomer.
+    public var reclaimed: UInt64 = 0
+    /// How clients on this host are told apart ("by user"; "" when not reported).
+    public var localPeers = ""
     public var serialPath = ""
     public var serialOpen = false
     public var secretProblem: String? = nil

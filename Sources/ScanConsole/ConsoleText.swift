@@ -236,7 +236,14 @@ public enum ConsoleText {
     w.write(c.dropped)
     w.write(" dropped, ")
     w.write(c.rejected)
-    w.write(" rejected; serial ")
+    w.write(" rejected, ")
+    w.write(c.reclaimed)
+    w.write(" reclaimed")
+    if !c.localPeers.isEmpty {
+      w.write("; local peers ")
+      writeSanitized(c.localPeers, into: &w)
+    }
+    w.write("; serial ")
     if c.serialPath.isEmpty {
       w.write("none")
     } else {

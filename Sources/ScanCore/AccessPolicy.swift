@@ -63,7 +63,14 @@ public struct AccessPolicies: AccessPolicy, ~Copyable {
   }
   /// Signed passes (nil when no trust file is configured).
   public var credentials: CredentialVerifier? {
-    didSet { credentials?.schedules = schedules }
+    didSet {
+      credentials?.schedules = schedules
+      credentials?.time = time
+    }
+  }
+  /// The one time policy every check here judges at (shared with the credentials' verifier).
+  public var time = TrustedTime() {
+    didSet { credentials?.time = time }
   }
 
   /// The fleet's `deny-all-but-static` offline policy in force: only allow-list entries marked
@@ -81,10 +88,15 @@ public struct AccessPolicies: AccessPolicy, ~Copyable {
   )
     -> AccessDecision
   {
-    var d = allowList.decide(payload, digest: digest, nowUnixSeconds: now, mode: mode)
+    // Entry windows judge at the later of the clock and its floor; a schedule (a time of day)
+    // is closed while the clock reads behind its floor, since the time of day is then unknown.
+    let judged = time.judged(now)
+    var d = allowList.decide(payload, digest: digest, nowUnixSeconds: judged, mode: mode)
     if d.verdict.isGranted, let entry = d.entry {
       let key = allowList.scheduleKey(entry)
-      if key != 0 { d.verdict = schedules?.check(key: key, nowUnixSeconds: now) ?? .deniedOutsideSchedule }
+      if key != 0 {
+        d.verdict = time.isBehind(now) ? .deniedOutsideSchedule : schedules?.check(key: key, nowUnixSeconds: judged) ?? .deniedOutsideSchedule
+      }
     }
     if staticOnly && d.verdict.isGranted, let entry = d.entry, !allowList.isStatic(entry) { d.verdict = .deniedOffline }
     if d.source != .none { return d }

@@ -76,7 +76,9 @@ public struct AllowListLimits: Equatable, Sendable {
   }
 }
 
-/// A load failure naming the line and the reason; the live list stays in force.
+/// A load failure naming the line and the reason; the live list stays in force. The reason never
+/// holds text from the file (a rejected line may be a working pass): it is shown on STATUS (to
+/// any console client), RELOAD, the journal and by check-config.
 public struct AllowListError: Error, Equatable, Sendable, CustomStringConvertible {
   public var line: Int
   public var reason: String
@@ -322,7 +324,10 @@ public enum AllowListParser {
     let digest: Digest
     if match.hasPrefix("text:") {
       let bytes: [UInt8]
-      do { bytes = try PayloadEscaping.unescape(match.dropFirst(5).utf8) } catch { return fail("text: \(error.message)") }
+      switch unescape(match.dropFirst(5)) {
+      case .success(let b): bytes = b
+      case .failure(let problem): return fail("text: " + problem.reason)
+      }
       if bytes.isEmpty { return fail("empty payload after text:") }
       digest = bytes.withUnsafeBytes { digester.sha256($0) }
     } else if match.hasPrefix("sha256:") {
@@ -332,10 +337,10 @@ public enum AllowListParser {
       let decoded = hex.withUnsafeBytes { text in
         bytes.withUnsafeMutableBytes { out in Result { () throws(Hex.DecodeError) in try Hex.decode(text, into: out) } }
       }
-      guard case .success = decoded else { return fail("sha256: '\(match.dropFirst(7))' is not hex") }
+      guard case .success = decoded else { return fail("sha256: a character is not a hex digit") }
       digest = bytes.withUnsafeBytes { Digest(bytes: $0) }
     } else {
-      return fail("entry must start with text: or sha256:, got '\(match.prefix(40))'")
+      return fail("entry must start with text: or sha256:")
     }
 
     var from = Int64.min, until = Int64.max
@@ -345,20 +350,24 @@ public enum AllowListParser {
     var isStatic = false
     var seen: Set<Substring> = []
     for field in fields.dropFirst() {
-      guard let eq = field.firstIndex(of: "=") else { return fail("expected key=value, got '\(field.prefix(40))'") }
+      guard let eq = field.firstIndex(of: "=") else {
+        return fail("a field after the entry is not key=value (a space in a payload is written %20)")
+      }
       let key = field[..<eq], value = field[field.index(after: eq)...]
-      guard seen.insert(key).inserted else { return fail("key '\(key)' given twice") }
+      // Only a known key is ever named back: anything else on the line may be part of a pass.
+      guard let known = knownKeys.first(where: { $0 == key }) else { return fail("unknown key (known: \(knownKeys.joined(separator: ", ")))") }
+      guard seen.insert(key).inserted else { return fail("key \(known) given twice") }
       switch key {
       case "label":
-        do { _ = try PayloadEscaping.unescape(value.utf8) } catch { return fail("label: \(error.message)") }
+        if case .failure(let problem) = unescape(value) { return fail("label: " + problem.reason) }
         guard value.utf8.count <= AllowListLimits.labelBytesMax else {
           return fail("label longer than \(AllowListLimits.labelBytesMax) bytes")
         }
         label = Array(value.utf8)
       case "from":
-        do { from = try RFC3339.parse(value) } catch { return fail("from: \(error.message)") }
+        do { from = try RFC3339.parse(value) } catch { return fail("from: " + timeProblem(error, value)) }
       case "until":
-        do { until = try RFC3339.parse(value) } catch { return fail("until: \(error.message)") }
+        do { until = try RFC3339.parse(value) } catch { return fail("until: " + timeProblem(error, value)) }
       case "schedule":
         guard ScheduleSet.validName(String(value)) else { return fail("schedule: names are 1 to 32 of a-z, 0-9, '-', '_'") }
         schedule = ScheduleKey.of(value.utf8)
@@ -368,7 +377,7 @@ public enum AllowListParser {
         guard value == "yes" || value == "no" else { return fail("static: yes or no") }
         isStatic = value == "yes"
       default:
-        return fail("unknown key '\(key)' (known: label, from, until, schedule, card, static)")
+        return fail("unknown key (known: \(knownKeys.joined(separator: ", ")))")
       }
     }
     if from != .min && until != .max && until <= from { return fail("until is not after from") }
@@ -377,5 +386,39 @@ public enum AllowListParser {
       return fail("duplicate entry")
     }
     return nil
+  }
+
+  static let knownKeys = ["label", "from", "until", "schedule", "card", "static"]
+
+  /// Why an escaped field did not decode, in words that hold no byte of it.
+  struct EscapeProblem: Error {
+    var reason: String
+  }
+
+  /// The bytes of percent-escaped `text` (strict: what must be escaped must be).
+  static func unescape(_ text: Substring) -> Result<[UInt8], EscapeProblem> {
+    let escaped = Array(text.utf8)
+    var bytes = [UInt8](repeating: 0, count: escaped.count)
+    let decoded = escaped.withUnsafeBytes { e in
+      bytes.withUnsafeMutableBytes { b in
+        Result { () throws(PercentCodec.DecodeError) in try PercentCodec.decode(e, into: b, strict: true) }
+      }
+    }
+    switch decoded {
+    case .success(let count):
+      bytes.removeLast(bytes.count - count)
+      return .success(bytes)
+    case .failure(.unescapedByte):
+      return .failure(EscapeProblem(reason: "a byte that must be written as a %XX escape is not (control bytes, non-ASCII)"))
+    case .failure:
+      return .failure(EscapeProblem(reason: "bad percent escape (want %XX with two hex digits)"))
+    }
+  }
+
+  /// Why a time did not parse, without the text itself (the parser's message quotes it).
+  static func timeProblem(_ error: ParseError, _ value: Substring) -> String {
+    let quoted = "bad RFC 3339 time '\(value)': "
+    guard error.message.hasPrefix(quoted) else { return "not an RFC 3339 time (YYYY-MM-DDTHH:MM:SS with Z or ±HH:MM)" }
+    return "not an RFC 3339 time: " + error.message.dropFirst(quoted.count)
   }
 }

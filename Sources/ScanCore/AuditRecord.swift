@@ -19,8 +19,11 @@ public struct AuditRecord: Equatable, Sendable {
   public var verdict: Verdict?
   public var format: String
   public var variant: String
-  /// SHA-256 of the raw payload, hex (empty when the record is not about a payload).
-  public var digest: String
+  /// The payload's keyed tag (`PayloadTag.hex`: 16 hex digits; empty when the record is not
+  /// about a payload or the reader had no tag key). Never an unkeyed digest of the payload, which
+  /// would let whoever reads the log or its fleet messages test guessed payloads offline (logs
+  /// written before tags hold the SHA-256 here, 64 digits).
+  public var tag: String
   public var label: String
   /// The payload, percent-escaped; empty unless the configuration asks for raw payloads
   /// (commands are always kept: they are what the technician typed, secrets masked).
@@ -33,13 +36,13 @@ public struct AuditRecord: Equatable, Sendable {
 
   public init(
     sequence: Int64, run: Int64, eventSequence: Int64, wallNanoseconds: Int64, kind: EventKind,
-    verdict: Verdict? = nil, format: String = "", variant: String = "", digest: String = "", label: String = "",
+    verdict: Verdict? = nil, format: String = "", variant: String = "", tag: String = "", label: String = "",
     payload: String = "", code: Int64 = 0, detail: String = "", decodeMicroseconds: Int64 = 0,
     decideMicroseconds: Int64 = 0, edgeMicroseconds: Int64 = 0
   ) {
     self.sequence = sequence; self.run = run; self.eventSequence = eventSequence
     self.wallNanoseconds = wallNanoseconds; self.kind = kind; self.verdict = verdict; self.format = format
-    self.variant = variant; self.digest = digest; self.label = label; self.payload = payload; self.code = code
+    self.variant = variant; self.tag = tag; self.label = label; self.payload = payload; self.code = code
     self.detail = detail; self.decodeMicroseconds = decodeMicroseconds; self.decideMicroseconds = decideMicroseconds
     self.edgeMicroseconds = edgeMicroseconds
   }
@@ -63,7 +66,7 @@ public struct AuditRecord: Equatable, Sendable {
       verdict = e.verdict
       format = e.format.name
       variant = e.variant.name
-      digest = Self.hex(e.digest)
+      if e.tag != .zero { tag = PayloadTag.hex(e.tag) }
       label = e.withLabel { String(decoding: $0, as: UTF8.self) }
       if keepPayload { payload = e.withPayload { PayloadEscaping.escaped($0) } + (e.payloadTruncated ? "..." : "") }
       decodeMicroseconds = Int64(e.decodeMicroseconds)
@@ -97,7 +100,7 @@ public struct AuditRecord: Equatable, Sendable {
     var fields: [String] = [
       String(sequence), String(run), String(eventSequence), String(wallNanoseconds), kind.name, verdict?.name ?? "",
       format, variant,
-      digest, label, payload, String(code), detail, String(decodeMicroseconds), String(decideMicroseconds),
+      tag, label, payload, String(code), detail, String(decodeMicroseconds), String(decideMicroseconds),
       String(edgeMicroseconds),
     ]
     // Escaping keeps a field from forging the separator: every field is printable ASCII here.
@@ -122,23 +125,14 @@ public struct AuditRecord: Equatable, Sendable {
     return (0..<32).map { d.byte($0) }
   }
 
-  static func hex(_ d: Digest) -> String {
-    let digits = Array("0123456789abcdef")
-    var s = ""
-    for i in 0..<32 {
-      s.append(digits[Int(d.byte(i) >> 4)])
-      s.append(digits[Int(d.byte(i) & 0xF)])
-    }
-    return s
-  }
-
   /// A one-line human form (for `scangate log` and the console's LOG).
   public var line: String {
     var s = "\(sequence) \(RFC3339.format(wallNanoseconds / 1_000_000_000)) run \(run) #\(eventSequence) \(kind.name)"
     if let verdict { s += " \(verdict.name) \(format)" }
     if !variant.isEmpty && variant != "upright" { s += " [\(variant)]" }
     if !label.isEmpty { s += " label=\(label)" }
-    if !digest.isEmpty { s += " sha256=\(digest.prefix(16))" }
+    // A record written before tags holds the payload's SHA-256 (64 digits): named as what it is.
+    if !tag.isEmpty { s += " \(tag.count == 64 ? "sha256" : "tag")=\(tag.prefix(PayloadTag.shownBytes * 2))" }
     if !payload.isEmpty { s += " \(kind == .decision ? "payload=" : "")\(payload)" }
     if !detail.isEmpty { s += " \(detail)" }
     if kind == .manualOpen { s += " relay \(code)ms" }

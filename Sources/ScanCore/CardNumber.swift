@@ -54,7 +54,8 @@ public struct CardNumber: Equatable, Sendable {
     }
   }
 
-  /// Why a card number was refused.
+  /// Why a card number was refused: the format's rule, never the number (a card number is a
+  /// credential, and the message reaches STATUS, the journal and the fleet).
   public struct Invalid: Error, Equatable, Sendable {
     public var message: String
     init(_ message: String) { self.message = message }
@@ -74,10 +75,10 @@ public struct CardNumber: Equatable, Sendable {
   public init(format: Format, facility: UInt32, number: UInt64) throws(Invalid) {
     guard let bits = format.fixedBitCount else { throw Invalid("a raw card needs a bit count") }
     guard UInt64(facility) < (UInt64(1) << format.facilityBits) else {
-      throw Invalid("facility code \(facility) does not fit \(format.facilityBits) bits (format \(format.name))")
+      throw Invalid("the facility code does not fit \(format.facilityBits) bits (format \(format.name))")
     }
     guard number < (UInt64(1) << format.cardBits) else {
-      throw Invalid("card number \(number) does not fit \(format.cardBits) bits (format \(format.name))")
+      throw Invalid("the card number does not fit \(format.cardBits) bits (format \(format.name))")
     }
     self.format = format
     self.facility = facility
@@ -87,8 +88,8 @@ public struct CardNumber: Equatable, Sendable {
 
   /// A raw card: `bitCount` bits of `value`, most significant first, no parity.
   public init(rawBitCount bitCount: Int, value: UInt64) throws(Invalid) {
-    guard bitCount >= 1 && bitCount <= Self.rawBitsMax else { throw Invalid("raw bit count \(bitCount) is not 1–\(Self.rawBitsMax)") }
-    guard bitCount == 64 || value < (UInt64(1) << bitCount) else { throw Invalid("raw value does not fit \(bitCount) bits") }
+    guard bitCount >= 1 && bitCount <= Self.rawBitsMax else { throw Invalid("the raw bit count is not 1–\(Self.rawBitsMax)") }
+    guard bitCount == 64 || value < (UInt64(1) << bitCount) else { throw Invalid("the raw value does not fit its bit count") }
     format = .raw
     facility = 0
     number = value
@@ -142,11 +143,11 @@ public struct CardNumber: Equatable, Sendable {
   /// `37:<facility>:<card>` (decimal), or `raw:<bits>:<hex value>`.
   public init(parsing text: some StringProtocol) throws(Invalid) {
     let parts = text.split(separator: ":", omittingEmptySubsequences: false)
-    guard parts.count == 3 else { throw Invalid("card wants <format>:<facility>:<number> or raw:<bits>:<hex>, got '\(text.prefix(40))'") }
+    guard parts.count == 3 else { throw Invalid("card wants <format>:<facility>:<number> or raw:<bits>:<hex>") }
     if parts[0] == "raw" {
-      guard let n = Int(parts[1]) else { throw Invalid("raw bit count '\(parts[1].prefix(8))' is not a number") }
+      guard let n = Int(parts[1]) else { throw Invalid("the raw bit count is not a number") }
       guard !parts[2].isEmpty, parts[2].utf8.count <= 16, let v = UInt64(parts[2], radix: 16) else {
-        throw Invalid("raw value '\(parts[2].prefix(20))' is not 1–16 hex digits")
+        throw Invalid("the raw value is not 1–16 hex digits")
       }
       try self.init(rawBitCount: n, value: v)
       return
@@ -156,10 +157,10 @@ public struct CardNumber: Equatable, Sendable {
     case "26": format = .h10301
     case "34": format = .h10306
     case "37": format = .h10304
-    default: throw Invalid("unknown card format '\(parts[0].prefix(8))' (known: 26, 34, 37, raw)")
+    default: throw Invalid("unknown card format (known: 26, 34, 37, raw)")
     }
-    guard parts[1].utf8.count <= 10, let f = UInt32(parts[1]) else { throw Invalid("facility code '\(parts[1].prefix(12))' is not a number") }
-    guard parts[2].utf8.count <= 20, let c = UInt64(parts[2]) else { throw Invalid("card number '\(parts[2].prefix(22))' is not a number") }
+    guard parts[1].utf8.count <= 10, let f = UInt32(parts[1]) else { throw Invalid("the facility code is not a number") }
+    guard parts[2].utf8.count <= 20, let c = UInt64(parts[2]) else { throw Invalid("the card number is not a number (or longer than 20 digits)") }
     try self.init(format: format, facility: f, number: c)
   }
 

@@ -129,9 +129,13 @@ public struct ScanConfig: Equatable, Sendable {
   public var eventRingCapacity = 4_096
   // [log]
   public var log = AuditLogSettings(path: "/var/lib/scangate/audit.db")
+  /// `state.directory`: where the state that protects decisions is kept ("" = the audit log's
+  /// directory). See `stateDirectory`.
+  public var stateDirectorySetting = ""
   // [console]
   public var consoleListen = ["127.0.0.1:4570"]
   public var consoleClientsMax = 16
+  public var consoleClientsPerPeerMax = 4
   public var consoleIdleTimeoutSeconds = 300
   public var consoleClientOutputBytes = 16_384
   public var consoleSerialPath = ""
@@ -251,6 +255,7 @@ public enum ConfigSchema {
 
       Key(name: "events.ring_capacity", kind: .integer(64...1_048_576)) { $0.eventRingCapacity = int($1) },
 
+      Key(name: "state.directory", kind: .string) { $0.stateDirectorySetting = str($1) },
       Key(name: "log.path", kind: .string) { $0.log.path = str($1) },
       Key(name: "log.commit_interval_ms", kind: .integer(10...10_000)) { $0.log.commitIntervalMilliseconds = int($1) },
       Key(name: "log.retain_records", kind: .integer(1_000...100_000_000)) { $0.log.retainRecords = Int64(int($1)) },
@@ -275,6 +280,7 @@ public enum ConfigSchema {
 
       Key(name: "console.listen", kind: .strings(count: 0...8)) { $0.consoleListen = strs($1) },
       Key(name: "console.clients_max", kind: .integer(1...256)) { $0.consoleClientsMax = int($1) },
+      Key(name: "console.clients_per_peer_max", kind: .integer(1...256)) { $0.consoleClientsPerPeerMax = int($1) },
       Key(name: "console.idle_timeout_s", kind: .integer(10...86_400)) { $0.consoleIdleTimeoutSeconds = int($1) },
       Key(name: "console.client_output_bytes", kind: .integer(4_096...1_048_576)) { $0.consoleClientOutputBytes = int($1) },
       Key(name: "console.serial_path", kind: .string) { $0.consoleSerialPath = str($1) },
@@ -444,4 +450,20 @@ public struct MemoryBudget: Sendable {
 /// A decoder type for asking `DecodePipeline` its size without one.
 public struct NoDecoder: CodeDecoder {
   public mutating func decode(_ view: LumaFrame, formats: BarcodeFormats, into results: inout DecodeResults) {}
+}
+
+extension ScanConfig {
+  /// Where the reader keeps the state that protects its decisions across restarts (docs/credentials.md,
+  /// "What survives a restart"): rotating passes' accepted steps, used single-use passes, the
+  /// clock floor, the highest revocation version. `state.directory`, or the audit log's
+  /// directory; nil when neither is set (rotating passes and revocation lists are then refused).
+  public var stateDirectory: String? {
+    if !stateDirectorySetting.isEmpty { return stateDirectorySetting }
+    guard !log.path.isEmpty else { return nil }
+    guard let slash = log.path.lastIndex(of: "/") else { return "." }
+    return slash == log.path.startIndex ? "/" : String(log.path[..<slash])
+  }
+
+  /// `name` in the state directory, or nil without one.
+  public func statePath(_ name: String) -> String? { stateDirectory.map { $0 + "/" + name } }
 }

@@ -94,11 +94,16 @@ public struct RevocationList: Sendable {
 /// The last accepted time step of each rotating pass seen within the acceptance window, in
 /// fixed storage. A step at or before the last accepted one is a replay. Entries whose step has
 /// left every window are reused; when every slot is live the pass is refused (fail-secure).
+/// Each accepted step is made durable through a `ReplayStore` before the door opens, and the
+/// store's slots are restored at start, so a restart forgets nothing.
 public final class ReplayCache {
   public let capacity: Int
   private let ids: UnsafeMutableBufferPointer<CredentialID>
   private let steps: UnsafeMutableBufferPointer<Int64>
   public private(set) var count = 0
+  /// Every step at or before this is a replay for every pass: set when a store held more live
+  /// slots than this cache has (a lowered `replay_cache_entries`), so none of them is forgotten.
+  public private(set) var stepFloor: Int64 = .min
 
   public init(capacity: Int) {
     precondition(capacity > 0)
@@ -117,33 +122,57 @@ public final class ReplayCache {
     capacity * (MemoryLayout<CredentialID>.stride + MemoryLayout<Int64>.stride)
   }
 
+  /// The last accepted step of `id` (or the floor every pass shares), nil when none.
   public func lastStep(_ id: CredentialID) -> Int64? {
-    for i in 0..<count where ids[i] == id { return steps[i] }
-    return nil
+    for i in 0..<count where ids[i] == id { return max(steps[i], stepFloor) }
+    return stepFloor == .min ? nil : stepFloor
   }
 
   /// Records `step` as accepted for `id`. `expiredBefore`: steps below it can never verify
-  /// again, so their slots are free. Returns false when no slot is free.
-  public func record(_ id: CredentialID, step: Int64, expiredBefore: Int64) -> Bool {
+  /// again, so their slots are free. Returns the slot it is kept in (for the durable store), or
+  /// nil when no slot is free.
+  public func record(_ id: CredentialID, step: Int64, expiredBefore: Int64) -> Int? {
     var free = -1
     for i in 0..<count {
       if ids[i] == id {
         steps[i] = max(steps[i], step)
-        return true
+        return i
       }
       if free < 0 && steps[i] < expiredBefore { free = i }
     }
     if free < 0 {
-      guard count < capacity else { return false }
+      guard count < capacity else { return nil }
       free = count
       count += 1
     }
     ids[free] = id
     steps[free] = step
-    return true
+    return free
+  }
+
+  /// The step kept in `slot` (what the durable store writes).
+  public func entry(_ slot: Int) -> (id: CredentialID, step: Int64) { (ids[slot], steps[slot]) }
+
+  /// Puts back what a durable store held in `slot` (at start). A slot beyond this cache's
+  /// capacity raises `stepFloor` instead, so its step stays refused.
+  public func restore(slot: Int, id: CredentialID, step: Int64) {
+    guard slot < capacity else {
+      stepFloor = max(stepFloor, step)
+      return
+    }
+    ids[slot] = id
+    steps[slot] = step
+    count = max(count, slot + 1)
   }
 
   public func removeAll() { count = 0 }
+}
+
+/// Where rotating passes' accepted steps are kept across restarts: slot `slot` of the replay
+/// cache is written and synced before the door opens.
+public protocol ReplayStore: AnyObject {
+  /// False when it could not be made durable: the pass is then refused.
+  func persist(slot: Int, id: CredentialID, step: Int64) -> Bool
 }
 
 /// Where single-use passes are remembered across restarts (a file, synced before the door opens).
@@ -181,4 +210,12 @@ public struct ClockTrust: Equatable, Sendable {
     return synchronized ? "synchronised" : "unsynchronised"
   }
   public func isTrusted(now: Int64) -> Bool { synchronized && now >= floor }
+}
+
+/// The highest version of a versioned file ever accepted, kept durably (the revocation list):
+/// nothing older is accepted again, after a restart too.
+public protocol VersionMark: AnyObject {
+  var highest: UInt64 { get }
+  /// Makes `version` the highest accepted, durably, before it goes live; false when it could not.
+  func raise(to version: UInt64) -> Bool
 }

@@ -146,9 +146,20 @@ public final class CredentialVerifier {
   public let settings: CredentialSettings
   public let sign1: Sign1Verifier
   public var revocation = RevocationList()
-  public var clock = ClockTrust.trusted
+  /// The one time policy (shared with the clock watcher, the fleet and the audit log).
+  public var time = TrustedTime()
+  /// The clock's state as a value; setting it replaces the shared state (tests and tools).
+  public var clock: ClockTrust {
+    get { time.trust() }
+    set { time = TrustedTime(floor: newValue.floor, synchronized: newValue.synchronized) }
+  }
   public let replay: ReplayCache
+  /// Where accepted rotating steps are made durable (nil: rotating passes are refused).
+  public var replayStore: (any ReplayStore)?
   public var singleUse: (any SingleUseStore)?
+  /// The highest revocation list version ever accepted (nil: no durable state: with a revocation
+  /// file configured, every signed pass is refused).
+  public var revocationMark: (any VersionMark)?
   /// Access windows: a pass whose zones name schedules is admitted only inside one of them.
   public var schedules: ScheduleStore? = nil
   /// Whether the site key is loaded (rotating passes need it).
@@ -223,6 +234,8 @@ public final class CredentialVerifier {
   func check(_ payload: UnsafeRawBufferPointer, now: Int64, mode: DecideMode) -> CredentialProblem? {
     let text: CredentialText.Parsed
     lastVerified = false
+    // Every time check below judges at the later of the clock and its floor (TrustedTime).
+    let judged = time.judged(now)
     do throws(CredentialProblem) {
       text = try CredentialText.parse(payload)
       guard ready else { return .unavailable }
@@ -230,39 +243,38 @@ public final class CredentialVerifier {
         return text.body.count / 3 * 2 > message.count ? .oversized : .base45
       }
       let bytes = UnsafeRawBufferPointer(rebasing: message[0..<n])
-      let parts = try sign1.verify(bytes, now: now)
+      let parts = try sign1.verify(bytes, now: judged)
       last = CredentialClaims()
       try Self.parseClaims(bytes, parts: parts, codec: sign1.codec, into: &last)
       lastVerified = true
     } catch {
       return error
     }
-    return judge(text, now: now, mode: mode)
+    return judge(text, now: now, judged: judged, mode: mode)
   }
 
   /// Time, revocation, zone, TOTP, replay and single use, for verified claims in `last`.
-  private func judge(_ text: CredentialText.Parsed, now: Int64, mode: DecideMode) -> CredentialProblem? {
+  /// Arithmetic on the pass's own values saturates: a claim of 2^63−1 is a verdict, never a trap.
+  private func judge(_ text: CredentialText.Parsed, now: Int64, judged: Int64, mode: DecideMode) -> CredentialProblem? {
     // Time: against the later of the clock and its floor, or refused while untrusted.
-    var judged = now
-    if !clock.isTrusted(now: now) {
-      if settings.timePolicy == .deny { return .clockUntrusted }
-      judged = max(now, clock.floor)
-    }
+    if !time.trust().isTrusted(now: now) && settings.timePolicy == .deny { return .clockUntrusted }
     let leeway = Int64(settings.leewaySeconds)
-    if let nbf = last.notBefore, judged + leeway < nbf { return .notYetValid }
-    if judged - leeway > last.expires { return .expired }
+    if let nbf = last.notBefore, judged.saturatingAdd(leeway) < nbf { return .notYetValid }
+    if judged.saturatingAdd(-leeway) > last.expires { return .expired }
 
     let id = withUnsafeBytes(of: last.id) { CredentialID(UnsafeRawBufferPointer(rebasing: $0[0..<last.idCount])) }
     guard let id else { return .cbor(.unexpected) }
     if revocation.contains(id) { return .revoked }
     if !zoneNames.isEmpty && !zoneMatches() { return .zone }
-    if let schedules, let problem = zoneWindows(schedules, now: judged) { return problem }
+    if let schedules, let problem = zoneWindows(schedules, now: now, judged: judged) { return problem }
 
     var step: Int64? = nil
     if last.rotates {
       guard let presented = text.totp else { return .totpMissing }
       guard text.digits == last.digits else { return .totpWrong }
-      switch matchTOTP(presented, digits: last.digits, now: now) {
+      // Without a durable record of accepted steps a restart would accept a used code again.
+      guard replayStore != nil || mode == .inspect else { return .unavailable }
+      switch matchTOTP(presented, digits: last.digits, now: judged) {
       case .failure(let problem): return problem
       case .success(let matched): step = matched
       }
@@ -276,13 +288,14 @@ public final class CredentialVerifier {
     }
     guard mode == .admit else { return nil }
     if let step {
+      // Durable before the door opens: the slot is written and synced, or the pass is refused.
       let window = Int64(settings.totpSkewSteps)
-      guard replay.record(id, step: step, expiredBefore: now / CredentialSettings.periodSeconds - window) else {
-        return .unavailable
-      }
+      guard let slot = replay.record(id, step: step, expiredBefore: judged / CredentialSettings.periodSeconds - window),
+        replayStore!.persist(slot: slot, id: id, step: replay.entry(slot).step)
+      else { return .unavailable }
     }
     if last.singleUse {
-      guard singleUse!.markUsed(id, expires: last.expires + leeway, now: now) else { return .unavailable }
+      guard singleUse!.markUsed(id, expires: last.expires.saturatingAdd(leeway), now: judged) else { return .unavailable }
     }
     return nil
   }
@@ -300,14 +313,17 @@ public final class CredentialVerifier {
   /// that name a schedule: the pass is admitted when none does, or when one of them is open now.
   /// While a configured schedule file has not loaded yet, a pass that carries zones is refused
   /// (fail-secure: any of them may be a window).
-  private func zoneWindows(_ schedules: ScheduleStore, now: Int64) -> CredentialProblem? {
+  /// The time of day is unknown while the clock reads behind its floor: every window is closed then.
+  private func zoneWindows(_ schedules: ScheduleStore, now: Int64, judged: Int64) -> CredentialProblem? {
+    let behind = time.isBehind(now)
     var windowed = false
     var accepted = false
     for i in 0..<last.zoneCount {
       // nil: not this reader's zone; .some(nil): no schedule of that name; .some(open).
       let window: Bool?? = last.withZone(i) { zone in
         guard zoneNames.isEmpty || isReaderZone(zone) else { return nil }
-        return .some(schedules.allows(zoneKey: ScheduleKey.of(zone), nowUnixSeconds: now))
+        let open = schedules.allows(zoneKey: ScheduleKey.of(zone), nowUnixSeconds: judged)
+        return .some(open.map { $0 && !behind })
       }
       guard let window else { continue }
       accepted = true
@@ -466,5 +482,14 @@ public enum TOTP {
     let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: scratchBytes, alignment: 8)
     defer { scratch.deallocate() }
     return value(key: key, step: step, digits: digits, crypto: crypto, scratch: scratch)
+  }
+}
+
+extension Int64 {
+  /// `self + other`, held at the bounds instead of trapping (times and counts from outside).
+  @inline(__always)
+  public func saturatingAdd(_ other: Int64) -> Int64 {
+    let (sum, overflow) = addingReportingOverflow(other)
+    return overflow ? (other > 0 ? .max : .min) : sum
   }
 }

@@ -113,7 +113,7 @@ public enum EdgeCode {
 }
 
 /// One fixed-size event record: written by the loop into the ring, read by the console and
-/// the log writer. Payload and label are clipped copies; the digest identifies the payload.
+/// the log writer. Payload and label are clipped copies; the keyed tag identifies the payload.
 public struct ScanEvent: Sendable {
   public static let payloadBytesMax = 64
   public static let labelBytesMax = LabelLimits.bytesMax
@@ -125,7 +125,8 @@ public struct ScanEvent: Sendable {
   public var verdict: Verdict = .deniedUnknown
   public var format: BarcodeFormats = []
   public var variant: ImageVariant = .upright
-  public var digest = Digest.zero
+  /// The payload's keyed tag (`PayloadTagger`; zero: none), never its SHA-256.
+  public var tag = Digest.zero
   /// Frame capture → decode done, decision made, relay edge driven (µs; 0 when not applicable).
   public var decodeMicroseconds: UInt32 = 0
   public var decideMicroseconds: UInt32 = 0

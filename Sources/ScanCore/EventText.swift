@@ -1,6 +1,7 @@
 /// Whether an event line may show the payload itself. A static payload is a working credential:
 /// it is shown only to an operator, or in the journal when `log.raw_payloads` says so; everyone
-/// else sees the label and a digest prefix.
+/// else sees the label and the payload's keyed tag (`PayloadTagger`), never a digest of it: an
+/// unkeyed digest would let anyone test guessed payloads offline.
 public enum PayloadVisibility: Sendable {
   case shown, hidden
 }
@@ -40,8 +41,7 @@ public enum EventText {
         e.withPayload { w.writeEscaped($0) }
         if e.payloadTruncated { w.write("...") }
       }
-      w.write(" sha256=")
-      w.writeHex(e.digest, bytes: 8)
+      writeTag(e, into: &w)
       w.write(" decode=")
       w.writeFixed(UInt64(e.decodeMicroseconds), scale: 1000, decimals: 2)
       w.write("ms")
@@ -56,8 +56,7 @@ public enum EventText {
         w.write(source.name)
       }
     case .left:
-      w.write(" sha256=")
-      w.writeHex(e.digest, bytes: 8)
+      writeTag(e, into: &w)
     case .edge:
       w.write(" ")
       w.write(EdgeCode.lineName(e.code))
@@ -85,6 +84,13 @@ public enum EventText {
         e.withPayload { w.writeEscaped($0) }
       }
     }
+  }
+
+  /// ` tag=<16 hex digits>` when the event carries a tag.
+  static func writeTag(_ e: ScanEvent, into w: inout ByteWriter) {
+    guard e.tag != .zero else { return }
+    w.write(" tag=")
+    w.writeHex(e.tag, bytes: PayloadTag.shownBytes)
   }
 
   /// The same line as a String (allocates: for the event printer thread and tests).

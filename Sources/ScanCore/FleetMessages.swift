@@ -87,7 +87,8 @@ public struct JSONObject {
 
 extension AuditRecord {
   /// The event message: the record with the reader id and its audit sequence (`seq`, gapless
-  /// for the life of the log: consumers de-duplicate by (reader, seq) and see gaps).
+  /// for the life of the log: consumers de-duplicate by (reader, seq) and see gaps). A payload
+  /// is named by its keyed `tag`, never by a digest anyone could recompute.
   public func fleetJSON(readerID: String) -> [UInt8] {
     var o = JSONObject()
     o.add("reader", readerID)
@@ -100,7 +101,9 @@ extension AuditRecord {
     if let verdict { o.add("verdict", verdict.name) }
     if !format.isEmpty { o.add("format", format) }
     if !variant.isEmpty { o.add("variant", variant) }
-    if !digest.isEmpty { o.add("sha256", digest) }
+    // The keyed tag only: a log written before tags holds the payload's SHA-256 in this field,
+    // and that is never published (it would let every subscriber test guessed payloads).
+    if tag.count == PayloadTag.shownBytes * 2 { o.add("tag", tag) }
     if !label.isEmpty { o.add("label", label) }
     if !payload.isEmpty { o.add("payload", payload) }
     o.add("code", code)

@@ -154,13 +154,19 @@ public struct FleetCommand: Equatable, Sendable {
 public struct NonceLedger: Sendable {
   public private(set) var entries: [(nonce: String, expires: Int64)] = []
   public let capacity: Int
+  /// The latest expiry of a nonce let go: a command expiring at or before it may have been acted
+  /// on and forgotten, so it is refused whatever the clock says (kept in the file too).
+  public private(set) var horizon: Int64 = 0
   public init(capacity: Int = 1_024) { self.capacity = capacity }
 
-  /// Whether `command` may be acted on at `now`; records its nonce when it may.
+  /// Whether `command` may be acted on at `now` (the judged time: the later of the clock and its
+  /// floor); records its nonce when it may. The caller makes the ledger durable before acting.
   public mutating func admit(_ command: FleetCommand, now: Int64) -> EnvelopeRefusal? {
+    for e in entries where e.expires < now { horizon = max(horizon, e.expires) }
     entries.removeAll { $0.expires < now }
-    if command.expiresUnixSeconds < now { return EnvelopeRefusal("expired \(now - command.expiresUnixSeconds) s ago") }
-    if command.expiresUnixSeconds > now + FleetCommand.lifetimeSecondsMax {
+    if command.expiresUnixSeconds < now { return EnvelopeRefusal("expired \(now.saturatingAdd(-command.expiresUnixSeconds)) s ago") }
+    if command.expiresUnixSeconds <= horizon { return EnvelopeRefusal("replayed (older than the commands already forgotten)") }
+    if command.expiresUnixSeconds > now.saturatingAdd(FleetCommand.lifetimeSecondsMax) {
       return EnvelopeRefusal("expires more than \(FleetCommand.lifetimeSecondsMax) s ahead")
     }
     if entries.contains(where: { $0.nonce == command.nonce }) { return EnvelopeRefusal("replayed (nonce already used)") }
@@ -169,15 +175,20 @@ public struct NonceLedger: Sendable {
     return nil
   }
 
-  /// One `nonce expires` line each (the ledger's file, so a restart does not forget).
-  public var text: [UInt8] { Array(entries.map { "\($0.nonce) \($0.expires)\n" }.joined().utf8) }
+  /// `horizon <t>` then one `nonce expires` line each (the ledger's file, so a restart does not forget).
+  public var text: [UInt8] { Array((["horizon \(horizon)\n"] + entries.map { "\($0.nonce) \($0.expires)\n" }).joined().utf8) }
   public mutating func load(_ text: [UInt8]) {
     for line in text.split(separator: 0x0A) {
       let parts = line.split(separator: 0x20)
-      guard parts.count == 2, entries.count < capacity,
-        let e = Int64(String(decoding: parts[1], as: UTF8.self))
-      else { continue }
-      entries.append((String(decoding: parts[0], as: UTF8.self), e))
+      guard parts.count == 2, let e = Int64(String(decoding: parts[1], as: UTF8.self)) else { continue }
+      let name = String(decoding: parts[0], as: UTF8.self)
+      if name == "horizon" {
+        horizon = max(horizon, e)
+      } else if entries.count < capacity {
+        entries.append((name, e))
+      } else {
+        horizon = max(horizon, e)  // not kept: nothing expiring before it is taken again
+      }
     }
   }
 }

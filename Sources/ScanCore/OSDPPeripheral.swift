@@ -5,7 +5,8 @@ public struct OSDPPeripheralSettings: Equatable, Sendable {
   /// The line's baud rate (what a refused osdp_COMSET's reply names as kept).
   public var baud: UInt32 = 9_600
   /// Accept a Secure Channel set up with the default key (SCBK-D) so a panel can install this
-  /// reader's key with KEYSET. Off unless configured; the first KEYSET ends it.
+  /// reader's key with KEYSET. Off unless configured, and only while the reader has no key: a
+  /// key given at start ends it before the first packet, a KEYSET ends it at once.
   public var installMode = false
   /// Answer nothing but ID, CAP and the Secure Channel handshake until a secure session is up:
   /// no card data, and no command acted on, in the clear.
@@ -95,7 +96,13 @@ public final class OSDPPeripheral<Cipher: OSDPCipher> {
   public var hasKey: Bool { secure.hasKey }
   public var badChecks: Int { framer.badChecks }
   public var bytesDiscarded: Int { framer.bytesDiscarded }
-  public var installMode: Bool { settings.installMode }
+  /// Whether the default key (SCBK-D) is accepted now: install mode is configured and no key is
+  /// installed. Once the reader has a key (given at start, or by a panel's KEYSET) the default
+  /// key is refused whatever the settings say.
+  public var installMode: Bool { settings.installMode && !secure.hasKey }
+  /// Install mode is configured but has no effect because a key is installed (for STATUS and
+  /// check-config: "install mode ignored: a key is installed").
+  public var installModeIgnored: Bool { settings.installMode && secure.hasKey }
 
   /// Cards waiting for a POLL.
   public static var cardsMax: Int { 4 }
@@ -219,8 +226,7 @@ public final class OSDPPeripheral<Cipher: OSDPCipher> {
   private func afterReplySent() {
     if keysetPending {
       keysetPending = false
-      secure.setKey(UnsafeRawBufferPointer(newKey))
-      settings.installMode = false
+      secure.setKey(UnsafeRawBufferPointer(newKey))  // from here on `installMode` is false
       push(.keyset)
       push(.secureChannel(up: false))
     }
@@ -395,7 +401,7 @@ public final class OSDPPeripheral<Cipher: OSDPCipher> {
       // one LED; one buzzer; CRC-16; AES-128 Secure Channel (items bit 0: default key accepted);
       // receive buffer and largest combined message, LSB then MSB.
       let table: InlineArray<27, UInt8> = [
-        1, 0, 0, 2, 1, 1, 3, 1, 0, 4, 1, 1, 5, 1, 1, 8, 1, 0, 9, 1, settings.installMode ? 1 : 0,
+        1, 0, 0, 2, 1, 1, 3, 1, 0, 4, 1, 1, 5, 1, 1, 8, 1, 0, 9, 1, installMode ? 1 : 0,
         10, UInt8(size & 0xFF), UInt8(size >> 8), 11, UInt8(size & 0xFF), UInt8(size >> 8),
       ]
       for i in table.indices { put(table[i]) }
@@ -482,7 +488,8 @@ public final class OSDPPeripheral<Cipher: OSDPCipher> {
       guard blockType == OSDP.SecurityBlock.challenge.rawValue else { return reply(nak: .securityUnsupported, incoming) }
       let useDefault = blockData == 0
       endSecureSession()
-      guard useDefault ? settings.installMode : secure.hasKey else { return reply(nak: .securityUnsupported, incoming) }
+      // The default key only in install mode, and never once a key is installed.
+      guard useDefault ? installMode : secure.hasKey else { return reply(nak: .securityUnsupported, incoming) }
       begin(.ccrypt, incoming, handshake: (OSDP.SecurityBlock.clientCryptogram.rawValue, useDefault ? 0 : 1))
       guard secure.challenge(randomA: data, useDefaultKey: useDefault, cipher: cipher, into: tx.baseAddress! + txCount) else {
         txCount = 0

@@ -34,6 +34,9 @@ public struct ScanEngine<
   public let clock: Clock
   public let wall: Wall
   public let digester: Digester
+  /// Keys the tag each decision and "left" event carries (nil: events carry no tag). Set by
+  /// the owner before the first frame; the payload's SHA-256 never leaves the engine.
+  public var tagger: (any PayloadTagger)? = nil
   public let settings: EngineSettings
   /// Capture time of the frame whose decision is waiting for its first edge.
   private var pendingEdgeFrom: Instant? = nil
@@ -139,7 +142,7 @@ public struct ScanEngine<
     presence.sweep(at: now) { digest in
       var e = ScanEvent()
       e.kind = .left
-      e.digest = digest
+      if let tagger { e.tag = tagger.tag(digest) }
       e.monotonic = now
       e.wallNanoseconds = wall.unixNanoseconds()
       events.append(e)
@@ -173,7 +176,7 @@ public struct ScanEngine<
     e.verdict = verdict
     e.format = symbol.format
     e.variant = symbol.variant
-    e.digest = digest
+    if let tagger { e.tag = tagger.tag(digest) }
     e.monotonic = decided
     e.wallNanoseconds = wall.unixNanoseconds()
     e.decodeMicroseconds = UInt32(clamping: decoded.microseconds(since: captured))

@@ -182,7 +182,7 @@ public struct ScheduleSet: Equatable, Sendable {
       guard w.count == 1 else { return "first-person-in takes no argument" }
       firstPersonIn = true
     default:
-      return "unknown keyword \"\(w[0].prefix(32))\" (schedule, holiday, unlock, first-person-in)"
+      return "unknown keyword (schedule, holiday, unlock, first-person-in)"  // never echoed: the line may be a pass
     }
     return nil
   }

@@ -36,6 +36,8 @@ public final class AuditStore {
   }
   static let keyedFormat = "hmac-sha256"
 
+  /// The `digest` column holds the payload's keyed tag (`AuditRecord.tag`); logs written before
+  /// tags hold its SHA-256 there. The name stays: renaming it would change every existing file.
   static let columns = "seq, run, event_seq, time_ns, kind, verdict, format, variant, digest, label, payload, code, detail, decode_us, decide_us, edge_us, hash"
 
   /// Opens (creating when writable) and reads the chain's head.
@@ -55,6 +57,7 @@ public final class AuditStore {
         CREATE INDEX IF NOT EXISTS events_time ON events(time_ns);
         CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value);
         """)
+      try database.execute(Self.tailTrigger)
     }
     let head = try database.prepare("SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1")
     if try head.step() {
@@ -138,7 +141,7 @@ public final class AuditStore {
         s.reset()
         s.bind(1, record.sequence); s.bind(2, record.run); s.bind(3, record.eventSequence); s.bind(4, record.wallNanoseconds)
         s.bind(5, record.kind.name); s.bind(6, record.verdict?.name ?? ""); s.bind(7, record.format); s.bind(8, record.variant)
-        s.bind(9, record.digest); s.bind(10, record.label); s.bind(11, record.payload); s.bind(12, record.code)
+        s.bind(9, record.tag); s.bind(10, record.label); s.bind(11, record.payload); s.bind(12, record.code)
         s.bind(13, record.detail); s.bind(14, record.decodeMicroseconds); s.bind(15, record.decideMicroseconds)
         s.bind(16, record.edgeMicroseconds); s.bind(17, bytes: hash)
         _ = try s.step()
@@ -261,7 +264,7 @@ public final class AuditStore {
     return .success(
       AuditRecord(
         sequence: q.int(0), run: q.int(1), eventSequence: q.int(2), wallNanoseconds: q.int(3), kind: kind,
-        verdict: verdict, format: q.text(6), variant: q.text(7), digest: q.text(8), label: q.text(9),
+        verdict: verdict, format: q.text(6), variant: q.text(7), tag: q.text(8), label: q.text(9),
         payload: q.text(10), code: q.int(11), detail: q.text(12), decodeMicroseconds: q.int(13),
         decideMicroseconds: q.int(14), edgeMicroseconds: q.int(15)))
   }

@@ -100,19 +100,24 @@ extension ConsoleServer {
         $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { sg_accept_nonblocking(listener, $0, &length) }
       }
       if fd < 0 { return }  // EAGAIN: none left; other errors: try again next time
-      var slot = -1
-      for i in 0..<(slotCount - 1) where clients[i].fd < 0 { slot = i; break }
-      guard slot >= 0 else {
-        rejectedClients &+= 1
-        if !tls {  // a TLS client could not read it before a handshake: just closed
-          let message: StaticString = "ERR 503 too many clients\n"
-          _ = message.withUTF8Buffer { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-        }
-        close(fd)
+      let peer = peerKey(fd, address)
+      let slot: Int
+      switch admission(for: peer) {
+      case .free(let free): slot = free
+      case .reclaim(let victim):
+        reclaimedClients &+= 1
+        write(victim) { $0.write("! closing: the console is full and this connection has not authenticated (AUTH keeps a connection)\n") }
+        disconnect(victim)
+        slot = victim
+      case .refusedPeer:
+        refuse(fd, tls: tls, "ERR 503 too many connections from your address or user; AUTH on one, or close one\n")
+        continue
+      case .refusedFull:
+        refuse(fd, tls: tls, "ERR 503 too many clients\n")
         continue
       }
       guard tls else {
-        attach(fd: fd, peer: Self.peerKey(address), slot: slot, serial: false)
+        attach(fd: fd, peer: peer, slot: slot, serial: false)
         continue
       }
       // One OpenSSL session per accepted connection: allocated here, freed on disconnect.
@@ -123,9 +128,28 @@ extension ConsoleServer {
       }
       clients[slot] = Client(
         fd: fd, lastActivity: clock.now(), tls: session, handshaking: true,
-        handshakeWants: Int16(POLLIN), peer: Self.peerKey(address))
+        handshakeWants: Int16(POLLIN), peer: peer)
       advanceHandshake(slot)
     }
+  }
+
+  /// Where a connection from `peer` goes (`ConsoleAdmission` over the TCP slots; the serial
+  /// port's slot is never offered, so no TCP client can take or close it).
+  func admission(for peer: PeerKey) -> ConsoleAdmission.Decision {
+    ConsoleAdmission.decide(peer, perPeerMax: settings.clientsPerPeerMax, slotCount: slotCount - 1) { i in
+      guard clients[i].fd >= 0 else { return nil }
+      return ConsoleAdmission.Occupant(
+        peer: clients[i].peer, authenticated: !clients[i].handshaking && commands[i].isOperator,
+        lastActivity: clients[i].lastActivity)
+    }
+  }
+
+  /// Tells a refused client why (a TLS client could not read it before a handshake: just
+  /// closed) and closes it.
+  func refuse(_ fd: Int32, tls: Bool, _ message: StaticString) {
+    rejectedClients &+= 1
+    if !tls { _ = message.withUTF8Buffer { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) } }
+    close(fd)
   }
 
   /// One step of client `i`'s TLS handshake; starts the console session when it is done.
@@ -144,6 +168,24 @@ extension ConsoleServer {
       tlsHandshakeFailures &+= 1
       lastTLSFailure = String(cString: sg_tls_error(session))
       disconnect(i)
+    }
+  }
+
+  /// The peer of accepted connection `fd`: the user owning the other end when it is on this
+  /// host (the kernel says, `sg_tcp_peer_owner`), else the network of `address`. A loopback
+  /// client whose owner cannot be told (the lookup is unavailable, or its socket is already
+  /// closed) is `PeerKey.loopback`, never a user.
+  func peerKey(_ fd: Int32, _ address: sockaddr_storage) -> PeerKey {
+    let network = Self.peerKey(address)
+    guard peerOwners >= 0 else { return network }
+    var uid: UInt32 = 0
+    let found: IOResult<Int32>
+    do { found = try syscallRetrying("sock_diag lookup", { sg_tcp_peer_owner(peerOwners, fd, &uid) }) } catch { return network }
+    guard case .done(let kind) = found else { return network }
+    switch kind {
+    case Int32(SG_PEER_OWNED): return .localUser(uid)
+    case Int32(SG_PEER_UNOWNED): return .loopback
+    default: return network
     }
   }
 

@@ -17,7 +17,12 @@ import ScanCore
 /// non-blocking, driven by poll (want-read: POLLIN, want-write: POLLOUT), within
 /// `tlsHandshakeTimeoutMilliseconds`; only then does the console session start (greeting,
 /// commands). Reads and writes go through the session with the same fixed buffers; a close
-/// sends close_notify. Lockouts still key on the TCP peer's address.
+/// sends close_notify.
+///
+/// Peers (`PeerKey`, for connection slots and AUTH lockouts): a client on the network by its
+/// network; a client on this host (loopback, or the host's own address) by the user owning its
+/// socket, asked of the kernel on accept (sock_diag, `sg_tcp_peer_owner`: one exact lookup, no
+/// file to scan). Who gets a slot: `ConsoleAdmission`.
 public final class ConsoleServer<Clock: MonotonicClock>: ConsoleOutput {
   /// One connection (a TCP client, or the serial port in the last slot).
   struct Client {
@@ -59,6 +64,13 @@ public final class ConsoleServer<Clock: MonotonicClock>: ConsoleOutput {
   public let commands: ConsoleCommands<Clock>
   public internal(set) var droppedClients: UInt64 = 0
   public internal(set) var rejectedClients: UInt64 = 0
+  /// Unauthenticated clients closed to make room for a newcomer (`ConsoleAdmission`).
+  public internal(set) var reclaimedClients: UInt64 = 0
+  /// The NETLINK_SOCK_DIAG socket that tells local peers' owners (-1: unavailable).
+  let peerOwners: Int32
+  /// How clients on this host are told apart: "by user", or why they cannot be (then they are
+  /// all one peer, `PeerKey.loopback`).
+  public let peerOwnerLookup: String
   public internal(set) var serialReopens: UInt64 = 0
   public internal(set) var serialError: Int32 = 0
 
@@ -113,11 +125,24 @@ public final class ConsoleServer<Clock: MonotonicClock>: ConsoleOutput {
       boundAddresses.append(listener.tls ? ConsoleListener.tlsPrefix + bound : bound)
       listenerTLS.append(listener.tls)
     }
+    if listenerDescriptors.isEmpty {
+      peerOwners = -1
+      peerOwnerLookup = "no TCP listener"
+    } else {
+      do {
+        peerOwners = try syscall("socket(AF_NETLINK, NETLINK_SOCK_DIAG)", { sg_sock_diag_open() })
+        peerOwnerLookup = "by user"
+      } catch {
+        peerOwners = -1
+        peerOwnerLookup = "unknown (\(error.code)): all local clients are one peer"
+      }
+    }
     if !settings.serialPath.isEmpty { openSerial() }
   }
 
   deinit {
     for fd in listenerDescriptors { close(fd) }
+    if peerOwners >= 0 { close(peerOwners) }
     for i in 0..<slotCount where clients[i].fd >= 0 { disconnect(i) }
     for i in 0..<slotCount { (framers + i).deinitialize(count: 1) }
     framers.deallocate()

@@ -6,6 +6,8 @@ import ScanCore
 public struct ConsoleSettings: Sendable {
   public var listen: [String]
   public var clientsMax: Int
+  /// Connections one peer (a network, a local user) may hold before AUTH (`ConsoleAdmission`).
+  public var clientsPerPeerMax: Int
   public var idleTimeoutSeconds: Int
   public var clientOutputBytes: Int
   public var serialPath: String
@@ -25,6 +27,7 @@ public struct ConsoleSettings: Sendable {
   public init(_ c: ScanConfig = ScanConfig()) {
     listen = c.consoleListen
     clientsMax = c.consoleClientsMax
+    clientsPerPeerMax = c.consoleClientsPerPeerMax
     idleTimeoutSeconds = c.consoleIdleTimeoutSeconds
     clientOutputBytes = c.consoleClientOutputBytes
     serialPath = c.consoleSerialPath

@@ -25,6 +25,9 @@ public final class FleetControl: FleetInbox {
   private var ledger = NonceLedger()
   public private(set) var bundleVersion: Int64 = 0
   private let wall = SystemWallClock()
+  /// The one time policy (the loop's): commands and envelopes are judged at the later of the
+  /// clock and its floor.
+  public var time = TrustedTime()
 
   public init(
     settings: FleetSettings, statePath: String, verifier: (any SignedEnvelopeVerifier)?, targets: [String: String],
@@ -35,11 +38,23 @@ public final class FleetControl: FleetInbox {
     self.verifier = verifier
     self.targets = targets
     self.requests = requests
-    if let text = try? readWholeFile(noncePath, maxBytes: 1 << 20) { ledger.load(text) }
-    if let bytes = try? readWholeFile(versionPath, maxBytes: 64), let v = Int64(String(decoding: bytes.filter { $0 != 0x0A }, as: UTF8.self)) {
-      bundleVersion = v
+    // The nonces and the bundle version protect what is acted on: a file that exists and cannot
+    // be read refuses every bundle and command until it is repaired, never reads as empty.
+    if fileExists(noncePath) {
+      do { ledger.load(try readWholeFile(noncePath, maxBytes: 1 << 20)) } catch { stateProblem = error.description }
+    }
+    do {
+      let mark = try VersionMarks(path: versionPath, name: "bundle")
+      bundleVersion = Int64(clamping: mark.highest)
+      bundleMark = mark
+    } catch {
+      stateProblem = error.description
     }
   }
+
+  /// Why bundles and commands are refused (a damaged state file), or nil.
+  public private(set) var stateProblem: String? = nil
+  private var bundleMark: VersionMarks? = nil
 
   var noncePath: String { statePath + "-nonces" }
   var versionPath: String { statePath + "-bundle-version" }
@@ -83,10 +98,11 @@ public final class FleetControl: FleetInbox {
 
   private func open(_ message: MQTTMessage) -> Result<VerifiedEnvelope, EnvelopeRefusal> {
     guard let verifier else { return .failure(EnvelopeRefusal("no trust file: signed bundles and commands are refused")) }
-    return verifier.verify(message.payload, nowUnixSeconds: wall.unixSeconds())
+    return verifier.verify(message.payload, nowUnixSeconds: time.judged(wall.unixSeconds()))
   }
 
   func applyBundle(_ message: MQTTMessage) -> Result<Int64, EnvelopeRefusal> {
+    if let stateProblem { return .failure(EnvelopeRefusal("the fleet's state is damaged (\(stateProblem)): refused")) }
     let envelope: VerifiedEnvelope
     switch open(message) {
     case .success(let e): envelope = e
@@ -106,27 +122,22 @@ public final class FleetControl: FleetInbox {
     for file in bundle.files where targets[file.name] == nil {
       return .failure(EnvelopeRefusal("this reader has no \(file.name) file configured"))
     }
-    // Every file is written beside its target first; only then renamed into place.
-    var written: [(String, String)] = []
-    for file in bundle.files {
-      let target = targets[file.name]!
-      let temporary = target + ".bundle"
-      do { try writeFileAtomically(temporary, file.bytes) } catch {
-        for (t, _) in written { unlink(t) }
-        return .failure(EnvelopeRefusal("cannot write \(temporary): \(error.reason)"))
-      }
-      written.append((temporary, target))
-    }
-    for (temporary, target) in written where rename(temporary, target) != 0 {
-      return .failure(EnvelopeRefusal("cannot rename into \(target): \(SystemError.describe(lastErrno()))"))
+    // Every file is written beside its target first (0640, synced); only then renamed into
+    // place, durably. Targets belong in the state directory (FleetBundleFiles, docs/fleet.md).
+    // The version is durable first: a crash while the files go in never lets an older bundle
+    // (replayed off the broker) apply after a restart. A bundle whose files then fail is spent:
+    // the fleet sends a newer version.
+    guard bundleMark!.raise(to: UInt64(bundle.version)) else {
+      return .failure(EnvelopeRefusal("the bundle version could not be kept durably: not applied"))
     }
     bundleVersion = bundle.version
-    try? writeFileAtomically(versionPath, Array("\(bundle.version)\n".utf8))
+    if let refusal = FleetBundleFiles.replace(bundle.files.map { (targets[$0.name]!, $0.bytes) }) { return .failure(refusal) }
     requests.ask { $0.reload = true }
     return .success(bundle.version)
   }
 
   func actOn(_ message: MQTTMessage, link: FleetLink, client: MQTTClient) -> Result<(FleetCommand, String), EnvelopeRefusal> {
+    if let stateProblem { return .failure(EnvelopeRefusal("the fleet's state is damaged (\(stateProblem)): refused")) }
     guard !message.retained else { return .failure(EnvelopeRefusal("a retained command is never acted on")) }
     let envelope: VerifiedEnvelope
     switch open(message) {
@@ -139,8 +150,13 @@ public final class FleetControl: FleetInbox {
     case .failure(let f): return .failure(f)
     }
     guard command.reader == settings.readerID else { return .failure(EnvelopeRefusal("the command is for reader '\(command.reader)'")) }
-    if let refusal = ledger.admit(command, now: wall.unixSeconds()) { return .failure(refusal) }
-    try? writeFileAtomically(noncePath, ledger.text)
+    // Judged at the later of the clock and its floor; the nonce is durable before anything is done.
+    var next = ledger
+    if let refusal = next.admit(command, now: time.judged(wall.unixSeconds())) { return .failure(refusal) }
+    do { try writeFileAtomically(noncePath, next.text, mode: 0o600) } catch {
+      return .failure(EnvelopeRefusal("the nonce could not be kept durably (\(error.reason)): not acted on"))
+    }
+    ledger = next
     switch command.action {
     case .open:
       requests.ask {

@@ -21,6 +21,12 @@ import Synchronization
 /// dead connection is mixed with the resumed stream); brokers are tried in turn with a
 /// backoff of 1 s doubling to 15 s. A connection whose oldest publish goes unacknowledged for
 /// the keepalive is dropped and retried.
+///
+/// Nothing from the broker is buffered much beyond `messageBytesMax` (libmosquitto reads a
+/// whole packet before anything can check its size): under MQTT 5 the CONNECT carries Maximum
+/// Packet Size and the broker drops larger messages for this reader; under 3.1.1, or from a
+/// broker that ignores it, the connection is dropped once more than a packet's worth arrived
+/// without a whole packet, and retried (`MQTTClient.oversizeDrops`).
 public final class FleetLink: @unchecked Sendable {
   public let settings: FleetSettings
   public let logPath: String
@@ -188,6 +194,9 @@ public final class FleetLink: @unchecked Sendable {
           drop = "\(c.broker): refused: \(c.client.refusalText)"
         case .lost:
           drop = c.ready ? "\(c.broker): connection lost" : "\(c.broker): cannot connect"
+          if c.client.oversizeDrops > 0 {
+            drop = "\(c.broker): dropped the connection: a packet over \(c.client.packetBytesMax) bytes was arriving (fleet.message_bytes_max)"
+          }
         }
         // Acknowledgements: advance through the acknowledged prefix, persist, release the log.
         while let ack = c.client.takeAck() {

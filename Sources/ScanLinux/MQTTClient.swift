@@ -25,7 +25,10 @@ public final class MQTTClient {
   fileprivate let handle: OpaquePointer
   public let protocolVersion: Int
 
-  /// A client named `clientID`; messages over `messageBytesMax` are dropped unread.
+  /// A client named `clientID`; messages over `messageBytesMax` are dropped unread, and a
+  /// packet much larger is never buffered whole: under MQTT 5 the broker is told not to send
+  /// one (Maximum Packet Size on CONNECT), and under either protocol a connection on which more
+  /// than a packet's worth arrives without a whole packet is dropped (`oversizeDrops`).
   public init(
     clientID: String, protocolVersion: Int, messageBytesMax: Int, messagesMax: Int = 64, cleanSession: Bool = true
   ) throws(MQTTError) {
@@ -116,6 +119,12 @@ public final class MQTTClient {
   }
 
   public var droppedMessages: UInt { UInt(sg_mqtt_dropped_messages(handle)) }
+  /// The largest packet this client takes (`messageBytesMax` plus room for headers and topic).
+  /// Under MQTT 5 the CONNECT says so (Maximum Packet Size) and the broker sends nothing larger.
+  public var packetBytesMax: Int { Int(sg_mqtt_packet_bytes_max(handle)) }
+  /// Connections dropped because a larger packet was arriving (MQTT 3.1.1, or a broker that
+  /// ignores Maximum Packet Size): what libmosquitto had buffered of it goes with the client.
+  public var oversizeDrops: UInt { UInt(sg_mqtt_oversize_drops(handle)) }
 }
 
 extension MQTTClient {

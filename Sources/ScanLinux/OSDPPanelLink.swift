@@ -140,7 +140,9 @@ public final class OSDPPanelLink: PollParticipant, PanelForwarder {
     return key
   }
 
-  /// Replaces the key file with `key` (written whole under a temporary name, then renamed).
+  /// Replaces the key file with `key`: written whole under a temporary name (a secret file,
+  /// synced), then renamed into place and the directory synced, so the key survives a power cut
+  /// and, with it, the end of install mode at the next start.
   static func storeKey(_ key: UnsafeRawBufferPointer, path: String) throws(FileError) {
     let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
     var text = [UInt8](repeating: 0, count: 33)
@@ -153,7 +155,7 @@ public final class OSDPPanelLink: PollParticipant, PanelForwarder {
     let next = path + ".next"
     unlink(next)
     try SecretFile.create(next, text)
-    guard rename(next, path) == 0 else { throw FileError(path: path, reason: SystemError.describe(lastErrno())) }
+    try renameDurably(next, to: path)
   }
 
   // MARK: PanelForwarder
@@ -283,6 +285,8 @@ public final class OSDPPanelLink: PollParticipant, PanelForwarder {
     s += online ? " online" : " offline"
     if let last = lastPoll { s += " last_poll=\(now.microseconds(since: last) / 1000)ms" } else { s += " last_poll=never" }
     s += peripheral.secureChannelActive ? (peripheral.secureChannelUsesDefaultKey ? " secure=default-key" : " secure=up") : " secure=down"
+    if peripheral.installMode { s += " install_mode=on" }
+    if peripheral.installModeIgnored { s += " install_mode=\"ignored: a key is installed\"" }
     if let card = peripheral.lastCardSent { s += " last_card=\(card.format.name)-bit" } else { s += " last_card=none" }
     s += " cards=\(peripheral.cardsSent) naks=\(peripheral.naksSent) bad_checks=\(peripheral.badChecks)"
     if let comFileProblem { s += " com_file_problem=\"\(comFileProblem.prefix(80))\"" }

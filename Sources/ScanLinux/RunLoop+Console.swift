@@ -41,6 +41,8 @@ extension RunLoop: ConsoleHost where Source: ~Copyable, Decoder: ~Copyable, Rela
       s.console.watching = console.watchingClients
       s.console.dropped = console.droppedClients
       s.console.rejected = console.rejectedClients
+      s.console.reclaimed = console.reclaimedClients
+      s.console.localPeers = console.peerOwnerLookup
       s.console.serialPath = console.settings.serialPath
       s.console.serialOpen = console.serialOpen
       s.console.secretProblem = console.secretProblem

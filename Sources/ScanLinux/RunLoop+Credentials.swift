@@ -19,16 +19,27 @@ extension RunLoop where Source: ~Copyable, Decoder: ~Copyable, Relay: ~Copyable,
     }
     guard let path = settings.revocationFile else { return }
     do throws(FileError) {
+      // Nothing older than the highest version ever accepted, before or after a restart.
+      guard let mark = verifier.revocationMark else {
+        throw FileError(path: path, reason: "no durable state for the revocation version (state.directory): refused")
+      }
       let bytes = try readWholeFile(path, maxBytes: CredentialFiles.revocationBytesMax)
+      let floor = max(verifier.revocation.version, mark.highest)
       let parsed = bytes.withUnsafeBytes { b in
         Result { () throws(ParseError) in
-          try CredentialFiles.parseRevocation(b, sign1: verifier.sign1, now: now, current: verifier.revocation.version)
+          try CredentialFiles.parseRevocation(b, sign1: verifier.sign1, now: verifier.time.judged(now), current: floor)
         }
       }
       guard case .success(let list) = parsed else {
         if case .failure(let e) = parsed { throw FileError(path: path, reason: e.message) }
         return
       }
+      guard mark.raise(to: list.version) else {
+        throw FileError(path: path, reason: "version \(list.version) could not be kept durably: refused")
+      }
+      // A signed issue time is evidence the true time is at least that (TrustedTime); one more
+      // than a day ahead of the clock says more about the issuer's clock, and is not taken.
+      if list.issuedAt <= now.saturatingAdd(TrustedTime.evidenceAheadSecondsMax) { verifier.time.raise(to: list.issuedAt) }
       verifier.revocation = list
       verifier.ready = true
       engine.record(.state, code: FaultCode.revocationLoaded.rawValue)
@@ -44,7 +55,7 @@ extension RunLoop where Source: ~Copyable, Decoder: ~Copyable, Relay: ~Copyable,
     if !c.ready { s += " NOT LOADED: every signed pass is refused" }
     s += "; clock \(c.clock.state(now: now)) (policy \(c.settings.timePolicy.rawValue))"
     s += "; site key \(c.hasSiteKey ? "loaded" : "missing")"
-    s += "; replay cache \(c.replay.count)/\(c.replay.capacity)"
+    s += "; replay cache \(c.replay.count)/\(c.replay.capacity)\(c.replayStore == nil ? " NOT DURABLE: rotating passes are refused" : "")"
     s += "; accepted \(c.accepted), refused \(c.refused)"
     if let p = c.lastProblem { s += "; last refusal \(p.name)" }
     if let e = c.lastFileError { s += "; last file error: \(e)" }

@@ -84,6 +84,7 @@ public final class SQLiteDatabase {
       throw database.error(rc)
     }
     public func int(_ column: Int32) -> Int64 { sqlite3_column_int64(handle, column) }
+    public func isNull(_ column: Int32) -> Bool { sqlite3_column_type(handle, column) == SQLITE_NULL }
     public func text(_ column: Int32) -> String {
       guard let p = sqlite3_column_text(handle, column) else { return "" }
       return String(cString: p)

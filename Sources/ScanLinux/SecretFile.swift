@@ -80,3 +80,59 @@ public enum SecretFile {
     }
   }
 }
+
+/// Files that are not keys but must not be public either: config.toml, the allow-list (its
+/// `text:` entries are working passes), schedules, the trust file and the revocation list. The
+/// package installs them 0640 root:scangate. `scangate check-config` warns (it does not refuse:
+/// the service still starts) when one is looser: owned by anyone but root or the service user,
+/// readable or writable by others, or open to a group other than root's or the service's, or
+/// writable by any group but those.
+public enum ProtectedFile {
+  /// Who may own or share such a file: root, the user and group running this check, and the
+  /// service account (`scangate`) when it exists.
+  public struct Trusted: Sendable {
+    public var users: Set<uid_t>
+    public var groups: Set<gid_t>
+    public init(users: Set<uid_t>, groups: Set<gid_t>) {
+      self.users = users
+      self.groups = groups
+    }
+
+    /// root, the caller, and the `scangate` account when this system has one.
+    public static func current(serviceAccount: String = "scangate") -> Trusted {
+      var t = Trusted(users: [0, geteuid()], groups: [0, getegid()])
+      if let pw = getpwnam(serviceAccount) { t.users.insert(pw.pointee.pw_uid) }
+      if let gr = getgrnam(serviceAccount) { t.groups.insert(gr.pointee.gr_gid) }
+      return t
+    }
+  }
+
+  /// Why `st` is looser than 0640 root:scangate allows, or nil.
+  public static func problem(_ st: stat, trusted: Trusted) -> String? {
+    let mode = st.st_mode & 0o7777
+    let octal = "0" + String(mode, radix: 8)
+    var problems: [String] = []
+    if !trusted.users.contains(st.st_uid) { problems.append("owned by uid \(st.st_uid), not root or the service user") }
+    if mode & 0o002 != 0 {
+      problems.append("writable by everyone")
+    } else if mode & 0o004 != 0 {
+      problems.append("readable by everyone")
+    }
+    if trusted.groups.contains(st.st_gid) {
+      // root's or the service's group may read (0640); writing is the owner's.
+    } else if mode & 0o060 != 0 {
+      problems.append("open to group \(st.st_gid), not root's or the service's")
+    }
+    guard !problems.isEmpty else { return nil }
+    return problems.joined(separator: ", ") + " (mode \(octal)): chmod 0640 and chown root:scangate"
+  }
+
+  /// Stats `path` (following links, as the service opens it) and says what is too loose; nil
+  /// when it is fine or does not exist (a missing file is reported where it is loaded).
+  public static func check(_ path: String, trusted: Trusted = .current()) -> String? {
+    var st = stat()
+    guard stat(path, &st) == 0 else { return nil }
+    guard (st.st_mode & S_IFMT) == S_IFREG else { return "not a regular file" }
+    return problem(st, trusted: trusted)
+  }
+}

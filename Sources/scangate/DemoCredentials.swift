@@ -51,6 +51,7 @@ enum DemoCredentials {
     config.credentials.siteKeyFile = directory + "/site.key"
     config.credentials.revocationFile = directory + "/revoked.cose"
     config.credentials.usedFile = directory + "/used-passes"
+    config.stateDirectorySetting = directory  // replay steps, used passes, revocation version
     return [
       .init(payload: Array(signed.staticText.utf8), variant: .upright, note: "signed pass (Ed25519), verified offline"),
       .init(payload: shown, variant: .upright, note: "rotating pass: TOTP of this 30 s step, seed sealed to the site key"),

@@ -12,6 +12,7 @@ enum ExtraCommands {
     case "soak": return SoakCommand.run(arguments)
     case "console": return ConsoleCommand.run(arguments)
     case "log": return LogCommand.run(arguments)
+    case "tag": return TagCommand.run(arguments)
     case "credential": return CredentialCommand.run(arguments)
     case "snapshot": return SnapshotCommand.run(arguments)
     case "probe": return ProbeCommand.run(arguments)
@@ -68,6 +69,8 @@ enum CheckConfigCommand {
         print("allow-list: \(failure.error)")
         status = 1
       }
+      // File modes, OSDP install mode, where the fleet's bundles write (warnings only).
+      CheckConfigFiles.report(config, configPath: path)
       print(
         "source: \(config.cameraSource.rawValue) \(sourceName(config)) "
           + "\(config.cameraWidth)x\(config.cameraHeight) format \(config.cameraFormat.rawValue)")

@@ -14,9 +14,11 @@ enum LogCommand {
       let options = try Options(arguments, valued: ["config", "db", "since", "limit", "key", "head"], known: ["json"])
       var path = options.value("db")
       var keyPath = options.value("key")
+      var fleetStatePath: String? = nil
       if path == nil {
         guard let config = ExtraCommands.loadConfig(options) else { return 1 }
         path = config.log.path
+        fleetStatePath = config.fleet.stateFile.isEmpty ? nil : config.fleet.stateFile
         if keyPath == nil && !config.log.chainKeyFile.isEmpty { keyPath = config.log.chainKeyFile }
       }
       guard let path, !path.isEmpty else { throw ParseError(message: "no log configured ([log] path, or --db FILE)") }
@@ -34,7 +36,9 @@ enum LogCommand {
           }
           published = head
         }
-        return verifyLog(store, path: path, keyPath: keyPath ?? AuditChainKey.defaultPath(forLog: path), published: published)
+        let fleetState = fleetStatePath ?? path + ".fleet"
+        return verifyLog(
+          store, path: path, keyPath: keyPath ?? AuditChainKey.defaultPath(forLog: path), published: published, fleetState: fleetState)
       }
       var since = Int64.min
       if let text = options.value("since") { since = try RFC3339.parse(text[...]) * 1_000_000_000 }
@@ -46,7 +50,7 @@ enum LogCommand {
             print(
               "{\"seq\":\(r.sequence),\"run\":\(r.run),\"event\":\(r.eventSequence),\"time\":\(jsonString(RFC3339.format(r.wallNanoseconds / 1_000_000_000))),"
                 + "\"time_ns\":\(r.wallNanoseconds),\"kind\":\(jsonString(r.kind.name)),\"verdict\":\(jsonString(r.verdict?.name ?? "")),"
-                + "\"format\":\(jsonString(r.format)),\"variant\":\(jsonString(r.variant)),\"sha256\":\(jsonString(r.digest)),"
+                + "\"format\":\(jsonString(r.format)),\"variant\":\(jsonString(r.variant)),\"\(r.tag.count == 64 ? "sha256" : "tag")\":\(jsonString(r.tag)),"
                 + "\"label\":\(jsonString(r.label)),\"payload\":\(jsonString(r.payload)),\"code\":\(r.code),\"detail\":\(jsonString(r.detail)),"
                 + "\"decode_us\":\(r.decodeMicroseconds),\"decide_us\":\(r.decideMicroseconds),\"edge_us\":\(r.edgeMicroseconds)}")
           } else {
@@ -65,7 +69,7 @@ enum LogCommand {
   }
 
   /// 0 only for a keyed chain that verifies (and contains the published head, if one is given).
-  static func verifyLog(_ store: AuditStore, path: String, keyPath: String, published: PublishedChainHead?) -> Int32 {
+  static func verifyLog(_ store: AuditStore, path: String, keyPath: String, published: PublishedChainHead?, fleetState: String) -> Int32 {
     do {
       var key: AuditChainKey? = nil
       if try store.chainFormat() != .unkeyed {
@@ -89,9 +93,31 @@ enum LogCommand {
             + "\(v.head.sequence) (head \(v.head.text)), which proves nothing against whoever could write the file (\(range))")
         return 1
       }
+      // Every local sign of the tail: a record the file says it wrote, or a broker acknowledged,
+      // that is not there any more, is a cut.
+      let signs = try store.tailSigns()
+      var cut: [String] = []
+      if let written = signs.highestWritten, written > v.lastSequence {
+        cut.append("the log's own mark says record \(written) was written")
+      }
+      if let acked = try? FleetState.load(fleetState), acked > v.lastSequence {
+        cut.append("the fleet's broker acknowledged record \(acked) (\(fleetState))")
+      }
+      if !cut.isEmpty {
+        print("\(path): CUT: the log ends at record \(v.lastSequence), but \(cut.joined(separator: "; and ")) (\(range))")
+        return 1
+      }
+      var notes = ""
+      if signs.runs > signs.lastRun && signs.lastRun > 0 {
+        notes += "; note: the run counter is \(signs.runs) and the last record is from run \(signs.lastRun) "
+        notes += "(the later runs wrote nothing: stopped within their first commit, or their records were cut)"
+      }
+      if published == nil && signs.highestWritten == nil {
+        notes += "; note: no tail mark (a log written before it): a cut tail shows only against a published head (--head)"
+      }
       let pruned = v.anchorSequence > 0 ? ", records 1...\(v.anchorSequence) pruned" : ""
       let head = published.map { ", contains the published head \($0.sequence)" } ?? ""
-      print("\(path): OK, \(range)\(pruned), keyed chain intact (key \(key!.identifier)), head \(v.head.text)\(head)")
+      print("\(path): OK, \(range)\(pruned), keyed chain intact (key \(key!.identifier)), head \(v.head.text)\(head)\(notes)")
       return 0
     } catch {
       print("\(path): cannot be read: \(error)")

@@ -93,6 +93,10 @@ enum Service {
     var loop = RunLoop(
       engine: engine, settings: loopSettings(config, maxFrames: options.maxFrames), console: console,
       openSource: openSource)
+    // One time policy for every check (TrustedTime); its floor is kept by the keeper.
+    let floorKeeper = makeClockFloorKeeper(config, ring: ring)
+    loop.engine.policy.time = floorKeeper.time
+    loop.register(floorKeeper)
     let auditLog = config.log.path.isEmpty ? nil : AuditLog(settings: config.log, ring: ring)
     loop.auditLog = auditLog
     let fleet = config.fleet.isEnabled ? FleetLink(settings: config.fleet, logPath: config.log.path, auditLog: auditLog) : nil
@@ -101,8 +105,9 @@ enum Service {
     }
     loop.fleetTelemetry = fleet?.telemetry
     loop.fleetLink = fleet
-    if let fleet { loop.register(fleetControl(config, link: fleet)) }
+    if let fleet { loop.register(fleetControl(config, link: fleet, time: floorKeeper.time)) }
     loop.engine.relayGuard = watchdog  // the relay's cap, held off the loop too
+    loop.engine.tagger = TagKey.forService(logPath: config.log.path)  // events show keyed tags, never a payload's SHA-256
     let door: (controller: DoorController, driver: (any PollParticipant)?)?
     do throws(GPIOError) { door = try DoorSetup.make(config, ring: ring, now: clock.now(), driver: options.doorDriver) } catch {
       writeStandardError("scangate: cannot request door lines: \(error.operation): \(SystemError.describe(error.errno))\n")
@@ -126,9 +131,13 @@ enum Service {
       // In panel mode the panel drives its own strike: the reader holds nothing.
       if config.panel.mode == .local {
         let needsSync = config.door.unlockNeedsSynchronizedClock
+        let time = floorKeeper.time
+        // A clock behind its floor never holds a window: the time of day is then unknown.
         let keeper = UnlockWindowKeeper(
           store: store, ring: ring, wall: SystemWallClock(), now: clock.now(),
-          clockTrusted: { !needsSync || UnlockWindowKeeper.kernelClockSynchronized() })
+          clockTrusted: {
+            (!needsSync || UnlockWindowKeeper.kernelClockSynchronized()) && !time.isBehind(SystemWallClock().unixSeconds())
+          })
         loop.register(keeper)
       }
     }
@@ -159,7 +168,7 @@ enum Service {
     let printer = EventPrinter(
       ring: ring, start: loop.startedAt, clock: clock, skipping: options.skipping,
       payloads: config.log.rawPayloads ? .shown : .hidden)
-    let credentialClock = installCredentials(config, loop: &loop, ring: ring)
+    installCredentials(config, loop: &loop)
     if let error = loop.reloadAllowList() {
       writeStandardError("scangate: allow-list \(config.allowListPath): \(error); denying every code until it loads\n")
     }
@@ -169,7 +178,7 @@ enum Service {
     loop.run()
     door?.controller.release()
     wiegand?.stop()  // after the frame it is sending; the lines are released idle
-    credentialClock?.persist()
+    floorKeeper.persist()
     watchdog.stop()  // disarmed by the loop's release; stopped while the relay line is still open
     auditLog?.stop()  // everything the loop recorded, its last events included, is written
     fleet?.stop()  // and published, for a bounded time
@@ -182,23 +191,21 @@ enum Service {
   // MARK: - The parts, built one way for run, demo and soak
 
   /// The fleet link's handler for signed bundles and commands; returns the loop's side of it.
-  static func fleetControl(_ config: ScanConfig, link: FleetLink) -> FleetRequests {
+  static func fleetControl(_ config: ScanConfig, link: FleetLink, time: TrustedTime) -> FleetRequests {
     let snapshot =
       config.fleet.snapshot == .off
       ? nil : FleetSnapshot(policy: config.fleet.snapshot, maxWidth: config.cameraWidth, maxHeight: config.cameraHeight)
     let requests = FleetRequests(offlineLink: config.fleet.offlinePolicy == .denyAllButStatic ? link : nil, snapshot: snapshot)
     // Bundles and commands are signed with the credential issuer keys; without a trust file
-    // every one is refused. A bundle may replace only the files this reader has configured
-    // (schedules join when the reader has a schedule file).
+    // every one is refused. A bundle may replace only the files this reader has configured.
     let c = config.credentials
-    var targets = ["allow-list": config.allowListPath]
-    if let path = c.revocationFile { targets["revocation"] = path }
-    if let path = c.trustFile { targets["trust"] = path }
-    if !config.door.schedulePath.isEmpty { targets["schedules"] = config.door.schedulePath }
-    link.inbox = FleetControl(
+    let targets = FleetBundleFiles.targets(config)
+    let control = FleetControl(
       settings: config.fleet, statePath: link.statePath,
       verifier: c.trustFile.map { Sign1EnvelopeVerifier(trustPath: $0, payloadBytesMax: config.fleet.messageBytesMax) },
       targets: targets, requests: requests)
+    control.time = time
+    link.inbox = control
     return requests
   }
 
@@ -208,9 +215,9 @@ enum Service {
   static func installCredentials<
     S: LoopFrameSource & ~Copyable, D: CodeDecoder & ~Copyable, R: OutputLine & ~Copyable, B: OutputLine & ~Copyable,
     C: MonotonicClock, W: WallClock, G: PayloadDigester
-  >(_ config: ScanConfig, loop: inout RunLoop<S, D, R, B, C, W, G>, ring: EventRing) -> CredentialClock? {
+  >(_ config: ScanConfig, loop: inout RunLoop<S, D, R, B, C, W, G>) {
     let c = config.credentials
-    guard c.enabled else { return nil }
+    guard c.enabled else { return }
     var siteKey: [UInt8]? = nil
     if let path = c.siteKeyFile {
       do { siteKey = try CredentialFiles.readSecretKey(path) } catch {
@@ -222,19 +229,20 @@ enum Service {
     let verifier = CredentialVerifier(settings: c, sign1: Sign1Verifier(trust: TrustStore(), codec: LibCBOR(), crypto: crypto))
     verifier.hasSiteKey = crypto.hasSiteKey
     verifier.ready = c.revocationFile == nil
-    if let path = c.usedFile {
-      do { verifier.singleUse = try UsedCredentialFile(path: path, capacity: c.singleUseEntries) } catch {
-        writeStandardError("scangate: credentials: \(error); single-use passes are refused\n")
-      }
-    }
+    CredentialState.open(config, into: verifier, report: { writeStandardError("scangate: credentials: \($0)\n") })
     loop.engine.policy.credentials = verifier
-    let clock = CredentialClock(verifier: verifier, ring: ring, wall: SystemWallClock(), floorPath: c.clockFloorFile)
-    loop.register(clock)
     if config.allowListWatch, let path = c.revocationFile { loop.register(AllowListWatcher(path: path)) }
     if let path = c.trustFile, (try? CredentialFiles.readTrust(path)) == nil {
       writeStandardError("scangate: credentials: trust file \(path) does not load; signed passes are refused until it does\n")
     }
-    return clock
+  }
+
+  /// The clock floor's keeper, with its file (`credentials.clock_floor_file`, or in the state directory).
+  static func makeClockFloorKeeper(_ config: ScanConfig, ring: EventRing) -> ClockFloorKeeper {
+    let keeper = ClockFloorKeeper(
+      time: TrustedTime(), ring: ring, path: config.credentials.clockFloorFile ?? config.statePath("clock-floor"))
+    if let problem = keeper.problem { writeStandardError("scangate: clock floor: \(problem)\n") }
+    return keeper
   }
 
   /// The decoder as configured (arena, result slots, try-harder).

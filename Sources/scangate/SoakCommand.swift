@@ -44,13 +44,14 @@ enum SoakCommand {
       let clock = SystemMonotonicClock()
       let relay = RecordingOutputLine(name: "relay", clock: clock, capacity: 16)
       let buzzer = RecordingOutputLine(name: "buzzer", clock: clock, capacity: 16)
-      let engine = ScanEngine(
+      var engine = ScanEngine(
         settings: config.engine,
         decoder: try Service.makeDecoder(config),
         relay: relay, buzzer: buzzer, clock: clock, wall: SystemWallClock(), digester: SodiumDigester(),
         events: EventRing(capacity: config.eventRingCapacity), maxWidth: width, maxHeight: height)
       var settings = Service.loopSettings(config, maxFrames: 0)
       settings.watchAllowList = false
+      engine.tagger = TagKey.ephemeral()  // every decision keyed as the service does
       config.allowListWatch = false
       let frames = frameImages, steps = script
       frameImages = []
@@ -58,7 +59,7 @@ enum SoakCommand {
       var loop = RunLoop(engine: engine, settings: settings, console: console) { () throws(CaptureError) in
         ScriptedFrameSource(width: width, height: height, frames: frames, script: steps, loops: true, clock: clock)
       }
-      _ = Service.installCredentials(config, loop: &loop, ring: loop.engine.events)
+      Service.installCredentials(config, loop: &loop)
       if let error = loop.reloadAllowList() { throw ParseError(message: "allow-list: \(error)") }
       print("frames,rss_kib,seconds,grants,denies")
       load?.start()

@@ -18,6 +18,7 @@ enum SoakPasses {
     try SecretFile.create(directory + "/site.key", Array((Hex.string(site) + "\n").utf8))
     config.credentials.trustFile = directory + "/trust.toml"
     config.credentials.siteKeyFile = directory + "/site.key"
+    config.stateDirectorySetting = directory  // replay steps, used passes, revocation version
     // A soak runs for minutes: the window is wide so a rotating code stays within it, and
     // every later showing is a full verification ending in `denied-replayed`.
     config.credentials.totpSkewSteps = 3

@@ -53,6 +53,9 @@ enum Usage {
         "log verify [--config FILE | --db FILE] [--key FILE] [--head SEQ:HEX]",
       ], summary: "read the audit log; verify: check its keyed chain and sequence, and with a published chain head that nothing was cut or re-chained"),
     CommandUsage(
+      name: "tag", lines: ["tag [--config FILE | --key FILE] (PAYLOAD | - | --sha256 HEX)"],
+      summary: "the keyed tag a payload has on this reader (as LAST, WATCH, the log and fleet events show it); needs the tag key: run as root"),
+    CommandUsage(
       name: "snapshot", lines: ["snapshot (--out FILE.png | --text) [--tcp HOST:PORT | --serial PATH [--baud N]] [--secret-file FILE] [--timeout SECONDS]"],
       summary: "the aiming aid: what the camera sees, zone and codes marked"),
     CommandUsage(

@@ -93,7 +93,11 @@ import Testing
     var settings = CredentialSettings()
     settings.trustFile = "(memory)"
     let crypto = SodiumCredentialCrypto(siteSecretKey: siteSecret)
-    engine.policy.credentials = CredentialVerifier(settings: settings, sign1: Sign1Verifier(trust: trust, codec: LibCBOR(), crypto: crypto))
+    let verifier = CredentialVerifier(settings: settings, sign1: Sign1Verifier(trust: trust, codec: LibCBOR(), crypto: crypto))
+    let stepsPath = "/tmp/scangate-alloc-steps-\(getpid())"
+    defer { unlink(stepsPath) }
+    verifier.replayStore = try ReplayStepFile(path: stepsPath, cache: verifier.replay)
+    engine.policy.credentials = verifier
     let now = clock.unixSeconds()
     var s = PassClaims(subject: "alice", expires: now + 3600, id: [1, 2, 3])
     s.label = "Alice"
@@ -139,6 +143,33 @@ import Testing
     #expect(engine.stats.grants - grantsBefore >= 8, "the static signed pass was granted each time it came back")
     #expect(engine.stats.denies - deniesBefore >= 8, "the rotating pass, shown again in the same step, was replayed")
     #expect(engine.policy.credentials!.lastProblem == .replayed || engine.policy.credentials!.lastProblem == nil)
+  }
+
+  @Test("accepted rotating steps and used passes are made durable without allocating")
+  func durableCredentialStateDoesNotAllocate() throws {
+    let cache = ReplayCache(capacity: 64)
+    let steps = "/tmp/scangate-alloc-replay-\(getpid())", used = "/tmp/scangate-alloc-used-\(getpid())"
+    defer {
+      unlink(steps)
+      unlink(used)
+    }
+    let store = try ReplayStepFile(path: steps, cache: cache)
+    let usedFile = try UsedCredentialFile(path: used, capacity: 64)
+    let ids = (0..<32).map { i in [UInt8(i), 7, 7].withUnsafeBytes { CredentialID($0)! } }
+    _ = store.persist(slot: 0, id: ids[0], step: 1)  // warm-up of both paths
+    _ = usedFile.markUsed(ids[0], expires: 1, now: 0)
+    var ok = true
+    var i = 0
+    alloc_counter_reset()
+    while i < ids.count {
+      let step = Int64(100 + i)
+      if let slot = cache.record(ids[i], step: step, expiredBefore: 0) { ok = store.persist(slot: slot, id: ids[i], step: step) && ok }
+      ok = usedFile.markUsed(ids[i], expires: 2_000_000_000, now: 1_000) && ok
+      i += 1
+    }
+    let allocations = alloc_counter_mallocs()
+    #expect(ok)
+    #expect(allocations == 0, "\(allocations) allocations writing 64 durable slots")
   }
 
   @Test("the run loop (poll, replay source, engine, GPIO) allocates nothing per iteration")

@@ -66,11 +66,11 @@ import Testing
       ("text:A\nfoo:B\n", 2, "must start with"),
       ("text:A label=x colour=red\n", 1, "unknown key"),
       ("text:bad%zz\n", 1, "escape"),
-      ("text:tab\there\n", 1, "expected key=value"),
+      ("text:tab\there\n", 1, "not key=value"),
       ("\n\ntext:A until=2026-13-01T00:00:00Z\n", 3, "month"),
       ("text:A from=2026-01-02T00:00:00Z until=2026-01-01T00:00:00Z\n", 1, "not after"),
       ("sha256:abcd\n", 1, "64 hex"),
-      ("sha256:\(String(repeating: "g", count: 64))\n", 1, "not hex"),
+      ("sha256:\(String(repeating: "g", count: 64))\n", 1, "not a hex digit"),
       ("text:A label=x label=y\n", 1, "twice"),
       ("text:A\u{7}\n", 1, "control character"),
       ("text:A label=\(String(repeating: "x", count: 49))\n", 1, "longer"),
@@ -85,6 +85,58 @@ import Testing
     #expect(list.version == 1)
     #expect(list.count == 1)
     #expect(verdict(list, "GOOD") == .granted)
+  }
+
+  /// Lines a technician might get wrong, each holding a working pass (VAULT-99812, card 99812…)
+  /// where the parser stumbles; the reason must give the line and the rule, and nothing of it.
+  static let leakyLines: [(String, String)] = [
+    ("txt:VAULT-99812", "must start with text: or sha256:"),
+    ("text:VAULT 99812", "not key=value"),
+    ("text:VAULT-99812%zz", "bad percent escape"),
+    ("text:VAULT-99812%9", "bad percent escape"),
+    ("text:VAULT-99812\u{7F}", "must be written as a %XX escape"),
+    ("text:VAULT-99812é", "must be written as a %XX escape"),
+    ("sha256:VAULT-99812" + String(repeating: "0", count: 53), "not a hex digit"),
+    ("text:A VAULT-99812=x", "unknown key"),
+    ("text:A VAULT-99812=x VAULT-99812=y", "unknown key"),
+    ("text:A label=VAULT%zz99812", "bad percent escape"),
+    ("text:A from=VAULT-99812", "from: not an RFC 3339 time"),
+    ("text:A until=2026-13-01T00:00:00ZVAULT99812", "until: not an RFC 3339 time"),
+    ("text:A until=2026-13-01T00:00:00Z", "month out of range"),
+    ("text:A card=VAULT-99812", "card wants"),
+    ("text:A card=VAULT:1:99812", "unknown card format"),
+    ("text:A card=26:VAULT:99812", "facility code is not a number"),
+    ("text:A card=26:1:VAULT99812", "card number is not a number"),
+    ("text:A card=26:1:99812", "card number does not fit 16 bits"),
+    ("text:A card=26:99812:1", "facility code does not fit 8 bits"),
+    ("text:A card=37:1:9981299812", "card number does not fit 19 bits"),
+    ("text:A card=raw:8:99812", "raw value does not fit"),
+    ("text:A card=raw:VAULT:99812", "raw bit count is not a number"),
+    ("text:A card=raw:99812:1", "raw bit count is not 1–64"),
+    ("text:A card=raw:8:VAULT99812", "raw value is not 1–16 hex digits"),
+    ("text:A schedule=VAULT-99812", "schedule: names are"),
+    ("text:A static=VAULT-99812", "static: yes or no"),
+  ]
+
+  @Test("a rejected line's reason names the rule, never a fragment of the line", arguments: leakyLines)
+  func reasonsHoldNoFileText(line: String, rule: String) {
+    var list = AllowList(limits: AllowListLimits())
+    let error = load("text:GOOD\n" + line + "\n", into: &list)
+    #expect(error?.line == 2, "\(String(describing: error))")
+    #expect(error?.reason.contains(rule) == true, "\(String(describing: error))")
+    for fragment in ["VAULT", "99812", "9981"] {
+      #expect(error?.reason.contains(fragment) == false, "the reason echoes the line: \(String(describing: error))")
+    }
+  }
+
+  @Test("a schedule file's errors hold no fragment of the file either (an allow-list given as the schedule file)")
+  func scheduleReasonsHoldNoFileText() {
+    guard case .failure(let error) = ScheduleSet.parse(Array("schedule day mon-fri 08:00-18:00\ntxt:VAULT-99812\n".utf8)) else {
+      Issue.record("the schedule file was accepted")
+      return
+    }
+    #expect(error.line == 2 && error.reason.contains("unknown keyword"), "\(error)")
+    #expect(!error.reason.contains("VAULT") && !error.reason.contains("9981"), "\(error)")
   }
 
   @Test("a file cut off mid-entry is rejected, not half-loaded")

@@ -100,6 +100,20 @@ import Testing
     #expect(text.contains(#""label":"front \"desk\"""#))
   }
 
+  @Test("an event message names the payload by its keyed tag; a SHA-256 left in an older log is never published")
+  func eventMessageTag() {
+    var r = AuditRecord(
+      sequence: 1, run: 1, eventSequence: 1, wallNanoseconds: 0, kind: .decision, verdict: .granted, format: "qr",
+      tag: "0f1e2d3c4b5a6978")
+    var text = String(decoding: r.fleetJSON(readerID: "door-1"), as: UTF8.self)
+    #expect(text.contains(#""tag":"0f1e2d3c4b5a6978""#), "\(text)")
+    #expect(!text.contains("sha256"))
+    // SHA-256("abc") (FIPS 180-2's vector), as a record of a log written before tags holds it.
+    r.tag = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+    text = String(decoding: r.fleetJSON(readerID: "door-1"), as: UTF8.self)
+    #expect(!text.contains("ba7816bf") && !text.contains("sha256") && !text.contains(#""tag""#), "\(text)")
+  }
+
   @Test("broker URLs: scheme, host, port, IPv6")
   func brokerAddress() {
     #expect(BrokerAddress("mqtts://broker.site") == BrokerAddress(host: "broker.site", port: 8883, tls: true))

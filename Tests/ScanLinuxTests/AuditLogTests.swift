@@ -16,7 +16,7 @@ import Testing
         AuditRecord(
           sequence: 0, run: run, eventSequence: Int64(i + 1), wallNanoseconds: time,
           kind: .decision, verdict: granted ? .granted : .deniedUnknown, format: "qr",
-          variant: "upright", digest: String(repeating: "ab", count: 32),
+          variant: "upright", tag: String(repeating: "ab", count: 32),
           label: granted ? "alice" : "", edgeMicroseconds: 900))
     }
     return out

@@ -315,7 +315,7 @@ import Testing
     #expect(console.tlsHandshakes == 1)
   }
 
-  @Test("AUTH failures over TLS are keyed on the TCP peer (all of loopback as one)")
+  @Test("AUTH failures over TLS are keyed on the TCP peer (on loopback: the user owning the client socket)")
   func lockoutKey() {
     let rig = Self.rig { $0.auth.firstBackoffMilliseconds = 60_000 }
     let port = Self.tlsPort(rig)
@@ -325,7 +325,7 @@ import Testing
     // The next AUTH from loopback, over a new TLS connection, is in the loopback network's backoff.
     let (_, again) = Self.runAgainst(rig, Self.session(Self.sClient(port)))
     #expect(again.contains("ERR 429"), "\(again)")
-    if case .allowed = rig.loop.console!.commands.gate.admit(.loopback, at: rig.clock.now()) {
+    if case .allowed = rig.loop.console!.commands.gate.admit(.localUser(getuid()), at: rig.clock.now()) {
       Issue.record("loopback is not backing off after a failed AUTH over TLS")
     }
   }

@@ -207,7 +207,7 @@ import Testing
     client.readUntil { $0.contains("decision granted") }
     let last = client.command("LAST 5")
     #expect(last.first?.contains("decision granted") == true && last.first?.contains("label=alice") == true, "\(last)")
-    #expect(last.first?.contains("sha256=") == true)
+    #expect(last.first?.contains("sha256=") == false)  // never an unkeyed digest (PayloadTagTests)
     #expect(!client.text.contains("ALICE") && !client.text.contains("payload="), "\(client.text)")
     for command in ["LOG 5", "SNAPSHOT", "SNAPSHOT TEXT", "CHECK ALICE"] {
       #expect(client.command(command).last == "ERR 401 operator command: AUTH first", "\(command)")
@@ -298,7 +298,11 @@ import Testing
 
   @Test("64 idle clients are served; one more is refused; the loop keeps scanning")
   func manyClients() {
-    let rig = Rig(consoleSettings: { $0.clientsMax = 64 }, script: [.frame(0)])
+    let rig = Rig(
+      consoleSettings: { s in
+        s.clientsMax = 64
+        s.clientsPerPeerMax = 65  // one user's 64 sessions and one more: this test is about the slots, not the per-user cap
+      }, script: [.frame(0)])
     var clients: [TestClient] = []
     for _ in 0..<64 { clients.append(rig.connect()) }
     #expect(rig.loop.console!.connectedClients == 64)
@@ -410,5 +414,178 @@ import Testing
     }
     #expect(rig.loop.console!.commands.counters.badLines >= 3)
     #expect(client.text.contains("OK #"))
+  }
+
+  // MARK: - Local users as peers (issue 26, item 8)
+
+  /// A pty standing in for the serial cable: (master fd, slave path).
+  static func makePty() -> (Int32, String) {
+    var name = [CChar](repeating: 0, count: 128)
+    let master = sg_open_pty(&name, name.count)
+    precondition(master >= 0)
+    return (master, name.withUnsafeBufferPointer { String(cString: $0.baseAddress!) })
+  }
+
+  /// Sends `line` on the pty's master side and steps the loop until a status line comes back.
+  static func serialExchange(_ rig: Rig, _ master: Int32, _ line: String) -> String {
+    _ = line.utf8CString.withUnsafeBufferPointer { write(master, $0.baseAddress, $0.count - 1) }
+    var got: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 4096)
+    for _ in 0..<2_000 {
+      rig.step()
+      let n = buffer.withUnsafeMutableBytes { read(master, $0.baseAddress, $0.count) }
+      if n > 0 { got += buffer[0..<n] }
+      let lines = String(decoding: got, as: UTF8.self).split(separator: "\n")
+      if lines.contains(where: { $0.hasPrefix("OK") || $0.hasPrefix("ERR") }) { break }
+    }
+    return String(decoding: got, as: UTF8.self)
+  }
+
+  /// A console client run as user `nobody` (another local user than the tests' root): opens
+  /// `connections` sockets to the console, reads each one's first line, then sends `AUTH
+  /// wrong-N` `wrongAuths` times on the first one that was greeted (waiting out each backoff),
+  /// prints what it got, and holds every socket open until `holdSeconds` pass.
+  static let nobodyClient = """
+    import socket, sys, time
+    port, connections, wrong, hold = (int(a) for a in sys.argv[1:5])
+    socks, firsts = [], []
+    for i in range(connections):
+        s = socket.create_connection(("127.0.0.1", port), timeout=10)
+        socks.append(s)
+    for s in socks:
+        f = s.makefile("rb")
+        firsts.append(f.readline().decode(errors="replace").strip())
+    greeted = [s for s, line in zip(socks, firsts) if "console ready" in line]
+    print("greeted %d refused %d" % (len(greeted), sum(1 for line in firsts if line.startswith("ERR 503"))), flush=True)
+    if greeted and wrong:
+        f = greeted[0].makefile("rb")
+        for i in range(wrong):
+            for attempt in range(50):
+                greeted[0].sendall(b"AUTH wrong-%d\\n" % i)
+                reply = f.readline().decode(errors="replace").strip()
+                if not reply.startswith("ERR 429"):
+                    break
+                time.sleep(0.05)
+            print("auth %d: %s" % (i, reply), flush=True)
+    print("done", flush=True)
+    time.sleep(hold)
+    """
+
+  /// Starts `nobodyClient` as user nobody; steps the loop until it printed "done" (or 20 s).
+  static func runAsNobody(_ rig: Rig, connections: Int, wrongAuths: Int, holdSeconds: Int = 30) -> Child {
+    let script = rig.directory + "/nobody.py"
+    writeFile(script, nobodyClient)
+    chmod(rig.directory, 0o755)
+    chmod(script, 0o644)
+    let child = Child.start([
+      "/usr/bin/setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", "/usr/bin/python3", script, "\(rig.port)",
+      "\(connections)", "\(wrongAuths)", "\(holdSeconds)",
+    ])
+    let end = SystemMonotonicClock().now().adding(milliseconds: 20_000)
+    while SystemMonotonicClock().now() < end && !child.output.contains("done") { rig.step(5) }
+    return child
+  }
+
+  static var canSwitchUser: Bool { getuid() == 0 && access("/usr/bin/setpriv", X_OK) == 0 && access("/usr/bin/python3", X_OK) == 0 }
+
+  @Test(
+    "another local user's 20 idle sockets and 5 wrong AUTHs lock out that user only: root connects and AUTHs, the serial console answers",
+    .enabled(if: canSwitchUser))
+  func otherLocalUserCannotLockOutOperator() {
+    let link = temporaryDirectory("tty") + "/ttyUSB"
+    let (master, path) = Self.makePty()
+    symlink(path, link)
+    defer {
+      close(master)
+      unlink(link)
+    }
+    let rig = Rig { s in
+      s.serialPath = link
+      s.auth.failuresMax = 5
+      s.auth.lockoutSeconds = 300
+      s.auth.firstBackoffMilliseconds = 10
+    }
+    #expect(rig.loop.console!.settings.clientsMax == 16 && rig.loop.console!.settings.clientsPerPeerMax == 4)
+    let child = Self.runAsNobody(rig, connections: 20, wrongAuths: 5)
+    defer {
+      kill(child.pid, SIGKILL)
+      _ = child.wait(timeoutSeconds: 5)
+    }
+    let report = child.output
+    #expect(report.contains("greeted 4 refused 16"), "\(report)")
+    #expect(report.contains("auth 4: ERR 403 wrong secret"), "\(report)")
+    #expect(rig.loop.console!.connectedClients == 4)
+    if case .lockedOut = rig.loop.console!.commands.gate.admit(.localUser(65_534), at: rig.clock.now()) {
+    } else {
+      Issue.record("nobody is not locked out after 5 failures")
+    }
+    // The operator, as root on the same host, while nobody's sockets are still open.
+    let operatorClient = rig.rawConnect(port: rig.port)
+    #expect(operatorClient.readUntil { $0.contains("\n") }.contains("console ready"), "\(operatorClient.text)")
+    #expect(operatorClient.command("AUTH correct%20horse%20battery").last == "OK operator")
+    // The serial console answers and authenticates through all of it.
+    #expect(Self.serialExchange(rig, master, "STATUS\r").contains("OK status"))
+    #expect(Self.serialExchange(rig, master, "AUTH correct%20horse%20battery\r").contains("OK operator"))
+    let status = operatorClient.command("STATUS").joined(separator: "\n")
+    #expect(status.contains("16 rejected") && status.contains("local peers by user"), "\(status)")
+  }
+
+  @Test(
+    "with no per-user cap, 16 idle sockets of one user take every slot: the next user gets the longest-idle one",
+    .enabled(if: canSwitchUser))
+  func idleUnauthenticatedSlotIsReclaimed() {
+    let rig = Rig { $0.clientsPerPeerMax = 16 }
+    let child = Self.runAsNobody(rig, connections: 16, wrongAuths: 0)
+    defer {
+      kill(child.pid, SIGKILL)
+      _ = child.wait(timeoutSeconds: 5)
+    }
+    #expect(child.output.contains("greeted 16 refused 0"), "\(child.output)")
+    #expect(rig.loop.console!.connectedClients == 16)
+    let operatorClient = rig.rawConnect(port: rig.port)
+    #expect(operatorClient.readUntil { $0.contains("\n") }.contains("console ready"), "\(operatorClient.text)")
+    #expect(operatorClient.command("AUTH correct%20horse%20battery").last == "OK operator")
+    #expect(rig.loop.console!.reclaimedClients == 1 && rig.loop.console!.connectedClients == 16)
+    // An operator's connection is never reclaimed: nobody's 17th is refused now.
+    let again = Self.runAsNobody(rig, connections: 1, wrongAuths: 0, holdSeconds: 0)
+    #expect(again.output.contains("greeted 0 refused 1"), "\(again.output)")
+    _ = again.wait(timeoutSeconds: 5)
+  }
+
+  @Test("an AUTH from a socket closed before it was accepted is charged to the unknown local peer, never to root")
+  func closedSocketIsNotRoot() {
+    let rig = Rig { $0.auth.firstBackoffMilliseconds = 60_000 }
+    let operatorClient = rig.connect()
+    // Connect, send a wrong AUTH and close, all before the loop accepts: the kernel then reports
+    // the closed end as uid 0, inode 0.
+    let ghost = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    var sa = sockaddr_in()
+    sa.sin_family = sa_family_t(AF_INET)
+    sa.sin_port = rig.port.bigEndian
+    sa.sin_addr.s_addr = inet_addr("127.0.0.1")
+    _ = withUnsafePointer(to: &sa) {
+      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(ghost, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+    }
+    _ = "AUTH wrong-ghost\n".withCString { Glibc.send(ghost, $0, 17, 0) }
+    close(ghost)
+    usleep(20_000)
+    rig.step(20)
+    if case .allowed = rig.loop.console!.commands.gate.admit(.loopback, at: rig.clock.now()) {
+      Issue.record("the closed socket's AUTH was not counted against the unknown local peer")
+    }
+    #expect(operatorClient.command("AUTH correct%20horse%20battery").last == "OK operator")
+  }
+
+  // MARK: - Allow-list errors on STATUS (issue 26, item 10)
+
+  @Test("STATUS shows a rejected allow-list's line number and reason, never the line")
+  func rejectedListLineNotShown() {
+    let rig = Rig()
+    writeFile(rig.directory + "/allow-list.txt", "text:ALICE label=alice\ntxt:VAULT-99812\n")
+    _ = rig.loop.reloadAllowList()
+    let client = rig.connect()
+    let status = client.command("STATUS").joined(separator: "\n")
+    #expect(status.contains("last load failed: line 2: entry must start with text: or sha256:"), "\(status)")
+    #expect(!status.contains("VAULT") && !status.contains("9981"), "\(status)")
   }
 }

@@ -26,8 +26,14 @@ final class CredentialSite {
     let crypto = SodiumCredentialCrypto(siteSecretKey: siteKey ? siteSecret : nil)
     let v = CredentialVerifier(settings: settings, sign1: Sign1Verifier(trust: trust, codec: LibCBOR(), crypto: crypto))
     v.hasSiteKey = crypto.hasSiteKey
+    v.replayStore = try! ReplayStepFile(path: stateDirectory + "/replay-steps-\(verifiers)", cache: v.replay)
+    verifiers += 1
     return v
   }
+
+  /// Where this site's verifiers keep their durable state (a fresh directory per site).
+  let stateDirectory = temporaryDirectory("credentials")
+  private var verifiers = 0
 
   func claims(_ subject: String = "alice", valid: ClosedRange<Int64>? = nil, id: [UInt8] = [1, 2, 3, 4]) -> PassClaims {
     var c = PassClaims(subject: subject, expires: valid?.upperBound ?? now + 3600, id: id)

@@ -1,5 +1,7 @@
+import CLinux
+import Glibc
 import ScanCore
-import ScanLinux
+@testable import ScanLinux
 import Testing
 
 /// OpenSSL's AES with the peripheral's random bytes fixed to Annex E's RND.B (A0…A7).
@@ -123,6 +125,127 @@ func feed<C: OSDPCipher>(_ pd: OSDPPeripheral<C>, _ bytes: [UInt8], now: Int64 =
     #expect(!pd.secureChannelActive)
   }
 
+  // MARK: Install mode ends once a key exists
+
+  /// A panel's CHLNG with the default key (SCB data 0) or the reader's own (1).
+  static func challenge(sequence: UInt8, defaultKey: Bool) -> [UInt8] {
+    osdpCommand(sequence: sequence, command: 0x76, data: rndA, securityBlock: [3, 0x11, defaultKey ? 0 : 1])
+  }
+
+  /// Function 9 of osdp_PDCAP (communication security): its third byte (bit 0) says whether
+  /// the default key is accepted.
+  static func capDefaultKeyBit(_ pd: OSDPPeripheral<AnnexECipher>, sequence: UInt8) -> UInt8? {
+    let r = feed(pd, osdpCommand(sequence: sequence, command: 0x62, data: [0])).first ?? []
+    guard r.count > 6, r[5] == 0x46 else { return nil }
+    var i = 6
+    while i + 2 < r.count - 2 {
+      if r[i] == 9 { return r[i + 2] }
+      i += 3
+    }
+    return nil
+  }
+
+  @Test("install mode with a key given at start: the default key is refused (NAK 5), the key works, CAP and the flags say so")
+  func installModeEndsWithAKeyAtStart() {
+    var settings = OSDPPeripheralSettings()
+    settings.installMode = true
+    let key: [UInt8] = (0..<16).map { UInt8(0x40 + $0) }
+    let pd = key.withUnsafeBytes { OSDPPeripheral(settings: settings, key: $0, cipher: AnnexECipher()) }
+    #expect(!pd.installMode)
+    #expect(pd.installModeIgnored)
+    _ = feed(pd, osdpCommand(sequence: 0, command: 0x61, data: [0]))
+    #expect(Self.capDefaultKeyBit(pd, sequence: 1) == 0)
+    // An impersonator that knows only SCBK-D: refused, no session.
+    let nak = feed(pd, Self.challenge(sequence: 2, defaultKey: true)).first ?? []
+    #expect(Array(nak.dropFirst(5).prefix(2)) == [0x41, 5])
+    #expect(!pd.secureChannelActive)
+    // The panel that holds the installed key gets its session.
+    let panel = PanelSession(key: key, defaultKey: false)
+    let ccrypt = feed(pd, Self.challenge(sequence: 3, defaultKey: false)).first ?? []
+    #expect(ccrypt.count == 43 && Array(ccrypt[25..<41]) == panel.clientCryptogram)
+    let rmac = feed(pd, osdpCommand(sequence: 1, command: 0x77, data: panel.serverCryptogram, securityBlock: [3, 0x13, 1])).first ?? []
+    #expect(Array(rmac.dropFirst(5).prefix(4)) == [3, 0x14, 1, 0x78])
+    #expect(pd.secureChannelActive && !pd.secureChannelUsesDefaultKey)
+  }
+
+  @Test("install mode without a key: the default key works until a KEYSET, which ends install mode at once")
+  func keysetEndsInstallModeAtOnce() {
+    var settings = OSDPPeripheralSettings()
+    settings.installMode = true
+    let pd = OSDPPeripheral(settings: settings, key: nil, cipher: AnnexECipher())
+    #expect(pd.installMode && !pd.installModeIgnored)
+    _ = feed(pd, osdpCommand(sequence: 0, command: 0x61, data: [0]))
+    #expect(Self.capDefaultKeyBit(pd, sequence: 1) == 1)
+    var panel = PanelSession(key: OSDPSecureChannel.defaultKey, defaultKey: true)
+    _ = feed(pd, Self.challenge(sequence: 2, defaultKey: true))
+    _ = feed(pd, osdpCommand(sequence: 3, command: 0x77, data: panel.serverCryptogram, securityBlock: [3, 0x13, 0]))
+    #expect(pd.secureChannelActive && pd.secureChannelUsesDefaultKey)
+    let newKey: [UInt8] = (0..<16).map { UInt8(0x90 ^ $0) }
+    let keyset = panel.command(sequence: 1, command: 0x75, data: [1, 16] + newKey)
+    let ack = feed(pd, keyset).first ?? []
+    #expect(panel.replyCode(ack) == 0x40)
+    #expect(pd.takeAction() == .secureChannel(up: true))
+    #expect(pd.takeAction() == .keyset)
+    #expect(pd.withNewKey { Array($0) } == newKey)
+    #expect(!pd.secureChannelActive)
+    // At once: no restart, the same process. The default key is refused, the new key works.
+    #expect(!pd.installMode && pd.installModeIgnored)
+    _ = feed(pd, osdpCommand(sequence: 0, command: 0x61, data: [0]))
+    let nak = feed(pd, Self.challenge(sequence: 1, defaultKey: true)).first ?? []
+    #expect(Array(nak.dropFirst(5).prefix(2)) == [0x41, 5])
+    #expect(Self.capDefaultKeyBit(pd, sequence: 2) == 0)
+    let next = PanelSession(key: newKey, defaultKey: false)
+    _ = feed(pd, Self.challenge(sequence: 3, defaultKey: false))
+    _ = feed(pd, osdpCommand(sequence: 1, command: 0x77, data: next.serverCryptogram, securityBlock: [3, 0x13, 1]))
+    #expect(pd.secureChannelActive && !pd.secureChannelUsesDefaultKey)
+  }
+
+  @Test("the OSDP link: a key in scbk_file with install_mode on refuses the default key and says so on STATUS")
+  func linkIgnoresInstallModeWithAKeyFile() throws {
+    let dir = temporaryDirectory("osdp-install")
+    defer { removeTree(dir) }
+    let keyHex = "404142434445464748494a4b4c4d4e4f"
+    let keyPath = dir + "/scbk"
+    try SecretFile.create(keyPath, Array((keyHex + "\n").utf8))
+    let pty = try PseudoTerminal()
+    var settings = PanelSettings()
+    settings.mode = .panel
+    settings.osdpPort = pty.replicaPath
+    settings.scbkFile = keyPath
+    settings.installMode = true
+    settings.osdpRS485 = false
+    let link = try OSDPPanelLink(settings: settings, ring: nil, clock: SystemMonotonicClock(), wall: SystemWallClock())
+    #expect(!link.peripheral.installMode)
+    let status = link.statusLine(now: SystemMonotonicClock().now())
+    #expect(status.contains("install_mode=\"ignored: a key is installed\""))
+    #expect(!status.contains("install_mode=on"))
+    _ = feed(link.peripheral, osdpCommand(sequence: 0, command: 0x61, data: [0]))
+    let nak = feed(link.peripheral, Self.challenge(sequence: 1, defaultKey: true)).first ?? []
+    #expect(Array(nak.dropFirst(5).prefix(2)) == [0x41, 5])
+    #expect(!link.peripheral.secureChannelActive)
+
+    // No key file yet: install mode is on, and STATUS says that too.
+    settings.scbkFile = dir + "/not-yet"
+    let installing = try OSDPPanelLink(settings: settings, ring: nil, clock: SystemMonotonicClock(), wall: SystemWallClock())
+    #expect(installing.peripheral.installMode)
+    #expect(installing.statusLine(now: SystemMonotonicClock().now()).contains(" install_mode=on"))
+  }
+
+  @Test("a KEYSET's key is stored durably as a secret file (0600) replacing the old one")
+  func keysetKeyStored() throws {
+    let dir = temporaryDirectory("osdp-keyset")
+    defer { removeTree(dir) }
+    let path = dir + "/scbk"
+    let first: [UInt8] = (0..<16).map { UInt8($0) }
+    let second: [UInt8] = (0..<16).map { UInt8(0xF0 | $0) }
+    try first.withUnsafeBytes { try OSDPPanelLink.storeKey($0, path: path) }
+    try second.withUnsafeBytes { try OSDPPanelLink.storeKey($0, path: path) }
+    #expect(try OSDPPanelLink.readKey(path) == second)
+    var st = stat()
+    #expect(stat(path, &st) == 0 && st.st_mode & 0o777 == 0o600)
+    #expect(!fileExists(path + ".next") && !fileExists(path + ".next.new"))
+  }
+
   // MARK: Framing, sequence numbers, NAKs
 
   @Test("ID and CAP replies; the same at every chunk size and after noise", arguments: [1, 2, 3, 7, 64])
@@ -231,4 +354,86 @@ func feed<C: OSDPCipher>(_ pd: OSDPPeripheral<C>, _ bytes: [UInt8], now: Int64 =
     let after = feed(pd, whole, now: 1_000)
     #expect((after.last ?? []).dropFirst(5).first == 0x45)
   }
+}
+
+/// The panel's side of a Secure Channel session, built on the same `OSDPSecureChannel` (the
+/// session keys, cryptograms and MAC chain are symmetric) with Annex E's fixed RND.B: enough to
+/// send a MAC'd, encrypted command such as KEYSET.
+struct PanelSession: ~Copyable {
+  var channel: OSDPSecureChannel
+  let cipher = AnnexECipher()
+  let clientCryptogram: [UInt8]
+  let serverCryptogram: [UInt8]
+
+  init(key: [UInt8], defaultKey: Bool) {
+    let cipher = AnnexECipher()
+    var session = OSDPSecureChannel()
+    if !defaultKey { key.withUnsafeBytes { session.setKey($0) } }
+    var out = [UInt8](repeating: 0, count: 32)
+    _ = out.withUnsafeMutableBytes { o in
+      OSDPTests.rndA.withUnsafeBytes { session.challenge(randomA: $0, useDefaultKey: defaultKey, cipher: cipher, into: o.baseAddress!) }
+    }
+    // The server cryptogram: AES(S-ENC, RND.B ‖ RND.A).
+    var server = Array(out[8..<16]) + OSDPTests.rndA
+    let sEnc = session.value(.sEnc)
+    sEnc.withUnsafeBytes { k in server.withUnsafeMutableBytes { cipher.encryptBlock(key: k.baseAddress!, block: $0.baseAddress!) } }
+    var rmac = [UInt8](repeating: 0, count: 16)
+    let verified = server.withUnsafeBytes { s in
+      rmac.withUnsafeMutableBytes { session.verifyServerCryptogram(s, cipher: cipher, rmacInto: $0.baseAddress!) }
+    }
+    precondition(verified)
+    clientCryptogram = Array(out[16..<32])
+    serverCryptogram = server
+    channel = session
+  }
+
+  /// A command with SCB 0x17: data encrypted (AES-CBC under S-ENC, IV = the complement of the
+  /// last R-MAC, 0x80 padding), then the C-MAC's first 4 bytes and the CRC.
+  mutating func command(sequence: UInt8, command: UInt8, data: [UInt8]) -> [UInt8] {
+    var plain = data + [0x80]
+    while plain.count % 16 != 0 { plain.append(0) }
+    var previous = channel.value(.rMac).map { ~$0 }
+    let sEnc = channel.value(.sEnc)
+    var encrypted: [UInt8] = []
+    for b in 0..<(plain.count / 16) {
+      var block = (0..<16).map { plain[b * 16 + $0] ^ previous[$0] }
+      sEnc.withUnsafeBytes { k in block.withUnsafeMutableBytes { cipher.encryptBlock(key: k.baseAddress!, block: $0.baseAddress!) } }
+      encrypted += block
+      previous = block
+    }
+    var p: [UInt8] = [0x53, 0, 0, 0, sequence | 0x04 | 0x08, 2, 0x17, command] + encrypted
+    let total = p.count + 4 + 2
+    p[2] = UInt8(total & 0xFF)
+    p[3] = UInt8(total >> 8)
+    let mac = p.withUnsafeBytes { Array(UnsafeRawBufferPointer(start: channel.mac($0, command: true, cipher: cipher), count: 4)) }
+    p += mac
+    let crc = p.withUnsafeBytes { OSDP.crc16($0) }
+    return p + [UInt8(crc & 0xFF), UInt8(crc >> 8)]
+  }
+
+  /// A reply's code after its MAC is checked (the R-MAC chain advances), or nil.
+  mutating func replyCode(_ reply: [UInt8]) -> UInt8? {
+    guard reply.count >= 14, reply[4] & 0x08 != 0 else { return nil }
+    let macStart = reply.count - 2 - 4
+    let mac = reply.withUnsafeBytes { r in
+      Array(UnsafeRawBufferPointer(start: channel.mac(UnsafeRawBufferPointer(rebasing: r[0..<macStart]), command: false, cipher: cipher), count: 4))
+    }
+    guard Array(reply[macStart..<(macStart + 4)]) == mac else { return nil }
+    return reply[5 + Int(reply[5])]
+  }
+}
+
+/// A pseudo-terminal pair: the replica's path is a serial port the OSDP link can open.
+final class PseudoTerminal {
+  let controller: Int32
+  let replicaPath: String
+
+  init() throws(FileError) {
+    var name = [CChar](repeating: 0, count: 128)
+    controller = sg_open_pty(&name, name.count)
+    guard controller >= 0 else { throw FileError(path: "/dev/ptmx", reason: "no pseudo-terminal") }
+    replicaPath = name.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+  }
+
+  deinit { close(controller) }
 }

@@ -54,7 +54,7 @@ import Testing
     // The release happens on the way out, not because the 20 s pulse ended.
     #expect(stopping != nil && inactive! > stopping!, "\(output)")
     // The journal shows label and digest, never the pass itself (log.raw_payloads is off).
-    #expect(output.contains("decision granted qr label=alice sha256="))
+    #expect(output.contains("decision granted qr label=alice tag="))
     #expect(!output.contains("ALICE-0001"), "\(output)")
     #expect(output.contains("state stopping"))
   }

@@ -64,3 +64,24 @@ int sg_accept_nonblocking(int listener, struct sockaddr *address, socklen_t *len
 int sg_open_pty(char *slave_path, size_t capacity);
 #include "scangate_rs485.h"
 #endif
+
+// Console peers: who owns the other end of a TCP connection from this host (docs/console.md).
+#ifndef SCANGATE_LINUX_PEER_OWNER_H
+#define SCANGATE_LINUX_PEER_OWNER_H
+#include <stdint.h>
+/// Opens a NETLINK_SOCK_DIAG socket (non-blocking, close-on-exec). Returns -1 with errno when
+/// the kernel or a seccomp filter (systemd's RestrictAddressFamilies) refuses AF_NETLINK.
+int sg_sock_diag_open(void);
+/// What `sg_tcp_peer_owner` found.
+enum {
+  SG_PEER_REMOTE = 0,     // no socket on this host is the other end: a peer on the network
+  SG_PEER_OWNED = 1,      // a socket on this host, held open by a process of user *uid
+  SG_PEER_UNOWNED = 2,    // a socket on this host that no process holds any more (closed)
+};
+/// The owner of the other end of the accepted TCP connection `fd`, asked of the kernel through
+/// `diag` (sock_diag): one exact lookup of the socket whose local address and port are `fd`'s
+/// peer and whose remote ones are `fd`'s own. A closed end (TIME_WAIT, FIN_WAIT2 or orphaned:
+/// the kernel reports uid 0 and inode 0 for those) is SG_PEER_UNOWNED, never user 0. Returns an
+/// SG_PEER_ value, or -1 with errno. Bounded: one request, at most 4 replies read, no waiting.
+int sg_tcp_peer_owner(int diag, int fd, uint32_t *uid);
+#endif

@@ -5,6 +5,7 @@
 #ifndef SCANGATE_MQTT_H
 #define SCANGATE_MQTT_H
 #include <stddef.h>
+#include <stdint.h>
 
 typedef struct sg_mqtt sg_mqtt;
 
@@ -34,8 +35,11 @@ int sg_mqtt_tls(sg_mqtt *client, const char *ca_file, const char *cert_file, con
 /// The last will (QoS 1).
 int sg_mqtt_will(sg_mqtt *client, const char *topic, const void *payload, int length, int retain);
 int sg_mqtt_credentials(sg_mqtt *client, const char *username, const char *password);
-/// Starts connecting without blocking; sg_mqtt_loop completes it.
+/// Starts connecting without blocking; sg_mqtt_loop completes it. Under MQTT 5 the CONNECT
+/// carries Maximum Packet Size = sg_mqtt_packet_bytes_max: the broker sends nothing larger.
 int sg_mqtt_connect(sg_mqtt *client, const char *host, int port, int keepalive_seconds);
+/// The largest packet the client takes: message_bytes_max plus room for headers and topic.
+uint32_t sg_mqtt_packet_bytes_max(const sg_mqtt *client);
 /// Sends DISCONNECT (the broker then drops the will). Returns a MOSQ_ERR code.
 int sg_mqtt_disconnect(sg_mqtt *client);
 /// Runs network I/O for at most `timeout_ms`. Returns a MOSQ_ERR code (0 while healthy).
@@ -56,6 +60,10 @@ void sg_mqtt_message_free(sg_mqtt_message *message);
 /// Messages dropped for size or a full queue; acknowledgements lost to a full ring.
 unsigned long sg_mqtt_dropped_messages(const sg_mqtt *client);
 unsigned long sg_mqtt_dropped_acks(const sg_mqtt *client);
+/// Connections dropped because more than a packet's worth arrived without a whole packet
+/// (MQTT 3.1.1, or a broker that ignores Maximum Packet Size): what libmosquitto buffered of it
+/// is freed with the client.
+unsigned long sg_mqtt_oversize_drops(const sg_mqtt *client);
 /// libmosquitto's text for an error code, and for a CONNACK code.
 const char *sg_mqtt_strerror(int rc);
 const char *sg_mqtt_connack_string(int rc, int protocol);

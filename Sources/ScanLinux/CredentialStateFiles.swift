@@ -1,0 +1,213 @@
+import CLinux
+import Glibc
+import ScanCore
+
+/// Fixed 32-byte slots in a file (credential id 16 bytes, its length, 7 zero bytes, a 64-bit
+/// little-endian value), loaded at start and written one slot at a time with `fdatasync`
+/// before the decision it protects takes effect. The file is the reader's own (mode 0600,
+/// never a symlink, refused unless regular); nothing allocates after `init`.
+public final class CredentialSlotFile {
+  public static let slotBytes = 32
+  public let path: String
+  /// Every slot the file held at start (it may hold more than the caller keeps).
+  public private(set) var loaded: [(slot: Int, id: CredentialID, value: Int64)] = []
+  private let descriptor: Int32
+  private let slot: UnsafeMutableRawBufferPointer
+  public private(set) var writeFailures = 0
+
+  /// Opens (or creates) `path`; at most `slotsMax` slots are read.
+  public init(path: String, slotsMax: Int) throws(FileError) {
+    self.path = path
+    let created = !fileExists(path)
+    let fd: Int32
+    do {
+      fd = try syscall("open \(path)", { sg_open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0o600) })
+    } catch {
+      throw FileError(path: path, reason: error.code.description)
+    }
+    var st = stat()
+    guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG else {
+      close(fd)
+      throw FileError(path: path, reason: "not a regular file: refused")
+    }
+    guard Int(st.st_size) % Self.slotBytes == 0 else {
+      close(fd)
+      throw FileError(path: path, reason: "\(st.st_size) bytes is not a whole number of \(Self.slotBytes)-byte slots: damaged, refused")
+    }
+    descriptor = fd
+    slot = .allocate(byteCount: Self.slotBytes, alignment: 8)
+    if created {
+      do { try syncDirectory(of: path) } catch {
+        close(fd)
+        slot.deallocate()
+        throw error
+      }
+    }
+    let slots = min(Int(st.st_size) / Self.slotBytes, slotsMax)
+    for i in 0..<slots {
+      guard pread(descriptor, slot.baseAddress, Self.slotBytes, off_t(i * Self.slotBytes)) == Self.slotBytes else {
+        let reason = "cannot read slot \(i): \(Errno.current)"
+        close(fd)
+        slot.deallocate()
+        throw FileError(path: path, reason: reason)
+      }
+      let n = Int(slot[16])
+      guard n >= 1 && n <= 16 else { continue }  // a slot never written
+      loaded.append((i, CredentialID(UnsafeRawBufferPointer(rebasing: slot[0..<n]))!, Int64(littleEndian: slot.load(fromByteOffset: 24, as: Int64.self))))
+    }
+  }
+  deinit {
+    close(descriptor)
+    slot.deallocate()
+  }
+
+  /// Writes slot `index` and syncs it; false when it is not durable.
+  public func write(_ index: Int, id: CredentialID, value: Int64) -> Bool {
+    slot.initializeMemory(as: UInt8.self, repeating: 0)
+    for k in 0..<8 {
+      slot[k] = UInt8(truncatingIfNeeded: id.high >> (56 - 8 * UInt64(k)))
+      slot[8 + k] = UInt8(truncatingIfNeeded: id.low >> (56 - 8 * UInt64(k)))
+    }
+    slot[16] = id.count
+    slot.storeBytes(of: value.littleEndian, toByteOffset: 24, as: Int64.self)
+    let offset = off_t(index * Self.slotBytes)
+    let written = try? syscall("pwrite \(path)", { pwrite(descriptor, slot.baseAddress, Self.slotBytes, offset) })
+    guard written == Self.slotBytes, (try? syscall("fdatasync \(path)", { fdatasync(descriptor) })) != nil else {
+      writeFailures += 1
+      return false
+    }
+    return true
+  }
+}
+
+/// Single-use passes remembered across restarts: a slot (id, expiry) written and synced before
+/// the pass opens the door. Expired slots are reused.
+public final class UsedCredentialFile: SingleUseStore {
+  public let capacity: Int
+  private let file: CredentialSlotFile
+  private var ids: [CredentialID]
+  private var expiries: [Int64]
+  public private(set) var count = 0
+
+  public init(path: String, capacity: Int) throws(FileError) {
+    self.capacity = capacity
+    file = try CredentialSlotFile(path: path, slotsMax: capacity)
+    ids = Array(repeating: CredentialID(), count: capacity)
+    expiries = Array(repeating: .min, count: capacity)
+    for (i, id, expires) in file.loaded {
+      ids[i] = id
+      expiries[i] = expires
+      count = max(count, i + 1)
+    }
+  }
+
+  public var path: String { file.path }
+  public var writeFailures: Int { file.writeFailures }
+
+  public func isUsed(_ id: CredentialID) -> Bool {
+    for i in 0..<count where ids[i] == id { return true }
+    return false
+  }
+
+  public func markUsed(_ id: CredentialID, expires: Int64, now: Int64) -> Bool {
+    var index = -1
+    for i in 0..<count where expiries[i] < now {
+      index = i
+      break
+    }
+    if index < 0 {
+      guard count < capacity else { return false }
+      index = count
+    }
+    guard file.write(index, id: id, value: expires) else { return false }
+    ids[index] = id
+    expiries[index] = expires
+    if index == count { count += 1 }
+    return true
+  }
+}
+
+/// Rotating passes' accepted steps across restarts, crashes and power cuts: the replay cache's
+/// slot is written and synced before the door opens, and every slot is put back at start, so a
+/// code once accepted stays refused (docs/credentials.md, "What survives a restart").
+public final class ReplayStepFile: ReplayStore {
+  private let file: CredentialSlotFile
+
+  /// Opens `path` and restores what it holds into `cache` (slots beyond its capacity raise the
+  /// cache's step floor).
+  public init(path: String, cache: ReplayCache) throws(FileError) {
+    file = try CredentialSlotFile(path: path, slotsMax: 1 << 20)
+    for (i, id, step) in file.loaded { cache.restore(slot: i, id: id, step: step) }
+  }
+
+  public var path: String { file.path }
+  public var writeFailures: Int { file.writeFailures }
+
+  public func persist(slot: Int, id: CredentialID, step: Int64) -> Bool { file.write(slot, id: id, value: step) }
+}
+
+/// The highest version of a versioned file ever accepted (the revocation list, the fleet's
+/// bundles): kept in a small file, written durably before a newer version goes live, so an older
+/// file moved into place, before or after a restart, is refused.
+public final class VersionMarks: VersionMark {
+  public let path: String
+  public let name: String
+  public private(set) var highest: UInt64 = 0
+
+  /// Reads `path` (absent: nothing accepted yet); a damaged file is an error, never a zero.
+  public init(path: String, name: String) throws(FileError) {
+    self.path = path
+    self.name = name
+    guard fileExists(path) else { return }
+    let bytes = try readWholeFile(path, maxBytes: 256)
+    let text = String(decoding: bytes, as: UTF8.self)
+    let fields = text.split(whereSeparator: { $0 == " " || $0 == "\n" })
+    if fields.count == 1, let v = UInt64(fields[0]) {
+      highest = v  // an older file: the bare number
+    } else if fields.count == 2, fields[0] == name, let v = UInt64(fields[1]) {
+      highest = v
+    } else {
+      throw FileError(path: path, reason: "damaged (expected '\(name) <version>'): refused")
+    }
+  }
+
+  /// Makes `version` the highest accepted, durably; false when it could not be written.
+  public func raise(to version: UInt64) -> Bool {
+    guard version > highest else { return true }
+    do { try writeFileAtomically(path, Array("\(name) \(version)\n".utf8), mode: 0o600) } catch { return false }
+    highest = version
+    return true
+  }
+}
+
+/// Opens the durable state signed passes need, as configured (docs/credentials.md, "What
+/// survives a restart"): what cannot be opened is reported and fails secure (rotating passes,
+/// single-use passes or the revocation list refused), never fatal.
+public enum CredentialState {
+  public static func open(_ config: ScanConfig, into verifier: CredentialVerifier, report: (String) -> Void) {
+    let c = config.credentials
+    let none = "no state directory (state.directory, or log.path's directory)"
+    if let path = config.statePath("replay-steps") {
+      do { verifier.replayStore = try ReplayStepFile(path: path, cache: verifier.replay) } catch {
+        report("\(error); rotating passes are refused")
+      }
+    } else {
+      report("\(none): rotating passes are refused")
+    }
+    if let path = c.usedFile ?? config.statePath("used-passes") {
+      do { verifier.singleUse = try UsedCredentialFile(path: path, capacity: c.singleUseEntries) } catch {
+        report("\(error); single-use passes are refused")
+      }
+    } else {
+      report("\(none): single-use passes are refused")
+    }
+    guard c.revocationFile != nil else { return }
+    if let path = config.statePath("revocation-version") {
+      do { verifier.revocationMark = try VersionMarks(path: path, name: "revocation") } catch {
+        report("\(error); every signed pass is refused until it is repaired")
+      }
+    } else {
+      report("\(none): the revocation list is refused, and with it every signed pass")
+    }
+  }
+}

@@ -1,0 +1,133 @@
+import CLinux
+import Glibc
+import ScanCore
+
+/// The reader's tag key: 32 random bytes that key the tag every outside-facing form shows for a
+/// payload (console LAST and WATCH, the journal, the audit log, fleet events) instead of its
+/// SHA-256. tag = HMAC-SHA-256(tag key, SHA-256(payload)); 8 bytes of it are shown
+/// (`PayloadTag`). Without the key a tag tests nothing offline; with it (`scangate tag`, as root)
+/// an administrator finds which tag a badge has.
+///
+/// Kept like the audit chain key: a secret file (`SecretFile` rules: owned by root or the service
+/// user, mode 0600) holding 64 hex digits and a newline, `<log.path>.tag-key` in the state
+/// directory, made from libsodium's CSPRNG at the first start and never replaced. Held in memory
+/// that is zeroed when the key is released; never written to a log or an error message.
+public final class TagKey: PayloadTagger, CustomStringConvertible, @unchecked Sendable {
+  public static let byteCount = 32
+  private let storage: UnsafeMutableRawBufferPointer
+  /// Kept in a file (false: made for this run only, so tags change at every start).
+  public let isPersistent: Bool
+
+  /// A key from exactly 32 bytes.
+  public init(bytes: UnsafeRawBufferPointer, persistent: Bool = true) {
+    precondition(bytes.count == Self.byteCount, "a tag key is 32 bytes")
+    precondition(sg_sodium_init() == 0, "libsodium could not start")
+    storage = .allocate(byteCount: Self.byteCount, alignment: 16)
+    storage.copyMemory(from: bytes)
+    isPersistent = persistent
+  }
+
+  deinit {
+    sg_memzero(storage.baseAddress, storage.count)
+    storage.deallocate()
+  }
+
+  public var description: String { isPersistent ? "tag key" : "tag key (this run only)" }
+
+  /// HMAC-SHA-256 under the key over the 32 bytes of `digest`. No allocation (the loop's thread).
+  public func tag(_ digest: Digest) -> Digest {
+    withUnsafeTemporaryAllocation(byteCount: 64, alignment: 8) { buffer in
+      for i in 0..<32 { buffer[i] = digest.byte(i) }
+      let base = buffer.baseAddress!.assumingMemoryBound(to: UInt8.self)
+      sg_hmac_sha256(storage.baseAddress!.assumingMemoryBound(to: UInt8.self), storage.count, base, 32, base + 32)
+      let tag = Digest(bytes: UnsafeRawBufferPointer(rebasing: buffer[32..<64]))
+      sg_memzero(buffer.baseAddress, 32)
+      return tag
+    }
+  }
+
+  /// The tag of a payload (allocates nothing itself; the digester decides).
+  public func tag(payload: UnsafeRawBufferPointer, digester: some PayloadDigester) -> Digest { tag(digester.sha256(payload)) }
+
+  /// The key file of a reader whose audit log is at `logPath`: `<log path>.tag-key`.
+  public static func defaultPath(forLog logPath: String) -> String { logPath + ".tag-key" }
+
+  /// Reads the key from a secret file (64 hex digits, trailing newline allowed). `owner` is one
+  /// more acceptable owner (root reading the service user's key).
+  public static func load(_ path: String, owner: uid_t? = nil) throws(FileError) -> TagKey {
+    var raw = try SecretKeyFile.read(path, byteCount: byteCount, owner: owner)
+    defer { raw.withUnsafeMutableBytes { sg_memzero($0.baseAddress, $0.count) } }
+    return raw.withUnsafeBytes { TagKey(bytes: $0) }
+  }
+
+  /// Makes a new key and writes it to `path` (0600); fails if the file exists.
+  public static func generate(_ path: String) throws(FileError) -> TagKey {
+    var raw = try SecretKeyFile.create(path, byteCount: byteCount)
+    defer { raw.withUnsafeMutableBytes { sg_memzero($0.baseAddress, $0.count) } }
+    return raw.withUnsafeBytes { TagKey(bytes: $0) }
+  }
+
+  /// A key for this run only (never written): tags stay keyed, but change at every start.
+  public static func ephemeral() -> TagKey {
+    precondition(sg_sodium_init() == 0, "libsodium could not start")
+    var raw = [UInt8](repeating: 0, count: byteCount)
+    defer { raw.withUnsafeMutableBytes { sg_memzero($0.baseAddress, $0.count) } }
+    raw.withUnsafeMutableBufferPointer { sg_random_bytes($0.baseAddress, $0.count) }
+    return raw.withUnsafeBytes { TagKey(bytes: $0, persistent: false) }
+  }
+
+  /// The service's key: `<log path>.tag-key`, made at the first start. Never fatal: without a
+  /// log path, or when the file is refused or cannot be made, the reader runs with a key for
+  /// this run only and says so on standard error (tags are then keyed but change at every start).
+  public static func forService(logPath: String) -> TagKey {
+    guard !logPath.isEmpty else { return ephemeral() }
+    let path = defaultPath(forLog: logPath)
+    do throws(FileError) {
+      return fileExists(path) ? try load(path) : try generate(path)
+    } catch {
+      var line = "scangate: tag key \(error); tags are keyed for this run only\n"
+      line.withUTF8 { _ = write(2, $0.baseAddress, $0.count) }
+      return ephemeral()
+    }
+  }
+}
+
+/// A secret file that holds one key as hex digits and a newline (`SecretFile` rules).
+enum SecretKeyFile {
+  /// The key's bytes; the caller zeroes them once it has what it needs.
+  static func read(_ path: String, byteCount: Int, owner: uid_t?) throws(FileError) -> [UInt8] {
+    var text = try SecretFile.read(path, owner: owner)
+    defer { text.withUnsafeMutableBytes { sg_memzero($0.baseAddress, $0.count) } }
+    guard text.count == byteCount * 2 else {
+      throw FileError(path: path, reason: "must hold the key as \(byteCount * 2) hex digits (it holds \(text.count) bytes)")
+    }
+    var raw = [UInt8](repeating: 0, count: byteCount)
+    for i in 0..<byteCount {
+      guard let high = AuditChainKey.hexValue(text[2 * i]), let low = AuditChainKey.hexValue(text[2 * i + 1]) else {
+        raw.withUnsafeMutableBytes { sg_memzero($0.baseAddress, $0.count) }
+        throw FileError(path: path, reason: "must hold the key as \(byteCount * 2) hex digits (found a character that is not one)")
+      }
+      raw[i] = high << 4 | low
+    }
+    return raw
+  }
+
+  /// A new key from libsodium's CSPRNG, written to `path` (0600, never over an existing file).
+  static func create(_ path: String, byteCount: Int) throws(FileError) -> [UInt8] {
+    precondition(sg_sodium_init() == 0, "libsodium could not start")
+    var raw = [UInt8](repeating: 0, count: byteCount)
+    var text = [UInt8](repeating: 0, count: byteCount * 2 + 1)
+    defer { text.withUnsafeMutableBytes { sg_memzero($0.baseAddress, $0.count) } }
+    raw.withUnsafeMutableBufferPointer { sg_random_bytes($0.baseAddress, $0.count) }
+    for i in 0..<byteCount {
+      text[2 * i] = Hex.digit(raw[i] >> 4)
+      text[2 * i + 1] = Hex.digit(raw[i])
+    }
+    text[byteCount * 2] = 0x0A
+    do throws(FileError) { try SecretFile.create(path, text) } catch {
+      raw.withUnsafeMutableBytes { sg_memzero($0.baseAddress, $0.count) }
+      throw error
+    }
+    return raw
+  }
+}

@@ -1,0 +1,62 @@
+import Glibc
+import ScanCore
+import ScanLinux
+
+/// What `check-config` says about the files around the configuration: their modes (config,
+/// allow-list, schedules, trust, revocation: 0640 root:scangate at most), OSDP install mode
+/// (ignored once a key is installed), and whether what the service writes (a panel's KEYSET and
+/// COMSET, the fleet's bundles) is in the one place the packaged unit lets it write.
+enum CheckConfigFiles {
+  /// Prints one line per finding; warnings start with "warning:". Returns how many warnings.
+  @discardableResult
+  static func report(_ config: ScanConfig, configPath: String, trusted: ProtectedFile.Trusted = .current()) -> Int {
+    var warnings = 0
+    func warn(_ text: String) {
+      print("warning: " + text)
+      warnings += 1
+    }
+    var files: [(String, String)] = [("config", configPath), ("allow-list", config.allowListPath)]
+    if !config.door.schedulePath.isEmpty { files.append(("schedules", config.door.schedulePath)) }
+    if let path = config.credentials.trustFile { files.append(("trust", path)) }
+    if let path = config.credentials.revocationFile { files.append(("revocation", path)) }
+    for (role, path) in files {
+      if let problem = ProtectedFile.check(path, trusted: trusted) { warn("\(role) \(path): \(problem)") }
+    }
+
+    let panel = config.panel
+    if panel.mode == .panel && panel.link == .osdp {
+      // A panel's KEYSET and COMSET are stored by the service: under the packaged unit only its
+      // state directory is writable.
+      for (key, path, what) in [("scbk_file", panel.scbkFile, "KEYSET"), ("com_file", panel.comFile, "COMSET")]
+      where !path.isEmpty && !FleetBundleFiles.isInStateDirectory(path) {
+        warn(
+          "panel.\(key) \(path) is outside \(FleetBundleFiles.stateDirectory): the packaged service (ProtectSystem=strict) "
+            + "cannot store a panel's \(what) there")
+      }
+    }
+    if panel.installMode {
+      if !panel.scbkFile.isEmpty && fileExists(panel.scbkFile) {
+        print("panel: install mode ignored: a key is installed (\(panel.scbkFile)); the default key SCBK-D is refused")
+      } else {
+        warn("panel: install mode is on: the default key SCBK-D is accepted until a panel installs a key (KEYSET); only on a bus nobody else can reach")
+      }
+    }
+
+    if config.fleet.isEnabled {
+      for (name, path) in FleetBundleFiles.targets(config).sorted(by: { $0.key < $1.key }) {
+        if FleetBundleFiles.isInStateDirectory(path) {
+          print("fleet: a signed bundle may replace \(name): \(path)")
+        } else if name == "trust" {
+          // The recommended place: issuer keys stay with the administrator.
+          print("fleet: trust \(path) is read-only to the service: bundles carrying trust are refused")
+        } else {
+          warn(
+            "fleet: \(name) \(path) is outside \(FleetBundleFiles.stateDirectory): the packaged service (ProtectSystem=strict) "
+              + "cannot replace it, so bundles carrying \(name) are refused; a fleet-managed file belongs in "
+              + "\(FleetBundleFiles.fleetDirectory) (docs/fleet.md)")
+        }
+      }
+    }
+    return warnings
+  }
+}
