@@ -53,15 +53,20 @@ public func openRegularFile(_ path: String, maxBytes: Int) throws(FileError) -> 
 public func readWholeFile(_ path: String, maxBytes: Int) throws(FileError) -> [UInt8] {
   let (fd, size) = try openRegularFile(path, maxBytes: maxBytes)
   defer { close(fd) }
-  let sized = size > 0
-  var bytes = [UInt8](repeating: 0, count: sized ? size : min(maxBytes, 65_536))
+  return try readOpened(fd, upTo: size > 0 ? size : min(maxBytes, 65_536), path: path)
+}
+
+/// Reads up to `count` bytes from the start of an opened file (fewer when it ends first: a file
+/// that shrank while it was read keeps what is there).
+public func readOpened(_ fd: Int32, upTo count: Int, path: String) throws(FileError) -> [UInt8] {
+  var bytes = [UInt8](repeating: 0, count: count)
   var filled = 0
   while filled < bytes.count {
     let n: Int
     do { n = try readSome(fd, into: &bytes, offset: filled, "read \(path)") } catch {
       throw FileError(path: path, reason: error.code.description)
     }
-    if n == 0 { break }  // the file shrank while we read: keep what is there
+    if n == 0 { break }
     filled += n
   }
   if filled < bytes.count { bytes.removeLast(bytes.count - filled) }

@@ -26,23 +26,13 @@ public enum SecretFile {
   /// between the check and the read). Trailing CR/LF are removed. The caller should
   /// `sg_memzero` the bytes once it has what it needs.
   public static func read(_ path: String, maxBytes: Int = bytesMax, owner: uid_t? = nil) throws(FileError) -> [UInt8] {
-    let fd = sg_open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY, 0)
-    guard fd >= 0 else { throw FileError(path: path, reason: SystemError.describe(lastErrno())) }
+    // Opened without blocking (a FIFO at the path must not hang startup) and refused unless regular.
+    let (fd, size) = try openRegularFile(path, maxBytes: maxBytes)
     defer { close(fd) }
     var st = stat()
-    guard fstat(fd, &st) == 0 else { throw FileError(path: path, reason: SystemError.describe(lastErrno())) }
+    do { _ = try syscall("fstat \(path)", { fstat(fd, &st) }) } catch { throw FileError(path: path, reason: error.code.description) }
     if let problem = problem(st, owner: owner) { throw FileError(path: path, reason: problem) }
-    if Int(st.st_size) > maxBytes { throw FileError(path: path, reason: "is over \(maxBytes) bytes: not a secret file") }
-    var bytes = [UInt8](repeating: 0, count: Int(st.st_size))
-    var filled = 0
-    while filled < bytes.count {
-      let n = bytes.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress! + filled, $0.count - filled) }
-      if n < 0 && lastErrno() == EINTR { continue }
-      if n < 0 { throw FileError(path: path, reason: SystemError.describe(lastErrno())) }
-      if n == 0 { break }
-      filled += n
-    }
-    if filled < bytes.count { bytes.removeLast(bytes.count - filled) }
+    var bytes = try readOpened(fd, upTo: size, path: path)
     while let last = bytes.last, last == 0x0A || last == 0x0D { bytes.removeLast() }
     return bytes
   }
@@ -68,17 +58,9 @@ public enum SecretFile {
     if failure == 0 && link(temporary, path) != 0 { failure = lastErrno() }
     unlink(temporary)
     if failure != 0 { throw FileError(path: path, reason: SystemError.describe(failure)) }
-    syncDirectory(of: path)
+    try ScanLinux.syncDirectory(of: path)
   }
 
-  private static func syncDirectory(of path: String) {
-    let directory = path.lastIndex(of: "/").map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
-    let fd = sg_open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0)
-    if fd >= 0 {
-      fsync(fd)
-      close(fd)
-    }
-  }
 }
 
 /// Files that are not keys but must not be public either: config.toml, the allow-list (its

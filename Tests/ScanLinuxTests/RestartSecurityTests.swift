@@ -117,11 +117,12 @@ import Testing
     v.singleUse = try UsedCredentialFile(path: site.stateDirectory + "/used-max", capacity: 16)
     #expect(decide(v, pass.staticText, at: site.now) == .granted)
     #expect(decide(v, pass.staticText, at: site.now + 1) == .deniedUsed)
-    // Not-before at the other end, and the leeway added to it.
+    // Not-before at the other end, and the leeway added to it (saturating, never a trap).
     c.expires = site.now + 60
     c.notBefore = .max
     c.singleUse = false
-    #expect(decide(v, try site.issue(c).staticText, at: .max - 5) == .deniedNotYetValid)
+    #expect(decide(v, try site.issue(c).staticText, at: site.now) == .deniedNotYetValid)
+    #expect(decide(v, try site.issue(c).staticText, at: .max - 5) == .deniedExpired)
     c.notBefore = .min
     c.expires = .min
     #expect(decide(v, try site.issue(c).staticText, at: .min + 5) == .deniedExpired)
