@@ -28,6 +28,8 @@ public final class FleetControl: FleetInbox {
   /// The one time policy (the loop's): commands and envelopes are judged at the later of the
   /// clock and its floor.
   public var time = TrustedTime()
+  /// Bundle file names whose own watcher reloads them when they are renamed into place.
+  public var watchedTargets: Set<String> = []
 
   public init(
     settings: FleetSettings, statePath: String, verifier: (any SignedEnvelopeVerifier)?, targets: [String: String],
@@ -124,6 +126,8 @@ public final class FleetControl: FleetInbox {
     }
     // Every file is written beside its target first (0640, synced); only then renamed into
     // place, durably. Targets belong in the state directory (FleetBundleFiles, docs/fleet.md).
+    // A file whose watcher sees the rename reloads through it; the loop is asked only for the
+    // others (one reload per bundle, never one from the watcher and one from here).
     // The version is durable first: a crash while the files go in never lets an older bundle
     // (replayed off the broker) apply after a restart. A bundle whose files then fail is spent:
     // the fleet sends a newer version.
@@ -132,7 +136,7 @@ public final class FleetControl: FleetInbox {
     }
     bundleVersion = bundle.version
     if let refusal = FleetBundleFiles.replace(bundle.files.map { (targets[$0.name]!, $0.bytes) }) { return .failure(refusal) }
-    requests.ask { $0.reload = true }
+    if bundle.files.contains(where: { !watchedTargets.contains($0.name) }) { requests.ask { $0.reload = true } }
     return .success(bundle.version)
   }
 

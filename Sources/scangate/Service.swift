@@ -205,6 +205,8 @@ enum Service {
       verifier: c.trustFile.map { Sign1EnvelopeVerifier(trustPath: $0, payloadBytesMax: config.fleet.messageBytesMax) },
       targets: targets, requests: requests)
     control.time = time
+    // The allow-list and revocation watchers (inotify) and the schedule watcher reload those.
+    control.watchedTargets = config.allowListWatch ? ["allow-list", "revocation", "schedules"] : ["schedules"]
     link.inbox = control
     return requests
   }
