@@ -48,11 +48,15 @@ public enum RFC3339 {
 
   /// Formats Unix seconds as `YYYY-MM-DDTHH:MM:SSZ`.
   public static func format(_ seconds: Int64) -> String {
+    // Years 0000...9999 (a pass's own exp of ±2^63 is shown clamped, never a trap).
+    let seconds = min(max(seconds, -62_167_219_200), 253_402_300_799)
     let days = Int(seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400)
     let rest = Int(seconds - Int64(days) * 86_400)
     let (y, m, d) = civilFromDays(days)
     func two(_ n: Int) -> String { n < 10 ? "0\(n)" : "\(n)" }
-    return "\(y)-\(two(m))-\(two(d))T\(two(rest / 3600)):\(two(rest / 60 % 60)):\(two(rest % 60))Z"
+    let year = String(y)
+    return String(repeating: "0", count: max(0, 4 - year.count)) + year
+      + "-\(two(m))-\(two(d))T\(two(rest / 3600)):\(two(rest / 60 % 60)):\(two(rest % 60))Z"
   }
 
   /// Days since 1970-01-01 of a civil date (exposed for tests).

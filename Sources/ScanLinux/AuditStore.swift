@@ -134,7 +134,7 @@ public final class AuditStore {
     var sequence = lastSequence, hash = lastHash
     do throws(SQLiteError) {
       for var record in records {
-        sequence += 1
+        sequence = sequence.saturatingAdd(1)  // a head at 2^63-1 (a damaged file) fails the insert, never traps
         record.sequence = sequence
         hash = record.chainValue(previous: hash, key: key)
         let s = insert!
@@ -195,10 +195,10 @@ public final class AuditStore {
       if used > limits.maxBytes {
         // Records free pages in proportion: delete the excess share (and one more).
         let perRecord = max(1, used / (last - first + 1))
-        upTo = max(upTo, first - 1 + (used - limits.maxBytes + perRecord - 1) / perRecord + 1)
+        upTo = max(upTo, first.saturatingAdd((used - limits.maxBytes + perRecord - 1) / perRecord))
       }
     }
-    upTo = min(upTo, first + limits.batch - 1, last - 1)  // always keep the newest record
+    upTo = min(upTo, first.saturatingAdd(limits.batch - 1), last - 1)  // always keep the newest record
     if limits.retainFrom < .max { upTo = min(upTo, limits.retainFrom - 1) }  // nor any not yet acknowledged
     guard upTo >= first else { return 0 }
     let hashOf = try database.prepare("SELECT hash FROM events WHERE seq = ?")
@@ -304,7 +304,7 @@ public final class AuditStore {
       if v.records == 0 { v.firstSequence = sequence }
       v.records += 1
       v.lastSequence = sequence
-      expectedSequence += 1
+      expectedSequence = expectedSequence.saturatingAdd(1)  // an anchor at 2^63-1 is a gap, not a trap
       if sequence != expectedSequence {
         v.firstBreak = (sequence, "sequence gap: expected \(expectedSequence), found \(sequence)")
         return v

@@ -49,9 +49,12 @@ public enum FleetBundleFiles {
   }
 
   /// Writes every file whole beside its target (`<target>.bundle`, mode 0640, synced), and only
-  /// when all are written renames each into place (the directory synced after each rename).
+  /// when all are written (and `commit` agreed) renames each into place (the directory synced
+  /// after each rename).
   /// Returns why not, or nil when every target now holds its new bytes.
-  static func replace(_ files: [(target: String, bytes: [UInt8])]) -> EnvelopeRefusal? {
+  /// `commit` runs once every file is written and before the first rename (the bundle's version
+  /// is made durable there); a refusal from it leaves every target as it was.
+  static func replace(_ files: [(target: String, bytes: [UInt8])], commit: () -> EnvelopeRefusal? = { nil }) -> EnvelopeRefusal? {
     // A folder the service cannot write (ProtectSystem=strict makes /etc read-only) is named
     // before anything is written.
     for file in files {
@@ -70,6 +73,10 @@ public enum FleetBundleFiles {
         return EnvelopeRefusal("cannot write \(temporary): \(error.reason)")
       }
       written.append((temporary, file.target))
+    }
+    if let refusal = commit() {
+      for w in written { unlink(w.temporary) }
+      return refusal
     }
     for (index, w) in written.enumerated() {
       do { try renameDurably(w.temporary, to: w.target) } catch {

@@ -128,14 +128,16 @@ public final class FleetControl: FleetInbox {
     // place, durably. Targets belong in the state directory (FleetBundleFiles, docs/fleet.md).
     // A file whose watcher sees the rename reloads through it; the loop is asked only for the
     // others (one reload per bundle, never one from the watcher and one from here).
-    // The version is durable first: a crash while the files go in never lets an older bundle
-    // (replayed off the broker) apply after a restart. A bundle whose files then fail is spent:
-    // the fleet sends a newer version.
-    guard bundleMark!.raise(to: UInt64(bundle.version)) else {
-      return .failure(EnvelopeRefusal("the bundle version could not be kept durably: not applied"))
+    // The version is durable before the first file goes in (after every file was written beside
+    // its target): a crash while they go in never lets an older bundle (replayed off the broker)
+    // apply after a restart, and a bundle refused before that changes nothing, its version
+    // included. A bundle whose renames then fail is spent: the fleet sends a newer version.
+    let mark = bundleMark!
+    let refusal = FleetBundleFiles.replace(bundle.files.map { (targets[$0.name]!, $0.bytes) }) {
+      mark.raise(to: UInt64(bundle.version)) ? nil : EnvelopeRefusal("the bundle version could not be kept durably: not applied")
     }
-    bundleVersion = bundle.version
-    if let refusal = FleetBundleFiles.replace(bundle.files.map { (targets[$0.name]!, $0.bytes) }) { return .failure(refusal) }
+    if mark.highest >= UInt64(bundle.version) { bundleVersion = bundle.version }
+    if let refusal { return .failure(refusal) }
     if bundle.files.contains(where: { !watchedTargets.contains($0.name) }) { requests.ask { $0.reload = true } }
     return .success(bundle.version)
   }

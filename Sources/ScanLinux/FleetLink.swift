@@ -111,7 +111,7 @@ public final class FleetLink: @unchecked Sendable {
       acked = 0
     }
     ackedSequence.store(acked, ordering: .releasing)
-    auditLog?.retainFrom = acked + 1
+    auditLog?.retainFrom = acked.saturatingAdd(1)
     var store: AuditStore? = nil
     var nextStoreAttempt: Int64 = 0
     var connection: Connection? = nil
@@ -216,7 +216,7 @@ public final class FleetLink: @unchecked Sendable {
         }
         if advanced {
           ackedSequence.store(acked, ordering: .releasing)
-          auditLog?.retainFrom = acked + 1
+          auditLog?.retainFrom = acked.saturatingAdd(1)
           do { try FleetState.store(statePath, acked: acked) } catch { setProblem("cannot keep the acknowledged sequence: \(error)") }
         }
         if let oldest = inFlight.first, now - oldest.sentAt > max(keepaliveNanoseconds, 5_000_000_000) {
@@ -238,7 +238,7 @@ public final class FleetLink: @unchecked Sendable {
               for record in records {
                 let mid = try c.client.publish(topic: topics.events, record.fleetJSON(readerID: settings.readerID), qos: 1, retain: false)
                 inFlight.append(InFlight(mid: mid, sequence: record.sequence, sentAt: now))
-                nextToSend = record.sequence + 1
+                nextToSend = record.sequence.saturatingAdd(1)
                 tokens -= 1
                 publishedCount.wrappingAdd(1, ordering: .relaxed)
                 if record.kind == .decision { telemetry.noteDecision(record) } else { telemetry.noteDoor(record) }

@@ -33,6 +33,8 @@ public enum FleetState {
       if o1 || o2 { throw FileError(path: path, reason: "the sequence is too large") }
       value = sum
     }
+    // A sequence no log reaches (a damaged or hostile file) is refused like any other damage.
+    guard value <= 1 << 62 else { throw FileError(path: path, reason: "the sequence is out of range") }
     return value
   }
 

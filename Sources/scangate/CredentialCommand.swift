@@ -221,7 +221,10 @@ enum CredentialCommand {
       let bytes = try readWholeFile(from, maxBytes: CredentialFiles.revocationBytesMax)
       let old = try bytes.withUnsafeBytes { b throws(ParseError) in try CredentialFiles.parseRevocation(b, sign1: sign1, now: now, current: 0) }
       ids = old.ids.map(\.bytes) + ids
-      if o.value("version") == nil { version = old.version + 1 }
+      if o.value("version") == nil {
+        guard old.version < .max else { throw ParseError(message: "the old list's version is the largest there is") }
+        version = old.version + 1
+      }
       guard version > old.version else { throw ParseError(message: "--version must be above the old list's \(old.version)") }
     }
     var seed = try CredentialFiles.readSecretKey(keyPath)
@@ -245,14 +248,20 @@ enum CredentialCommand {
 
   /// 90s, 15m, 8h, 30d.
   static func duration(_ text: String) throws(ParseError) -> Int64 {
-    guard let unit = text.last, let n = Int64(text.dropLast()), n > 0 else { throw ParseError(message: "--valid N[s|m|h|d], got '\(text)'") }
+    // At most 100 years: a longer pass is a mistake, and no sum with it may trap.
+    guard let unit = text.last, let n = Int64(text.dropLast()), n > 0, n <= 3_155_760_000 else {
+      throw ParseError(message: "--valid N[s|m|h|d] (up to 100 years), got '\(text)'")
+    }
+    let seconds: Int64
     switch unit {
-    case "s": return n
-    case "m": return n * 60
-    case "h": return n * 3600
-    case "d": return n * 86_400
+    case "s": seconds = n
+    case "m": seconds = n * 60
+    case "h": seconds = n * 3600
+    case "d": seconds = n * 86_400
     default: throw ParseError(message: "--valid N[s|m|h|d], got '\(text)'")
     }
+    guard seconds <= 3_155_760_000 else { throw ParseError(message: "--valid N[s|m|h|d] (up to 100 years), got '\(text)'") }
+    return seconds
   }
 
   static func hex(_ text: String, _ what: String) throws(ParseError) -> [UInt8] {

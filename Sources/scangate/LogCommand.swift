@@ -41,7 +41,11 @@ enum LogCommand {
           store, path: path, keyPath: keyPath ?? AuditChainKey.defaultPath(forLog: path), published: published, fleetState: fleetState)
       }
       var since = Int64.min
-      if let text = options.value("since") { since = try RFC3339.parse(text[...]) * 1_000_000_000 }
+      if let text = options.value("since") {
+        let (ns, overflow) = try RFC3339.parse(text[...]).multipliedReportingOverflow(by: 1_000_000_000)
+        guard !overflow else { throw ParseError(message: "--since \(text): out of range (years 1678...2262)") }
+        since = ns
+      }
       let limit = Int64(try options.integer("limit", default: Int.max, range: 1...Int.max))
       let json = options.flag("json")
       do {

@@ -259,3 +259,20 @@ import Testing
     #expect(restarted.admit(fresh, now: t + 100) == nil)
   }
 }
+
+/// State files and tools meet values no reader writes (a damaged or hostile file, a typo): a
+/// refusal or a clamped value, never an arithmetic trap that restarts the reader in a loop.
+@Suite struct OutsideValueRangeTests {
+  @Test("a fleet state file at 2^63-1 is refused as damaged (its +1 trapped the fleet thread)")
+  func fleetStateOutOfRange() throws {
+    #expect(throws: FileError.self) { try FleetState.parse(Array("scangate-fleet acked 9223372036854775807\n".utf8)) }
+    #expect(try FleetState.parse(Array("scangate-fleet acked 4611686018427387904\n".utf8)) == 1 << 62)
+  }
+
+  @Test("times at the ends of Int64 format clamped to years 0000 and 9999")
+  func formatExtremes() {
+    #expect(RFC3339.format(.min) == "0000-01-01T00:00:00Z")
+    #expect(RFC3339.format(.max) == "9999-12-31T23:59:59Z")
+    #expect(RFC3339.format(1_780_000_000) == "2026-05-28T20:26:40Z")
+  }
+}
