@@ -81,6 +81,15 @@ enum CheckConfigCommand {
         "gpio: \(config.gpioBackend.rawValue) \(config.gpioChip) relay line \(config.relayLine)\(config.relayActiveLow ? " (active-low)" : "") "
           + "buzzer line \(config.buzzerLine)\(config.buzzerActiveLow ? " (active-low)" : ""), pulse \(config.engine.actuation.relayPulseMilliseconds) ms "
           + "(max \(config.engine.actuation.relayPulseMillisecondsMax) ms)")
+      // Where the state that protects decisions lives (docs/credentials.md, "What survives a restart").
+      if let directory = config.stateDirectory {
+        let refused = config.credentials.enabled ? ": rotating and single-use passes are refused until it exists" : ""
+        let missing = isDirectory(directory) ? "" : " (MISSING\(refused))"
+        print("state: \(directory): rotating steps, used passes, clock floor, revocation version\(missing)")
+      } else {
+        let refused = config.credentials.enabled ? ": rotating and single-use passes and revocation lists are refused" : ""
+        print("state: none (no state.directory and no log.path)\(refused)")
+      }
       if let problem = consoleRingProblem(config) {
         print("console: \(problem)")
         status = 1
