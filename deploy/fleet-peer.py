@@ -261,6 +261,14 @@ def control(ca, cert, key, host, port, seed_file, kid, allow_list, frame):
     result(r.get("ok") is False, f"an unsigned command is refused ({r.get('reason')})")
     r = send("command", signed(command("open")))
     result(r.get("ok") is True, f"a signed open command is acted on: {r.get('result')}")
+    # A command used, then let go once expired (a later command prunes its nonce): kept for the
+    # replay after a restart with the clock set back (fleet-test.sh, `replay`).
+    used = signed(command("status", expires_in=2))
+    r = send("command", used)
+    open(os.path.join(os.path.dirname(allow_list), "used-command.cose"), "wb").write(used)
+    time.sleep(3)
+    r2 = send("command", signed(command("status")))
+    result(r.get("ok") is True and r2.get("ok") is True, "a short-lived command is acted on, and a later one lets its nonce go")
 
     # Snapshot (fleet.snapshot = redacted): a PNG of the next frame, every located code blanked.
     shown = zbar(open(frame, "rb").read())
@@ -284,10 +292,37 @@ def control(ca, cert, key, host, port, seed_file, kid, allow_list, frame):
     return failed
 
 
+def replay(ca, cert, key, host, port, path):
+    """Sends a captured signed command again; it must be refused (replayed or expired)."""
+    import queue
+    import paho.mqtt.client as mqtt
+
+    replies = queue.Queue()
+    c = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id="replayer", protocol=mqtt.MQTTv311)
+    c.tls_set(ca_certs=ca, certfile=cert, keyfile=key, cert_reqs=ssl.CERT_REQUIRED)
+    c.on_message = lambda cl, u, m: replies.put(json.loads(m.payload))
+    c.connect(host, port, keepalive=10)
+    c.subscribe("scangate/door-1/reply", 1)
+    c.loop_start()
+    time.sleep(0.5)
+    c.publish("scangate/door-1/command", open(path, "rb").read(), qos=1).wait_for_publish(5)
+    try:
+        r = replies.get(timeout=8)
+    except queue.Empty:
+        r = {"ok": None, "reason": "no reply"}
+    c.loop_stop()
+    ok = r.get("ok") is False and ("replayed" in r.get("reason", "") or "expired" in r.get("reason", ""))
+    print(("PASS" if ok else "FAIL") + " fleet: a used command captured off the broker, replayed after its nonce was let go and "
+          f"the reader restarted with its clock 40 s behind, is refused ({r.get('reason')})")
+    return 0 if ok else 1
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "watch":
         watch(*sys.argv[2:7], int(sys.argv[7]))
     elif sys.argv[1] == "control":
         sys.exit(1 if control(*sys.argv[2:6], int(sys.argv[6]), *sys.argv[7:11]) else 0)
+    elif sys.argv[1] == "replay":
+        sys.exit(replay(*sys.argv[2:6], int(sys.argv[6]), sys.argv[7]))
     elif sys.argv[1] == "check":
         sys.exit(1 if check(*sys.argv[2:]) else 0)

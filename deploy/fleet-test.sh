@@ -256,6 +256,19 @@ waits_for_progress "$a0" 20
 [ "$(connects)" -gt "$c0" ] && [ "$(acked)" -gt "$a0" ]; check $? "MQTT 3.1.1: it reconnected and kept publishing (acked $a0 -> $(acked))"
 kill -TERM $READER; wait $READER 2>/dev/null; READER=""
 sed -i '/^protocol = "3.1.1"$/d' "$D/config.toml"
+# A signed command used and let go (a later command pruned its nonce), captured off the broker:
+# replayed to a reader restarted with its wall clock 40 s behind (deploy/clockshift.c), it is
+# refused whatever the clock says (the floor, and the ledger's horizon of nonces let go).
+cc -shared -fPIC -O2 -o "$D/clockshift.so" deploy/clockshift.c -ldl
+c0=$(connects)
+LD_PRELOAD="$D/clockshift.so" SCANGATE_CLOCK_SHIFT=-40 "$BIN" run --config "$D/config.toml" --quiet-edges > "$D/journal-shifted" 2>&1 &
+READER=$!
+for _ in $(seq 50); do [ "$(connects)" -gt "$c0" ] && break; sleep 0.2; done
+"$PY" deploy/fleet-peer.py replay "$D/ca.crt" "$D/watcher.crt" "$D/watcher.key" "$HOST" "$PORT" "$D/used-command.cose" > "$D/replay.out" 2>&1
+cat "$D/replay.out"
+pass=$((pass + $(grep -c '^PASS' "$D/replay.out"))); fail=$((fail + $(grep -c '^FAIL' "$D/replay.out")))
+grep -q '^PASS\|^FAIL' "$D/replay.out" || bad "the replay client said nothing: $(tail -3 "$D/replay.out")"
+kill -TERM $READER; wait $READER 2>/dev/null; READER=""
 # The offline clock survives a restart: the last contact was an hour ago (kept beside the state
 # file), the broker is gone, max_offline_s 30: the policy is in force at once, not 30 s later.
 [ -s "$D/audit.db.fleet.contact" ]; check $? "the last contact with the broker is kept ($(cat "$D/audit.db.fleet.contact" 2>/dev/null))"
