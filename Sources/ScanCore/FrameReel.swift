@@ -1,10 +1,19 @@
 /// Gray frames held in memory and lent in place, in a given order: the replay source's and the
-/// simulator's storage. Frames are copied in once, at init; lending one allocates nothing.
+/// simulator's storage. Frames are copied in once, at init; lending one allocates nothing. The
+/// storage is freed when the last copy of the reel goes away (a source dropped by the loop on a
+/// reopen frees its frames: there is nothing to release by hand).
 public struct FrameReel {
   public let width: Int
   public let height: Int
   public let count: Int
-  private let pixels: UnsafeMutableRawBufferPointer
+  private let storage: Storage
+
+  /// The pixels, owned by one object so that every copy of a reel shares them and the last one frees them.
+  private final class Storage {
+    let pixels: UnsafeMutableRawBufferPointer
+    init(byteCount: Int) { pixels = .allocate(byteCount: byteCount, alignment: 64) }
+    deinit { pixels.deallocate() }
+  }
 
   /// - Parameter frames: gray frames, each `width * height` bytes (at least one).
   public init(width: Int, height: Int, frames: [[UInt8]]) {
@@ -12,21 +21,20 @@ public struct FrameReel {
     self.width = width
     self.height = height
     count = frames.count
-    pixels = .allocate(byteCount: width * height * frames.count, alignment: 64)
+    storage = Storage(byteCount: width * height * frames.count)
     for (i, frame) in frames.enumerated() {
-      frame.withUnsafeBytes { pixels.baseAddress!.advanced(by: i * width * height).copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
+      frame.withUnsafeBytes {
+        storage.pixels.baseAddress!.advanced(by: i * width * height).copyMemory(from: $0.baseAddress!, byteCount: $0.count)
+      }
     }
   }
 
-  /// Frees the storage. (A Copyable struct has no deinit.)
-  public func release() { pixels.deallocate() }
-
-  /// Frame `index` as a luma frame, valid until `release`.
+  /// Frame `index` as a luma frame, valid while this reel (or a copy of it) exists.
   public func frame(_ index: Int, captured: Instant, sequence: UInt64) -> LumaFrame {
     precondition(index >= 0 && index < count)
     let start = index * width * height
     return LumaFrame(
-      bytes: UnsafeRawBufferPointer(rebasing: pixels[start..<(start + width * height)]),
+      bytes: UnsafeRawBufferPointer(rebasing: storage.pixels[start..<(start + width * height)]),
       geometry: .gray(width: width, height: height), captured: captured, sequence: sequence)
   }
 }

@@ -88,6 +88,4 @@ public struct ReplayFrameSource: LoopFrameSource {
     return body(reel.frame(position - 1, captured: now, sequence: sequence))
   }
 
-  /// Frees the frame storage.
-  public func release() { reel.release() }
 }

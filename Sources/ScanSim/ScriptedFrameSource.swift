@@ -42,9 +42,6 @@ public struct ScriptedFrameSource: FrameSource {
     manual = clock as? ManualClock
   }
 
-  /// Frees the frame storage. (A struct cannot have a deinit while Copyable.)
-  public func release() { reel.release() }
-
   public var isFinished: Bool { !loops && position >= script.count }
 
   public mutating func withNextFrame<R>(

@@ -51,7 +51,6 @@ import Testing
       digester: SodiumDigester(), events: ring, maxWidth: Self.width, maxHeight: Self.height)
     _ = engine.allowList.load(Array("text:ALICE-0001\ntext:DAVE-0004\n".utf8), digester: SodiumDigester(), nowUnixSeconds: clock.unixSeconds())
     var source = ScriptedFrameSource(width: Self.width, height: Self.height, frames: Self.frames(), script: Self.script, loops: true, clock: clock)
-    defer { source.release() }
 
     func run(_ frames: Int) throws {
       for _ in 0..<frames {
@@ -122,7 +121,6 @@ import Testing
     let frames = [empty, place(signed.staticText), place(rotating.presented(totp: code))]
     let script: [ScriptedFrameSource.Step] = [0, 1, 0, 2].flatMap { Array(repeating: ScriptedFrameSource.Step.frame($0), count: 10) }
     var source = ScriptedFrameSource(width: Self.width, height: Self.height, frames: frames, script: script, loops: true, clock: clock)
-    defer { source.release() }
     func run(_ frames: Int) throws {
       for _ in 0..<frames {
         _ = try source.withNextFrame(timeoutMilliseconds: 0) { engine.process($0) }

@@ -23,7 +23,6 @@ import Testing
     var source = ScriptedFrameSource(
       width: width, height: height, frames: HotPathAllocationTests.frames(), script: HotPathAllocationTests.script, loops: true,
       clock: clock)
-    defer { source.release() }
     func run(_ frames: Int) throws {
       for _ in 0..<frames {
         _ = try source.withNextFrame(timeoutMilliseconds: 0) { engine.process($0) }
