@@ -65,3 +65,10 @@ void *memalign(size_t alignment, size_t size) {
   thread_bytes += size;
   return __libc_memalign(alignment, size);
 }
+
+#include <malloc.h>
+
+size_t alloc_counter_heap_in_use(void) {
+  struct mallinfo2 info = mallinfo2();
+  return info.uordblks + info.hblkhd;
+}
