@@ -8,6 +8,9 @@
 #      pty pair; deploy/console-abuse.sh: 64 abusive TCP clients against the real service (audit log,
 #      secret, lockouts, frame rate)
 #   1c. deploy/credential-interop.sh: signed passes against pycose + cbor2 and pyotp (PyPI peers' venv)
+#   1d. deploy/fault-test.sh: the real binary under faults (deploy/faults/*.py): disk full, the log
+#      directory deleted, a damaged page, a torn WAL, the clock ±1 year, FIFOs and directories at
+#      configured paths, hostile frames; each ends with `log verify` and a fleet consumer's view
 #   2. fuzz/run: the parsers under libFuzzer for a fixed budget (FUZZ_SECONDS, default 20 each)
 #   3. deploy/hil/run.sh: the real binary on real drivers (vivid, gpio-sim, a UART) in a qemu guest,
 #      once on the bookworm userland and once on trixie's (libgpiod v2), with the allocation proof;
@@ -72,6 +75,7 @@ check_stage "console abuse (64 clients, audit log, lockouts, frame rate)" "deplo
 check_stage "fleet link on a real broker (TLS, ACLs, broker kill, link cut, kill -9, Home Assistant)" "deploy/fleet-test.sh .build/debug/scangate"
 
 check_stage "signed passes against pycose, cbor2 and pyotp" "deploy/credential-interop.sh .build/debug/scangate"
+check_stage "faults (disk full, deleted and damaged files, clock jumps, odd file types, hostile frames)" "deploy/fault-test.sh .build/debug/scangate"
 
 if stage "fuzz" fuzz/run "${FUZZ_SECONDS:-20}"; then passed=$((passed + 2)); else failed=$((failed + 1)); fi
 
