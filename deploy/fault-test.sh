@@ -18,7 +18,13 @@ for script in faults/*.py; do
   [ "$name" = common ] && continue
   t0=$SECONDS
   echo "-- $name"
-  timeout 300 "$PY" "$script" "$BIN" "$W/$name" || { rc=1; echo "FAIL $name: the script exited with an error (above)"; }
+  out=$(timeout 300 "$PY" "$script" "$BIN" "$W/$name" 2>&1); code=$?
+  echo "$out"
+  if [ $code != 0 ]; then
+    rc=1
+    # A script that stopped without saying what failed (a trace, a timeout) still counts as a failure.
+    grep -q '^FAIL' <<<"$out" || echo "FAIL $name: the script exited with $code without a FAIL line (above)"
+  fi
   echo "-- $name: $((SECONDS - t0)) s"
 done
 exit $rc
