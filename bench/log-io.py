@@ -1,0 +1,71 @@
+#!/usr/bin/env python3
+"""What the audit log costs the card: bytes and syncs per 1,000 decisions (docs/audit-log.md).
+
+A reader on the real binary, a replay of one allowed code decided again every `--every-ms`
+(presence.repeat_ms), its log on a real file system (not tmpfs), run until `--decisions`
+decisions are logged. Measured from outside the process:
+  - bytes handed to write/pwrite (`wchar` in /proc/PID/io) and bytes the kernel sent to the block
+    layer for it (`write_bytes`: the file system's blocks, journal excluded),
+  - fdatasync/fsync calls (strace -c),
+  - the largest the -wal file grew (sampled every 50 ms).
+Usage: bench/log-io.py SCANGATE [--decisions 1000] [--every-ms 100] [--dir /var/tmp/...]"""
+import argparse, os, re, shutil, signal, subprocess, sys, time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "deploy", "faults"))
+from common import Reader, qr_frames
+
+a = argparse.ArgumentParser()
+a.add_argument("binary")
+a.add_argument("--decisions", type=int, default=1000)
+a.add_argument("--every-ms", type=int, default=100)
+a.add_argument("--dir", default="/var/tmp/scangate-log-io")
+a.add_argument("--log", default="", help="extra [log] settings, e.g. 'commit_interval_ms = 200'")
+o = a.parse_args()
+
+shutil.rmtree(o.dir, ignore_errors=True)
+os.makedirs(o.dir)
+frames = qr_frames(o.dir, "steady", "EMP-0001")
+reader = Reader(o.binary, o.dir, "io", frames, log=o.log,
+                extra=f"[presence]\nrepeat_ms = {o.every_ms}\n", fps=max(20, 2000 // o.every_ms))
+reader.start()
+pid = reader.proc.pid
+trace = subprocess.Popen(["strace", "-f", "-c", "-e", "trace=fdatasync,fsync", "-p", str(pid), "-o", f"{o.dir}/strace"],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+time.sleep(0.5)
+
+
+def io():
+    fields = dict(l.split(": ") for l in open(f"/proc/{pid}/io").read().splitlines())
+    return int(fields["wchar"]), int(fields["write_bytes"])
+
+
+def logged():
+    return reader.decisions()
+
+
+w0, b0 = io()
+d0 = logged()
+wal_max = 0
+t0 = time.time()
+while logged() - d0 < o.decisions and time.time() - t0 < o.decisions * o.every_ms / 1000 * 3 + 30:
+    try:
+        wal_max = max(wal_max, os.path.getsize(reader.log_path + "-wal"))
+    except OSError:
+        pass
+    time.sleep(0.05)
+time.sleep(1)  # the last commit
+w1, b1 = io()
+decisions = logged() - d0
+trace.send_signal(signal.SIGINT)
+trace.wait()
+reader.stop()
+syncs = 0
+for line in open(f"{o.dir}/strace"):
+    m = re.match(r"\s*[\d.]+\s+[\d.]+\s+\d+\s+(\d+)\s+(?:\d+\s+)?(fdatasync|fsync)$", line)
+    if m:
+        syncs += int(m.group(1))
+per = 1000 / max(1, decisions)
+print(f"log-io: {decisions} decisions every {o.every_ms} ms ({o.log or 'default [log] settings'}): "
+      f"per 1,000 decisions {((w1 - w0) * per) / 1e6:.1f} MB written by the process, "
+      f"{((b1 - b0) * per) / 1e6:.1f} MB to the block layer, {syncs * per:.0f} fdatasync/fsync; "
+      f"largest WAL {wal_max / 1048576:.2f} MiB; database {os.path.getsize(reader.log_path) / 1048576:.2f} MiB")
