@@ -1,9 +1,9 @@
 #!/bin/bash
 # ScanGate's test suite: everything CI runs, in order. Needs deploy/setup.sh first.
-#   0. swift-format lint (the tree as .swift-format writes it)
+#   0. swift-format lint (the tree as .swift-format writes it); README's figures against bench/RESULTS.md
+#      and its links (deploy/readme-check.py)
 #   1. swift test: unit, adapter, console, corpus (when ../shared/corpus exists) and allocation tests
 #   1a. the console with real picocom and screen on a pty pair (deploy/console-tools.sh)
-#   1b. the console abuse run: 64 hostile clients for 60 s against the real binary (deploy/console-abuse.sh)
 #   1b. deploy/console-tools.sh: picocom and screen (under tmux) on the serial console through a socat
 #      pty pair; deploy/console-abuse.sh: 64 abusive TCP clients against the real service (audit log,
 #      secret, lockouts, frame rate)
@@ -67,6 +67,9 @@ if stage "swift-format lint" swift format lint --strict --configuration .swift-f
 else
   failed=$((failed + 1))
 fi
+
+# README: every "At a glance" figure is in bench/RESULTS.md where the row says; every link resolves.
+if stage "README figures and links" python3 deploy/readme-check.py; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
 
 swift_stage "swift test" "swift build --build-tests && swift test --skip-build"
 
