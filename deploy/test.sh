@@ -3,8 +3,7 @@
 #   0. swift-format lint (the tree as .swift-format writes it); README's figures against bench/RESULTS.md
 #      and its links (deploy/readme-check.py)
 #   1. swift test: unit, adapter, console, corpus (when ../shared/corpus exists) and allocation tests
-#   1a. the console with real picocom and screen on a pty pair (deploy/console-tools.sh)
-#   1b. deploy/console-tools.sh: picocom and screen (under tmux) on the serial console through a socat
+#   1a. deploy/console-tools.sh: picocom and screen (under tmux) on the serial console through a socat
 #      pty pair; deploy/console-abuse.sh: 64 abusive TCP clients against the real service (audit log,
 #      secret, lockouts, frame rate)
 #   1c. deploy/credential-interop.sh: signed passes against pycose + cbor2 and pyotp (PyPI peers' venv)
