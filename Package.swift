@@ -48,6 +48,7 @@ let package = Package(
         + [.linkedLibrary("stdc++")]),
     .target(name: "CGPIOD", linkerSettings: [.linkedLibrary("gpiod")]),
     .target(name: "CLinux", linkerSettings: [.linkedLibrary("sodium")]),
+    .target(name: "CSandbox", linkerSettings: [.linkedLibrary("seccomp")]),
     .target(name: "CSQLite", linkerSettings: [.linkedLibrary("sqlite3")]),
     .target(name: "CTLS", linkerSettings: [.linkedLibrary("ssl"), .linkedLibrary("crypto")]),
     .target(name: "CMosquitto", linkerSettings: [.linkedLibrary("mosquitto")]),
@@ -63,6 +64,7 @@ let package = Package(
       name: "ScanLinux",
       dependencies: [
         "ScanCore", "ScanConsole", "CZXing", "CImageIO", "CV4L2", "CCamera", "CGPIOD", "CLinux", "CToml", "CSQLite", "CTLS", "CCredential", "CMosquitto",
+        "CSandbox",
       ],
       swiftSettings: swiftSettings),
 

@@ -63,6 +63,10 @@ ax.set_xticklabels(datasets, rotation=30, ha="right", fontsize=8)
 ax.set_ylabel("codes read (%)"); ax.set_ylim(0, 100); ax.legend(fontsize=8); ax.set_title("Decode rate per dataset and engine")
 fig.tight_layout(); fig.savefig(os.path.join(bench, "decode-rate.png"), dpi=110); plt.close(fig)
 
+# --- bench/scenes.sh's section (first frame showing a code to the relay edge), when it ran
+scenes_md = os.path.join(out, "scenes.md")
+if os.path.exists(scenes_md):
+    md += [l.rstrip("\n") for l in open(scenes_md)] + [""]
 # --- bench/decoder.sh's section (the strategy beside the peers), when it ran
 decoder_md = os.path.join(out, "decoder.md")
 if os.path.exists(decoder_md):

@@ -10,6 +10,10 @@
                                     compare what OUT holds with the audit database DB (python's
                                     sqlite3), and that the events name the payloads shown only by
                                     their keyed tag (DB.tag-key): prints PASS/FAIL lines
+
+A consumer keys events by (reader, log, seq): `log` is the id of the reader's audit log (absent
+for a log made before log ids), and a new log id is a new log whose seq starts again at 1, never
+a run of duplicates of the old one.
 """
 import hashlib
 import hmac
@@ -70,7 +74,7 @@ def check(out, db, reader, batch, faults, *payloads):
     for e in events:
         try:
             m = json.loads(e["payload"])
-            key = (m["reader"], int(m["seq"]))
+            key = (m["reader"], m.get("log"), int(m["seq"]))
         except (ValueError, KeyError, TypeError):
             bad_json += 1
             continue
@@ -84,16 +88,21 @@ def check(out, db, reader, batch, faults, *payloads):
 
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     rows = conn.execute("SELECT seq, run, kind, verdict, label, time_ns FROM events ORDER BY seq").fetchall()
+    row = conn.execute("SELECT value FROM meta WHERE key='log_id'").fetchone()
+    log = row[0] if row else None
     first, last = rows[0][0], rows[-1][0]
-    seqs = sorted(s for (r, s) in received if r == reader)
-    missing = [s for s in range(first, last + 1) if (reader, s) not in received]
+    seqs = sorted(s for (r, g, s) in received if r == reader and g == log)
+    result(log is None or all(m.get("log") for m in received.values() if m["reader"] == reader),
+           f"every event names the log it belongs to (log {log}; other logs seen: "
+           f"{sorted({g for (r, g, s) in received if r == reader and g != log}, key=str)})")
+    missing = [s for s in range(first, last + 1) if (reader, log, s) not in received]
     result(not missing, f"every audit record {first}...{last} was delivered (gaps = {len(missing)}"
            + (f", first missing {missing[:10]}" if missing else "") + ")")
     extra = [s for s in seqs if s > last or s < first]
     result(not extra, f"nothing delivered that the log does not hold ({len(extra)})")
     mismatch = 0
     for (seq, run, kind, verdict, label, time_ns) in rows:
-        m = received.get((reader, seq))
+        m = received.get((reader, log, seq))
         if m is None:
             continue
         if m["run"] != run or m["kind"] != kind or m.get("verdict", "") != verdict or m.get("label", "") != label \
@@ -101,20 +110,21 @@ def check(out, db, reader, batch, faults, *payloads):
             mismatch += 1
     result(mismatch == 0, f"each message says what its audit record says (run, kind, verdict, label, time): {mismatch} differ")
     ordered = True
-    previous = 0
-    # Within one connection records go out in sequence order; a repeat only goes back to the
-    # acknowledged point, so a sequence lower than the last one must be a repeat.
+    previous = {}
+    # Within one connection a log's records go out in sequence order; a repeat only goes back to
+    # the acknowledged point, so a sequence lower than the last one of its log must be a repeat.
     seen = set()
     for e in events:
-        s = json.loads(e["payload"])["seq"]
-        if s < previous and s not in seen:
+        m = json.loads(e["payload"])
+        g, s = m.get("log"), m["seq"]
+        if s < previous.get(g, 0) and (g, s) not in seen:
             ordered = False
-        seen.add(s)
-        previous = s
+        seen.add((g, s))
+        previous[g] = s
     result(ordered, "records arrive in order (a step back only ever repeats a record already seen)")
     bound = faults * batch
     result(duplicates <= bound, f"{duplicates} duplicates, at most one unacknowledged batch per fault ({bound})")
-    runs = sorted({m["run"] for m in received.values()})
+    runs = sorted({m["run"] for m in received.values() if m.get("log") == log})
     result(len(runs) >= 2, f"the stream spans the reader's restart (runs {runs})")
 
     # Availability: the last will said offline when the reader died; online again after.

@@ -155,7 +155,7 @@ start_reader() {
   "$BIN" run --config "$D/config.toml" --quiet-edges >> "$D/journal" 2>&1 &
   READER=$!
 }
-acked() { sed -n 's/^scangate-fleet acked //p' "$D/audit.db.fleet" 2>/dev/null | grep . || echo 0; }
+acked() { sed -n 's/^scangate-fleet \(log [0-9a-f]* \)\{0,1\}acked //p' "$D/audit.db.fleet" 2>/dev/null | grep . || echo 0; }
 logged() { sqlite3 "file:$D/audit.db?mode=ro" "SELECT COALESCE(MAX(seq),0) FROM events" 2>/dev/null || echo 0; }
 start_reader
 sleep 4

@@ -14,6 +14,7 @@ PACKAGES=(
   libstb-dev           # PNG/PNM/GIF files, PNG snapshots
   libsqlite3-dev       # the audit log
   libsodium-dev        # SHA-256 of payloads, constant-time compares
+  libseccomp-dev       # the decoder worker's system call filter (docs/decoder.md)
   libtomlplusplus-dev  # config.toml
   libqrencode-dev      # QR fixtures for tests and the demo
   qrencode             # QR frames for the console stages (deploy/console-*.sh)

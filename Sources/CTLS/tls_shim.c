@@ -110,10 +110,80 @@ static int no_passphrase(char *buffer, int size, int writing, void *user) {
   return -1;
 }
 
+// MARK: - Certificates from memory
+
+/// Whether the PEM reads that ended a loop ended at the end of the data ("no start line": not an
+/// error, and taken off the queue) rather than at a malformed certificate.
+static int ended_cleanly(void) {
+  unsigned long e = ERR_peek_last_error();
+  if (e == 0) return 1;
+  if (ERR_GET_LIB(e) == ERR_LIB_PEM && ERR_GET_REASON(e) == PEM_R_NO_START_LINE) {
+    ERR_clear_error();
+    return 1;
+  }
+  return 0;
+}
+
+/// The server's chain from PEM in memory (leaf first, then its CAs), as
+/// SSL_CTX_use_certificate_chain_file reads it from a file. 1 on success.
+static int use_chain(SSL_CTX *ctx, const void *pem, size_t length) {
+  if (length > INT32_MAX) return 0;
+  BIO *bio = BIO_new_mem_buf(pem, (int)length);
+  if (bio == NULL) return 0;
+  X509 *leaf = PEM_read_bio_X509_AUX(bio, NULL, no_passphrase, NULL);
+  int ok = leaf != NULL && SSL_CTX_use_certificate(ctx, leaf) == 1 && SSL_CTX_clear_chain_certs(ctx) == 1;
+  X509_free(leaf);
+  while (ok) {
+    X509 *ca = PEM_read_bio_X509(bio, NULL, no_passphrase, NULL);
+    if (ca == NULL) {
+      ok = ended_cleanly();
+      break;
+    }
+    if (SSL_CTX_add0_chain_cert(ctx, ca) != 1) {  // takes the certificate on success
+      X509_free(ca);
+      ok = 0;
+    }
+  }
+  BIO_free(bio);
+  return ok;
+}
+
+/// The client CAs from PEM in memory: each certificate verifies clients and its subject is sent
+/// in the CertificateRequest (SSL_CTX_load_verify_locations and SSL_load_client_CA_file from a
+/// file). 1 on success, 0 on a bad certificate, -1 when the data holds none.
+static int use_client_cas(SSL_CTX *ctx, const void *pem, size_t length) {
+  if (length > INT32_MAX) return 0;
+  BIO *bio = BIO_new_mem_buf(pem, (int)length);
+  STACK_OF(X509_NAME) *names = sk_X509_NAME_new_null();
+  X509_STORE *store = SSL_CTX_get_cert_store(ctx);
+  int ok = bio != NULL && names != NULL && store != NULL, count = 0;
+  while (ok) {
+    X509 *ca = PEM_read_bio_X509(bio, NULL, no_passphrase, NULL);
+    if (ca == NULL) {
+      ok = ended_cleanly();
+      break;
+    }
+    X509_NAME *name = X509_NAME_dup(X509_get_subject_name(ca));
+    if (name == NULL || X509_STORE_add_cert(store, ca) != 1 || sk_X509_NAME_push(names, name) <= 0) {
+      X509_NAME_free(name);
+      ok = 0;
+    }
+    X509_free(ca);  // the store holds its own reference
+    count++;
+  }
+  BIO_free(bio);
+  if (!ok || count == 0) {
+    sk_X509_NAME_pop_free(names, X509_NAME_free);
+    return ok ? -1 : 0;
+  }
+  SSL_CTX_set_client_CA_list(ctx, names);  // takes the list
+  return 1;
+}
+
 // MARK: - Context
 
-sg_tls_context *sg_tls_context_new(const char *cert_file, const void *key_pem, size_t key_length,
-                                   const char *client_ca_file, char *error, size_t error_length) {
+sg_tls_context *sg_tls_context_new(const void *cert_pem, size_t cert_length, const void *key_pem, size_t key_length,
+                                   const void *client_ca_pem, size_t client_ca_length, char *error, size_t error_length) {
   if (error != NULL && error_length > 0) error[0] = 0;
   ERR_clear_error();
   if (method() == NULL) {
@@ -137,7 +207,7 @@ sg_tls_context *sg_tls_context_new(const char *cert_file, const void *key_pem, s
     take_errors(error, error_length, "cipher list");
     goto fail;
   }
-  if (SSL_CTX_use_certificate_chain_file(ctx, cert_file) != 1) {
+  if (use_chain(ctx, cert_pem, cert_length) != 1) {
     take_errors(error, error_length, "certificate");
     goto fail;
   }
@@ -158,17 +228,12 @@ sg_tls_context *sg_tls_context_new(const char *cert_file, const void *key_pem, s
     take_errors(error, error_length, "the private key does not match the certificate");
     goto fail;
   }
-  if (client_ca_file != NULL && client_ca_file[0] != 0) {
-    if (SSL_CTX_load_verify_locations(ctx, client_ca_file, NULL) != 1) {
-      take_errors(error, error_length, "client CA");
+  if (client_ca_pem != NULL && client_ca_length > 0) {
+    int cas = use_client_cas(ctx, client_ca_pem, client_ca_length);
+    if (cas != 1) {
+      take_errors(error, error_length, cas < 0 ? "client CA: no PEM certificate" : "client CA");
       goto fail;
     }
-    STACK_OF(X509_NAME) *names = SSL_load_client_CA_file(client_ca_file);
-    if (names == NULL) {
-      take_errors(error, error_length, "client CA names");
-      goto fail;
-    }
-    SSL_CTX_set_client_CA_list(ctx, names);
     SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, NULL);
     SSL_CTX_set_verify_depth(ctx, 4);
   }

@@ -112,7 +112,7 @@ public final class ConsoleCommands<Clock: MonotonicClock> {
       counters.badLines &+= 1
       reply(output, slot, error: error)
     case .success(let request):
-      if request.verb.needsOperator && !sessions[slot].isOperator {
+      if request.needsOperator && !sessions[slot].isOperator {
         counters.badLines &+= 1
         reply(output, slot, error: .needsAuth)
         return
@@ -184,6 +184,17 @@ public final class ConsoleCommands<Clock: MonotonicClock> {
     case .version: output.send(slot) { ConsoleText.writeVersion(host.consoleStatus(), into: &$0) }
     case .status: output.send(slot) { ConsoleText.writeStatus(host.consoleStatus(), into: &$0) }
     case .door: output.send(slot) { ConsoleText.writeDoor(host.consoleStatus().door, into: &$0) }
+    case .clock:
+      if request.flag {
+        resetClockFloor(slot: slot, host: &host, output: output)
+      } else if let clock = host.clockReport() {
+        output.send(slot) { w in
+          ConsoleText.writeClock(clock, into: &w)
+          w.write("OK clock\n")
+        }
+      } else {
+        output.send(slot) { $0.write("ERR 503 this reader keeps no clock floor\n") }
+      }
     case .stats: output.send(slot) { ConsoleText.writeStats(host.consoleStatus(), console: counters, into: &$0) }
     case .last: writeLast(request, slot: slot, host: host, output: output)
     case .watch:
@@ -288,6 +299,64 @@ public final class ConsoleCommands<Clock: MonotonicClock> {
         w.write((ms + 999) / 1000)
         w.write(" s\n")
       }
+    }
+  }
+
+  /// CLOCK FLOOR RESET (operator): the floor becomes the clock. Recorded once done, with the
+  /// floor before and after and who asked (`CLOCK FLOOR RESET <before>-><after> by <peer>`, Unix
+  /// seconds: the record's 64 bytes), and answered with both.
+  private func resetClockFloor<Host: ConsoleHost & ~Copyable>(slot: Int, host: inout Host, output: some ConsoleOutput) {
+    guard let (before, after) = host.resetClockFloor() else {
+      output.send(slot) { $0.write("ERR 503 this reader keeps no clock floor\n") }
+      return
+    }
+    let peer = sessions[slot].peer
+    let sequence = withUnsafeTemporaryAllocation(byteCount: 96, alignment: 1) { buffer in
+      var w = ByteWriter(buffer)
+      w.write("CLOCK FLOOR RESET ")
+      w.write(before)
+      w.write("->")
+      w.write(after)
+      w.write(" by ")
+      Self.writePeer(peer, into: &w)
+      return host.record(.command, code: UInt16(ConsoleVerb.clock.rawValue), text: w.written)
+    }
+    let clock = host.clockReport()
+    output.send(slot) { w in
+      w.write("OK #")
+      w.write(sequence)
+      w.write(" clock floor reset from ")
+      w.write(RFC3339.format(before))
+      w.write(" to ")
+      w.write(RFC3339.format(after))
+      if let clock, !clock.synchronized { w.write(" (the clock is not synchronised: check it is right)") }
+      w.newline()
+    }
+  }
+
+  /// Who a session is, as records name it: `serial`, `uid <n>` (a local user), `local` (a local
+  /// client whose owner is unknown), an IPv4 address, or an IPv6 /64.
+  static func writePeer(_ peer: PeerKey, into w: inout ByteWriter) {
+    if peer == .serial {
+      w.write("serial")
+    } else if let uid = peer.localUID {
+      w.write("uid ")
+      w.write(uid)
+    } else if peer == .loopback {
+      w.write("local")
+    } else if peer.high == 0 && peer.low >> 32 == 0xFFFF {
+      for k in 0..<4 {
+        if k > 0 { w.write(".") }
+        w.write(UInt8(truncatingIfNeeded: peer.low >> (24 - 8 * UInt64(k))))
+      }
+    } else {
+      withUnsafeBytes(of: peer.high.bigEndian) { bytes in
+        for k in 0..<4 {
+          if k > 0 { w.write(":") }
+          w.writeHex(UnsafeRawBufferPointer(rebasing: bytes[(2 * k)..<(2 * k + 2)]))
+        }
+      }
+      w.write("::/64")
     }
   }
 

@@ -26,6 +26,37 @@ public protocol ConsoleHost: ~Copyable {
   /// Records a console event (command, AUTH failure) in the event ring; returns its sequence.
   @discardableResult
   mutating func record(_ kind: EventKind, code: UInt16, text: UnsafeRawBufferPointer) -> UInt64
+  /// The clock, its floor and whether it is synchronised (CLOCK, STATUS); nil when the reader
+  /// keeps no clock floor.
+  func clockReport() -> ClockReport?
+  /// An operator's CLOCK FLOOR RESET: the floor becomes the clock's reading now, even when that
+  /// is earlier (a floor raised by a bad reading), and is written durably. The floor before and
+  /// after; nil when the reader keeps no floor.
+  mutating func resetClockFloor() -> (before: Int64, after: Int64)?
+}
+
+extension ConsoleHost where Self: ~Copyable {
+  public func clockReport() -> ClockReport? { nil }
+  public mutating func resetClockFloor() -> (before: Int64, after: Int64)? { nil }
+}
+
+/// The clock as CLOCK and STATUS show it (docs/credentials.md, "Time").
+public struct ClockReport: Equatable, Sendable {
+  /// The wall clock now and the floor (Unix seconds).
+  public var wall: Int64
+  public var floor: Int64
+  /// The kernel's NTP status.
+  public var synchronized: Bool
+  /// Why the floor file could not be read or written (it names the file), or nil.
+  public var problem: String?
+  public init(wall: Int64, floor: Int64, synchronized: Bool, problem: String? = nil) {
+    self.wall = wall
+    self.floor = floor
+    self.synchronized = synchronized
+    self.problem = problem
+  }
+  /// The clock reads earlier than a time known to have passed.
+  public var isBehind: Bool { wall < floor }
 }
 
 /// Where console replies go: one fixed output buffer per session slot.
@@ -111,6 +142,10 @@ public struct ReaderStatus: Sendable {
   public var allowListLoadedAtUnixSeconds: Int64 = 0
   public var allowListError: AllowListError? = nil
   public var decoder: DecoderStats? = nil
+  /// The decoder worker processes (nil: the reader decodes in its own process).
+  public var decoderWorkers: DecoderIsolationStats? = nil
+  /// How the last worker that died on its own ended ("SIGABRT"), or nil.
+  public var decoderLastCrash: String? = nil
   public var aim = CodeGeometry()
   public var exposure = ExposureMetrics()
   public var codesInView = 0
@@ -125,6 +160,8 @@ public struct ReaderStatus: Sendable {
   public var credentialsLine: String? = nil
   /// One line about the panel link (panel mode: mode, last poll, Secure Channel, last card), or nil.
   public var panelLine: String? = nil
+  /// The clock and its floor (nil: the reader keeps no floor).
+  public var clock: ClockReport? = nil
   public var uptimeSeconds: UInt64 = 0
   /// The door, when one is configured.
   public var door: DoorStatus? = nil

@@ -5,6 +5,7 @@ public enum ConsoleVerb: UInt8, CaseIterable, Sendable {
   case help, version, status, stats, last, watch, check, log, auth, quit
   case open, reload, selftest, snapshot
   case door
+  case clock
 
   public var name: String {
     switch self {
@@ -23,6 +24,7 @@ public enum ConsoleVerb: UInt8, CaseIterable, Sendable {
     case .selftest: "SELFTEST"
     case .snapshot: "SNAPSHOT"
     case .door: "DOOR"
+    case .clock: "CLOCK"
     }
   }
 
@@ -31,7 +33,7 @@ public enum ConsoleVerb: UInt8, CaseIterable, Sendable {
   public var needsOperator: Bool {
     switch self {
     case .open, .reload, .selftest, .log, .snapshot, .check: true
-    case .help, .version, .status, .stats, .last, .watch, .auth, .quit, .door: false
+    case .help, .version, .status, .stats, .last, .watch, .auth, .quit, .door, .clock: false
     }
   }
 
@@ -39,7 +41,8 @@ public enum ConsoleVerb: UInt8, CaseIterable, Sendable {
   public var isAuditedForOperator: Bool {
     switch self {
     case .open, .reload, .selftest, .log, .snapshot, .check, .last, .watch: true
-    case .help, .version, .status, .stats, .auth, .quit, .door: false
+    // CLOCK FLOOR RESET records itself once done, with the floor before and after and who.
+    case .help, .version, .status, .stats, .auth, .quit, .door, .clock: false
     }
   }
 
@@ -61,6 +64,7 @@ public enum ConsoleVerb: UInt8, CaseIterable, Sendable {
     case .selftest: "SELFTEST            operator: play every buzzer pattern, pulse the relay 200 ms"
     case .snapshot: "SNAPSHOT [TEXT]     operator: the latest frame (PNG as base64, or TEXT: ASCII art)"
     case .door: "DOOR                the door: state, strike, inputs, alarm and counts"
+    case .clock: "CLOCK [FLOOR RESET] the clock, its floor, synchronised; operator: set the floor to the clock"
     }
   }
 }
@@ -92,8 +96,11 @@ public struct ConsoleRequest: Sendable {
   public var verb: ConsoleVerb
   /// The numeric argument (LAST, LOG, OPEN), if one was given.
   public var number: Int? = nil
-  /// WATCH ON / OFF; SNAPSHOT TEXT.
+  /// WATCH ON / OFF; SNAPSHOT TEXT; CLOCK FLOOR RESET.
   public var flag = false
+
+  /// Whether this request needs AUTH: an operator verb, or CLOCK FLOOR RESET (CLOCK alone is read-only).
+  public var needsOperator: Bool { verb.needsOperator || (verb == .clock && flag) }
 
   public static let numberMax = 3_600_000
 
@@ -141,6 +148,13 @@ public struct ConsoleRequest: Sendable {
         request.flag = false
       } else {
         return .failure(.badArgument)
+      }
+    case .clock:
+      if words > 1 {
+        guard words == 3, equalsIgnoringCase(word(1), "FLOOR"), equalsIgnoringCase(word(2), "RESET") else {
+          return .failure(.badArgument)
+        }
+        request.flag = true
       }
     case .snapshot:
       guard words <= 2 else { return .failure(.tooManyArguments) }

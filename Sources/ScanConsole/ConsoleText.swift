@@ -84,6 +84,9 @@ public enum ConsoleText {
     if let d = s.decoder {
       writeDecoderLine(s.decoderVersion, d, budget: s.stats, into: &w); lines += 1
     }
+    if let workers = s.decoderWorkers {
+      writeWorkersLine(workers, lastCrash: s.decoderLastCrash, into: &w); lines += 1
+    }
     writeAimLine(s, into: &w); lines += 1
     w.write("| presence ")
     w.write(s.codesInView)
@@ -122,6 +125,9 @@ public enum ConsoleText {
       w.write(panel)
       w.newline(); lines += 1
     }
+    if let clock = s.clock {
+      writeClock(clock, into: &w); lines += 1
+    }
     let up = s.uptimeSeconds
     w.write("| uptime ")
     w.write(up / 3600)
@@ -133,6 +139,25 @@ public enum ConsoleText {
     w.write("OK status ")
     w.write(lines)
     w.write(" lines\n")
+  }
+
+  /// `| clock <now> floor <floor> synchronised|unsynchronised[, BEHIND its floor by <n> s][; floor file <problem>]`.
+  public static func writeClock(_ c: ClockReport, into w: inout ByteWriter) {
+    w.write("| clock ")
+    w.write(RFC3339.format(c.wall))
+    w.write(" floor ")
+    w.write(c.floor > 0 ? RFC3339.format(c.floor) : "none")
+    w.write(c.synchronized ? " synchronised" : " unsynchronised")
+    if c.isBehind {
+      w.write(", BEHIND its floor by ")
+      w.write(c.floor - c.wall)
+      w.write(" s (expiry is judged at the floor; CLOCK FLOOR RESET if the floor is wrong)")
+    }
+    if let problem = c.problem {
+      w.write("; floor file ")
+      writeSanitized(problem, into: &w)
+    }
+    w.newline()
   }
 
   static func writeCameraLine(_ s: ReaderStatus, into w: inout ByteWriter) {
@@ -200,6 +225,33 @@ public enum ConsoleText {
     if let t = budget {
       w.write(";")
       writeBudget(t, into: &w)
+    }
+    w.newline()
+  }
+
+  /// The decoder worker processes: their state (a fault is named first) and counters.
+  static func writeWorkersLine(_ d: DecoderIsolationStats, lastCrash: String?, into w: inout ByteWriter) {
+    w.write("| decoder-workers ")
+    w.write(d.faulted ? "FAULT (frames abandoned or a worker crashed lately), " : "ok, ")
+    w.write(d.ready)
+    w.write(" ready; deadline ")
+    w.write(d.deadlineMilliseconds)
+    w.write(" ms; restarts ")
+    w.write(d.restarts)
+    w.write(" abandoned ")
+    w.write(d.abandoned)
+    w.write(" crashed ")
+    w.write(d.crashed)
+    w.write(" skipped ")
+    w.write(d.skipped)
+    w.write(" start-failures ")
+    w.write(d.startFailures)
+    w.write(" longest ")
+    w.writeFixed(d.longestMicroseconds, scale: 1000, decimals: 2)
+    w.write(" ms")
+    if let lastCrash {
+      w.write("; last crash ")
+      writeSanitized(lastCrash, into: &w)
     }
     w.newline()
   }
@@ -300,7 +352,14 @@ public enum ConsoleText {
     w.write(" serial-deauth ")
     w.write(c.serialDeauthentications)
     w.newline()
-    w.write("OK stats 7 lines\n")
+    var lines = 7
+    if let workers = s.decoderWorkers {
+      writeWorkersLine(workers, lastCrash: s.decoderLastCrash, into: &w)
+      lines += 1
+    }
+    w.write("OK stats ")
+    w.write(lines)
+    w.write(" lines\n")
   }
 
   static func writeHistogram(_ name: StaticString, _ h: LatencyHistogram, into w: inout ByteWriter) {

@@ -272,6 +272,23 @@ public struct AllowList: ~Copyable {
 
 /// The allow-list file format (docs/allow-list.md).
 public enum AllowListParser {
+  /// The line that says a list with no entries is meant to be empty. Without it a file with no
+  /// entries (0 bytes, blank lines, comments) is refused like one cut short: an empty file is
+  /// what an interrupted copy or a failed export leaves, and it would deny every code.
+  public static let emptyMarker = "# scangate: empty"
+
+  /// Why a list with no entries is refused (the same words for every list that has the rule).
+  public static let emptyReason =
+    "no entries: an empty file is refused like one cut short (a list meant to be empty holds the line \"# scangate: empty\")"
+
+  /// Whether `line` (without its newline) is `emptyMarker`, give or take surrounding blanks and a CR.
+  public static func isEmptyMarker(_ line: ArraySlice<UInt8>) -> Bool {
+    var trimmed = line
+    while let first = trimmed.first, first == 0x20 || first == 0x09 { trimmed = trimmed.dropFirst() }
+    while let last = trimmed.last, last == 0x20 || last == 0x09 || last == 0x0D { trimmed = trimmed.dropLast() }
+    return trimmed.elementsEqual(emptyMarker.utf8)
+  }
+
   public static func parse(
     _ text: [UInt8], limits: AllowListLimits, digester: some PayloadDigester, into table: inout AllowListTable
   ) -> AllowListError? {
@@ -289,6 +306,7 @@ public enum AllowListParser {
     }
     var lineNumber = 0
     var start = 0
+    var markedEmpty = false
     while start < text.count {
       var end = start
       while end < text.count && text[end] != 0x0A { end += 1 }
@@ -296,11 +314,13 @@ public enum AllowListParser {
       if end - start > limits.lineBytesMax {
         return AllowListError(line: lineNumber, reason: "line longer than \(limits.lineBytesMax) bytes")
       }
+      if isEmptyMarker(text[start..<end]) { markedEmpty = true }
       if let error = parseLine(text[start..<end], lineNumber: lineNumber, limits: limits, digester: digester, into: &table) {
         return error
       }
       start = end + 1
     }
+    if table.count == 0 && !markedEmpty { return AllowListError(line: 0, reason: emptyReason) }
     return nil
   }
 

@@ -95,6 +95,23 @@ public struct ScanConfig: Equatable, Sendable {
   // [decoder], [presence], [gpio] timing, result slots
   public var engine = ScanConfig.readerDefaults()
   public var decoderArenaKiB = 4_096
+  /// `decoder.isolation`: decode in worker processes (the default) or on the loop's thread.
+  public var decoderIsolation = DecoderIsolation.process
+  /// `decoder.deadline_ms` (nil: `decoderDeadlineMilliseconds`' default from the budget).
+  public var decoderDeadlineSetting: Int? = nil
+  /// A decode running longer is abandoned: as configured, else 10 × the budget and at least
+  /// 100 ms (1 s with no budget: every attempt on every frame).
+  public var decoderDeadlineMilliseconds: Int {
+    if let d = decoderDeadlineSetting { return d }
+    let budget = engine.decode.budgetMicroseconds / 1000
+    return budget == 0 ? 1_000 : max(100, 10 * budget)
+  }
+  /// The worker supervisor's settings.
+  public var decoderSupervision: DecoderSupervisor.Settings {
+    var s = DecoderSupervisor.Settings()
+    s.deadlineMilliseconds = decoderDeadlineMilliseconds
+    return s
+  }
   /// `decoder.decode_budget_ms`'s default: about a quarter of a 30 fps frame on a Pi 4 core.
   public static let decodeBudgetMillisecondsDefault = 8
   /// `decoder.quiet_after_ms`'s default: a second of a still picture with nothing read.
@@ -222,6 +239,10 @@ public enum ConfigSchema {
       Key(name: "decoder.payload_bytes_max", kind: .integer(16...8192)) { $0.engine.payloadBytesMax = int($1) },
       Key(name: "decoder.arena_kib", kind: .integer(0...262_144)) { $0.decoderArenaKiB = int($1) },
       Key(name: "decoder.decode_budget_ms", kind: .integer(0...1_000)) { $0.engine.decode.budgetMicroseconds = int($1) * 1000 },
+      Key(name: "decoder.isolation", kind: .choice(DecoderIsolation.allCases.map(\.rawValue))) {
+        $0.decoderIsolation = DecoderIsolation(rawValue: str($1))!
+      },
+      Key(name: "decoder.deadline_ms", kind: .integer(10...60_000)) { $0.decoderDeadlineSetting = int($1) },
       Key(name: "decoder.quiet_after_ms", kind: .integer(0...60_000)) { $0.engine.decode.quietAfterMicroseconds = int($1) * 1000 },
       Key(name: "decoder.strategy", kind: .choice(["default", "none"])) {
         $0.engine.decode.attempts = str($1) == "none" ? [] : DecodeAttempt.readerDefault

@@ -17,29 +17,29 @@ extension DecodePipeline where Decoder: ~Copyable {
       lastFrame = frameLog
     }
     scratchView = nil
-    tracked.age()
+    lastTrace = AttemptTrace()
     let g = frame.geometry
     let full =
       settings.region?.clipped(width: g.width, height: g.height)
       ?? Region(x: 0, y: 0, width: g.width, height: g.height)
     switch mode {
     case .retry:
-      // Every attempt on this frame (a still image: nothing to track).
+      // Every attempt on this frame (a still image, or a snapshot of a stream's frame: nothing
+      // to track, and the stream's tracked region is left as it is).
       for i in 0..<strategyCount where strategy[i].area != .tracked {
-        for _ in 0..<(strategy[i].area == .tiles ? 4 : 1) {
-          attempt(i, frame, full: full, into: &results, clock: clock)
+        for _ in 0..<(strategy[i].area == .tiles ? 4 : 1) where attempt(i, frame, full: full, into: &results, clock: clock) {
           frameLog.attempts += 1
         }
       }
     case .upright:
-      if let first = firstFullAttempt() {
-        attempt(first, frame, full: full, into: &results, clock: clock)
+      if let first = firstFullAttempt(), attempt(first, frame, full: full, into: &results, clock: clock) {
         frameLog.attempts += 1
       }
     case .alternate:
+      tracked.age(now: start)
       spread(frame, full: full, into: &results, clock: clock, start: start, log: &frameLog)
+      tracked.cover(results, from: 0, width: g.width, height: g.height, now: start)
     }
-    tracked.cover(results, from: 0, width: g.width, height: g.height)
   }
 
   func firstFullAttempt() -> Int? {
@@ -47,78 +47,151 @@ extension DecodePipeline where Decoder: ~Copyable {
     return nil
   }
 
-  /// The reader's way: the tracked region's attempts while a code was seen lately, then the first
-  /// full-frame attempt, then the next ones of the rotation while the budget lasts, until a code
-  /// is found. A held code thus meets a different attempt every frame.
+  /// The reader's way. The first full-frame attempt runs first on every frame (the cheapest that
+  /// reads a code a person has just held up: the next person never waits for the last one's
+  /// code); while a code read in the previous frame is held, its tracked region next; then the
+  /// next attempts of the rotation (the tracked region among them) while the budget lasts,
+  /// until a code is found. A held code thus meets a different attempt every frame.
+  ///
+  /// An attempt starts only while its estimated cost fits what is left of the budget; the first
+  /// one always runs. One of the rotation that does not fit beside the first attempt is owed:
+  /// the next frame runs it after its first attempt even past the budget (so that frame spends
+  /// at most the budget plus that attempt, and the rotation never stalls on it). On a core where
+  /// the first attempt alone fills the budget, the next frame starts with the rotation instead.
   mutating func spread<C: MonotonicClock>(
     _ frame: LumaFrame, full: Region, into results: inout DecodeResults, clock: C, start: Instant,
     log: inout StrategyFrame
   ) {
     let budget = UInt64(settings.budgetMicroseconds)
-    func fits(_ i: Int, _ spent: UInt64) -> Bool {
-      budget == 0 || log.attempts == 0 || spent + attemptCostMicroseconds[i] <= budget
+    func spent() -> UInt64 { clock.now().microseconds(since: start) }
+    func fits(_ i: Int) -> Bool {
+      budget == 0 || log.attempts == 0 || spent() + estimate(i, full: full) <= budget
     }
+    var pictureChanged = false
     if settings.quietAfterMicroseconds > 0 {
       let quietAfter = UInt64(settings.quietAfterMicroseconds)
       // While quiet, frames are compared with the last busy one (a slow change adds up).
       let wasQuiet = start.microseconds(since: lastBusy) >= quietAfter
-      if change.changed(frame, region: full, keepingReference: wasQuiet) || tracked.region != nil { lastBusy = start }
+      pictureChanged = change.changed(frame, region: full, keepingReference: wasQuiet)
+      if pictureChanged || tracked.region != nil { lastBusy = start }
       if start.microseconds(since: lastBusy) >= quietAfter {
         quietTurn(frame, full: full, into: &results, clock: clock, log: &log)
         if results.count > 0 { lastBusy = clock.now() }
         return
       }
     }
-    if tracked.region != nil {
-      for i in 0..<strategyCount where strategy[i].area == .tracked {
-        guard fits(i, clock.now().microseconds(since: start)) else {
-          log.budgetSpent = true
-          return
-        }
-        attempt(i, frame, full: full, into: &results, clock: clock)
-        log.attempts += 1
-        if results.count > 0 { return }
-      }
-    }
     guard let first = firstFullAttempt() else { return }
-    let startWithRotation = rotationFirst && log.attempts == 0
+    let slowTurn = rotationFirst
     rotationFirst = false
-    if !startWithRotation && fits(first, clock.now().microseconds(since: start)) {
-      attempt(first, frame, full: full, into: &results, clock: clock)
-      log.attempts += 1
+    var trackedRan = false
+    if !slowTurn {
+      if attempt(first, frame, full: full, into: &results, clock: clock) { log.attempts += 1 }
+      // A code read: the frame is done, unless the tracked attempt read one in the last frame
+      // that the first attempt misses (a second person's code, still held).
+      if results.count > 0 && !tracked.heldInRegion { return }
+      if tracked.held {
+        for i in 0..<strategyCount where strategy[i].area == .tracked {
+          guard fits(i) else { break }
+          let before = results.count
+          if attempt(i, frame, full: full, into: &results, clock: clock) { log.attempts += 1 }
+          trackedRan = true
+          if results.count > before { tracked.readInRegion() }
+        }
+      }
+      if results.count > 0 { return }
     }
+    if pictureChanged && roundDone {
+      // Something came into view (or left): the rotation starts again from the order's best
+      // attempts, so what a new code meets in its first frames does not depend on where the
+      // rotation stood (nor on the frame rate). Only once every attempt had its turn since the
+      // last start, so a picture that changes every frame still gets the whole order.
+      cursor = 0
+      dearPass = false
+      roundDone = false
+      rotationOwed = false
+      for k in 0..<strategyCount { tileCursor[k] = 0 }
+    }
+    let beforeRotation = spent()
     let attemptsBeforeRotation = log.attempts
-    // The rotation: at most one round per frame.
+    var owed = rotationOwed
+    rotationOwed = false
+    // The rotation: at most one round per frame. A round takes the order's cheap attempts
+    // first (those costing no more than the first attempt and half as much again: the 1:1 and
+    // downscaled views, in every view and binarizer), then the dear ones (upscaled), each pass
+    // in the order's order: a code one of the cheap views reads is not kept waiting behind an
+    // upscaled attempt that costs a frame's budget.
+    let cheapCeiling = max(1, attemptCostMicroseconds[first] + attemptCostMicroseconds[first] / 2)
     var visited = 0
-    while results.count == 0 && visited < strategyCount {
-      if cursor >= strategyCount { cursor = 0 }
+    while results.count == 0 && visited < 2 * strategyCount {
+      if cursor >= strategyCount {
+        cursor = 0
+        if dearPass { roundDone = true }
+        dearPass.toggle()
+      }
       let i = cursor
       visited += 1
-      if i == first || strategy[i].area == .tracked {
+      if i == first || (strategy[i].area == .tracked && (tracked.region == nil || trackedRan))
+        || (estimate(i, full: full) > cheapCeiling) != dearPass
+      {
         cursor += 1
         continue
       }
       // One dearer than a frame may ever cost is passed over (its estimate decays, so it is
-      // measured again now and then); one that does not fit beside this frame's attempts waits
-      // for the next frame (it starts that frame's rotation).
-      if tooDear(i, first: first) {
+      // measured again now and then).
+      if tooDear(i, first: first, full: full) {
         cursor += 1
         continue
       }
-      guard fits(i, clock.now().microseconds(since: start)) else {
-        log.budgetSpent = true
-        // Nothing of the rotation ran this frame: the next frame starts with it.
-        if log.attempts == attemptsBeforeRotation { rotationFirst = true }
-        return
+      if !fits(i) {
+        // Owed since the last frame, and this frame is still within its budget: it runs now.
+        let runsAnyway = owed && budget > 0 && spent() <= budget
+        if !runsAnyway {
+          log.budgetSpent = true
+          lastTrace.waiting = i
+          lastTrace.waitingEstimate = estimate(i, full: full)
+          // When the first attempt alone filled the budget (a slow core) and nothing of the
+          // rotation ran, the next frame starts with the rotation; otherwise this attempt is
+          // owed to the next frame, after its first attempt.
+          if !slowTurn && beforeRotation > budget && log.attempts == attemptsBeforeRotation {
+            rotationFirst = true
+          } else {
+            rotationOwed = true
+          }
+          return
+        }
       }
+      owed = false
       cursor += 1
-      attempt(i, frame, full: full, into: &results, clock: clock)
-      log.attempts += 1
+      if attempt(i, frame, full: full, into: &results, clock: clock) { log.attempts += 1 }
+      if strategy[i].area == .tracked && results.count > 0 { tracked.readInRegion() }
     }
   }
 
+  /// The pixels attempt `i` hands the engine on this frame (0: it would not run).
+  func viewPixels(_ i: Int, full: Region) -> Int {
+    let a = strategy[i]
+    let region: Region
+    switch a.area {
+    case .full: region = full
+    case .tiles: region = AttemptArea.tile(0, of: full)
+    case .tracked:
+      guard let r = tracked.region?.clipped(width: full.x + full.width, height: full.y + full.height) else { return 0 }
+      region = r
+    }
+    return a.scale.side(region.width) * a.scale.side(region.height)
+  }
+
+  /// What attempt `i` should cost on this frame: its measured cost, scaled by the pixels of its
+  /// view now against when it was measured (a tracked region grows and shrinks with the code).
+  func estimate(_ i: Int, full: Region) -> UInt64 {
+    let cost = attemptCostMicroseconds[i], measured = attemptCostPixels[i]
+    guard measured > 0 else { return cost }
+    let now = UInt64(viewPixels(i, full: full))
+    return now == UInt64(measured) ? cost : cost * now / UInt64(measured)
+  }
+
   /// Whether attempt `i` costs more than any frame may: twice the budget (an attempt that does
-  /// not fit beside others gets a frame of its own, and may overrun the budget there by as much
+  /// not fit beside others is owed to the next frame, and may overrun the budget there by as much
   /// again), or, on a core where the first attempt alone fills the budget, half as much again as
   /// the first attempt, so the inverted and mirrored views still get frames there. Each time it
   /// says so, the attempt's estimate decays by 1/8, and the next run sets it anew: an attempt
@@ -127,12 +200,12 @@ extension DecodePipeline where Decoder: ~Copyable {
   /// On a quiet frame the ceiling is the first attempt's cost and half as much again, whatever
   /// the budget: a still, empty scene gets the cheap views in turn, the upscaled ones wait for a
   /// change.
-  mutating func tooDear(_ i: Int, first: Int?, quiet: Bool = false) -> Bool {
+  mutating func tooDear(_ i: Int, first: Int?, full: Region, quiet: Bool = false) -> Bool {
     let budget = UInt64(settings.budgetMicroseconds)
     guard budget > 0 || quiet, i != first else { return false }
     let firstCost = first.map { attemptCostMicroseconds[$0] } ?? 0
     let ceiling = quiet ? max(1, firstCost + firstCost / 2) : max(2 * budget, firstCost + firstCost / 2)
-    guard attemptCostMicroseconds[i] > ceiling else { return false }
+    guard estimate(i, full: full) > ceiling else { return false }
     attemptCostMicroseconds[i] -= attemptCostMicroseconds[i] / 8
     remeasure[i] = true
     return true
@@ -155,23 +228,27 @@ extension DecodePipeline where Decoder: ~Copyable {
       if quietCursor >= strategyCount { quietCursor = 0 }
       let i = quietCursor
       quietCursor += 1
-      if strategy[i].area == .tracked || tooDear(i, first: first, quiet: true) { continue }
-      attempt(i, frame, full: full, into: &results, clock: clock)
+      if strategy[i].area == .tracked || tooDear(i, first: first, full: full, quiet: true) { continue }
+      guard attempt(i, frame, full: full, into: &results, clock: clock) else { continue }
       log.attempts += 1
       return
     }
   }
 
   /// Runs attempt `i`: its view of the frame into the engine, the symbols' corners back into frame
-  /// coordinates, repeats of earlier attempts dropped.
+  /// coordinates, repeats of earlier attempts dropped. False when the view has nothing to show
+  /// the engine (no tracked region, a view too small or too large): nothing ran.
+  @discardableResult
   mutating func attempt<C: MonotonicClock>(
     _ i: Int, _ frame: LumaFrame, full: Region, into results: inout DecodeResults, clock: C
-  ) {
-    let a = strategy[i]
+  ) -> Bool {
+    var a = strategy[i]
     let region: Region
     if a.area == .tracked {
-      guard let r = tracked.region?.clipped(width: full.x + full.width, height: full.y + full.height) else { return }
+      guard let r = tracked.region?.clipped(width: full.x + full.width, height: full.y + full.height) else { return false }
       region = r
+      // The region in the view its code was read in (a dark-mode phone stays inverted).
+      if a.variant == .upright { a.variant = tracked.variant }
     } else if a.area == .tiles {
       let k = Int(tileCursor[i] & 3)
       tileCursor[i] = UInt8((k + 1) & 3)
@@ -184,7 +261,7 @@ extension DecodePipeline where Decoder: ~Copyable {
     // about 3× the CPU (bench/decoder.sh).
     let scale = a.scale
     let w = scale.side(region.width), h = scale.side(region.height)
-    guard Self.viewFits(width: w, height: h) || (scale == .full && w > 0 && h > 0), w * h <= scratchBytes else { return }
+    guard Self.viewFits(width: w, height: h) || (scale == .full && w > 0 && h > 0), w * h <= scratchBytes else { return false }
     let began = clock.now()
     let start = results.count
     results.beginAttempt()
@@ -224,8 +301,18 @@ extension DecodePipeline where Decoder: ~Copyable {
     let cost = clock.now().microseconds(since: began)
     // A running average; an attempt measured again after being passed over takes the new cost.
     let old = attemptCostMicroseconds[i]
-    attemptCostMicroseconds[i] = old == 0 || remeasure[i] ? cost : (old * 7 + cost) / 8
+    // Costs are kept for the view's size now: a region measured small and now large is
+    // estimated at its new size (per pixel), and the average carries on at that size.
+    let pixels = UInt32(clamping: w * h)
+    let previous = attemptCostPixels[i] > 0 && attemptCostPixels[i] != pixels ? old * UInt64(pixels) / UInt64(attemptCostPixels[i]) : old
+    // Down fast, up slowly: a run the scheduler cut into (the core shared with other work) lifts
+    // the estimate by an eighth of the spike, where a lasting rise takes a few runs.
+    attemptCostMicroseconds[i] =
+      previous == 0 || remeasure[i] ? cost : cost < previous ? (previous + 3 * cost) / 4 : (previous * 7 + cost) / 8
+    attemptCostPixels[i] = pixels
     remeasure[i] = false
+    lastTrace.append(i, microseconds: cost, found: results.count - start)
+    return true
   }
 
   /// View pixel coordinates back to the region's: mirror undone, scale undone (pixel centres).

@@ -70,17 +70,26 @@ public struct DecodePipeline<Decoder: CodeDecoder & ~Copyable>: ~Copyable {
   /// Measured cost of each attempt (microseconds, running average), for the budget; `remeasure`:
   /// passed over as too dear, so its next run sets the cost anew.
   var attemptCostMicroseconds = InlineArray<16, UInt64>(repeating: 0)
+  /// The view's pixels when each cost was measured (a tracked region changes size).
+  var attemptCostPixels = InlineArray<16, UInt32>(repeating: 0)
   var remeasure = InlineArray<16, Bool>(repeating: false)
   /// Codes each attempt found, and how often it ran (STATS, and the measured ordering).
   public internal(set) var attemptHits = InlineArray<16, UInt64>(repeating: 0)
   public internal(set) var attemptRuns = InlineArray<16, UInt64>(repeating: 0)
   /// The next attempt of the rotation (attempts after the first), across frames.
   var cursor = 1
-  /// Set when a frame's budget was spent before any attempt of the rotation ran: the next frame
-  /// starts with the rotation instead of the full-frame attempt, so on a slow core (where the
-  /// full-frame attempt alone fills the budget) frames alternate between the two and every view
-  /// (inverted for dark-mode phones, mirrored) is still reached.
+  /// Every attempt of the rotation had its turn since it last started from the beginning.
+  var roundDone = true
+  /// The rotation is in its round's second pass (the dear attempts; the cheap ones go first).
+  var dearPass = false
+  /// Set when the first attempt alone filled a frame's budget, so no attempt of the rotation
+  /// ran: the next frame starts with the rotation instead of the first attempt, so on a slow core
+  /// frames alternate between the two and every view (inverted for dark-mode phones, mirrored)
+  /// is still reached.
   var rotationFirst = false
+  /// Set when the rotation's next attempt did not fit beside a frame's first attempt: the next
+  /// frame runs it after its first attempt even past the budget, so the rotation never stalls.
+  var rotationOwed = false
   /// Quiet frames (`DecodeSettings.quietAfterMicroseconds`): the picture-change test, when the
   /// picture last changed or a code was last read, and the next attempt of the quiet turn.
   var change = PictureChange()
@@ -93,6 +102,8 @@ public struct DecodePipeline<Decoder: CodeDecoder & ~Copyable>: ~Copyable {
   public internal(set) var tracked = TrackedRegion()
   /// The last frame's attempts and time.
   public internal(set) var lastFrame = StrategyFrame()
+  /// The last frame's attempts, in order, with their costs.
+  public internal(set) var lastTrace = AttemptTrace()
   /// Which view the scratch plane holds (to reuse it for the next attempt of the same view).
   var scratchView: (area: AttemptArea, scale: ViewScale, variant: ImageVariant, sequence: UInt64)? = nil
   let scratchBytes: Int

@@ -81,7 +81,8 @@ public struct DecodeResults: ~Copyable {
   }
 
   public init(capacity: Int, payloadBytesMax: Int) {
-    precondition(capacity > 0 && capacity <= 64, "result slots out of range")
+    // 255: what one zxing-cpp call can report (`scangate decode` keeps room for all of it).
+    precondition(capacity > 0 && capacity <= 255, "result slots out of range")
     precondition(payloadBytesMax > 0 && payloadBytesMax <= 8192, "payload size out of range")
     self.capacity = capacity
     self.payloadBytesMax = payloadBytesMax

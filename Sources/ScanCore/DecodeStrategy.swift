@@ -53,8 +53,8 @@ public enum AttemptArea: UInt8, Sendable {
   /// Where a code was read in a recent frame, grown by half its size on every side.
   case tracked = 1
   /// The frame in four overlapping tiles (each 5/8 of the width and height), for upscaling
-  /// small codes at the cost of a quarter frame: one tile per frame in a stream, all four on
-  /// a still image.
+  /// small codes at the cost of a quarter frame: the next tile each time the attempt runs in a
+  /// stream (the first again when the rotation starts over), all four on a still image.
   case tiles = 2
 
   /// Tile `index` (0...3) of a region.
@@ -140,9 +140,9 @@ public struct DecodeAttempt: Equatable, Sendable {
 
   /// The order for a large camera mode (1280×720, 1920×1080: `camera.width` × `camera.height` at
   /// least 1280×720, chosen by the config): the whole frame brought down to about 640 pixels wide
-  /// as the first attempt (what a 640×480 reader sees, at its cost); the tracked region (tried
-  /// before it while a code was seen lately) at full resolution; in the rotation one full-resolution tile
-  /// per frame (5/8 of the frame: a small or distant code gets the sensor's pixels), the other
+  /// as the first attempt (what a 640×480 reader sees, at its cost); the tracked region (right
+  /// after it while a code is held) at full resolution; in the rotation one full-resolution tile
+  /// per round (5/8 of the frame: a small or distant code gets the sensor's pixels), the other
   /// binarizers and views on the downscaled frame, a coarser view for a code held close, and the
   /// whole frame at full resolution last (it fits a budget only on a fast core).
   public static func readerLarge(width: Int) -> [DecodeAttempt] {
@@ -162,17 +162,34 @@ public struct DecodeAttempt: Equatable, Sendable {
   }
 }
 
-/// Where recent codes were read, in frame pixels: the next frames look there first.
+/// Where recent codes were read, in frame pixels, and in which view: the tracked attempt looks
+/// there. Kept for `keptMilliseconds` after the last code read there (a time, so the reader
+/// behaves alike at 5 and at 60 frames a second), and for at most `framesKept` frames (a bound
+/// for a clock that does not move).
 public struct TrackedRegion: Sendable {
   public var region: Region? = nil
-  /// Frames left before the region is forgotten.
+  /// When the region is forgotten.
+  public var until = Instant(nanoseconds: 0)
+  /// Frames left before the region is forgotten, whatever the clock says.
   public var framesLeft = 0
-  public static let framesKept = 30
+  public static let keptMilliseconds = 1_000
+  public static let framesKept = 120
+  /// A code was read in the previous frame: the region is held, and the tracked attempt runs
+  /// right after the first attempt (otherwise it waits for its turn in the rotation).
+  public private(set) var held = false
+  /// The tracked attempt itself read a code in the previous frame (one the first attempt
+  /// misses): it runs again beside whatever the first attempt reads, so two people's codes
+  /// both stay in view.
+  public private(set) var heldInRegion = false
+  var readThisFrame = false
+  var readInRegionThisFrame = false
+  /// The view the last codes were read in (a dark-mode phone stays inverted).
+  public var variant = ImageVariant.upright
   public init() {}
 
   /// Grows to cover symbols `start..<results.count` (frame coordinates), each grown by half its
-  /// size on every side, and keeps the region for `framesKept` frames.
-  public mutating func cover(_ results: borrowing DecodeResults, from start: Int, width: Int, height: Int) {
+  /// size on every side, and keeps the region until `keptMilliseconds` after `now`.
+  public mutating func cover(_ results: borrowing DecodeResults, from start: Int, width: Int, height: Int, now: Instant) {
     guard start < results.count else { return }
     var x0 = Int.max, y0 = Int.max, x1 = Int.min, y1 = Int.min
     for i in start..<results.count {
@@ -185,13 +202,34 @@ public struct TrackedRegion: Sendable {
     }
     region = Region(x: x0, y: y0, width: x1 - x0, height: y1 - y0).clipped(width: width, height: height)
     framesLeft = region == nil ? 0 : Self.framesKept
+    until = now.adding(milliseconds: Self.keptMilliseconds)
+    variant = results[results.count - 1].variant
+    readThisFrame = region != nil
   }
 
-  /// One frame passed: the region ages.
-  public mutating func age() {
+  /// One frame passed (at `now`): the region ages, and is held when a code was read in the
+  /// frame before.
+  public mutating func age(now: Instant) {
+    held = readThisFrame
+    heldInRegion = readInRegionThisFrame
+    readThisFrame = false
+    readInRegionThisFrame = false
     if framesLeft > 0 { framesLeft -= 1 }
-    if framesLeft == 0 { region = nil }
+    if framesLeft == 0 || now >= until { forget() }
   }
+
+  /// Nothing is tracked any more.
+  public mutating func forget() {
+    region = nil
+    framesLeft = 0
+    held = false
+    heldInRegion = false
+    readThisFrame = false
+    readInRegionThisFrame = false
+  }
+
+  /// The tracked attempt read a code this frame.
+  mutating func readInRegion() { readInRegionThisFrame = true }
 }
 
 /// What the strategy did in one frame, for STATUS/STATS and the benchmarks.
@@ -204,6 +242,37 @@ public struct StrategyFrame: Equatable, Sendable {
   /// or, every other such frame, none).
   public var quiet = false
   public init() {}
+}
+
+/// The attempts one frame ran, in order, with what each cost: for tests and the benchmarks
+/// (fixed storage; a frame's attempts past `capacity` are counted, not kept).
+public struct AttemptTrace: Sendable {
+  public static let capacity = 24
+  /// Attempts run (may exceed `capacity`).
+  public private(set) var count = 0
+  var indices = InlineArray<24, UInt8>(repeating: 0)
+  var costs = InlineArray<24, UInt32>(repeating: 0)
+  var found = InlineArray<24, UInt8>(repeating: 0)
+  /// The attempt of the rotation that did not fit what was left of the budget (-1: none).
+  public internal(set) var waiting = -1
+  /// Its estimated cost then.
+  public internal(set) var waitingEstimate: UInt64 = 0
+  public init() {}
+
+  mutating func append(_ attempt: Int, microseconds: UInt64, found codes: Int) {
+    if count < Self.capacity {
+      indices[count] = UInt8(truncatingIfNeeded: attempt)
+      costs[count] = UInt32(clamping: microseconds)
+      found[count] = UInt8(clamping: codes)
+    }
+    count += 1
+  }
+
+  /// Entry `i` (below `min(count, capacity)`): the attempt's index in the order, its cost and
+  /// the new codes it found.
+  public subscript(i: Int) -> (attempt: Int, microseconds: UInt32, found: Int) {
+    (Int(indices[i]), costs[i], Int(found[i]))
+  }
 }
 
 /// Whether the picture changed since the last frame it was shown: 64 × 48 samples (each the

@@ -57,6 +57,10 @@ public enum FaultCode: UInt16, Sendable {
   /// The relay watchdog drove the relay inactive: the loop had not by the relay's cap (plus
   /// `ActuationSettings.relayWatchdogMarginMilliseconds`).
   case relayWatchdog = 11
+  /// The audit log's first record: the log id (docs/audit-log.md, "Which log").
+  case logIdentity = 12
+  /// A log that existed is gone (removed, or replaced while in use); the detail says which.
+  case logMissing = 13
   // Signed credentials (docs/credentials.md).
   case revocationLoaded = 20
   case revocationRejected = 21
@@ -66,6 +70,11 @@ public enum FaultCode: UInt16, Sendable {
   case clockSynchronised = 25
   case clockBehindFloor = 26
   case singleUseStoreFailed = 27
+  // The decoder worker processes (docs/decoder.md, "The decoder worker"): the first frame
+  // abandoned at the deadline, or the first worker crash, of a fault; its end.
+  case decoderDeadline = 40
+  case decoderCrashed = 41
+  case decoderRecovered = 42
 
   public var name: String {
     switch self {
@@ -80,6 +89,8 @@ public enum FaultCode: UInt16, Sendable {
     case .stopping: "stopping"
     case .logMovedAside: "log-moved-aside"
     case .relayWatchdog: "relay-watchdog"
+    case .logIdentity: "log-id"
+    case .logMissing: "log-missing"
     case .revocationLoaded: "revocation-loaded"
     case .revocationRejected: "revocation-rejected"
     case .trustLoaded: "trust-loaded"
@@ -88,6 +99,9 @@ public enum FaultCode: UInt16, Sendable {
     case .clockSynchronised: "clock-synchronised"
     case .clockBehindFloor: "clock-behind-floor"
     case .singleUseStoreFailed: "single-use-store-failed"
+    case .decoderDeadline: "decoder-deadline"
+    case .decoderCrashed: "decoder-crashed"
+    case .decoderRecovered: "decoder-recovered"
     }
   }
 }

@@ -86,12 +86,15 @@ public struct JSONObject {
 }
 
 extension AuditRecord {
-  /// The event message: the record with the reader id and its audit sequence (`seq`, gapless
-  /// for the life of the log: consumers de-duplicate by (reader, seq) and see gaps). A payload
-  /// is named by its keyed `tag`, never by a digest anyone could recompute.
-  public func fleetJSON(readerID: String) -> [UInt8] {
+  /// The event message: the record with the reader id, the id of the log it belongs to
+  /// (`log`, 32 hex digits; absent for a log made before log ids) and its audit sequence
+  /// (`seq`, gapless within that log: consumers de-duplicate by (reader, log, seq) and see
+  /// gaps; a new log id is a new log, whose sequence starts again). A payload is named by its
+  /// keyed `tag`, never by a digest anyone could recompute.
+  public func fleetJSON(readerID: String, log: String = "") -> [UInt8] {
     var o = JSONObject()
     o.add("reader", readerID)
+    if !log.isEmpty { o.add("log", log) }
     o.add("seq", sequence)
     o.add("run", run)
     o.add("event", eventSequence)

@@ -75,17 +75,33 @@ public struct ScanEngine<
 
   /// Runs one frame through the pipeline and acts on what it finds.
   public mutating func process(_ frame: LumaFrame) {
-    stats.frames &+= 1
-    if stats.frames & 15 == 1 { exposure = ExposureMetrics(frame) }
+    beginFrame(frame)
     let decodeStart = clock.now()
     pipeline.decode(frame, into: &results, clock: clock)
-    let decoded = clock.now()
-    stats.decode.record(microseconds: decoded.microseconds(since: decodeStart))
+    completeFrame(frame, report: pipeline.lastFrame, decodeStarted: decodeStart, decoded: clock.now())
+  }
+
+  /// The first half of `process` when the decode runs elsewhere (a worker process): the frame
+  /// is counted, its exposure sampled. `completeFrame` follows when (if) the results come back.
+  public mutating func beginFrame(_ frame: LumaFrame) {
+    stats.frames &+= 1
+    if stats.frames & 15 == 1 { exposure = ExposureMetrics(frame) }
+  }
+
+  /// The decision half of `process`: `results` holds what the decode of `frame` found (started at
+  /// `decodeStarted`, back at `decoded`), `report` what the strategy did. `elsewhere`: the decode
+  /// ran in a worker, which never happens here again (a snapshot's every-view decode is asked of
+  /// the worker: `allViews` says whether this one was).
+  public mutating func completeFrame(
+    _ frame: LumaFrame, report: StrategyFrame, decodeStarted: Instant, decoded: Instant, elsewhere: Bool = false,
+    allViews: Bool = false
+  ) {
+    stats.decode.record(microseconds: decoded.microseconds(since: decodeStarted))
     if results.count > 0 { stats.framesWithCodes &+= 1 }
-    stats.decodeAttempts &+= UInt64(pipeline.lastFrame.attempts)
-    stats.decodeStrategyMicroseconds &+= pipeline.lastFrame.microseconds
-    if pipeline.lastFrame.budgetSpent { stats.framesOverBudget &+= 1 }
-    if pipeline.lastFrame.quiet { stats.framesQuiet &+= 1 }
+    stats.decodeAttempts &+= UInt64(report.attempts)
+    stats.decodeStrategyMicroseconds &+= report.microseconds
+    if report.budgetSpent { stats.framesOverBudget &+= 1 }
+    if report.quiet { stats.framesQuiet &+= 1 }
     for i in 0..<results.count {
       stats.symbols &+= 1
       let symbol = results[i]
@@ -98,15 +114,20 @@ public struct ScanEngine<
       decide(symbol: symbol, payload: payload, digest: digest, captured: frame.captured, decoded: decoded)
       lastCodeGeometry = CodeGeometry(frame, corners: symbol.corners)
     }
-    if captureSnapshot { captureSnapshotFrame(frame) }
+    if captureSnapshot && (!elsewhere || allViews || settings.decode.variantMode != .alternate) {
+      captureSnapshotFrame(frame, redecode: !elsewhere)
+    }
     sweepPresence()
     tick()
   }
 
+  /// Whether the next frame sent to a worker should be decoded in every view (a snapshot waits).
+  public var wantsAllViews: Bool { captureSnapshot && settings.decode.variantMode == .alternate }
+
   /// Copies this frame and what was found in it into the snapshot buffer (no allocation).
-  private mutating func captureSnapshotFrame(_ frame: LumaFrame) {
+  private mutating func captureSnapshotFrame(_ frame: LumaFrame, redecode: Bool) {
     captureSnapshot = false
-    if results.count == 0 && settings.decode.variantMode == .alternate {
+    if redecode && results.count == 0 && settings.decode.variantMode == .alternate {
       // This frame had one view; the picture should show every code any view can read.
       pipeline.decode(frame, into: &results, mode: .retry)
     }

@@ -42,7 +42,7 @@ public struct ScheduleError: Error, Equatable, Sendable, CustomStringConvertible
     self.line = line
     self.reason = reason
   }
-  public var description: String { "line \(line): \(reason)" }
+  public var description: String { line > 0 ? "line \(line): \(reason)" : reason }
 }
 
 /// Weekly schedules in the reader's local time, holidays, and which schedules hold the door
@@ -128,9 +128,12 @@ public struct ScheduleSet: Equatable, Sendable {
     var set = ScheduleSet()
     var unlockNames: [(String, Int)] = []
     var lineNumber = 0
+    var statements = 0
+    var markedEmpty = false
     for rawLine in bytes.split(separator: 0x0A, omittingEmptySubsequences: false) {
       lineNumber += 1
       guard rawLine.count <= lineBytesMax else { return .failure(ScheduleError(line: lineNumber, reason: "line too long")) }
+      if AllowListParser.isEmptyMarker(rawLine) { markedEmpty = true }
       var text = rawLine
       if let hash = text.firstIndex(of: UInt8(ascii: "#")) { text = text[..<hash] }
       guard text.allSatisfy({ $0 == 0x09 || $0 == 0x0D || ($0 >= 0x20 && $0 < 0x7F) }) else {
@@ -140,10 +143,13 @@ public struct ScheduleSet: Equatable, Sendable {
         String(decoding: $0, as: UTF8.self)
       }
       if words.isEmpty { continue }
+      statements += 1
       if let reason = set.apply(words, line: lineNumber, unlockNames: &unlockNames) {
         return .failure(ScheduleError(line: lineNumber, reason: reason))
       }
     }
+    // As the allow-list: a file with nothing in it is what a cut-short copy leaves, unless it says it is meant so.
+    if statements == 0 && !markedEmpty { return .failure(ScheduleError(line: 0, reason: AllowListParser.emptyReason)) }
     for (name, line) in unlockNames {
       guard let i = set.index(named: name) else { return .failure(ScheduleError(line: line, reason: "unknown schedule \"\(name)\"")) }
       if !set.unlockSchedules.contains(i) { set.unlockSchedules.append(i) }

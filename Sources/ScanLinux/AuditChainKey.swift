@@ -84,6 +84,20 @@ public final class AuditChainKey: RecordAuthenticator, CustomStringConvertible, 
     return raw.withUnsafeBytes { AuditChainKey(bytes: $0) }
   }
 
+  /// Writes this key to a new secret file at `path` (the form `generate` writes; fails if the
+  /// file exists). The log's writer puts a deleted key file back with it, from memory.
+  public func write(to path: String) throws(FileError) {
+    var text = [UInt8](repeating: 0, count: Self.byteCount * 2 + 1)
+    defer { text.withUnsafeMutableBytes { sg_memzero($0.baseAddress, $0.count) } }
+    let digits = Array("0123456789abcdef".utf8)
+    for i in 0..<Self.byteCount {
+      text[2 * i] = digits[Int(storage[i] >> 4)]
+      text[2 * i + 1] = digits[Int(storage[i] & 0xF)]
+    }
+    text[Self.byteCount * 2] = 0x0A
+    try SecretFile.create(path, text)
+  }
+
   static func hexValue(_ c: UInt8) -> UInt8? {
     switch c {
     case 0x30...0x39: c - 0x30

@@ -11,7 +11,7 @@ extension AuditLogSettings {
 
 /// Why the log cannot write now.
 public enum AuditLogFault: UInt8, Sendable {
-  case none = 0, diskFull, readOnly, ioError, corruptMovedAside, other, chainKey
+  case none = 0, diskFull, readOnly, ioError, corruptMovedAside, other, chainKey, logCut
   public var name: String {
     switch self {
     case .none: "ok"
@@ -21,6 +21,7 @@ public enum AuditLogFault: UInt8, Sendable {
     case .corruptMovedAside: "database was corrupt, moved aside"
     case .other: "write failed"
     case .chainKey: "chain key missing, refused or not this log's"
+    case .logCut: "records lost: the log ended before its committed mark (WAL damaged, torn or deleted)"
     }
   }
 }
@@ -44,8 +45,21 @@ public enum AuditLogFault: UInt8, Sendable {
 /// `records-lost` record so the log says there is a hole. A corrupt file is moved aside and a new
 /// one started.
 ///
+/// Under faults (docs/audit-log.md, "Under faults"): `quick_check`'s rows are read at every open
+/// (a damaged file is a fault, moved aside, journaled and named by the new log); the committed
+/// head is kept outside the database too (`AuditHeadMark`), so records lost with a damaged, torn
+/// or deleted WAL are found at the next open and recorded as a cut whose sequence numbers are
+/// never used again; records dropped are counted at the drop, never the fault record; intervals
+/// run on the monotonic clock and record ages are judged at the clock floor (`time`).
+///
 /// Durability: a decision is on disk at most one commit interval (plus one fsync) after it was
 /// made; the console's WATCH only shows events that are already committed.
+///
+/// Which log (`identity`, AuditLogIdentity.swift): each chain has a log id, in its first record.
+/// A log that existed and is gone — its file deleted, moved or replaced while in use (a `stat`
+/// before and after every commit, and every half second), or missing at start while the state
+/// directory's `log-id` file or the fleet's state names it — is a `log-missing` fault: journal,
+/// STATUS, and a record at the head of the new log (which the fleet publishes).
 public final class AuditLog: AuditLogAccess, @unchecked Sendable {
   public let settings: AuditLogSettings
   private let ring: EventRing
@@ -59,6 +73,8 @@ public final class AuditLog: AuditLogAccess, @unchecked Sendable {
   private let retainFromSequence = Atomic<Int64>(.max)
   private let headState = Mutex<AuditChainHead>(.empty)
   private let keyProblemText = Mutex<String>("")
+  /// Which log is open, and a log that went missing (set `identity.stateDirectory` before start).
+  public let identity = AuditLogIdentity()
   /// The loop thread's read-only connection (console LOG).
   /// A console's LOG request (count, session) and its result, handed between the loop and the
   /// log's thread, which does the disk read.
@@ -66,6 +82,17 @@ public final class AuditLog: AuditLogAccess, @unchecked Sendable {
   private let recentResult = Mutex<AuditRecentRead?>(nil)
   /// Records kept in memory at most while the disk is failing.
   public let pendingMax: Int
+  /// The clock floor (`TrustedTime`) pruning judges record ages at (set before `start`); nil:
+  /// nothing is pruned by age, only by count and bytes.
+  public var time: TrustedTime? = nil
+  /// The wall clock records-lost and cut records are stamped with (set before `start`; tests).
+  public var wall: any WallClock = SystemWallClock()
+  /// How often the writer prunes (monotonic; set before `start`).
+  public var pruneIntervalMilliseconds = 10_000
+  /// The committed mark (`AuditHeadMark`), opened with the log: the writer's thread only.
+  private var mark: AuditHeadMark? = nil
+  /// Damage found and cuts recorded this run, for STATUS (bounded).
+  private let integrityNotice = Mutex<String>("")
 
   public init(settings: AuditLogSettings, ring: EventRing) {
     self.settings = settings
@@ -104,93 +131,124 @@ public final class AuditLog: AuditLogAccess, @unchecked Sendable {
 
   // MARK: - The writer thread
 
-  private func body() {
+  /// The writer thread's own state (no other thread touches it).
+  private struct WriterState {
     var store: AuditStore? = nil
     var key: AuditChainKey? = nil
     var run: Int64 = 0
     var cursor: UInt64 = 1
     var pending: [AuditRecord] = []
+    /// Dropped and not yet written as a records-lost record (already counted in `lostRecords`).
     var lost: Int64 = 0
-    var lastPrune: Int64 = 0
+    /// Monotonic nanoseconds: a wall clock that jumps neither stops nor hurries these.
+    var nextPrune: Int64 = 0
     var nextOpenAttempt: Int64 = 0
+    /// A fault found once (damage at open, a cut) stays reported until then (monotonic), so the
+    /// loop, which looks at least once a second, always sees it and records its fault event.
+    var faultHeldUntil: Int64? = nil
+  }
+
+  /// How long a fault found once is reported at least.
+  static let faultHoldNanoseconds: Int64 = 2_000_000_000
+
+  private func body() {
+    var w = WriterState()
     while true {
       let stopping = worker.stopRequested
-      let now = SystemWallClock().unixNanoseconds()
-      if store == nil && now >= nextOpenAttempt {
-        var notes: [AuditRecord] = []
-        do throws(OpenFailure) {
-          let (opened, openedKey) = try openStore(notes: &notes)
-          do { run = try opened.beginRun() } catch { throw .database(error) }
-          store = opened
-          key = openedKey
-          for i in pending.indices { pending[i].run = run }
-          for i in notes.indices { notes[i].run = run }
-          pending.insert(contentsOf: notes, at: 0)
-          setKeyProblem("")
-          headState.withLock { $0 = opened.head }
-        } catch {
-          store = nil
-          key = nil
-          switch error {
-          case .database(let e): setFault(e)
-          case .key(let problem):
-            setKeyProblem(problem)
-            faultRaw.store(AuditLogFault.chainKey.rawValue, ordering: .releasing)
-          }
-          nextOpenAttempt = now + 1_000_000_000
-        }
+      let now = wall.unixNanoseconds()
+      let tick = Int64(clamping: SystemMonotonicClock().now().nanoseconds)
+      if w.store == nil && tick >= w.nextOpenAttempt { open(&w, now: now, tick: tick) }
+      collect(from: &w.cursor, run: w.run, into: &w.pending, lost: &w.lost)
+      if w.pending.count > pendingMax { dropOldest(&w.pending, lost: &w.lost) }
+      pendingCount.store(w.pending.count, ordering: .relaxed)
+      if let s = w.store, logFileGone(s, urgent: !w.pending.isEmpty || w.lost > 0) { w.store = nil }  // opens a new log
+      if let s = w.store, let key = w.key, !w.pending.isEmpty || w.lost > 0 {
+        commit(&w, s, key: key, now: now)
+      } else if w.store != nil && w.pending.isEmpty {
+        committed.store(w.cursor - 1, ordering: .releasing)
       }
-      collect(from: &cursor, run: run, into: &pending, lost: &lost)
-      if pending.count > pendingMax {
-        lost += Int64(pending.count - pendingMax)
-        pending.removeFirst(pending.count - pendingMax)
+      if let until = w.faultHeldUntil, tick >= until {
+        w.faultHeldUntil = nil
+        if w.store != nil && w.pending.isEmpty && w.lost == 0 { faultRaw.store(AuditLogFault.none.rawValue, ordering: .releasing) }
       }
-      pendingCount.store(pending.count, ordering: .relaxed)
-      if let s = store, let key, !pending.isEmpty || lost > 0 {
-        var batch = pending
-        if lost > 0 {
-          batch.insert(
-            AuditRecord(
-              sequence: 0, run: run, eventSequence: 0, wallNanoseconds: now, kind: .recordsLost,
-              code: lost, detail: "events that could not be kept while the log was failing"), at: 0)
-        }
-        do {
-          try s.append(batch, key: key)
-          headState.withLock { $0 = s.head }
-          writtenCount.wrappingAdd(Int64(batch.count), ordering: .relaxed)
-          lostCount.wrappingAdd(lost, ordering: .relaxed)
-          pending.removeAll(keepingCapacity: true)
-          lost = 0
-          pendingCount.store(0, ordering: .relaxed)
-          faultRaw.store(AuditLogFault.none.rawValue, ordering: .releasing)
-          committed.store(cursor - 1, ordering: .releasing)
-        } catch {
-          setFault(error)
-          if error.isCorrupt || error.isIOError {
-            store = nil  // reopen (a corrupt file is moved aside on open)
-          }
-        }
-      } else if store != nil && pending.isEmpty {
-        committed.store(cursor - 1, ordering: .releasing)
-      }
-      if let s = store, now - lastPrune > 10_000_000_000 {
-        lastPrune = now
-        let cutoff = now - Int64(settings.retainDays) * 86_400 * 1_000_000_000
+      if let s = w.store, tick >= w.nextPrune {
+        w.nextPrune = tick + Int64(pruneIntervalMilliseconds) * 1_000_000
+        let cutoff = AuditStore.ageCutoff(wallNanoseconds: now, floorSeconds: time?.floor ?? 0, retainDays: settings.retainDays)
         _ = try? s.prune(
           AuditStore.PruneLimits(
-            keepRecords: settings.retainRecords, olderThan: cutoff,
-            maxBytes: settings.retainBytes, retainFrom: retainFrom))
+            keepRecords: settings.retainRecords, olderThan: cutoff, maxBytes: settings.retainBytes, retainFrom: retainFrom))
       }
-      serveRecent(store)
-      if stopping && (pending.isEmpty || store == nil) && cursor > ring.lastSequence { break }
+      serveRecent(w.store)
+      if stopping && (w.pending.isEmpty || w.store == nil) && w.cursor > ring.lastSequence { break }
       usleep(UInt32(stopping ? 20_000 : settings.commitIntervalMilliseconds * 1000))
     }
   }
 
-  /// Takes what the loop added to the ring since `cursor` into `pending` (counting events the
-  /// ring overwrote before they were read).
+  /// Opens the log (retried every second on the monotonic clock while it fails), its committed
+  /// mark, and records a cut the mark shows.
+  private func open(_ w: inout WriterState, now: Int64, tick: Int64) {
+    var notes: [AuditRecord] = []
+    do throws(OpenFailure) {
+      let (opened, openedKey) = try openStore(notes: &notes)
+      do { w.run = try opened.beginRun() } catch { throw .database(error) }
+      mark = openMark()
+      do { try recordCut(opened, key: openedKey, run: w.run, now: now) } catch { throw .database(error) }
+      w.store = opened
+      w.key = openedKey
+      for i in w.pending.indices { w.pending[i].run = w.run }
+      for i in notes.indices { notes[i].run = w.run }
+      w.pending.insert(contentsOf: notes, at: 0)
+      setKeyProblem("")
+      headState.withLock { $0 = opened.head }
+      let found = fault
+      if found == .corruptMovedAside || found == .logCut { w.faultHeldUntil = tick + Self.faultHoldNanoseconds }
+    } catch {
+      w.store = nil
+      w.key = nil
+      switch error {
+      case .database(let e): setFault(e)
+      case .key(let problem):
+        setKeyProblem(problem)
+        faultRaw.store(AuditLogFault.chainKey.rawValue, ordering: .releasing)
+      }
+      w.nextOpenAttempt = tick + 1_000_000_000
+    }
+  }
+
+  /// One group commit of everything pending (a records-lost record first when events were
+  /// dropped), then the committed mark.
+  private func commit(_ w: inout WriterState, _ s: AuditStore, key: AuditChainKey, now: Int64) {
+    var batch = w.pending
+    if w.lost > 0 {
+      batch.insert(
+        AuditRecord(
+          sequence: 0, run: w.run, eventSequence: 0, wallNanoseconds: now, kind: .recordsLost,
+          code: w.lost, detail: "events that could not be kept while the log was failing"), at: 0)
+    }
+    do {
+      try s.append(batch, key: key)
+      try confirmCommitted(s, records: batch.count)  // the file is still the log's, or the batch waits for a new log
+      headState.withLock { $0 = s.head }
+      markCommitted(s)
+      writtenCount.wrappingAdd(Int64(batch.count), ordering: .relaxed)
+      w.pending.removeAll(keepingCapacity: true)
+      w.lost = 0
+      pendingCount.store(0, ordering: .relaxed)
+      if w.faultHeldUntil == nil { faultRaw.store(AuditLogFault.none.rawValue, ordering: .releasing) }
+      committed.store(w.cursor - 1, ordering: .releasing)
+    } catch {
+      setFault(error)
+      if error.isCorrupt || error.isIOError {
+        w.store = nil  // reopen (a corrupt file is moved aside on open)
+      }
+    }
+  }
+
+  /// Takes what the loop added to the ring since `cursor` into `pending`, counting events the
+  /// ring overwrote before they were read as lost at once.
   private func collect(from cursor: inout UInt64, run: Int64, into pending: inout [AuditRecord], lost: inout Int64) {
     var reader = EventCursor(next: cursor)
+    var overwritten: Int64 = 0
     reader.read(ring) { item in
       switch item {
       case .event(let e):
@@ -198,10 +256,115 @@ public final class AuditLog: AuditLogAccess, @unchecked Sendable {
           pending.append(AuditRecord(e, sequence: 0, run: run, keepPayload: settings.rawPayloads || e.kind != .decision))
         }
       case .overwritten(let count):
-        lost += Int64(count)
+        overwritten += Int64(count)
       }
     }
     cursor = reader.next
+    lost += overwritten
+    lostCount.wrappingAdd(overwritten, ordering: .relaxed)
+  }
+
+  /// Drops the oldest records past `pendingMax` and counts them as lost at once (STATUS says so
+  /// while the disk is still failing). Fault and state records — the fault itself, a note about
+  /// a moved-aside file — are kept while there are others to drop; if they alone overflow, the
+  /// oldest go but never the first.
+  private func dropOldest(_ pending: inout [AuditRecord], lost: inout Int64) {
+    let excess = pending.count - pendingMax
+    guard excess > 0 else { return }
+    var toDrop = excess
+    var kept = 0
+    for i in pending.indices {
+      if toDrop > 0 && !Self.isReserved(pending[i].kind) {
+        toDrop -= 1
+        continue
+      }
+      pending.swapAt(kept, i)
+      kept += 1
+    }
+    pending.removeLast(pending.count - kept)
+    if toDrop > 0 { pending.removeSubrange(1..<1 + toDrop) }
+    lost += Int64(excess)
+    lostCount.wrappingAdd(Int64(excess), ordering: .relaxed)
+  }
+
+  /// Records the bounded queue keeps over others: what says something went wrong.
+  static func isReserved(_ kind: EventKind) -> Bool { kind == .fault || kind == .state || kind == .recordsLost }
+
+  // MARK: - Damage, cuts and the committed mark (docs/audit-log.md, "Under faults")
+
+  /// The committed mark beside the log, opened again with every open of the log (a log folder
+  /// made again gets a new one). One that cannot be opened or read is said in the journal; the
+  /// log writes on without it.
+  private func openMark() -> AuditHeadMark? {
+    let path = AuditHeadMark.path(forLog: settings.path)
+    do {
+      let opened = try AuditHeadMark(path: path)
+      if let problem = opened.problem { identity.journal("committed mark \(path): \(problem)") }
+      return opened
+    } catch {
+      identity.journal("committed mark \(error): records lost with a damaged WAL cannot be found this run")
+      return nil
+    }
+  }
+
+  /// After a commit: the new head becomes the mark (pwrite + fdatasync, one per commit batch).
+  private func markCommitted(_ store: AuditStore) {
+    mark?.write(AuditHeadMark.Head(logID: identity.logID ?? "", sequence: store.lastSequence, value: store.lastHash))
+  }
+
+  /// At open: a log that ends before its committed mark lost records N+1...M after they were
+  /// committed (a damaged, torn or deleted WAL; SQLite opens what is left without a word). Those
+  /// numbers were shown, published and acknowledged, so they are never used again: record M+1,
+  /// chained to record N, says they are not in this log; the loss is counted, journaled and on
+  /// STATUS (a fault held long enough for the loop's fault event), and the log goes on from M+2.
+  private func recordCut(_ store: AuditStore, key: AuditChainKey, run: Int64, now: Int64) throws(SQLiteError) {
+    guard let mark, let head = mark.loaded, head.logID == identity.logID ?? "", store.pendingIdentity == nil else { return }
+    let last = store.lastSequence
+    guard head.sequence > last else {
+      let q = try store.database.prepare("SELECT hash FROM events WHERE seq = ?")
+      q.bind(1, head.sequence)
+      if try q.step(), q.bytes(0) != head.value {
+        let text = "record \(head.sequence) is not the one the committed mark (\(mark.path)) names: the file was replaced or re-chained"
+        addNotice("; MARK MISMATCH: " + text)
+        identity.journal(text)
+      }
+      return
+    }
+    let missing = (last + 1)...head.sequence
+    let why =
+      "the log ended at record \(last), but its committed mark (\(mark.path)) says record \(head.sequence) was committed: the WAL was damaged, torn or deleted"
+    try store.appendCut(AuditStore.cutRecord(missing: missing, why: why, run: run, wallNanoseconds: now), missing: missing, key: key)
+    markCommitted(store)
+    lostCount.wrappingAdd(head.sequence - last, ordering: .relaxed)
+    writtenCount.wrappingAdd(1, ordering: .relaxed)
+    faultRaw.store(AuditLogFault.logCut.rawValue, ordering: .releasing)
+    let range = "records \(missing.lowerBound)...\(missing.upperBound)"
+    addNotice("; LOG CUT: \(range) lost, recorded as record \(head.sequence + 1)")
+    identity.journal(
+      "FAULT log-cut: \(range) lost (\(head.sequence - last)): \(why); record \(head.sequence + 1) says so and the log goes on after it")
+  }
+
+  /// A damaged log moved aside: the journal line (both paths, what SQLite found, how far the old
+  /// log had committed by its mark), the STATUS notice, and the fault record that starts the new log.
+  private func damagedMovedAside(_ moved: String, damage: String, previous: AuditHeadMark.Head?, now: Int64) -> AuditRecord {
+    var detail = "corrupt log moved aside to \(moved) (\(settings.path): \(damage))"
+    if let previous, previous.sequence > 0 {
+      let head = AuditChainHead(sequence: previous.sequence, value: previous.value.withUnsafeBytes { Digest(bytes: $0) })
+      detail += "; it had committed through record \(previous.sequence)"
+      detail += (previous.logID.isEmpty ? "" : " of log \(previous.logID)") + " (head \(head.text))"
+    }
+    addNotice("; DAMAGED: \(settings.path) moved aside to \(moved)")
+    identity.journal("FAULT log-damaged: \(detail); the file is kept, never deleted, and a new log is started")
+    return AuditRecord(
+      sequence: 0, run: 0, eventSequence: 0, wallNanoseconds: now, kind: .fault,
+      code: Int64(FaultCode.logMovedAside.rawValue), detail: FaultCode.logMovedAside.name + ": " + detail)
+  }
+
+  /// Adds to what STATUS says about damage and cuts this run (the newest kept when it grows long).
+  private func addNotice(_ text: String) {
+    integrityNotice.withLock { notice in
+      notice = notice.utf8.count + text.utf8.count > 600 ? "; (earlier notices in the journal)" + text : notice + text
+    }
   }
 
   private enum OpenFailure: Error {
@@ -214,18 +377,22 @@ public final class AuditLog: AuditLogAccess, @unchecked Sendable {
   /// and the chain key that continues it.
   private func openStore(notes: inout [AuditRecord]) throws(OpenFailure) -> (AuditStore, AuditChainKey) {
     let now = SystemWallClock().unixNanoseconds()
+    prepareLogFolder(now: now)
+    let movedBefore = movedAsideCount.load(ordering: .relaxed)
     var store: AuditStore? = nil
     do throws(SQLiteError) {
-      do {
+      do throws(SQLiteError) {
         store = try AuditStore(path: settings.path, readOnly: false)
-        // A quick structural check: a damaged page makes this fail.
-        try store!.database.execute("PRAGMA quick_check(1)")
+        // A structural check whose result rows are read: SQLite reports damage as rows.
+        let damage = try store!.database.quickCheck()
+        if !damage.isEmpty { throw SQLiteError.damaged(damage) }
       } catch  where error.isCorrupt {
         store = nil
+        let previous = try? AuditHeadMark.read(AuditHeadMark.path(forLog: settings.path))
         let moved = AuditStore.moveAside(settings.path, now: now / 1_000_000_000)
         movedAsideCount.wrappingAdd(1, ordering: .relaxed)
         faultRaw.store(AuditLogFault.corruptMovedAside.rawValue, ordering: .releasing)
-        notes.append(note(now, "corrupt log moved aside to \(moved)"))
+        notes.append(damagedMovedAside(moved, damage: error.message, previous: previous ?? nil, now: now))
         store = try AuditStore(path: settings.path, readOnly: false)
       }
       if try store!.chainFormat() == .unkeyed {
@@ -243,6 +410,7 @@ public final class AuditLog: AuditLogAccess, @unchecked Sendable {
     let keyPath = settings.chainKeyPath
     let format: AuditStore.ChainFormat
     do { format = try s.chainFormat() } catch { throw .database(error) }
+    if case .keyed = format, let id = try? s.identity().id { identity.setCurrent(id) }  // known before its key is
     let key: AuditChainKey
     do throws(FileError) {
       if case .keyed(let id) = format {
@@ -259,14 +427,20 @@ public final class AuditLog: AuditLogAccess, @unchecked Sendable {
           )
         }
       } else {
-        // A new log: the first start, or after moving a log aside. Only now may a key be made.
-        key = fileExists(keyPath) ? try AuditChainKey.load(keyPath) : try AuditChainKey.generate(keyPath)
+        // A new log: the first start, or after moving a log aside. Only now may a key be made
+        // (or the key of the log this writer had open, whose key file went with it, put back).
+        key = fileExists(keyPath) ? try AuditChainKey.load(keyPath) : try newLogKey(keyPath)
       }
     } catch {
       throw .key("audit chain key \(error)")
     }
-    if format == .none {
-      do { try s.beginKeyedChain(key) } catch { throw .database(error) }
+    do {
+      let movedAside = movedAsideCount.load(ordering: .relaxed) != movedBefore
+      if let missing = try settleIdentity(s, format: format, key: key, movedAside: movedAside, now: now) {
+        notes.append(missing)
+      }
+    } catch {
+      throw .database(error)
     }
     return (s, key)
   }
@@ -304,6 +478,11 @@ public final class AuditLog: AuditLogAccess, @unchecked Sendable {
 
   public func writeStatus(into w: inout ByteWriter) {
     w.write(settings.path)
+    if let id = identity.logID {
+      w.write(" (log ")
+      w.write(id)
+      w.write(")")
+    }
     w.write("; ")
     w.write(writtenRecords)
     w.write(" records written, committed through #")
@@ -321,8 +500,15 @@ public final class AuditLog: AuditLogAccess, @unchecked Sendable {
     }
     w.write("; chain head ")
     chainHead.write(into: &w)
-    if movedAsideCount.load(ordering: .relaxed) > 0 {
-      w.write("; a corrupt file was moved aside")
+    if let missing = identity.missing {
+      w.write("; FAULT log-missing: ")
+      writeSanitized(missing, into: &w)
+    }
+    let notice = integrityNotice.withLock { $0 }
+    if !notice.isEmpty {
+      writeSanitized(notice, into: &w)
+    } else if movedAsideCount.load(ordering: .relaxed) > 0 {
+      w.write("; a file was moved aside")
     }
   }
 

@@ -9,7 +9,9 @@ import ScanCore
 /// chain value, HMAC-SHA-256 under the chain key of the previous value and the record); `meta`
 /// holds the run counter, the chain's format (`chain` = `hmac-sha256`, and `key_id`, the key's
 /// public fingerprint — never the key) and the chain's anchor (the last pruned record's
-/// sequence and chain value, so a pruned log still verifies from its first kept record).
+/// sequence and chain value, so a pruned log still verifies from its first kept record), and
+/// the log id (`log_id`, 128 random bits made with the chain; docs/audit-log.md, "Which log"),
+/// which the chain's first record repeats (`log_id_seq` is that record) so the MAC covers it.
 /// A file without `chain` that holds records was written before the keyed chain ("unkeyed":
 /// SHA-256 only, which anyone who can write the file can recompute).
 public final class AuditStore {
@@ -20,6 +22,12 @@ public final class AuditStore {
   /// The chain's head: the last record's sequence and chain value.
   public private(set) var lastSequence: Int64 = 0
   public private(set) var lastHash: [UInt8] = [UInt8](repeating: 0, count: 32)
+  /// The file as opened (its path, device and inode): `fileCheck()` compares the path with it.
+  public let filePath: String
+  let fileIdentity: FileIdentity?
+  /// The log id whose record the next append writes first (set when an id is given to the
+  /// chain, cleared when that record commits).
+  var pendingIdentity: (id: String, adoptedThrough: Int64?)? = nil
   /// The head in its published form.
   public var head: AuditChainHead {
     AuditChainHead(sequence: lastSequence, value: lastHash.withUnsafeBytes { Digest(bytes: $0) })
@@ -43,9 +51,18 @@ public final class AuditStore {
   /// Opens (creating when writable) and reads the chain's head.
   public init(path: String, readOnly: Bool) throws(SQLiteError) {
     database = try SQLiteDatabase(path: readOnly ? "file:\(path)?mode=ro" : path, readOnly: readOnly)
+    filePath = path
+    fileIdentity = FileIdentity(path)
     if !readOnly {
+      // What a decision costs the card (docs/audit-log.md "What the log writes", bench/log-io.py):
+      // each commit appends every page it touched to the WAL. 1 KiB pages (a new log's; an older
+      // file keeps its size) and no time index cut that from 12.9 to 2.6 MB per 1,000 decisions;
+      // a 256-page checkpoint keeps the WAL near 256 KiB instead of 4 MiB.
+      try database.execute("PRAGMA page_size=1024")
       try database.execute("PRAGMA journal_mode=WAL")
       try database.execute("PRAGMA synchronous=FULL")
+      try database.execute("PRAGMA wal_autocheckpoint=256")
+      try database.execute("PRAGMA journal_size_limit=524288")
       try database.execute(
         """
         CREATE TABLE IF NOT EXISTS events (
@@ -54,7 +71,7 @@ public final class AuditStore {
           digest TEXT NOT NULL, label TEXT NOT NULL, payload TEXT NOT NULL, code INTEGER NOT NULL,
           detail TEXT NOT NULL, decode_us INTEGER NOT NULL, decide_us INTEGER NOT NULL, edge_us INTEGER NOT NULL,
           hash BLOB NOT NULL);
-        CREATE INDEX IF NOT EXISTS events_time ON events(time_ns);
+        DROP INDEX IF EXISTS events_time;
         CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value);
         """)
       try database.execute(Self.tailTrigger)
@@ -68,6 +85,7 @@ public final class AuditStore {
       lastSequence = anchorSequence
       lastHash = anchorHash
     }
+    if !readOnly { pendingIdentity = try unwrittenIdentity() }
   }
 
   /// The chain's starting point: sequence and hash of the last pruned record (0 and zeros).
@@ -88,8 +106,10 @@ public final class AuditStore {
     return q.int(2) > 0 || q.int(3) > 0 ? .unkeyed : .none
   }
 
-  /// Makes an empty file's chain keyed with `key` (records its fingerprint, never the key).
-  public func beginKeyedChain(_ key: AuditChainKey) throws(SQLiteError) {
+  /// Makes an empty file's chain keyed with `key` (records its fingerprint, never the key). With
+  /// `logID`, the chain gets that log id: kept in `meta` and written as the first record by the
+  /// next `append` (the service's writer always gives one; tools and benches may not).
+  public func beginKeyedChain(_ key: AuditChainKey, logID: String? = nil) throws(SQLiteError) {
     guard try chainFormat() == .none else {
       throw SQLiteError(code: SQLITE_MISUSE, message: "\(database.path): the log already has a chain format")
     }
@@ -99,11 +119,13 @@ public final class AuditStore {
       let id = try database.prepare("INSERT OR REPLACE INTO meta(key, value) VALUES('key_id', ?)")
       id.bind(1, key.identifier)
       _ = try id.step()
+      if let logID { try setMeta("log_id", logID) }
       try database.execute("COMMIT")
     } catch {
       try? database.execute("ROLLBACK")
       throw error
     }
+    if let logID { pendingIdentity = (logID, nil) }
   }
 
   /// Bytes the records take in the file: pages in use (freed pages are reused, so the file
@@ -125,8 +147,14 @@ public final class AuditStore {
 
   /// Appends records in one transaction (group commit). The chain head moves only when the
   /// transaction commits; on failure nothing was written and the head is unchanged.
+  /// A chain given a log id writes its identity record first (`identityRecord`), in the same
+  /// transaction, and marks it in `meta.log_id_seq`.
   public func append(_ records: [AuditRecord], key: some RecordAuthenticator) throws(SQLiteError) {
     guard !records.isEmpty else { return }
+    var records = records
+    if let identity = pendingIdentity {
+      records.insert(Self.identityRecord(identity.id, adoptedThrough: identity.adoptedThrough, before: records[0]), at: 0)
+    }
     if insert == nil {
       insert = try database.prepare("INSERT INTO events(\(Self.columns)) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
     }
@@ -146,6 +174,7 @@ public final class AuditStore {
         s.bind(16, record.edgeMicroseconds); s.bind(17, bytes: hash)
         _ = try s.step()
       }
+      if pendingIdentity != nil { try setMeta("log_id_seq", lastSequence.saturatingAdd(1)) }
       try database.execute("COMMIT")
     } catch {
       try? database.execute("ROLLBACK")
@@ -154,6 +183,7 @@ public final class AuditStore {
     }
     lastSequence = sequence
     lastHash = hash
+    pendingIdentity = nil
   }
 
   /// What pruning may delete. A record goes when it is beyond `keepRecords`, older than
@@ -187,9 +217,12 @@ public final class AuditStore {
     let first = bounds.int(0), last = bounds.int(1)
     guard first > 0 else { return 0 }
     var upTo = max(first - 1, last - limits.keepRecords)  // delete seq <= upTo
-    let aged = try database.prepare("SELECT MAX(seq) FROM events WHERE time_ns < ?")
-    aged.bind(1, limits.cutoffNanoseconds)
-    if try aged.step() { upTo = max(upTo, aged.int(0)) }
+    // Aged: every record before the first one at or after the cut-off, in sequence order (a
+    // record stamped by a clock that was set back stops the scan: it is never pruned early).
+    // The scan starts at the oldest record and stops at the first young one: no time index.
+    let young = try database.prepare("SELECT seq FROM events WHERE time_ns >= ? ORDER BY seq LIMIT 1")
+    young.bind(1, limits.cutoffNanoseconds)
+    upTo = max(upTo, try young.step() ? young.int(0) - 1 : last)
     if limits.maxBytes < .max {
       let used = try usedBytes()
       if used > limits.maxBytes {
@@ -201,10 +234,17 @@ public final class AuditStore {
     upTo = min(upTo, first.saturatingAdd(limits.batch - 1), last - 1)  // always keep the newest record
     if limits.retainFrom < .max { upTo = min(upTo, limits.retainFrom - 1) }  // nor any not yet acknowledged
     guard upTo >= first else { return 0 }
-    let hashOf = try database.prepare("SELECT hash FROM events WHERE seq = ?")
+    // The last record at or before `upTo`: a recorded cut leaves sequence numbers that were
+    // never in this file, and the anchor is always a record that was.
+    let hashOf = try database.prepare("SELECT seq, hash FROM events WHERE seq <= ? ORDER BY seq DESC LIMIT 1")
     hashOf.bind(1, upTo)
     guard try hashOf.step() else { return 0 }
-    let anchorHash = hashOf.bytes(0)
+    upTo = hashOf.int(0)
+    let anchorHash = hashOf.bytes(1)
+    let counted = try database.prepare("SELECT COUNT(*) FROM events WHERE seq <= ?")
+    counted.bind(1, upTo)
+    _ = try counted.step()
+    let count = counted.int(0)
     try database.execute("BEGIN IMMEDIATE")
     do throws(SQLiteError) {
       let delete = try database.prepare("DELETE FROM events WHERE seq <= ?")
@@ -221,7 +261,17 @@ public final class AuditStore {
       try? database.execute("ROLLBACK")
       throw error
     }
-    return upTo - first + 1
+    return count
+  }
+
+  /// Moves the head past sequence numbers that are not in this log (records committed and then
+  /// lost with a damaged, torn or deleted WAL): the next record appended is `sequence + 1`,
+  /// chained to the head as it is. That record must be the cut record naming the gap
+  /// (`AuditStore.cutRecord`): `verify` accepts a gap only where such a record bridges it. After
+  /// a failed append the caller drops this store (a reopen reads the head from the file again).
+  func skip(to sequence: Int64) {
+    precondition(sequence >= lastSequence, "the head never moves back")
+    lastSequence = sequence
   }
 
   /// Records in sequence order, from `sinceNanoseconds`, at most `limit` (the newest when
@@ -283,6 +333,15 @@ public final class AuditStore {
     public var unkeyed = false
     /// The first problem: the sequence it was found at and what is wrong.
     public var firstBreak: (sequence: Int64, reason: String)? = nil
+    /// The log id (`meta.log_id`, checked against the chain's identity record while that record
+    /// is kept) and that record's sequence; nil for a log made before log ids.
+    public var logID: String? = nil
+    public var identitySequence: Int64? = nil
+    /// The `log-missing` records: logs that were gone when this one began or while it was written.
+    public var missingLogs: [(sequence: Int64, detail: String)] = []
+    /// The gaps the writer recorded (`log-cut` records: committed records lost with a damaged,
+    /// torn or deleted WAL): each record's sequence and detail, which names the missing numbers.
+    public var recordedCuts: [(sequence: Int64, detail: String)] = []
   }
 
   /// Recomputes the chain from the anchor (HMAC-SHA-256 under `key`; plain SHA-256 for an
@@ -298,6 +357,9 @@ public final class AuditStore {
     v.anchorSequence = expectedSequence
     v.head = AuditChainHead(sequence: expectedSequence, value: previous.withUnsafeBytes { Digest(bytes: $0) })
     let digester = SodiumDigester()
+    let identity = try identity()
+    v.logID = identity.id
+    v.identitySequence = identity.recordSequence
     let q = try database.prepare("SELECT \(Self.columns) FROM events ORDER BY seq")
     while try q.step() {
       let sequence = q.int(0)
@@ -306,8 +368,16 @@ public final class AuditStore {
       v.lastSequence = sequence
       expectedSequence = expectedSequence.saturatingAdd(1)  // an anchor at 2^63-1 is a gap, not a trap
       if sequence != expectedSequence {
-        v.firstBreak = (sequence, "sequence gap: expected \(expectedSequence), found \(sequence)")
-        return v
+        // A gap passes only where the writer recorded it: the record after it is the cut record
+        // naming exactly the missing numbers (its chain value, checked below, proves who wrote it).
+        guard sequence > expectedSequence, case .success(let cut) = Self.record(q),
+          Self.recordedCut(cut) == expectedSequence...(sequence - 1)
+        else {
+          v.firstBreak = (sequence, "sequence gap: expected \(expectedSequence), found \(sequence)")
+          return v
+        }
+        v.recordedCuts.append((sequence, cut.detail))
+        expectedSequence = sequence
       }
       let record: AuditRecord
       switch Self.record(q) {
@@ -336,6 +406,13 @@ public final class AuditStore {
       }
       previous = value
       v.head = AuditChainHead(sequence: sequence, value: value.withUnsafeBytes { Digest(bytes: $0) })
+      if let problem = Self.identityProblem(record, identity) {
+        v.firstBreak = (sequence, problem)
+        return v
+      }
+      if record.kind == .fault && record.code == Int64(FaultCode.logMissing.rawValue) {
+        v.missingLogs.append((sequence, record.detail))
+      }
     }
     if let published {
       if let problem = try check(published, lastSequence: v.head.sequence, anchorSequence: v.anchorSequence) {
@@ -370,7 +447,8 @@ public final class AuditStore {
   }
 
   /// Moves a damaged database (and its WAL and shared-memory files) aside, never deleting it:
-  /// to `<path>.<reason>-<time>`. Returns the new name.
+  /// to `<path>.<reason>-<time>`, each rename made durable (the directory synced), so after a
+  /// power cut the damaged file is at one name or the other, never gone. Returns the new name.
   public static func moveAside(_ path: String, now: Int64, reason: String = "corrupt") -> String {
     let stamp = RFC3339.format(now).replacingColons()
     var target = "\(path).\(reason)-\(stamp)"
@@ -380,7 +458,7 @@ public final class AuditStore {
       target = "\(path).\(reason)-\(stamp)-\(n)"
     }
     for suffix in ["", "-wal", "-shm"] where fileExists(path + suffix) {
-      rename(path + suffix, target + suffix)
+      try? renameDurably(path + suffix, to: target + suffix)
     }
     return target
   }

@@ -87,7 +87,7 @@ public final class ClockFloorKeeper: PollParticipant {
         // Written during this boot: the time since then has certainly passed.
         if !bootID.isEmpty, boot == bootID, r.sinceBoot >= at { floor = wall.saturatingAdd(r.sinceBoot - at) }
       } catch {
-        problem = error.description
+        problem = "\(path): \(error.reason)"
       }
     }
     time.raise(to: floor)
@@ -166,8 +166,10 @@ public final class ClockFloorKeeper: PollParticipant {
     }
   }
 
-  /// An operator's reset: the floor becomes the clock's reading now, even when that is earlier
-  /// (a floor raised by a bad reading). The caller logs who asked.
+  /// An operator's reset (console `CLOCK FLOOR RESET`): the floor becomes the clock's reading
+  /// now, even when that is earlier (a floor raised by a bad reading), and is written durably at
+  /// once (a damaged floor file is replaced). The caller records who asked, and the floor before
+  /// and after.
   public func resetToClock() -> Int64 {
     let r = read()
     time.reset(to: r.wall)

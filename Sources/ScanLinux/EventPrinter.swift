@@ -15,12 +15,15 @@ public final class EventPrinter: @unchecked Sendable {
 
   /// Whether journal lines show payloads (`log.raw_payloads`); by default they do not.
   public let payloads: PayloadVisibility
+  /// Why-lines the loop posts (a file refused on reload): each printed after its event.
+  public let notes: JournalNotes?
 
   public init(
     ring: EventRing, start: Instant, clock: any MonotonicClock, skipping: Set<EventKind> = [],
-    payloads: PayloadVisibility
+    payloads: PayloadVisibility, notes: JournalNotes? = nil
   ) {
     self.payloads = payloads
+    self.notes = notes
     self.ring = ring
     self.start = start
     self.clock = clock
@@ -54,9 +57,12 @@ public final class EventPrinter: @unchecked Sendable {
     cursor.read(ring) { item in
       switch item {
       case .overwritten(let count): emit("(\(count) events overwritten before they could be printed)")
-      case .event(let e): if !skipping.contains(e.kind) { emit(EventText.line(e, since: start, payloads: payloads)) }
+      case .event(let e):
+        if !skipping.contains(e.kind) { emit(EventText.line(e, since: start, payloads: payloads)) }
+        for note in notes?.take(upTo: e.sequence) ?? [] { emit(note) }
       }
     }
+    for note in notes?.take(upTo: cursor.next - 1) ?? [] { emit(note) }
     printedUpTo.store(cursor.next - 1, ordering: .releasing)
   }
 

@@ -29,15 +29,7 @@ public func openRegularFile(_ path: String, maxBytes: Int) throws(FileError) -> 
   let type = st.st_mode & S_IFMT
   guard type == S_IFREG else {
     close(fd)
-    let what =
-      switch type {
-      case S_IFDIR: "is a directory"
-      case S_IFIFO: "is a FIFO (named pipe)"
-      case S_IFCHR, S_IFBLK: "is a device"
-      case S_IFSOCK: "is a socket"
-      default: "is not a regular file"
-      }
-    throw FileError(path: path, reason: "\(what), not a regular file: refused")
+    throw FileError(path: path, reason: "\(PathChecks.typeName(type)), not a regular file: refused")
   }
   guard Int(st.st_size) <= maxBytes else {
     close(fd)
@@ -99,14 +91,25 @@ public func fileExists(_ path: String) -> Bool { access(path, F_OK) == 0 }
 /// The one durable write: `bytes` to `path.tmp` (mode `mode`), fsync, rename over `path`, fsync
 /// the directory. When it returns, the new content survives a power cut; until the rename, the
 /// old content stays whole. Every write of state that protects a decision goes through here.
+/// The temporary is opened without blocking and must be a regular file: a FIFO left at
+/// `path.tmp` (no reader: ENXIO; a reader: refused by type) never stalls the caller, which is
+/// often the loop.
 public func writeFileAtomically(_ path: String, _ bytes: [UInt8], mode: UInt32 = 0o644) throws(FileError) {
   let temporary = path + ".tmp"
   let fd: Int32
+  let flags = O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY
   do {
-    fd = try syscall("open \(temporary)", { sg_open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode) })
+    fd = try syscall("open \(temporary)", { sg_open(temporary, flags, mode) })
   } catch {
     throw FileError(path: temporary, reason: error.code.description)
   }
+  var st = stat()
+  guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG else {
+    close(fd)
+    throw FileError(path: temporary, reason: "\(PathChecks.typeName(st.st_mode & S_IFMT)), not a regular file: refused")
+  }
+  let status = sg_fcntl_int(fd, F_GETFL, 0)
+  if status >= 0 { _ = sg_fcntl_int(fd, F_SETFL, status & ~O_NONBLOCK) }
   do {
     _ = try syscall("fchmod \(temporary)", { fchmod(fd, mode_t(mode)) })
     try writeAll(fd, bytes, "write \(temporary)")

@@ -15,7 +15,17 @@ import Synchronization
 /// after every advance, and the log never prunes a record above it. After a broker outage, a
 /// network cut or a power loss the link resumes after that sequence: a record is published
 /// again only when its acknowledgement was not recorded. Consumers de-duplicate by
-/// (reader, seq); a gap in seq is a lost record, and there should be none.
+/// (reader, log, seq); a gap in seq is a lost record, and there should be none.
+///
+/// Which log: every event carries the log id (`AuditLogID`), and the state file holds the log
+/// id with the acknowledged sequence. A sequence acknowledged for another log is never used:
+/// when the log at `logPath` is not the one the state file names (a log moved aside, deleted, or
+/// replaced, at start or while running) the link publishes the new log from its first record,
+/// says so (journal, STATUS) and writes the new log's id to the state file at once. A state
+/// file written before log ids (no id) is taken as this log's only when this log was made
+/// before log ids too (its id was adopted, `meta.log_id_adopted`) and the sequence is within
+/// what the log held then; otherwise the link starts from the first record (duplicates,
+/// never a gap).
 ///
 /// Each connection attempt is a new clean-session client (so nothing libmosquitto queued for a
 /// dead connection is mixed with the resumed stream); brokers are tried in turn with a
@@ -42,6 +52,10 @@ public final class FleetLink: @unchecked Sendable {
   private let connectedFlag = Atomic<Bool>(false)
   private let offlineFlag = Atomic<Bool>(false)
   private let problemText = Mutex<String>("")
+  /// The log published now (its id; empty until known, or for a log made before log ids) and
+  /// the last change of log the link made, for STATUS.
+  private let logText = Mutex<String>("")
+  private let logNoteText = Mutex<String>("")
   private let brokerText = Mutex<String>("")
   /// Frames per second ×100 and the last decision, as the loop reports them (for the state
   /// topic and Home Assistant's sensors).
@@ -103,15 +117,47 @@ public final class FleetLink: @unchecked Sendable {
     var broker: String
   }
 
+  /// Says a change of log (journal once, STATUS until the next).
+  private func setLogNote(_ text: String) {
+    logNoteText.withLock { $0 = text }
+    var line = "scangate: fleet: \(text)\n"
+    line.withUTF8 { _ = write(2, $0.baseAddress, $0.count) }
+  }
+
+  /// Where to start publishing log `id` (`identity` as its file says) given what the state file
+  /// holds, and what to say about it (nil when the state file is this log's).
+  public static func startingPoint(
+    _ saved: FleetState.Entry, log id: String?, identity: AuditStore.Identity?
+  ) -> (
+    acked: Int64, note: String?
+  ) {
+    let shown = id ?? "(made before log ids)"
+    if let savedID = saved.logID {
+      if savedID == id { return (saved.acked, nil) }
+      return (0, "the state file acknowledged log \(savedID) through \(saved.acked); this is log \(shown): publishing it from its first record")
+    }
+    if saved.acked == 0 || id == nil { return (saved.acked, nil) }
+    if let adopted = identity?.adoptedThrough, saved.acked <= adopted { return (saved.acked, nil) }
+    return (
+      0,
+      "the state file (written before log ids) acknowledged \(saved.acked), but log \(shown) was made after it: publishing it from its first record"
+    )
+  }
+
   private func body() {
     let clock = SystemMonotonicClock()
-    var acked: Int64
-    do { acked = try FleetState.load(statePath) } catch {
+    var saved = FleetState.Entry(logID: nil, acked: 0)
+    do { saved = try FleetState.loadEntry(statePath) } catch {
       setProblem("\(error); starting from the first record (consumers de-duplicate)")
-      acked = 0
     }
-    ackedSequence.store(acked, ordering: .releasing)
-    auditLog?.retainFrom = acked.saturatingAdd(1)
+    var acked: Int64 = 0
+    // Nothing is published, and the log prunes nothing, until the link knows which log is at
+    // `logPath` and whether the state file is about it.
+    var logResolved = false
+    var logID: String? = nil
+    var nextLogCheck: Int64 = 0
+    ackedSequence.store(0, ordering: .releasing)
+    auditLog?.retainFrom = 1
     var store: AuditStore? = nil
     var nextStoreAttempt: Int64 = 0
     var connection: Connection? = nil
@@ -150,6 +196,55 @@ public final class FleetLink: @unchecked Sendable {
       if store == nil && now >= nextStoreAttempt {
         store = try? AuditStore(path: logPath, readOnly: true)
         if store == nil { nextStoreAttempt = now + 1_000_000_000 }
+      }
+
+      // Which log: a change of the writer's log, or of the file at the path, drops this
+      // connection; a new one is resolved against the state file before anything is sent.
+      if let s = store {
+        let writer = auditLog?.writerLog ?? .notHere
+        var stale = logResolved && writer != .notHere && writer != .open(logID ?? "")
+        if now >= nextLogCheck {
+          nextLogCheck = now + (logResolved ? 1_000_000_000 : 200_000_000)
+          stale = stale || s.fileCheck() != .same
+          if !logResolved && !stale {
+            let identity = try? s.identity()
+            let found = identity?.id
+            switch writer {
+            case .opening: break
+            case .open(let id) where id != found: stale = true  // this connection is on another file
+            default:
+              let start = Self.startingPoint(saved, log: found, identity: identity)
+              if let note = start.note {
+                let newest = (try? s.newestSequence()) ?? 0
+                setLogNote(note + (newest > 0 ? " (it holds records through \(newest) so far)" : ""))
+              }
+              logID = found
+              acked = start.acked
+              logText.withLock { $0 = found ?? "" }
+              ackedSequence.store(acked, ordering: .releasing)
+              auditLog?.retainFrom = acked.saturatingAdd(1)
+              inFlight.removeAll(keepingCapacity: true)
+              nextToSend = acked + 1
+              nextQuery = 0
+              if saved != FleetState.Entry(logID: found, acked: acked) {
+                saved = FleetState.Entry(logID: found, acked: acked)
+                do { try FleetState.store(statePath, acked: acked, logID: found) } catch {
+                  setProblem("cannot keep the acknowledged sequence: \(error)")
+                }
+              }
+              logResolved = true
+            }
+          }
+        }
+        if stale {
+          if logResolved, let newest = try? s.newestSequence(), newest > acked {
+            setLogNote("log \(logID ?? "(made before log ids)") was replaced: its records \(acked + 1)...\(newest) were not acknowledged")
+          }
+          store = nil
+          logResolved = false
+          nextStoreAttempt = now + 100_000_000
+          nextLogCheck = 0
+        }
       }
 
       // Connect (a new client per attempt).
@@ -217,7 +312,10 @@ public final class FleetLink: @unchecked Sendable {
         if advanced {
           ackedSequence.store(acked, ordering: .releasing)
           auditLog?.retainFrom = acked.saturatingAdd(1)
-          do { try FleetState.store(statePath, acked: acked) } catch { setProblem("cannot keep the acknowledged sequence: \(error)") }
+          saved = FleetState.Entry(logID: logID, acked: acked)
+          do { try FleetState.store(statePath, acked: acked, logID: logID) } catch {
+            setProblem("cannot keep the acknowledged sequence: \(error)")
+          }
         }
         if let oldest = inFlight.first, now - oldest.sentAt > max(keepaliveNanoseconds, 5_000_000_000) {
           drop = "\(c.broker): record \(oldest.sequence) unacknowledged for \(settings.keepaliveSeconds) s"
@@ -230,13 +328,13 @@ public final class FleetLink: @unchecked Sendable {
           tokens = min(Double(settings.batchRecords), tokens + elapsed * Double(settings.eventsPerSecondMax))
           let room = min(settings.batchRecords - inFlight.count, Int(tokens))
           let written = auditLog?.writtenRecords
-          if room > 0, let s = store, now >= nextQuery || (written != nil && written != writtenSeen) {
+          if room > 0, logResolved, let s = store, now >= nextQuery || (written != nil && written != writtenSeen) {
             do {
               writtenSeen = written ?? -1
               let records = try s.records(from: nextToSend, limit: room)
               nextQuery = records.count == room ? now : now + (auditLog == nil ? 50_000_000 : 1_000_000_000)
               for record in records {
-                let mid = try c.client.publish(topic: topics.events, record.fleetJSON(readerID: settings.readerID), qos: 1, retain: false)
+                let mid = try c.client.publish(topic: topics.events, record.fleetJSON(readerID: settings.readerID, log: logID ?? ""), qos: 1, retain: false)
                 inFlight.append(InFlight(mid: mid, sequence: record.sequence, sentAt: now))
                 nextToSend = record.sequence.saturatingAdd(1)
                 tokens -= 1
@@ -344,6 +442,11 @@ public final class FleetLink: @unchecked Sendable {
     if isConnected { w.write(brokerText.withLock { $0 }) }
     w.write("; acknowledged through #")
     w.write(acknowledgedThrough)
+    let log = logText.withLock { $0 }
+    if !log.isEmpty {
+      w.write(" of log ")
+      w.write(log)
+    }
     w.write(", ")
     w.write(publishedCount.load(ordering: .relaxed))
     w.write(" published, ")
@@ -361,7 +464,21 @@ public final class FleetLink: @unchecked Sendable {
       w.write("; ")
       w.write(problem)
     }
+    let note = logNoteText.withLock { $0 }
+    if !note.isEmpty {
+      w.write("; ")
+      w.write(note)
+    }
   }
+}
+
+/// Which log the writer in this process has open (the fleet link publishes that one).
+public enum WriterLog: Equatable, Sendable {
+  /// No writer in this process: the link takes the log id the file holds.
+  case notHere
+  /// The writer has not opened a log yet (or is opening a new one).
+  case opening
+  case open(String)
 }
 
 /// What the link needs of the log's writer in this process: how many records it has written
@@ -369,6 +486,12 @@ public final class FleetLink: @unchecked Sendable {
 public protocol AuditLogProgress: AnyObject {
   var writtenRecords: Int64 { get }
   var retainFrom: Int64 { get set }
+  /// The log the writer has open (its id), so the link follows it to a new log.
+  var writerLog: WriterLog { get }
+}
+
+extension AuditLogProgress {
+  public var writerLog: WriterLog { .notHere }
 }
 
 extension AuditLog: AuditLogProgress {}

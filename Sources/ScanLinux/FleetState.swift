@@ -1,26 +1,55 @@
 import Glibc
 import ScanCore
 
-/// The fleet link's durable state: the highest audit sequence the broker acknowledged, in a
-/// small file written whole and renamed into place (temporary file, fsync, rename), so a power
-/// cut leaves the old value or the new one, never half. Format, one line:
-/// `scangate-fleet acked <sequence>`.
+/// The fleet link's durable state: which log it publishes and the highest audit sequence of
+/// that log the broker acknowledged, in a small file written whole and renamed into place
+/// (temporary file, fsync, rename), so a power cut leaves the old value or the new one, never
+/// half. Format, one line: `scangate-fleet log <log id> acked <sequence>`. A file written
+/// before log ids, `scangate-fleet acked <sequence>`, is still read (its log id is nil).
 public enum FleetState {
   static let magic = "scangate-fleet acked "
+  static let logMagic = "scangate-fleet log "
 
-  /// The acknowledged sequence in `path`; 0 when the file does not exist (nothing sent yet).
-  /// A file that is not exactly the format is an error naming it (the link then starts from
-  /// 0: duplicates, never a gap).
-  public static func load(_ path: String) throws(FileError) -> Int64 {
-    guard fileExists(path) else { return 0 }
+  /// What the file holds: the log (nil in a file written before log ids) and its acknowledged
+  /// sequence.
+  public struct Entry: Equatable, Sendable {
+    public var logID: String?
+    public var acked: Int64
+    public init(logID: String?, acked: Int64) {
+      self.logID = logID
+      self.acked = acked
+    }
+  }
+
+  /// The acknowledged sequence in `path`, whatever log it is of (see `loadEntry`).
+  public static func load(_ path: String) throws(FileError) -> Int64 { try loadEntry(path).acked }
+
+  /// The entry in `path`; (nil, 0) when the file does not exist (nothing sent yet). A file that
+  /// is not exactly the format is an error naming it (the link then starts from the log's first
+  /// record: duplicates, never a gap).
+  public static func loadEntry(_ path: String) throws(FileError) -> Entry {
+    guard fileExists(path) else { return Entry(logID: nil, acked: 0) }
     let bytes = try readWholeFile(path, maxBytes: 256)
-    return try parse(bytes, path: path)
+    return try parseEntry(bytes, path: path)
+  }
+
+  /// The acknowledged sequence in the file's bytes.
+  public static func parse(_ bytes: [UInt8], path: String = "fleet state") throws(FileError) -> Int64 {
+    try parseEntry(bytes, path: path).acked
   }
 
   /// Parses the file's bytes (fuzzable: any bytes either parse or are refused whole).
-  public static func parse(_ bytes: [UInt8], path: String = "fleet state") throws(FileError) -> Int64 {
+  public static func parseEntry(_ bytes: [UInt8], path: String = "fleet state") throws(FileError) -> Entry {
     var text = bytes
     if text.last == 0x0A { text.removeLast() }
+    var logID: String? = nil
+    let l = Array(logMagic.utf8)
+    if text.count > l.count + AuditLogID.hexDigits && Array(text.prefix(l.count)) == l {
+      let id = String(decoding: text[l.count..<l.count + AuditLogID.hexDigits], as: UTF8.self)
+      guard AuditLogID.isValid(id) else { throw FileError(path: path, reason: "the log id is not 32 lowercase hex digits") }
+      logID = id
+      text = [UInt8]("scangate-fleet".utf8) + text[(l.count + AuditLogID.hexDigits)...]
+    }
     let m = Array(magic.utf8)
     guard text.count > m.count, text.count <= m.count + 19, Array(text.prefix(m.count)) == m else {
       throw FileError(path: path, reason: "not a fleet state file ('\(magic)<sequence>')")
@@ -35,11 +64,14 @@ public enum FleetState {
     }
     // A sequence no log reaches (a damaged or hostile file) is refused like any other damage.
     guard value <= 1 << 62 else { throw FileError(path: path, reason: "the sequence is out of range") }
-    return value
+    return Entry(logID: logID, acked: value)
   }
 
-  public static func store(_ path: String, acked: Int64) throws(FileError) {
-    try writeFileAtomically(path, Array((magic + String(acked) + "\n").utf8))
+  /// Writes `acked` of log `logID` (the form before log ids when `logID` is nil: a log made
+  /// before them, published by a link with no writer in its process).
+  public static func store(_ path: String, acked: Int64, logID: String? = nil) throws(FileError) {
+    let text = logID.map { logMagic + $0 + " acked " + String(acked) + "\n" } ?? magic + String(acked) + "\n"
+    try writeFileAtomically(path, Array(text.utf8))
   }
 
   /// The wall time (unix seconds) of the last contact with a broker, from `path`; nil when there

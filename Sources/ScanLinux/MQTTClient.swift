@@ -45,9 +45,23 @@ public final class MQTTClient {
     if rc != 0 { throw MQTTError(code: rc, operation: operation) }
   }
 
+  /// The largest TLS file (CA bundle, certificate, key) accepted.
+  public static let tlsFileBytesMax = 1 << 20
+
   /// TLS: the CA verifies the broker (certificate and host name); cert and key, when given,
-  /// identify this reader.
+  /// identify this reader. libmosquitto takes paths and opens them blocking (here, and again
+  /// when it connects): each is first opened here without blocking and refused unless it is a
+  /// regular file (`openRegularFile`), so a FIFO at one of them cannot stall the fleet thread
+  /// or its stop.
   public func useTLS(caFile: String, certFile: String, keyFile: String) throws(MQTTError) {
+    for path in [caFile, certFile, keyFile] where !path.isEmpty {
+      do {
+        let (fd, _) = try openRegularFile(path, maxBytes: Self.tlsFileBytesMax)
+        close(fd)
+      } catch {
+        throw MQTTError(code: 8, operation: "TLS setup: \(error)")  // MOSQ_ERR_TLS
+      }
+    }
     try check(sg_mqtt_tls(handle, caFile, certFile, keyFile), "TLS setup")
   }
 

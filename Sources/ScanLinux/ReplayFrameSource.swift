@@ -31,10 +31,7 @@ public struct ReplayFrameSource: LoopFrameSource {
       do { names = try listDirectory(path) } catch { throw .formatRejected(error.description) }
       let reader = ImageFileReader()
       var loaded: [[UInt8]] = []
-      for name in names {
-        guard let dot = name.lastIndex(of: "."),
-          ["png", "jpg", "jpeg", "pgm", "ppm", "gif", "bmp"].contains(name[name.index(after: dot)...].lowercased())
-        else { continue }
+      for name in names where Self.isImageName(name) {
         do { loaded.append(try reader.read(path + "/" + name).fitted(width: width, height: height).pixels) } catch {
           throw .formatRejected(error.description)
         }
@@ -42,7 +39,7 @@ public struct ReplayFrameSource: LoopFrameSource {
       images = loaded
     } else {
       let bytes: [UInt8]
-      do { bytes = try readWholeFile(path, maxBytes: 1 << 30) } catch { throw .formatRejected(error.description) }
+      do { bytes = try readWholeFile(path, maxBytes: Self.rawBytesMax) } catch { throw .formatRejected(error.description) }
       let size = width * height
       guard bytes.count >= size, bytes.count % size == 0 else {
         throw .formatRejected("\(path): \(bytes.count) bytes is not a whole number of \(width)×\(height) gray frames")
@@ -57,6 +54,16 @@ public struct ReplayFrameSource: LoopFrameSource {
     self.clock = clock
     nextDue = clock.now()
     frameCount = images.count
+  }
+
+  /// The largest raw gray file replayed.
+  public static let rawBytesMax = 1 << 30
+
+  /// Whether a folder's file `name` is replayed (by its extension); each such file must be a
+  /// regular file (`readWholeFile`), or the source is refused.
+  public static func isImageName(_ name: String) -> Bool {
+    guard let dot = name.lastIndex(of: ".") else { return false }
+    return ["png", "jpg", "jpeg", "pgm", "ppm", "gif", "bmp"].contains(name[name.index(after: dot)...].lowercased())
   }
 
   public var droppedFrames: UInt64 { 0 }

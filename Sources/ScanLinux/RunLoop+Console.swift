@@ -25,7 +25,9 @@ extension RunLoop: ConsoleHost where Source: ~Copyable, Decoder: ~Copyable, Rela
     s.allowListEntries = engine.allowList.count
     s.allowListLoadedAtUnixSeconds = engine.allowList.loadedAtUnixSeconds
     s.allowListError = engine.allowList.lastError
-    s.decoder = engine.pipeline.decoder.engineStats
+    s.decoder = decoders?.engineStats ?? engine.pipeline.decoder.engineStats
+    s.decoderWorkers = decoders?.stats
+    s.decoderLastCrash = decoders?.lastCrashName
     s.aim = engine.lastCodeGeometry
     s.exposure = engine.exposure
     s.codesInView = engine.presence.presentCount
@@ -48,6 +50,7 @@ extension RunLoop: ConsoleHost where Source: ~Copyable, Decoder: ~Copyable, Rela
       s.console.secretProblem = console.secretProblem
     }
     if let panel = engine.panel { s.panelLine = panel.statusLine(now: engine.clock.now()) }
+    s.clock = clockReport()
     if let log = auditLog {
       s.logLine = withUnsafeTemporaryAllocation(byteCount: 512, alignment: 1) { buffer in
         var w = ByteWriter(buffer)
@@ -153,6 +156,24 @@ extension RunLoop: ConsoleHost where Source: ~Copyable, Decoder: ~Copyable, Rela
     snapshotText = text
     snapshotDeadline = engine.clock.now().adding(milliseconds: 3_000)
     return .started
+  }
+
+  /// The clock floor's keeper, when one is registered.
+  var clockFloorKeeper: ClockFloorKeeper? {
+    for i in 0..<participants.count { if let keeper = participants[i] as? ClockFloorKeeper { return keeper } }
+    return nil
+  }
+
+  public func clockReport() -> ClockReport? {
+    guard let keeper = clockFloorKeeper else { return nil }
+    return ClockReport(
+      wall: engine.wall.unixSeconds(), floor: keeper.time.floor, synchronized: keeper.time.synchronized, problem: keeper.problem)
+  }
+
+  public mutating func resetClockFloor() -> (before: Int64, after: Int64)? {
+    guard let keeper = clockFloorKeeper else { return nil }
+    let before = keeper.time.floor
+    return (before, keeper.resetToClock())
   }
 
   @discardableResult

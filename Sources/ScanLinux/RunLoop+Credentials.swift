@@ -15,6 +15,7 @@ extension RunLoop where Source: ~Copyable, Decoder: ~Copyable, Relay: ~Copyable,
       } catch {
         verifier.lastFileError = error.description
         engine.record(.fault, code: FaultCode.trustRejected.rawValue)
+        note("credentials: trust file \(error); the live issuers stay (\(verifier.sign1.trust.keys.count))")
       }
     }
     guard let path = settings.revocationFile else { return }
@@ -46,6 +47,8 @@ extension RunLoop where Source: ~Copyable, Decoder: ~Copyable, Relay: ~Copyable,
     } catch {
       verifier.lastFileError = error.description
       engine.record(.fault, code: FaultCode.revocationRejected.rawValue)
+      let kept = verifier.ready ? "the live list stays (v\(verifier.revocation.version))" : "every signed pass is refused until one loads"
+      note("credentials: revocation list \(error); \(kept)")
     }
   }
 

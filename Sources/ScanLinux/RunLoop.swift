@@ -70,6 +70,10 @@ public struct RunLoop<
   public var fleetTelemetry: FleetTelemetry? = nil
   /// The fleet link, for STATUS (nil: none).
   public var fleetLink: FleetLink? = nil
+  /// Why-lines for the journal (a file refused on reload, a camera that would not open), printed
+  /// by the event printer after their events (nil: none kept).
+  public var journalNotes: JournalNotes? = nil
+  private var lastCameraNote = ""
   private var auditLogFaulted = false
   /// systemd: READY, STATUS and the watchdog.
   public let notifier = ServiceNotifier()
@@ -82,6 +86,10 @@ public struct RunLoop<
   var snapshotDeadline = Instant(nanoseconds: 0)
   /// A participant waiting for a snapshot (`LoopRequests.snapshotSink`).
   var snapshotSink: (any SnapshotSink)? = nil
+  /// The decoder worker processes (nil: the engine decodes on this thread, `ScanEngine.process`).
+  public private(set) var decoders: DecoderWorkers? = nil
+  /// Stopping: a decode in flight is waited for, no new frame is taken.
+  private var draining = false
 
   /// Room in the poll table for participants registered after init.
   public static var extraPollCapacity: Int { 16 }
@@ -121,8 +129,15 @@ public struct RunLoop<
     participants.append(participant)
   }
 
+  /// Decodes in worker processes from now on (at setup, before `run`): frames go to `workers`,
+  /// the loop never waits for a decode, and the engine's decision half runs when a reply comes.
+  public mutating func attach(_ workers: DecoderWorkers) {
+    register(workers)
+    decoders = workers
+  }
+
   /// Loads the allow-list from its file. On failure the live list stays and the error is kept
-  /// (and recorded as an event); returns the error.
+  /// (and recorded as an event, with why in the journal); returns the error.
   @discardableResult
   public mutating func reloadAllowList() -> AllowListError? {
     reloadCredentials()
@@ -133,6 +148,7 @@ public struct RunLoop<
       engine.allowList.recordFailure(failure.error)
       if failure.retry { allowListWatcher?.retryAt = engine.clock.now().adding(milliseconds: 200) }
       engine.record(.fault, code: FaultCode.allowListRejected.rawValue)
+      noteAllowListRefused(path, failure.error)
       return failure.error
     case .success(let bytes):
       error = engine.allowList.load(bytes, digester: engine.digester, nowUnixSeconds: engine.wall.unixSeconds())
@@ -140,8 +156,19 @@ public struct RunLoop<
     engine.record(
       error == nil ? .state : .fault,
       code: (error == nil ? FaultCode.allowListLoaded : FaultCode.allowListRejected).rawValue)
+    if let error { noteAllowListRefused(path, error) }
     return error
   }
+
+  /// The journal's line for a refused allow-list: why, and what is live now.
+  private func noteAllowListRefused(_ path: String, _ error: AllowListError) {
+    let version = engine.allowList.version, entries = engine.allowList.count
+    let kept = version == 0 ? "denying every code until it loads" : "the live list stays (version \(version), \(entries) entries)"
+    note("allow-list \(path): \(error); \(kept)")
+  }
+
+  /// A line for the journal, printed after the last event recorded (`JournalNotes`).
+  func note(_ text: String) { journalNotes?.post("scangate: " + text, after: engine.events.lastSequence) }
 
   /// Asks the loop to stop after the current iteration.
   public mutating func requestStop() { stopRequested = true }
@@ -149,7 +176,18 @@ public struct RunLoop<
   /// Runs until a stop signal, `maxFrames`, or the end of a one-shot replay.
   public mutating func run() {
     while !stopRequested { runOnce(maximumWaitMilliseconds: 1_000) }
+    drainDecoder()
     finish()
+  }
+
+  /// Waits (the loop still turning, no new frame taken) for a decode in flight, up to its
+  /// deadline: the last frame of a replay or `--max-frames` is decided.
+  private mutating func drainDecoder() {
+    guard let decoders, decoders.isBusy else { return }
+    draining = true
+    let end = engine.clock.now().adding(milliseconds: decoders.stats.deadlineMilliseconds + 50)
+    while decoders.isBusy && engine.clock.now() < end { runOnce(maximumWaitMilliseconds: 5) }
+    draining = false
   }
 
   /// Drives the outputs inactive and closes the camera. Runs on every way out of `run`.
@@ -158,6 +196,7 @@ public struct RunLoop<
     engine.record(.state, code: FaultCode.stopping.rawValue)
     engine.releaseOutputs()
     camera = nil
+    decoders?.stop()
   }
 
   /// One iteration: wait (bounded) for something to do, then do all of it.
@@ -180,7 +219,8 @@ public struct RunLoop<
     let after = engine.clock.now()
     for i in 0..<participants.count { participants[i].service(poll, now: after, requests: requests) }
     applyRequests()
-    if selfPacedReady || poll.revents(cameraToken) != 0 { captureFrame() }
+    if let decoders { completeDecode(decoders) }
+    if !draining && (selfPacedReady || poll.revents(cameraToken) != 0) { captureFrame() }
     checkFrameTimeout()
     engine.sweepPresence()
     engine.tick()
@@ -290,7 +330,13 @@ public struct RunLoop<
     guard var source = camera.take() else { return }
     do throws(CaptureError) {
       let outcome: Bool? = try source.withNextFrame(timeoutMilliseconds: 0) { frame in
-        engine.process(frame)
+        if let decoders {
+          // The worker decodes; the loop goes on. A frame that finds it busy is skipped.
+          engine.beginFrame(frame)
+          decoders.submit(frame, allViews: engine.wantsAllViews, now: engine.clock.now())
+        } else {
+          engine.process(frame)
+        }
         return true
       }
       droppedFrames = source.droppedFrames
@@ -309,6 +355,20 @@ public struct RunLoop<
     }
   }
 
+  /// The decoder's events (a fault's first abandonment or crash: the fault pattern too; its
+  /// recovery), then a reply, if one came: the engine's decision half on its results.
+  private mutating func completeDecode(_ decoders: DecoderWorkers) {
+    while let code = decoders.takeEvent() {
+      let recovered = code == FaultCode.decoderRecovered.rawValue
+      engine.record(recovered ? .state : .fault, code: code)
+      if !recovered { engine.play(engine.settings.actuation.faultPattern) }
+    }
+    guard let reply = decoders.takeReply(into: &engine.results) else { return }
+    engine.completeFrame(
+      reply.frame, report: reply.report, decodeStarted: reply.sent, decoded: reply.decoded, elsewhere: true,
+      allViews: reply.allViews)
+  }
+
   private mutating func checkFrameTimeout() {
     guard camera != nil, supervisor.timedOut(at: engine.clock.now()) else { return }
     camera = nil  // releases the device (deinit: STREAMOFF, munmap, close)
@@ -321,9 +381,16 @@ public struct RunLoop<
       let source = try openSource()
       cameraSummary = source.summary
       camera = consume source
+      lastCameraNote = ""
       apply(supervisor.opened(at: engine.clock.now()))
     } catch {
       apply(supervisor.openFailed(error, at: engine.clock.now()))
+      // Why, once per reason (the reopen retries with backoff).
+      let why = "camera: \(Self.describe(error)); retrying"
+      if why != lastCameraNote {
+        lastCameraNote = why
+        note(why)
+      }
     }
   }
 

@@ -12,6 +12,10 @@ public struct SQLiteError: Error, CustomStringConvertible, Sendable {
   public var isReadOnly: Bool { primary == SQLITE_READONLY || primary == SQLITE_CANTOPEN || primary == SQLITE_PERM }
   public var isCorrupt: Bool { primary == SQLITE_CORRUPT || primary == SQLITE_NOTADB }
   public var isIOError: Bool { primary == SQLITE_IOERR }
+  /// What `quickCheck` found in a damaged file, as the error SQLite gives for one (SQLITE_CORRUPT).
+  public static func damaged(_ problems: [String]) -> SQLiteError {
+    SQLiteError(code: SQLITE_CORRUPT, message: problems.joined(separator: "; "))
+  }
 }
 
 /// One SQLite connection (a thin wrapper: statements are prepared per call site and reused).
@@ -19,8 +23,10 @@ public final class SQLiteDatabase {
   let handle: OpaquePointer
   public let path: String
 
-  /// Opens `path`; `readOnly` opens without creating or writing.
+  /// Opens `path`; `readOnly` opens without creating or writing. A FIFO, directory or device at
+  /// the path (or its -wal, -shm, -journal) is refused before SQLite sees it (`PathChecks`).
   public init(path: String, readOnly: Bool = false) throws(SQLiteError) {
+    if let problem = PathChecks.databaseProblem(path) { throw SQLiteError(code: SQLITE_CANTOPEN, message: problem) }
     var db: OpaquePointer? = nil
     let flags = readOnly ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)
     let rc = sqlite3_open_v2(path, &db, flags | SQLITE_OPEN_NOMUTEX, nil)
@@ -45,6 +51,28 @@ public final class SQLiteDatabase {
   public func execute(_ sql: String) throws(SQLiteError) {
     let rc = sqlite3_exec(handle, sql, nil, nil, nil)
     if rc != SQLITE_OK { throw error(rc) }
+  }
+
+  /// `PRAGMA quick_check(limit)`, its result rows read: SQLite reports damage as rows (e.g.
+  /// `Page 8: btreeInitPage() returns error code 11`), not as an error, so running it without
+  /// reading them finds nothing. Returns what SQLite found (at most `limit` problems, each on
+  /// one line), or nothing when the file is sound (one row, `ok`). Asked for more than one
+  /// problem, SQLite may report the first as a row and then fail on the same damage: the rows
+  /// read are the answer then, and a check that fails as corrupt before any row is damage too.
+  /// Other failures (I/O, a busy file) throw.
+  public func quickCheck(limit: Int = 5) throws(SQLiteError) -> [String] {
+    let q = try prepare("PRAGMA quick_check(\(max(1, limit)))")
+    var rows: [String] = []
+    do {
+      while try q.step() {
+        for line in q.text(0).split(separator: "\n") where !line.hasPrefix("*** in database") { rows.append(String(line)) }
+      }
+    } catch {
+      guard error.isCorrupt else { throw error }
+      if rows.isEmpty || rows == ["ok"] { rows = ["quick_check: \(error.message)"] }
+    }
+    if rows == ["ok"] { return [] }
+    return rows.isEmpty ? ["quick_check returned no result"] : Array(rows.prefix(max(1, limit)))
   }
 
   public func prepare(_ sql: String) throws(SQLiteError) -> Statement {

@@ -13,6 +13,8 @@ public final class ScheduleFileWatcher: PollParticipant {
   private var seen: (seconds: Int, nanoseconds: Int, size: Int) = (-1, -1, -1)
   public private(set) var loads: UInt64 = 0
   public private(set) var rejections: UInt64 = 0
+  /// Where a refusal's why goes (the journal), when set.
+  public var notes: JournalNotes? = nil
 
   public init(path: String, store: ScheduleStore, now: Instant) {
     self.path = path
@@ -42,6 +44,9 @@ public final class ScheduleFileWatcher: PollParticipant {
       problem = store.load(try readWholeFile(path, maxBytes: ScheduleSet.fileBytesMax)).map { "\($0)" }
     } catch { problem = "\(error)" }
     if problem == nil { loads &+= 1 } else { rejections &+= 1 }
+    if let problem, let notes {
+      notes.post("scangate: schedule \(path): \(problem); the live schedules stay (version \(store.version))", after: 0)
+    }
     return problem
   }
 }

@@ -5,6 +5,10 @@ import ScanLinux
 /// `scangate decode`: barcodes in image files, and the accuracy harness (`--expect DIR`).
 enum DecodeCommand {
   static let imageExtensions: Set<String> = ["png", "jpg", "jpeg", "gif", "pgm", "ppm", "pnm", "bmp"]
+  /// Codes one decode call can report: zxing-cpp counts them in a byte. `scangate decode` keeps
+  /// room for that many, so it reports every code the engine locates unless `--results` says
+  /// fewer.
+  static let engineSymbolsMax = 255
 
   static func run(_ arguments: [String]) -> Int32 {
     do {
@@ -12,8 +16,9 @@ enum DecodeCommand {
         arguments,
         valued: [
           "formats", "expect", "locations", "variant", "variants", "size", "max-pixels", "results", "strategy", "budget-ms", "frames", "fps", "quiet-after-ms",
+          "scenes", "hold-ms", "gap-ms",
         ],
-        known: ["json", "fast", "each-attempt"])
+        known: ["json", "fast", "each-attempt", "trace"])
       var settings = DecodeSettings()
       settings.formats = try BarcodeFormats.parse(options.value("formats") ?? "all")
       settings.tryHarder = !options.flag("fast")
@@ -33,7 +38,9 @@ enum DecodeCommand {
       settings.budgetMicroseconds = try options.integer("budget-ms", default: streamBudget, range: 0...10_000) * 1000
       let reader = ImageFileReader(
         maxPixels: try options.integer("max-pixels", default: 40_000_000, range: 1...400_000_000))
-      let capacity = try options.integer("results", default: 16, range: 1...64)
+      // Every code located, unless --results caps what is shown (a cap says what it dropped).
+      let shown = options.value("results") == nil ? nil : try options.integer("results", default: engineSymbolsMax, range: 1...engineSymbolsMax)
+      let capacity = engineSymbolsMax
       if let directory = options.value("locations") {
         let variant = options.value("variant") ?? "upright"
         guard ["upright", "inverted", "mirrored"].contains(variant) else {
@@ -47,6 +54,9 @@ enum DecodeCommand {
       if let directory = options.value("expect") {
         return try expect(directory: directory, options: options, settings: settings, reader: reader)
       }
+      if let directory = options.value("scenes") {
+        return try scenes(directory: directory, options: options, reader: reader)
+      }
       guard !options.positionals.isEmpty else { throw ParseError(message: "no image files given") }
       if frames > 0 {
         settings.quietAfterMicroseconds =
@@ -57,7 +67,7 @@ enum DecodeCommand {
       }
       return decodeFiles(
         options.positionals, json: options.flag("json"), settings: settings,
-        reader: reader, capacity: capacity)
+        reader: reader, capacity: capacity, shown: shown)
     } catch {
       writeStandardError("scangate decode: \(error)\n")
       return 2
@@ -109,8 +119,10 @@ enum DecodeCommand {
     variant == "inverted" ? image.inverted() : variant == "mirrored" ? image.mirrored() : image
   }
 
+  /// Decodes each file and prints every code located, or the first `shown` of them and how
+  /// many were dropped.
   static func decodeFiles(
-    _ paths: [String], json: Bool, settings: DecodeSettings, reader: ImageFileReader, capacity: Int
+    _ paths: [String], json: Bool, settings: DecodeSettings, reader: ImageFileReader, capacity: Int, shown: Int? = nil
   ) -> Int32 {
     var status: Int32 = 0
     for path in paths {
@@ -125,12 +137,28 @@ enum DecodeCommand {
         if results.count == 0 {
           print(json ? "{\"file\":\(jsonString(path)),\"codes\":0}" : "\(path): no code found")
         }
-        for i in 0..<results.count {
+        let printed = min(results.count, shown ?? results.count)
+        for i in 0..<printed {
           print(json ? jsonLine(path, results, i) : textLine(path, results, i))
         }
+        if let note = droppedNote(path, located: results.count, shown: printed, capacity: capacity, json: json) { print(note) }
       }
     }
     return status
+  }
+
+  /// The line saying what a cap left out (nil: nothing was): `--results` below the codes located,
+  /// or the engine's own limit reached (there may be more codes in the image).
+  static func droppedNote(_ path: String, located: Int, shown: Int, capacity: Int, json: Bool) -> String? {
+    let full = located >= capacity
+    guard shown < located || full else { return nil }
+    let limit = "the engine's limit of \(capacity) codes an image was reached: there may be more"
+    if json {
+      return "{\"file\":\(jsonString(path)),\"located\":\(located),\"shown\":\(shown),\"dropped\":\(located - shown)"
+        + ",\"limit_reached\":\(full)}"
+    }
+    guard shown < located else { return "\(path): \(limit)" }
+    return "\(path): \(located) codes located, \(shown) shown (--results \(shown)), \(located - shown) dropped" + (full ? "; " + limit : "")
   }
 
   static func textLine(_ path: String, _ results: borrowing DecodeResults, _ i: Int) -> String {
@@ -159,6 +187,51 @@ enum DecodeCommand {
       line += ",\"wifi\":{\"ssid\":\(jsonString(wifi.ssid)),\"security\":\(jsonString(wifi.security)),\"hidden\":\(wifi.hidden)}"
     }
     return line + "}"
+  }
+
+  // MARK: - Scenes
+
+  /// `--scenes DIR`: each image with an expected payload (.txt/.bin, as `--expect` reads them;
+  /// subfolders too) shown to the reader's engine as a code held up at a door: `--gap-ms` of an
+  /// empty view, then the image for `--hold-ms`, at `--fps`, fitted to `--size` (default
+  /// 640x480) and turned by `--variant`. Prints the time from each code's first frame to the
+  /// edge of its decision (SceneHarness), and how many were decided within a second.
+  static func scenes(directory: String, options: Options, reader: ImageFileReader) throws(ParseError) -> Int32 {
+    let variant = options.value("variant") ?? "upright"
+    guard ["upright", "inverted", "mirrored"].contains(variant) else {
+      throw ParseError(message: "--variant is one of upright, inverted, mirrored")
+    }
+    let parts = (options.value("size") ?? "640x480").split(separator: "x").compactMap { Int($0) }
+    guard parts.count == 2, parts[0] >= 96, parts[1] >= 96 else { throw ParseError(message: "--size is WxH, e.g. 640x480") }
+    let (width, height) = (parts[0], parts[1])
+    let fps = try options.integer("fps", default: 15, range: 1...240)
+    let hold = try options.integer("hold-ms", default: 1_000, range: 1...60_000)
+    let gap = try options.integer("gap-ms", default: 1_000, range: 1...60_000)
+    var engine = ScanConfig().engine
+    engine.decode.formats = try BarcodeFormats.parse(options.value("formats") ?? "qr")
+    if let text = options.value("strategy") { engine.decode.attempts = try strategy(text, width: width) }
+    if options.value("budget-ms") != nil {
+      engine.decode.budgetMicroseconds = try options.integer("budget-ms", default: 8, range: 0...10_000) * 1000
+    }
+    var sets: [String] = []
+    if !samples(in: directory).isEmpty { sets.append(directory) }
+    if let names = try? listDirectory(directory) {
+      for name in names.sorted() where isDirectory(directory + "/" + name) { sets.append(directory + "/" + name) }
+    }
+    var scenes: [SceneHarness.Scene] = []
+    for set in sets {
+      for sample in samples(in: set).sorted(by: { $0.image < $1.image }) where !sample.expected.isEmpty {
+        guard let image = try? reader.read(sample.image) else { continue }
+        let frame = transformed(image.fitted(width: width, height: height), variant)
+        scenes.append(SceneHarness.Scene(name: sample.image, frame: frame.pixels, payloads: [sample.expected]))
+      }
+    }
+    guard !scenes.isEmpty else { throw ParseError(message: "no images with expected .txt/.bin under \(directory)") }
+    let (outcomes, figures) = try SceneHarness.play(
+      scenes, width: width, height: height, empty: DemoCommand.background(width: width, height: height), fps: fps,
+      holdMilliseconds: hold, gapMilliseconds: gap, settings: engine, trace: options.flag("trace"))
+    SceneHarness.report(outcomes, figures, fps: fps, budgetMicroseconds: engine.decode.budgetMicroseconds, each: options.flag("trace"))
+    return 0
   }
 
   // MARK: - Accuracy harness
@@ -227,7 +300,7 @@ enum DecodeCommand {
         guard var image = try? reader.read(sample.image) else { result.unreadable += 1; continue }
         if let (w, h) = size { image = image.fitted(width: w, height: h) }
         image = transformed(image, variant)
-        try decode(image, settings: settings, capacity: 16) { results, ms in
+        try decode(image, settings: settings, capacity: engineSymbolsMax) { results, ms in
           result.milliseconds.append(ms)
           if sample.expected.isEmpty {
             // No ground truth: only the false-positive sets say "there is no code here".

@@ -37,9 +37,10 @@ enum DemoCommand {
 
   static func run(_ arguments: [String]) -> Int32 {
     do {
-      let options = try Options(arguments, valued: ["config", "fps", "dir", "frames", "snapshot"], known: ["keep", "panel"])
+      let options = try Options(arguments, valued: ["config", "fps", "dir", "frames", "snapshot"], known: ["keep", "panel", "bench", "trace"])
       if let prefix = options.value("snapshot") { return try snapshot(prefix: prefix) }
       let fps = try options.integer("fps", default: 15, range: 1...240)
+      if options.flag("bench") { return try bench(fps: fps, trace: options.flag("trace")) }
       var config = ScanConfig()
       if options.value("config") != nil {
         guard let loaded = ExtraCommands.loadConfig(options) else { return 1 }
@@ -138,12 +139,23 @@ enum DemoCommand {
       bytes += pixels
       try writeFileAtomically(name, bytes)
     }
-    let empty = background(width: width, height: height)
+    let (empty, shown) = sceneFrames(width: width, height: height, extra: extra)
     for _ in 0..<gapFrames { try emit(empty) }
-    let all = scenes + extra
-    for (n, scene) in all.enumerated() {
+    for (n, item) in shown.enumerated() {
       // The same code again: past the presence cooldown, so it is a new showing (a replay).
-      if n > 0 && all[n - 1].payload == scene.payload { for _ in 0..<(2 * fps) { try emit(empty) } }
+      if n > 0 && shown[n - 1].scene.payload == item.scene.payload { for _ in 0..<(2 * fps) { try emit(empty) } }
+      for _ in 0..<codeFrames { try emit(item.frame) }
+      for _ in 0..<gapFrames { try emit(empty) }
+    }
+    try writeFileAtomically(directory + "/allow-list.txt", Array(allowList.utf8))
+    return index
+  }
+
+  /// The empty view and each scene's frame, in the order they are shown.
+  static func sceneFrames(width: Int, height: Int, extra: [Scene] = []) -> (empty: [UInt8], shown: [(scene: Scene, frame: [UInt8])]) {
+    let empty = background(width: width, height: height)
+    var shown: [(scene: Scene, frame: [UInt8])] = []
+    for (n, scene) in (scenes + extra).enumerated() {
       // Signed passes are longer: alphanumeric mode, smaller modules, so they fit the frame.
       let long = scene.payload.count > 64
       guard
@@ -151,12 +163,31 @@ enum DemoCommand {
           ? renderQRCode(text: String(decoding: scene.payload, as: UTF8.self), scale: 5)?.image
           : renderQRCode(scene.payload, scale: 7)
       else { continue }
-      let frame = place(code, variant: scene.variant, on: empty, width: width, height: height, shift: long ? 60 : n * 23)
-      for _ in 0..<codeFrames { try emit(frame) }
-      for _ in 0..<gapFrames { try emit(empty) }
+      shown.append((scene, place(code, variant: scene.variant, on: empty, width: width, height: height, shift: long ? 60 : n * 23)))
     }
-    try writeFileAtomically(directory + "/allow-list.txt", Array(allowList.utf8))
-    return index
+    return (empty, shown)
+  }
+
+  /// `--bench`: the demo's scenes (each code 0.6 s after 1 s of empty view, at `fps`) through
+  /// the reader's engine in this process (`SceneHarness`: no loop, no decoder worker, every code
+  /// on the allow-list), with the time from each code's first frame to its relay edge.
+  static func bench(fps: Int, trace: Bool) throws -> Int32 {
+    let width = 640, height = 480
+    let directory = makeTemporaryDirectory()
+    defer { removeDirectory(directory) }
+    var config = ScanConfig()
+    let extra = try DemoCredentials.prepare(in: directory, config: &config)
+    let (empty, shown) = sceneFrames(width: width, height: height, extra: extra)
+    let scenes = shown.map { item in
+      let label = item.scene.payload.count > 24 ? Array(item.scene.payload.prefix(20)) + Array("...".utf8) : item.scene.payload
+      return SceneHarness.Scene(
+        name: PayloadEscaping.escaped(label) + " (\(item.scene.variant.name))", frame: item.frame, payloads: [item.scene.payload])
+    }
+    let (outcomes, figures) = try SceneHarness.play(
+      scenes, width: width, height: height, empty: empty, fps: fps, holdMilliseconds: 600, gapMilliseconds: 1000,
+      settings: config.engine, trace: trace)
+    SceneHarness.report(outcomes, figures, fps: fps, budgetMicroseconds: config.engine.decode.budgetMicroseconds, each: true)
+    return outcomes.allSatisfy(\.granted) ? 0 : 1
   }
 
   /// `--snapshot PREFIX`: one demo scene (a listed code, an unknown one, a region of interest)

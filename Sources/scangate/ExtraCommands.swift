@@ -71,6 +71,12 @@ enum CheckConfigCommand {
       }
       // File modes, OSDP install mode, where the fleet's bundles write (warnings only).
       CheckConfigFiles.report(config, configPath: path)
+      // Every other path the reader reads or writes, checked without blocking: a FIFO, a
+      // directory or a device where a file belongs is named and refused (the allow-list is above).
+      for (entry, problem) in PathChecks.problems(config) where entry.role != "allow_list.path" {
+        print("refused: \(entry.role) \(entry.path): \(problem)")
+        status = 1
+      }
       print(
         "source: \(config.cameraSource.rawValue) \(sourceName(config)) "
           + "\(config.cameraWidth)x\(config.cameraHeight) format \(config.cameraFormat.rawValue)")

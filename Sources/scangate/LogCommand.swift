@@ -104,8 +104,15 @@ enum LogCommand {
       if let written = signs.highestWritten, written > v.lastSequence {
         cut.append("the log's own mark says record \(written) was written")
       }
-      if let acked = try? FleetState.load(fleetState), acked > v.lastSequence {
-        cut.append("the fleet's broker acknowledged record \(acked) (\(fleetState))")
+      // Only the state of this log (or one written before log ids) says anything about its tail.
+      if let state = try? FleetState.loadEntry(fleetState), state.acked > v.lastSequence, state.logID == nil || state.logID == v.logID {
+        cut.append("the fleet's broker acknowledged record \(state.acked) (\(fleetState))")
+      }
+      // The writer's committed mark beside the file: records committed and not here went with the
+      // WAL (the service writes the cut record at its next start).
+      let markPath = AuditHeadMark.path(forLog: path)
+      if let mark = try? AuditHeadMark.read(markPath), mark.logID == v.logID ?? "", mark.sequence > v.head.sequence {
+        cut.append("its committed mark (\(markPath)) says record \(mark.sequence) was committed (a damaged, torn or deleted WAL)")
       }
       if !cut.isEmpty {
         print("\(path): CUT: the log ends at record \(v.lastSequence), but \(cut.joined(separator: "; and ")) (\(range))")
@@ -121,7 +128,11 @@ enum LogCommand {
       }
       let pruned = v.anchorSequence > 0 ? ", records 1...\(v.anchorSequence) pruned" : ""
       let head = published.map { ", contains the published head \($0.sequence)" } ?? ""
-      print("\(path): OK, \(range)\(pruned), keyed chain intact (key \(key!.identifier)), head \(v.head.text)\(head)\(notes)")
+      for missing in v.missingLogs { notes += "; note: record \(missing.sequence) says \(missing.detail)" }
+      // Recorded by the writer, under the key: records lost after they were committed, never reused.
+      for loss in v.recordedCuts { notes += "; RECORDED LOSS at record \(loss.sequence): \(loss.detail)" }
+      let log = v.logID.map { ", log \($0)" } ?? ", a log made before log ids"
+      print("\(path): OK, \(range)\(pruned)\(log), keyed chain intact (key \(key!.identifier)), head \(v.head.text)\(head)\(notes)")
       return 0
     } catch {
       print("\(path): cannot be read: \(error)")

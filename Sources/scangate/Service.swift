@@ -79,12 +79,39 @@ enum Service {
     _ config: ScanConfig, options: Options, relay: consuming R, buzzer: consuming B, watchdog: RelayWatchdog,
     openSource: @escaping () throws(CaptureError) -> S
   ) -> Int32 {
-    let clock = SystemMonotonicClock()
+    if config.decoderIsolation == .process {
+      // The workers start first, from a service that has read nothing but its configuration.
+      let workers: DecoderWorkers
+      do { workers = try makeDecoderWorkers(config) } catch {
+        writeStandardError("scangate: decoder workers: \(error)\n")
+        return 1
+      }
+      guard workers.waitUntilReady(milliseconds: 20_000) else {
+        writeStandardError(
+          "scangate: the decoder worker did not start (seccomp unavailable? decoder.isolation = \"inline\" decodes in the service)\n")
+        return 1
+      }
+      return serve(
+        config, options: options, relay: relay, buzzer: buzzer, watchdog: watchdog, decoder: IdleDecoder(), workers: workers,
+        openSource: openSource)
+    }
     let decoder: ZXingDecoder
     do { decoder = try makeDecoder(config) } catch {
       writeStandardError("scangate: \(error)\n")
       return 1
     }
+    return serve(
+      config, options: options, relay: relay, buzzer: buzzer, watchdog: watchdog, decoder: decoder, workers: nil,
+      openSource: openSource)
+  }
+
+  static func serve<
+    S: LoopFrameSource & ~Copyable, R: OutputLine & ~Copyable, B: OutputLine & ~Copyable, D: CodeDecoder & ~Copyable
+  >(
+    _ config: ScanConfig, options: Options, relay: consuming R, buzzer: consuming B, watchdog: RelayWatchdog,
+    decoder: consuming D, workers: DecoderWorkers?, openSource: @escaping () throws(CaptureError) -> S
+  ) -> Int32 {
+    let clock = SystemMonotonicClock()
     let ring = EventRing(capacity: config.eventRingCapacity)
     let engine = ScanEngine(
       settings: config.engine, decoder: decoder, relay: relay, buzzer: buzzer, clock: clock, wall: SystemWallClock(),
@@ -93,13 +120,26 @@ enum Service {
     var loop = RunLoop(
       engine: engine, settings: loopSettings(config, maxFrames: options.maxFrames), console: console,
       openSource: openSource)
+    if let workers { loop.attach(workers) }
+    // Why a file was refused on reload, or the camera would not open: printed after the event.
+    let notes = JournalNotes()
+    loop.journalNotes = notes
     // One time policy for every check (TrustedTime); its floor is kept by the keeper.
     let floorKeeper = makeClockFloorKeeper(config, ring: ring)
     loop.engine.policy.time = floorKeeper.time
     loop.register(floorKeeper)
+    // Every configured path that is not what the reader needs (a FIFO, a directory or a device where
+    // a file belongs; the log's database is then never handed to SQLite): named once at startup,
+    // as `check-config` names it. Each part then refuses it where it reads it (the allow-list: a note).
+    for (entry, problem) in PathChecks.problems(config) where entry.role != "allow_list.path" {
+      writeStandardError("scangate: refused: \(entry.role) \(entry.path): \(problem)\n")
+    }
     let auditLog = config.log.path.isEmpty ? nil : AuditLog(settings: config.log, ring: ring)
     loop.auditLog = auditLog
     let fleet = config.fleet.isEnabled ? FleetLink(settings: config.fleet, logPath: config.log.path, auditLog: auditLog) : nil
+    auditLog?.identity.stateDirectory = config.stateDirectory  // the log-id file; made again if deleted
+    auditLog?.identity.fleetStatePath = fleet?.statePath
+    auditLog?.time = floorKeeper.time  // record ages are judged at the floor, never at a clock that jumped
     if let fleet, config.door.machine.enabled {
       fleet.doorSensors = (config.door.inputs[DoorInput.contact.rawValue].line >= 0, config.door.inputs[DoorInput.tamper.rawValue].line >= 0)
     }
@@ -126,6 +166,7 @@ enum Service {
       if let problem = watcher.reload(now: clock.now()) {
         writeStandardError("scangate: schedule \(config.door.schedulePath): \(problem); entries with schedule= are denied until it loads\n")
       }
+      watcher.notes = notes  // a later refusal: why, in the journal
       loop.engine.policy.schedules = store
       loop.register(watcher)
       // In panel mode the panel drives its own strike: the reader holds nothing.
@@ -167,11 +208,9 @@ enum Service {
     }
     let printer = EventPrinter(
       ring: ring, start: loop.startedAt, clock: clock, skipping: options.skipping,
-      payloads: config.log.rawPayloads ? .shown : .hidden)
+      payloads: config.log.rawPayloads ? .shown : .hidden, notes: notes)
     installCredentials(config, loop: &loop)
-    if let error = loop.reloadAllowList() {
-      writeStandardError("scangate: allow-list \(config.allowListPath): \(error); denying every code until it loads\n")
-    }
+    loop.reloadAllowList()  // a refusal's why is a journal note (denying every code until it loads)
     printer.startThread()
     auditLog?.start()
     fleet?.start()
@@ -252,6 +291,23 @@ enum Service {
     try ZXingDecoder(
       arenaBytes: config.decoderArenaKiB * 1024, capacity: config.engine.resultsCapacity,
       tryHarder: config.engine.decode.tryHarder)
+  }
+
+  /// The decoder worker processes as configured (docs/decoder.md, "The decoder worker"). Debug
+  /// builds pass SCANGATE_DECODER_TEST_HOOKS (abort, open, spin) on to the workers (the fault tests).
+  static func makeDecoderWorkers(_ config: ScanConfig) throws(SystemError) -> DecoderWorkers {
+    var settings = DecoderWorkerSettings(
+      decode: config.engine.decode, maxWidth: config.cameraWidth, maxHeight: config.cameraHeight,
+      arenaBytes: config.decoderArenaKiB * 1024, resultsCapacity: config.engine.resultsCapacity,
+      payloadBytesMax: config.engine.payloadBytesMax)
+    #if DEBUG
+      if let hooks = getenv("SCANGATE_DECODER_TEST_HOOKS").map({ String(cString: $0) }) {
+        for hook in DecoderChannel.TestHook.allCases where hooks.contains(hook.marker.dropFirst(8).lowercased()) {
+          settings.testHooks |= hook.rawValue
+        }
+      }
+    #endif
+    return try DecoderWorkers(settings: settings, supervision: config.decoderSupervision)
   }
 
   static func loopSettings(_ config: ScanConfig, maxFrames: UInt64) -> LoopSettings {

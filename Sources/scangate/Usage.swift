@@ -15,8 +15,11 @@ enum Usage {
       name: "run", lines: ["run [--config FILE] [--frames N] [--quiet-edges]"],
       summary: "run the reader service (camera, GPIO, console, log); --frames stops after N frames"),
     CommandUsage(
-      name: "demo", lines: ["demo [--config FILE] [--fps N] [--frames N] [--dir DIR] [--keep] [--panel]", "demo --snapshot PREFIX"],
-      summary: "replay generated codes through the real loop with simulated GPIO; --snapshot writes PREFIX.png and PREFIX.txt"),
+      name: "demo",
+      lines: ["demo [--config FILE] [--fps N] [--frames N] [--dir DIR] [--keep] [--panel]", "demo --snapshot PREFIX", "demo --bench [--fps N] [--trace]"],
+      summary:
+        "replay generated codes through the real loop with simulated GPIO; --snapshot writes PREFIX.png and PREFIX.txt; "
+        + "--bench: the demo's scenes through the engine in this process, first frame to edge per code"),
     CommandUsage(
       name: "decode",
       lines: [
@@ -24,10 +27,12 @@ enum Usage {
         "decode --expect DIR [--formats LIST|all] [--variant upright|inverted|mirrored] [--size WxH]",
         "decode --locations DIR [--formats LIST|all] [--variant upright|inverted|mirrored]",
         "decode --frames N [--fps N] [--budget-ms MS] [--quiet-after-ms MS] [--variants retry] [--strategy LIST|default:N] [--json] FILE...",
+        "decode --scenes DIR [--fps N] [--hold-ms MS] [--gap-ms MS] [--size WxH] [--variant upright|inverted|mirrored] [--budget-ms MS] [--trace]",
       ],
       summary:
-        "decode barcodes in image files; --expect: the accuracy harness over image + .txt/.bin; --locations: found by position; "
-        + "--frames: each image held for N frames, the reader's way"),
+        "decode barcodes in image files (every code located; --results N shows N and says how many it dropped); "
+        + "--expect: the accuracy harness over image + .txt/.bin; --locations: found by position; "
+        + "--frames: each image held for N frames, the reader's way; --scenes: each image held up as a code at a door, first frame to edge"),
     CommandUsage(
       name: "check-config", lines: ["check-config [--config FILE]"],
       summary: "validate config.toml and the allow-list, print the memory budget"),

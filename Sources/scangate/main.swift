@@ -1,6 +1,7 @@
 // scangate: the ScanGate reader service and its tools.
 import Glibc
 import ScanCore
+import ScanLinux
 
 var arguments = Array(CommandLine.arguments.dropFirst())
 guard let command = arguments.first else {
@@ -31,6 +32,8 @@ if let c = Usage.command(command), Usage.wantsHelp(arguments) {
 let status: Int32
 switch command {
 case "decode": status = DecodeCommand.run(arguments)
+// The decoder worker process, started by the service (docs/decoder.md, "The decoder worker").
+case "decode-worker": status = DecoderWorker.main(arguments)
 case "version", "--version": status = VersionCommand.run(arguments)
 default:
   status =

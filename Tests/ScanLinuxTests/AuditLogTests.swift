@@ -358,7 +358,7 @@ import Testing
     try store.read {
       kinds.append($0.kind); payloads.append($0.payload)
     }
-    #expect(kinds == Array(repeating: .decision, count: 20))
+    #expect(kinds == [.state] + Array(repeating: .decision, count: 20))  // record 1: the log id
     let allEmpty = payloads.allSatisfy { $0.isEmpty }
     #expect(allEmpty)
     let v = try store.verify(key: AuditChainKey.load(dir + "/a.db.key"))
@@ -399,7 +399,7 @@ import Testing
     #expect(waitUntil { log.committedSequence == ring.lastSequence })
     // Published head = the database's last record and its chain value.
     let store = try AuditStore(path: dir + "/a.db", readOnly: true)
-    #expect(log.chainHead == store.head && log.chainHead.sequence == 30)
+    #expect(log.chainHead == store.head && log.chainHead.sequence == 31)  // the log-id record and 30
     #expect(status(log).contains("; chain head \(store.head.text)"), "\(status(log))")
     var file = stat()
     #expect(stat(dir + "/a.db.key", &file) == 0)
@@ -416,7 +416,7 @@ import Testing
     #expect(try verification(dir + "/a.db").firstBreak == nil)
     // `scangate log verify` finds the key next to the database and checks the published head.
     let (code, output) = runCommand([scangateBinary, "log", "verify", "--db", dir + "/a.db", "--head", store.head.text])
-    #expect(code == 0 && output.contains("OK, 30 records") && !output.contains(String(decoding: keyText.prefix(64), as: UTF8.self)), "\(output)")
+    #expect(code == 0 && output.contains("OK, 31 records") && !output.contains(String(decoding: keyText.prefix(64), as: UTF8.self)), "\(output)")
   }
 
   @Test("a keyed log is never continued without its key: no new key is made, records wait, and all are written once it is back")
@@ -450,7 +450,7 @@ import Testing
     #expect(waitUntil { second.fault == .none && second.committedSequence == ring2.lastSequence })
     second.stop()
     let v = try verification(dir + "/a.db", key: AuditChainKey.load(dir + "/chain.key"))
-    #expect(v.firstBreak == nil && v.records == 10)
+    #expect(v.firstBreak == nil && v.records == 11)  // the log-id record and 10
   }
 
   @Test("a log written before the keyed chain is moved aside, never continued; the new log's first record names it")
@@ -469,6 +469,7 @@ import Testing
     let moved = try #require(try listDirectory(dir).first { $0.hasPrefix("a.db.unkeyed-") && !$0.hasSuffix("-wal") && !$0.hasSuffix("-shm") })
     var lines: [AuditRecord] = []
     try AuditStore(path: dir + "/a.db", readOnly: true).read { lines.append($0) }
+    lines.removeFirst()  // the log-id record
     #expect(lines.count == 2 && lines[0].kind == .state && lines[0].code == Int64(FaultCode.logMovedAside.rawValue))
     #expect(lines[0].detail.contains(moved) && lines[0].detail.contains("unkeyed SHA-256 head \(oldHead.text)"), "\(lines[0].detail)")
     #expect(lines[1].kind == .decision)
@@ -494,6 +495,7 @@ import Testing
     log.stop()
     var all: [AuditRecord] = []
     try AuditStore(path: dir + "/a.db", readOnly: true).read { all.append($0) }
+    all.removeFirst()  // the log-id record
     // The ring keeps its newest capacity - 1 events readable: 63 of 200 survive, 137 are lost.
     #expect(all.count == 64 && all[0].kind == .recordsLost && all[0].code == 137 && log.lostRecords == 137)
     #expect(all[0].line.contains("records-lost") && all.dropFirst().allSatisfy { $0.kind == .decision })
@@ -525,10 +527,10 @@ import Testing
     let moved = names.first { $0.hasPrefix("a.db.corrupt-") && !$0.contains("-wal") && !$0.contains("-shm") }!
     #expect(String(decoding: try readWholeFile(dir + "/" + moved, maxBytes: 1 << 20), as: UTF8.self).hasPrefix("this is not"))
     let fresh = try verification(dir + "/a.db")
-    #expect(fresh.records == 2 && fresh.firstBreak == nil)
+    #expect(fresh.records == 3 && fresh.firstBreak == nil)  // the log-id record, the note, the decision
     var first: AuditRecord? = nil
-    try AuditStore(path: dir + "/a.db", readOnly: true).read(limit: 1) { first = $0 }
-    #expect(first?.detail == "log-moved-aside: corrupt log moved aside to \(dir)/\(moved)")
+    try AuditStore(path: dir + "/a.db", readOnly: true).read(limit: 2) { first = $0 }
+    #expect(first?.detail.hasPrefix("log-moved-aside: corrupt log moved aside to \(dir)/\(moved) (") == true, "\(first?.detail ?? "")")
   }
 
   /// A small tmpfs, for disk-full and read-only faults (needs root, as CI runs).
@@ -565,7 +567,7 @@ import Testing
       #expect(waitUntil { log.fault == .none && log.committedSequence == ring.lastSequence })
       log.stop()
       let v = try verification(dir + "/a.db")
-      #expect(v.firstBreak == nil && v.records == 501)
+      #expect(v.firstBreak == nil && v.records == 502)  // the log-id record and 501
     }
   }
 
@@ -584,7 +586,7 @@ import Testing
       #expect(waitUntil { log.fault == .none && log.committedSequence == ring.lastSequence })
       log.stop()
       let v = try verification(dir + "/a.db")
-      #expect(v.records == 10 && v.firstBreak == nil)
+      #expect(v.records == 11 && v.firstBreak == nil)  // the log-id record and 10
     }
   }
 

@@ -80,8 +80,8 @@ import Testing
     #expect(plain.count <= doubled.count)
   }
 
-  @Test("streamed frames: the tracked region is tried first once a code was seen, and the budget is reported")
-  func trackedRegionFirst() {
+  @Test("streamed frames: the first attempt runs first even while a code is tracked; a code it misses is looked for in its region next")
+  func trackedRegionAfterFirst() {
     var settings = DecodeSettings()
     settings.attempts = DecodeAttempt.readerDefault
     settings.variantMode = .alternate
@@ -97,8 +97,19 @@ import Testing
     #expect(pipeline.attemptRuns[1] == 0)
     frame.withFrame { pipeline.decode($0, into: &results, clock: clock) }
     #expect(results.count == 1)
-    #expect(pipeline.attemptRuns[1] == 1, "the tracked attempt ran on the second frame")
-    #expect(pipeline.lastFrame.attempts == 1, "and found the code, so nothing else ran")
+    #expect(pipeline.attemptRuns[1] == 0, "the first attempt read the held code: the tracked region was not needed")
+    #expect(pipeline.lastFrame.attempts == 1)
+    // The code turns light-on-dark (the first attempt cannot read it): its region is tried
+    // right after the first attempt, in the view it was last read in.
+    let dark = qrFrame("HELD", variant: .inverted, scale: 6)
+    dark.withFrame { pipeline.decode($0, into: &results, clock: clock) }
+    #expect(pipeline.attemptRuns[1] == 1, "the tracked region ran after the first attempt")
+    #expect(pipeline.lastTrace.count >= 2 && pipeline.lastTrace[0].attempt == 0 && pipeline.lastTrace[1].attempt == 1)
+    #expect(results.count == 1, "a view of the rotation read it")
+    // Held light-on-dark: the region is now looked at inverted, and reads it.
+    dark.withFrame { pipeline.decode($0, into: &results, clock: clock) }
+    #expect(results.count == 1 && results[0].variant == .inverted)
+    #expect(pipeline.lastTrace.count == 2 && pipeline.lastTrace[1].attempt == 1 && pipeline.lastTrace[1].found == 1)
   }
 
   static func doorwayLevel(_ x: Int, _ y: Int) -> Int { (x < 60 || x > 580) ? 40 : 120 + y / 8 }

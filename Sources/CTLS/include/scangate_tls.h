@@ -19,12 +19,13 @@ enum {
 };
 
 /// A server context: TLS 1.2 minimum, forward-secret AEAD ciphers only, no compression, no
-/// renegotiation, no session cache or tickets (nothing grows with clients). `cert_file` is a
-/// PEM chain (leaf first); `key_pem` the private key in PEM, already read (and checked) by the
-/// caller; `client_ca_file` (NULL or "" for none) makes client certificates required and
-/// verified against it. NULL on failure, with the reason in `error`.
-sg_tls_context *sg_tls_context_new(const char *cert_file, const void *key_pem, size_t key_length,
-                                   const char *client_ca_file, char *error, size_t error_length);
+/// renegotiation, no session cache or tickets (nothing grows with clients). Every file is read
+/// by the caller (without blocking, regular files only) and passed in memory: OpenSSL opens no
+/// file. `cert_pem` is a PEM chain (leaf first); `key_pem` the private key in PEM; `client_ca_pem`
+/// (NULL or length 0 for none) makes client certificates required and verified against the CA
+/// certificates it holds. NULL on failure, with the reason in `error`.
+sg_tls_context *sg_tls_context_new(const void *cert_pem, size_t cert_length, const void *key_pem, size_t key_length,
+                                   const void *client_ca_pem, size_t client_ca_length, char *error, size_t error_length);
 void sg_tls_context_free(sg_tls_context *context);
 
 /// A server session on the connected non-blocking socket `fd` (which the caller still owns and
