@@ -45,24 +45,7 @@ public final class AuditHeadMark {
   /// Opens (or creates, 0600) `path` and reads its newest sound slot.
   public init(path: String) throws(FileError) {
     self.path = path
-    let created = !fileExists(path)
-    let fd: Int32
-    do {
-      fd = try syscall("open \(path)", { sg_open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0o600) })
-    } catch {
-      throw FileError(path: path, reason: error.code.description)
-    }
-    var st = stat()
-    guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG else {
-      close(fd)
-      throw FileError(path: path, reason: "not a regular file: refused")
-    }
-    if created {
-      do { try syncDirectory(of: path) } catch {
-        close(fd)
-        throw error
-      }
-    }
+    let (fd, _) = try openSlotFile(path)
     descriptor = fd
     slot = .allocate(byteCount: Self.slotBytes, alignment: 8)
     var bytes = [UInt8](repeating: 0, count: 2 * Self.slotBytes)

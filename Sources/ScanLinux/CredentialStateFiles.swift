@@ -18,32 +18,14 @@ public final class CredentialSlotFile {
   /// Opens (or creates) `path`; at most `slotsMax` slots are read.
   public init(path: String, slotsMax: Int) throws(FileError) {
     self.path = path
-    let created = !fileExists(path)
-    let fd: Int32
-    do {
-      fd = try syscall("open \(path)", { sg_open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0o600) })
-    } catch {
-      throw FileError(path: path, reason: error.code.description)
-    }
-    var st = stat()
-    guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG else {
+    let (fd, size) = try openSlotFile(path)
+    guard size % Self.slotBytes == 0 else {
       close(fd)
-      throw FileError(path: path, reason: "not a regular file: refused")
-    }
-    guard Int(st.st_size) % Self.slotBytes == 0 else {
-      close(fd)
-      throw FileError(path: path, reason: "\(st.st_size) bytes is not a whole number of \(Self.slotBytes)-byte slots: damaged, refused")
+      throw FileError(path: path, reason: "\(size) bytes is not a whole number of \(Self.slotBytes)-byte slots: damaged, refused")
     }
     descriptor = fd
     slot = .allocate(byteCount: Self.slotBytes, alignment: 8)
-    if created {
-      do { try syncDirectory(of: path) } catch {
-        close(fd)
-        slot.deallocate()
-        throw error
-      }
-    }
-    let slots = min(Int(st.st_size) / Self.slotBytes, slotsMax)
+    let slots = min(size / Self.slotBytes, slotsMax)
     for i in 0..<slots {
       guard pread(descriptor, slot.baseAddress, Self.slotBytes, off_t(i * Self.slotBytes)) == Self.slotBytes else {
         let reason = "cannot read slot \(i): \(Errno.current)"

@@ -40,6 +40,32 @@ public func openRegularFile(_ path: String, maxBytes: Int) throws(FileError) -> 
   return (fd, Int(st.st_size))
 }
 
+/// Opens (or creates, 0600, its directory synced so the new name survives a power cut) a state
+/// file the writer updates in place with `pwrite` + `fdatasync` (slot files: the credential
+/// state, the audit log's committed mark). Never blocks; refused unless a regular file. Returns
+/// the descriptor (read-write) and the file's size.
+public func openSlotFile(_ path: String) throws(FileError) -> (fd: Int32, size: Int) {
+  let created = !fileExists(path)
+  let fd: Int32
+  do {
+    fd = try syscall("open \(path)", { sg_open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0o600) })
+  } catch {
+    throw FileError(path: path, reason: error.code.description)
+  }
+  var st = stat()
+  guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG else {
+    close(fd)
+    throw FileError(path: path, reason: "not a regular file: refused")
+  }
+  if created {
+    do { try syncDirectory(of: path) } catch {
+      close(fd)
+      throw error
+    }
+  }
+  return (fd, Int(st.st_size))
+}
+
 /// Reads a whole regular file (see `openRegularFile`), refusing anything else and files over
 /// `maxBytes`. Files under /proc and /sys report size 0: those are read until EOF, up to maxBytes.
 public func readWholeFile(_ path: String, maxBytes: Int) throws(FileError) -> [UInt8] {

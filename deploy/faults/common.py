@@ -22,9 +22,9 @@ def finish():
 
 
 def clock_shim(workdir):
-    """deploy/clockshift.c built once per work folder: SCANGATE_CLOCK_SHIFT=<seconds> moves the
-    wall clock (CLOCK_REALTIME, time(), gettimeofday) of one process; monotonic and boot time
-    stay real."""
+    """deploy/clockshift.c built once per work folder: SCANGATE_CLOCK_SHIFT=<seconds> (or a file
+    named by SCANGATE_CLOCK_SHIFT_FILE) moves the wall clock (CLOCK_REALTIME, time(),
+    gettimeofday) of one process; monotonic and boot time stay real."""
     so = f"{workdir}/clockshift.so"
     if not os.path.exists(so):
         subprocess.run(["cc", "-shared", "-fPIC", "-O2", "-o", so, os.path.join(HERE, "..", "clockshift.c"), "-ldl"],
@@ -138,6 +138,13 @@ secret_file = "{self.secret}"
         s.close()
         return data.decode(errors="replace")
 
+    def ask(self, *lines, operator=False, timeout=5.0):
+        """Console lines, after AUTH with the reader's secret when `operator`; "" when the reader
+        has no console port (it did not start)."""
+        if not self.port:
+            return ""
+        return self.operator(*lines, timeout=timeout) if operator else self.command(*lines, timeout=timeout)
+
     def operator(self, *lines, timeout=5.0):
         secret = open(self.secret).read().strip()
         return self.command(f"AUTH {secret}", *lines, timeout=timeout)
@@ -171,6 +178,14 @@ secret_file = "{self.secret}"
         """Every record of the log, as `scangate log --json` prints them (one dict each)."""
         p = subprocess.run([self.bin, "log", "--config", self.config, "--json"], capture_output=True, text=True)
         return [json.loads(l) for l in p.stdout.splitlines() if l.startswith("{")]
+
+
+def jumping(workdir, shift_file):
+    """The environment of a reader whose wall clock is off by the seconds in `shift_file`, read
+    again while it runs (deploy/clockshift.c): writing the file steps its clock."""
+    env = dict(os.environ)
+    env.update(LD_PRELOAD=clock_shim(workdir), SCANGATE_CLOCK_SHIFT_FILE=shift_file)
+    return env
 
 
 def check_consumer(name, published, records):

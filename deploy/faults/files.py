@@ -123,29 +123,6 @@ def check_config(reader):
         return None, ""
 
 
-def ask(reader, *lines, operator=False, timeout=5.0):
-    """Console lines (after AUTH with the reader's secret when `operator`); the replies, once each
-    line has its final `OK ...` or `ERR ...` (the banner and body lines are not counted)."""
-    if not reader.port:
-        return ""
-    if operator:
-        lines = (f"AUTH {open(reader.secret).read().strip()}",) + lines
-    s = socket.create_connection(("127.0.0.1", reader.port), timeout=timeout)
-    s.sendall(b"".join(line.encode() + b"\n" for line in lines))
-    data = b""
-    deadline = time.time() + timeout
-    while time.time() < deadline and len(re.findall(rb"^(OK|ERR) ", data, re.M)) < len(lines):
-        try:
-            chunk = s.recv(65536)
-        except socket.timeout:
-            break
-        if not chunk:
-            break
-        data += chunk
-    s.close()
-    return data.decode(errors="replace")
-
-
 def console_lines(reader, lines):
     """Adds `lines` under [console] (after its listen line)."""
     text = open(reader.config).read().replace('listen = ["127.0.0.1:0"]', 'listen = ["127.0.0.1:0"]\n' + lines)
@@ -234,7 +211,7 @@ def trial(name, extra, console, target, kind):
               [line for line in out.splitlines() if "refused" in line or os.path.basename(path) in line])
 
     outcome, value = started(r)
-    status = ask(r, "STATUS") if outcome == "ready" else ""
+    status = r.ask("STATUS") if outcome == "ready" else ""
     journal = r.journal()
     check(f"(a) {label}: run reaches READY or exits saying why ({outcome} {value})",
           outcome == "ready" or (outcome == "exited" and path in journal), journal[-800:])
@@ -270,7 +247,7 @@ for what, spoiler in (("a FIFO", lambda: os.mkfifo(b.allow)), ("an empty file", 
     before = grants()
     b.proc.send_signal(signal.SIGHUP)
     t = time.time()
-    status = ask(b, "STATUS")
+    status = b.ask("STATUS")
     check(f"(b) {what} at the allow-list, SIGHUP: STATUS answers within 2 s", "OK status" in status and time.time() - t < 2,
           status[-400:])
     check(f"(b) {what}: the old list stays live (STATUS: version 1, 1 entries)",
@@ -285,7 +262,7 @@ with open(b.allow, "w") as f:
     f.write("# nobody until the new term\n# scangate: empty\n")
 b.proc.send_signal(signal.SIGHUP)
 check("(b) `# scangate: empty` then SIGHUP: the list is empty (version 2, 0 entries)",
-      wait_for(lambda: "allow-list version 2, 0 entries" in ask(b, "STATUS"), 3), ask(b, "STATUS")[-600:])
+      wait_for(lambda: "allow-list version 2, 0 entries" in b.ask("STATUS"), 3), b.ask("STATUS")[-600:])
 check("(b) and the code is denied", wait_for(lambda: re.search(r"decision denied-unknown", b.journal()), 5), b.journal()[-600:])
 b.stop()
 
@@ -302,12 +279,12 @@ with open(floor_path, "w") as f:
 c = Reader(B, W, "floor", FRAMES, extra=BUSY).start()
 check("(c) a floor a year ahead: the pass is denied-expired",
       wait_for(lambda: re.search(r"decision denied-expired qr label=alice", c.journal()), 5), c.journal()[-600:])
-clock = ask(c, "CLOCK")
+clock = c.ask("CLOCK")
 check("(c) CLOCK shows the clock BEHIND its floor", "BEHIND its floor" in clock and "OK clock" in clock, clock)
-refused = ask(c, "CLOCK FLOOR RESET")
+refused = c.ask("CLOCK FLOOR RESET")
 check("(c) CLOCK FLOOR RESET without AUTH is refused", "ERR 401" in refused, refused)
-check("(c) and the floor did not move", "BEHIND its floor" in ask(c, "CLOCK"))
-reset = ask(c, "CLOCK FLOOR RESET", operator=True)
+check("(c) and the floor did not move", "BEHIND its floor" in c.ask("CLOCK"))
+reset = c.ask("CLOCK FLOOR RESET", operator=True)
 m = re.search(r"OK #\d+ clock floor reset from (\S+) to (\S+)", reset)
 ahead = time.strftime("%Y-%m-%d", time.gmtime(now + 366 * 86400))
 check("(c) an operator's reset is answered with the floor before and after",
@@ -329,7 +306,7 @@ c.stop()
 with open(floor_path, "w") as f:
     f.write("scangate-clock-floor 1 nonsense\n")
 c.start()
-status = ask(c, "STATUS")
+status = c.ask("STATUS")
 check("(c) a damaged floor file is on STATUS", f"floor file {floor_path}: damaged" in status, status[-600:])
 c.stop()
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Issue 27 items 3, 5, 7 and 9 against the real binary: a damaged database page, a torn WAL, a
 deleted WAL, and the wall clock stepped a year ahead and a year behind while the reader runs
-(deploy/faults/clockjump.c) for 60 s under `retain_records`. Each ends with `scangate log verify`. Page and WAL damage are done while
+(deploy/clockshift.c, SCANGATE_CLOCK_SHIFT_FILE) for 60 s under `retain_records`. Each ends with `scangate log verify`. Page and WAL damage are done while
 the reader is stopped (SIGTERM: a clean stop, checkpointed; SIGSTOP then SIGKILL: a crash with
 records in the WAL). Which page to damage is chosen with Python's own sqlite3 (a page whose
 damage `PRAGMA quick_check` reports as a result row, the case the service used to ignore).
@@ -10,17 +10,7 @@ Usage: integrity.py SCANGATE WORKDIR"""
 import os, re, shutil, signal, socket, sqlite3, subprocess, sys, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import HERE, Reader as CommonReader, check, finish, qr_frames, wait_for  # noqa: E402
-
-
-class Reader(CommonReader):
-    """common.Reader, its journal cut at the start mark by bytes (the mark is a byte offset, and
-    the journal holds multi-byte characters: cut as text, a restart's first lines were lost)."""
-
-    def journal(self, whole=False):
-        with open(self.journal_path, "rb") as f:
-            data = f.read()
-        return (data if whole else data[self.mark:]).decode(errors="replace")
+from common import Reader, check, finish, jumping, qr_frames, wait_for  # noqa: E402
 
 
 B, W = sys.argv[1], sys.argv[2]
@@ -32,22 +22,11 @@ BUSY = "[presence]\nrepeat_ms = 20\n"
 YEAR = 366 * 86400
 
 
-def status(r, timeout=5.0):
+def status(r):
     """The STATUS reply's `| log ...` line."""
-    s = socket.create_connection(("127.0.0.1", r.port), timeout=timeout)
-    s.sendall(b"STATUS\n")
-    data, deadline = b"", time.time() + timeout
-    while time.time() < deadline and b"\nOK status" not in data:
-        try:
-            chunk = s.recv(65536)
-        except socket.timeout:
-            break
-        if not chunk:
-            break
-        data += chunk
-    s.close()
-    m = re.search(r"^\| log (.*)$", data.decode(errors="replace"), re.M)
-    return m.group(1) if m else data.decode(errors="replace")
+    reply = r.status()
+    m = re.search(r"^\| log (.*)$", reply, re.M)
+    return m.group(1) if m else reply
 
 
 def notices(journal):
@@ -201,17 +180,6 @@ def damaged_page():
           and (not old_ids or new_id.group(1) not in old_ids), out)
 
 
-def jumping(shift_file):
-    """The environment of a reader whose wall clock is off by the seconds in `shift_file`, read
-    again while it runs (deploy/faults/clockjump.c): writing the file steps its clock."""
-    so = f"{W}/clockjump.so"
-    if not os.path.exists(so):
-        subprocess.run(["cc", "-shared", "-fPIC", "-O2", "-o", so, os.path.join(HERE, "clockjump.c"), "-ldl"], check=True)
-    env = dict(os.environ)
-    env.update(LD_PRELOAD=so, SCANGATE_CLOCK_SHIFT_FILE=shift_file)
-    return env
-
-
 def clock(name, shift):
     """Fills the log past retain_records on the true clock, then steps the running reader's
     clock by `shift` seconds for 60 s. The floor file says the true time, as on a reader that
@@ -223,7 +191,7 @@ def clock(name, shift):
     shift_file = f"{r.dir}/clock-shift"
     with open(shift_file, "w") as f:
         f.write("0\n")
-    r.start(env=jumping(shift_file))
+    r.start(env=jumping(W, shift_file))
     filled = wait_for(lambda: (lambda n: n if n >= 1000 else None)(len(r.records())), 90, step=2)
     first_seq = r.records()[-1]["seq"]
     with open(shift_file, "w") as f:
