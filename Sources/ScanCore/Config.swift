@@ -120,7 +120,7 @@ public struct ScanConfig: Equatable, Sendable {
   /// Defaults differ from a bare `EngineSettings` only where a door reader wants them to.
   static func readerDefaults() -> EngineSettings {
     var e = EngineSettings()
-    // Flat CPU cost per frame: one view per frame, round-robin (see README, decoder views).
+    // Flat CPU cost per frame: one view per frame, round-robin (see docs/decoder.md, views).
     e.decode.variantMode = .alternate
     // The decode strategy, spread across frames within a per-frame budget (docs/decoder.md).
     e.decode.attempts = DecodeAttempt.readerDefault

@@ -8,7 +8,7 @@ import ScanCore
 /// cleanup. While the line is open the shim's crash guard also covers it: a fatal signal
 /// (SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTRAP) drives it inactive before the process
 /// dies. Only after `kill -9` is the line left to the kernel: Raspberry Pi kernels keep its last
-/// driven value, gpio-sim returns it to its pull (see the README's wiring notes).
+/// driven value, gpio-sim returns it to its pull (see docs/hardware.md, wiring).
 public struct GPIODOutputLine: OutputLine, ~Copyable {
   private let line: OpaquePointer
   public let chip: String
