@@ -39,6 +39,7 @@ extension DecodePipeline where Decoder: ~Copyable {
       tracked.age(now: start)
       spread(frame, full: full, into: &results, clock: clock, start: start, log: &frameLog)
       tracked.cover(results, from: 0, width: g.width, height: g.height, now: start)
+      rememberCodes(results)
     }
   }
 
@@ -49,7 +50,8 @@ extension DecodePipeline where Decoder: ~Copyable {
 
   /// The reader's way. The first full-frame attempt runs first on every frame (the cheapest that
   /// reads a code a person has just held up: the next person never waits for the last one's
-  /// code); while a code read in the previous frame is held, its tracked region next; then the
+  /// code), and a new code read ends the frame; while a code read in the previous frame is held,
+  /// its tracked region next; then the
   /// next attempts of the rotation (the tracked region among them) while the budget lasts,
   /// until a code is found. A held code thus meets a different attempt every frame.
   ///
@@ -86,16 +88,15 @@ extension DecodePipeline where Decoder: ~Copyable {
     var trackedRan = false
     if !slowTurn {
       if attempt(first, frame, full: full, into: &results, clock: clock) { log.attempts += 1 }
-      // A code read: the frame is done, unless the tracked attempt read one in the last frame
-      // that the first attempt misses (a second person's code, still held).
-      if results.count > 0 && !tracked.heldInRegion { return }
+      // A new code read: the frame is done, so its decision comes at the first attempt's cost.
+      // Codes the last frame read already are decided: the frame goes on to their region, where
+      // a code the first attempt misses (a small one beside them) may be.
+      if results.count > 0 && !readLastFrame(results) { return }
       if tracked.held {
         for i in 0..<strategyCount where strategy[i].area == .tracked {
           guard fits(i) else { break }
-          let before = results.count
           if attempt(i, frame, full: full, into: &results, clock: clock) { log.attempts += 1 }
           trackedRan = true
-          if results.count > before { tracked.readInRegion() }
         }
       }
       if results.count > 0 { return }
@@ -163,8 +164,31 @@ extension DecodePipeline where Decoder: ~Copyable {
       owed = false
       cursor += 1
       if attempt(i, frame, full: full, into: &results, clock: clock) { log.attempts += 1 }
-      if strategy[i].area == .tracked && results.count > 0 { tracked.readInRegion() }
     }
+  }
+
+  /// A code's payload as a 64-bit FNV-1a hash (to tell a code read again from a new one).
+  static func payloadHash(_ bytes: UnsafeRawBufferPointer) -> UInt64 {
+    var h: UInt64 = 0xcbf2_9ce4_8422_2325
+    for b in bytes { h = (h ^ UInt64(b)) &* 0x0000_0100_0000_01b3 }
+    return h
+  }
+
+  /// Whether every code in `results` was read in the last frame too (none is new).
+  func readLastFrame(_ results: borrowing DecodeResults) -> Bool {
+    for i in 0..<results.count {
+      let h = Self.payloadHash(results.payload(i))
+      var seen = false
+      for k in 0..<lastCodeCount where lastCodes[k] == h { seen = true }
+      if !seen { return false }
+    }
+    return true
+  }
+
+  /// Keeps the payload hashes of what this frame read (up to 16), for the next frame.
+  mutating func rememberCodes(_ results: borrowing DecodeResults) {
+    lastCodeCount = min(results.count, 16)
+    for i in 0..<lastCodeCount { lastCodes[i] = Self.payloadHash(results.payload(i)) }
   }
 
   /// The pixels attempt `i` hands the engine on this frame (0: it would not run).

@@ -102,6 +102,9 @@ public struct DecodePipeline<Decoder: CodeDecoder & ~Copyable>: ~Copyable {
   public internal(set) var tracked = TrackedRegion()
   /// The last frame's attempts and time.
   public internal(set) var lastFrame = StrategyFrame()
+  /// Payload hashes of the codes the last frame read (up to 16): a code read again is not new.
+  var lastCodes = InlineArray<16, UInt64>(repeating: 0)
+  var lastCodeCount = 0
   /// The last frame's attempts, in order, with their costs.
   public internal(set) var lastTrace = AttemptTrace()
   /// Which view the scratch plane holds (to reuse it for the next attempt of the same view).

@@ -170,19 +170,15 @@ public struct TrackedRegion: Sendable {
   public var region: Region? = nil
   /// When the region is forgotten.
   public var until = Instant(nanoseconds: 0)
-  /// Frames left before the region is forgotten, whatever the clock says.
+  /// Frames left before the region is forgotten, whatever the clock says (`framesKept`: a
+  /// second at 60 fps).
   public var framesLeft = 0
   public static let keptMilliseconds = 1_000
-  public static let framesKept = 120
+  public static let framesKept = 60
   /// A code was read in the previous frame: the region is held, and the tracked attempt runs
   /// right after the first attempt (otherwise it waits for its turn in the rotation).
   public private(set) var held = false
-  /// The tracked attempt itself read a code in the previous frame (one the first attempt
-  /// misses): it runs again beside whatever the first attempt reads, so two people's codes
-  /// both stay in view.
-  public private(set) var heldInRegion = false
   var readThisFrame = false
-  var readInRegionThisFrame = false
   /// The view the last codes were read in (a dark-mode phone stays inverted).
   public var variant = ImageVariant.upright
   public init() {}
@@ -211,9 +207,7 @@ public struct TrackedRegion: Sendable {
   /// frame before.
   public mutating func age(now: Instant) {
     held = readThisFrame
-    heldInRegion = readInRegionThisFrame
     readThisFrame = false
-    readInRegionThisFrame = false
     if framesLeft > 0 { framesLeft -= 1 }
     if framesLeft == 0 || now >= until { forget() }
   }
@@ -223,13 +217,8 @@ public struct TrackedRegion: Sendable {
     region = nil
     framesLeft = 0
     held = false
-    heldInRegion = false
     readThisFrame = false
-    readInRegionThisFrame = false
   }
-
-  /// The tracked attempt read a code this frame.
-  mutating func readInRegion() { readInRegionThisFrame = true }
 }
 
 /// What the strategy did in one frame, for STATUS/STATS and the benchmarks.

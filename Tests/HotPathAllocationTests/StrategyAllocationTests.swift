@@ -84,7 +84,7 @@ final class SteppingClock: MonotonicClock {
     #expect(pipeline.attemptRuns[1] > 0, "the tracked region was tried")
     // A still, empty picture: the change test and the quiet turn allocate nothing either.
     // (The last code's tracked region keeps the reader busy for its second of the stepping
-    // clock, about 120 frames, before the picture goes quiet.)
+    // clock, or `TrackedRegion.framesKept` frames, before the picture goes quiet.)
     var quiet = 0
     alloc_counter_reset()
     for _ in 0..<450 {

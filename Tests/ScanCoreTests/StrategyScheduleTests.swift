@@ -139,7 +139,9 @@ struct ScriptedCostDecoder: CodeDecoder {
     #expect(reader.pipeline.lastFrame.microseconds == 1_000, "\(reader.pipeline.lastFrame.microseconds) µs")
   }
 
-  @Test("a small code read only in its tracked region stays read, and a second person's code beside it is read by the first attempt")
+  @Test(
+    "a small code read only in its tracked region stays read; a second person's code beside it is decided on the first call, and both are read from the next frame on"
+  )
   func secondPersonBesideTrackedCode() {
     var reader = Reader()
     // 30 pixels: the engine needs the upscaled views for it.
@@ -150,9 +152,12 @@ struct ScriptedCostDecoder: CodeDecoder {
     let held = reader.show(Self.frame([small]))
     #expect(held.read == ["CODE-3"], "held, it is read in its region")
     #expect(held.calls.count == 2 && held.calls[1].found == [3], "\(held.calls.map(\.found))")
-    let both = reader.show(Self.frame([small, Block(code: 4, x: 190, y: 130, side: 70)]))
-    #expect(both.calls.first?.width == 320 && both.calls.first?.found == [4], "the newcomer is read by the first call")
-    #expect(both.read == ["CODE-3", "CODE-4"], "and the held code is still read: \(both.read)")
+    let both = Self.frame([small, Block(code: 4, x: 190, y: 130, side: 70)])
+    let arrival = reader.show(both)
+    #expect(arrival.calls.count == 1 && arrival.calls[0].width == 320 && arrival.calls[0].found == [4], "the newcomer is read by the first call, alone")
+    let next = reader.show(both)
+    #expect(next.read == ["CODE-3", "CODE-4"], "then the held code is read beside it: \(next.read)")
+    #expect(next.calls.count == 2 && next.calls[0].found == [4] && next.calls[1].found.contains(3), "\(next.calls.map(\.found))")
   }
 
   /// Scenes of codes, each held `hold` frames after `gap` empty ones, at `fps`: when each was
