@@ -299,7 +299,12 @@ public struct DecoderChannel: Sendable {
       s.variant = ImageVariant(rawValue: load(r, 5, UInt8.self)) ?? .upright
       s.engineMirrored = load(r, 6, UInt8.self) != 0
       s.truncated = load(r, 7, UInt8.self) != 0
-      for k in 0..<8 { s.corners[k] = load(r, 8 + 4 * k, Int32.self) }
+      // Corners within the largest frame the channel carries: a corner far outside it (a
+      // compromised worker's) would reach the snapshot's drawing as an empty or huge range.
+      for k in 0..<8 {
+        let bound = Int32(clamping: k % 2 == 0 ? maxWidth : maxHeight)
+        s.corners[k] = min(max(load(r, 8 + 4 * k, Int32.self), 0), bound)
+      }
       s.orientationDegrees = load(r, 40, Int32.self)
       let slot = results.count
       let keep = min(results.payloadBytesMax, payloadBytesMax)

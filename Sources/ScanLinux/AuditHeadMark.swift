@@ -102,6 +102,9 @@ public final class AuditHeadMark {
     slot.storeBytes(of: fnv1a(UnsafeRawBufferPointer(rebasing: slot[0..<88])).littleEndian, toByteOffset: 88, as: UInt64.self)
   }
 
+  /// The highest sequence a mark may name (2^62: the log's numbers never come near it).
+  static let sequenceMax: Int64 = 1 << 62
+
   /// The newest sound slot in `bytes` (a whole file's content) and its generation.
   static func decode(_ bytes: [UInt8]) -> (head: Head?, generation: UInt64) {
     var best: (head: Head, generation: UInt64)? = nil
@@ -114,6 +117,9 @@ public final class AuditHeadMark {
         else { continue }
         let generation = UInt64(littleEndian: s.loadUnaligned(fromByteOffset: 8, as: UInt64.self))
         let sequence = Int64(littleEndian: s.loadUnaligned(fromByteOffset: 16, as: Int64.self))
+        // A sequence no log reaches (the checksum is no MAC: anyone can write one) is damage,
+        // never a cut to record: M + 1 and M + 2 must not overflow.
+        guard (0...sequenceMax).contains(sequence) else { continue }
         let id = String(decoding: s[56..<56 + logIDBytes].prefix { $0 != 0 }, as: UTF8.self)
         let head = Head(logID: id, sequence: sequence, value: Array(s[24..<56]))
         if best == nil || generation > best!.generation { best = (head, generation) }

@@ -223,6 +223,11 @@ public final class FleetSnapshot: SnapshotSink, @unchecked Sendable {
   private let delivered = Mutex<Int>(0)
   /// The second look (fleet thread only, made on first use).
   private var verifier: DecodePipeline<ZXingDecoder>? = nil
+  /// With decoder isolation (the default): makes the worker pair the second look runs in, so the
+  /// service never parses the camera's pixels itself (docs/decoder.md "The decoder worker"). Made
+  /// on first use, on the fleet thread; nil from it, or no answer by the deadline: no snapshot.
+  public var makeWorkers: (() -> DecoderWorkers?)? = nil
+  private var workers: DecoderWorkers? = nil
 
   public init(policy: FleetSnapshotPolicy, maxWidth: Int, maxHeight: Int) {
     self.policy = policy
@@ -266,7 +271,11 @@ public final class FleetSnapshot: SnapshotSink, @unchecked Sendable {
       if policy != .full {
         buffer.redact()
         var rounds = 0
-        while case let found = readable(), !found.isEmpty {
+        while true {
+          guard let found = readable() else {
+            return .failure(EnvelopeRefusal("the redaction could not be checked (the decoder did not answer): no snapshot sent"))
+          }
+          if found.isEmpty { break }
           rounds += 1
           guard rounds <= 3 else { return .failure(EnvelopeRefusal("a code still reads after redaction: no snapshot sent")) }
           for corners in found { buffer.blank(corners) }
@@ -277,24 +286,49 @@ public final class FleetSnapshot: SnapshotSink, @unchecked Sendable {
     }
   }
 
-  /// The corners of every code any attempt, view or format reads in the buffer now.
-  private func readable() -> [InlineArray<8, Int32>] {
-    if verifier == nil {
-      var settings = DecodeSettings()
-      settings.formats = .all
-      settings.variants = ImageVariant.allCases
-      settings.variantMode = .retry
-      // Every attempt of the reader's order; above 640×480 not the whole frame doubled (the
-      // tiles are, and the frame is seen at full resolution).
-      settings.attempts = DecodeAttempt.readerDefault
-      if maxWidth * maxHeight > 640 * 480 { settings.attempts.removeLast() }
-      guard let decoder = try? ZXingDecoder(arenaBytes: 0, capacity: 64) else { return [] }
-      verifier = DecodePipeline(decoder: decoder, settings: settings, maxWidth: maxWidth, maxHeight: maxHeight)
-    }
+  /// How the second look decodes: every format and view, every attempt of the reader's order
+  /// (above 640×480 not the whole frame doubled: the tiles are, and the frame is seen at full
+  /// resolution), no budget.
+  public static func secondLook(maxWidth: Int, maxHeight: Int) -> DecodeSettings {
+    var settings = DecodeSettings()
+    settings.formats = .all
+    settings.variants = ImageVariant.allCases
+    settings.variantMode = .retry
+    settings.attempts = DecodeAttempt.readerDefault
+    if maxWidth * maxHeight > 640 * 480 { settings.attempts.removeLast() }
+    return settings
+  }
+
+  /// Workers for the second look (with decoder isolation): its settings, 64 results.
+  public static func secondLookWorkers(
+    maxWidth: Int, maxHeight: Int, arenaBytes: Int, supervision: DecoderSupervisor.Settings, executable: String = "/proc/self/exe"
+  ) throws(SystemError) -> DecoderWorkers {
+    let settings = DecoderWorkerSettings(
+      decode: secondLook(maxWidth: maxWidth, maxHeight: maxHeight), maxWidth: maxWidth, maxHeight: maxHeight,
+      arenaBytes: arenaBytes, resultsCapacity: 64, payloadBytesMax: 8192)
+    return try DecoderWorkers(settings: settings, supervision: supervision, executable: executable)
+  }
+
+  /// The corners of every code any attempt, view or format reads in the buffer now; nil when that
+  /// could not be learned (a worker that did not start, crashed or passed its deadline).
+  private func readable() -> [InlineArray<8, Int32>]? {
     var results = DecodeResults(capacity: 64, payloadBytesMax: 8192)
     let frame = LumaFrame(
       bytes: UnsafeRawBufferPointer(rebasing: buffer.pixels[0..<buffer.width * buffer.height]),
       geometry: .gray(width: buffer.width, height: buffer.height), captured: Instant(nanoseconds: 0), sequence: 0)
+    if let makeWorkers {
+      if workers == nil { workers = makeWorkers() }
+      guard let workers, workers.waitUntilReady(milliseconds: 2_000),
+        workers.submit(frame, allViews: true, now: SystemMonotonicClock().now()),
+        workers.pump(milliseconds: 5_000, until: { $0.hasReply }), workers.takeReply(into: &results) != nil
+      else { return nil }
+      return (0..<results.count).map { results[$0].corners }
+    }
+    if verifier == nil {
+      guard let decoder = try? ZXingDecoder(arenaBytes: 0, capacity: 64) else { return nil }
+      verifier = DecodePipeline(
+        decoder: decoder, settings: Self.secondLook(maxWidth: maxWidth, maxHeight: maxHeight), maxWidth: maxWidth, maxHeight: maxHeight)
+    }
     verifier!.decode(frame, into: &results)
     return (0..<results.count).map { results[$0].corners }
   }

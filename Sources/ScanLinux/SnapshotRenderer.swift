@@ -82,8 +82,15 @@ public enum SnapshotRenderer {
 
   static func fill(_ out: UnsafeMutableBufferPointer<UInt8>, _ w: Int, _ h: Int, _ x: Int, _ y: Int, _ width: Int, _ height: Int, color: (UInt8, UInt8, UInt8))
   {
-    for yy in max(0, y)..<min(h, y + height) {
-      for xx in max(0, x)..<min(w, x + width) { set(out, w, h, xx, yy, color) }
+    // Clipped to the picture; a rectangle wholly outside it (corners from a decoder are
+    // untrusted) draws nothing rather than forming an invalid range.
+    let (yEnd, yOver) = y.addingReportingOverflow(height)
+    let (xEnd, xOver) = x.addingReportingOverflow(width)
+    let top = max(0, y), bottom = yOver ? h : min(h, yEnd)
+    let left = max(0, x), right = xOver ? w : min(w, xEnd)
+    guard top < bottom, left < right else { return }
+    for yy in top..<bottom {
+      for xx in left..<right { set(out, w, h, xx, yy, color) }
     }
   }
 

@@ -234,6 +234,14 @@ enum Service {
     let snapshot =
       config.fleet.snapshot == .off
       ? nil : FleetSnapshot(policy: config.fleet.snapshot, maxWidth: config.cameraWidth, maxHeight: config.cameraHeight)
+    if config.decoderIsolation == .process {
+      // The redaction's second look (every attempt, view and format) in workers of its own.
+      snapshot?.makeWorkers = {
+        try? FleetSnapshot.secondLookWorkers(
+          maxWidth: config.cameraWidth, maxHeight: config.cameraHeight, arenaBytes: config.decoderArenaKiB * 1024,
+          supervision: config.decoderSupervision)
+      }
+    }
     let requests = FleetRequests(offlineLink: config.fleet.offlinePolicy == .denyAllButStatic ? link : nil, snapshot: snapshot)
     // Bundles and commands are signed with the credential issuer keys; without a trust file
     // every one is refused. A bundle may replace only the files this reader has configured.

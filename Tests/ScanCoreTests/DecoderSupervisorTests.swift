@@ -207,6 +207,8 @@ import Testing
     for i in 0..<results.count {
       #expect(results.payload(i).count <= 16)
       #expect(results.text(i).count <= 16)
+      // Corners within the channel's frame (0xFFFFFFFF reads as -1): the snapshot draws them.
+      #expect((0..<8).allSatisfy { k in (0...(k % 2 == 0 ? 64 : 48)).contains(Int(results[i].corners[k])) })
     }
     #expect(frame.attempts <= 1_000)
   }
@@ -235,7 +237,8 @@ import Testing
     symbol.format = .qrCode
     symbol.byteCount = 5
     symbol.textByteCount = 5
-    symbol.corners[2] = 9
+    symbol.corners[2] = 7
+    symbol.corners[3] = 100_000  // far below the frame: clamped to its height
     for (k, b) in "ALICE".utf8.enumerated() {
       out.payloadStorage(0)[k] = b
       out.textStorage(0)[k] = b
@@ -247,7 +250,7 @@ import Testing
     channel.writeReply(out, frame: report, engine: nil, microseconds: 5, into: memory.baseAddress!)
     var back = DecodeResults(capacity: 2, payloadBytesMax: 16)
     let (frame, _) = channel.readReply(from: UnsafeRawPointer(memory.baseAddress!), into: &back)
-    #expect(back.count == 1 && Array(back.payload(0)) == Array("ALICE".utf8) && back[0].corners[2] == 9)
+    #expect(back.count == 1 && Array(back.payload(0)) == Array("ALICE".utf8) && back[0].corners[2] == 7 && back[0].corners[3] == 4)
     #expect(frame == report)
   }
 }

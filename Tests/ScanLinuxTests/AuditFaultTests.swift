@@ -207,6 +207,19 @@ final class SteppedWallClock: WallClock, @unchecked Sendable {
     #expect(try AuditHeadMark(path: path).problem?.contains("damaged") == true)
   }
 
+  @Test("a mark naming a sequence no log reaches (a forged slot with a sound checksum) is damage, never a cut to record")
+  func markOutOfRange() throws {
+    let dir = temporaryDirectory("fault")
+    defer { removeTree(dir) }
+    let path = dir + "/a.db.committed"
+    let mark = try AuditHeadMark(path: path)
+    let sound = AuditHeadMark.Head(logID: "00112233445566778899aabbccddeeff", sequence: 7, value: [UInt8](repeating: 1, count: 32))
+    let forged = AuditHeadMark.Head(logID: sound.logID, sequence: .max, value: [UInt8](repeating: 2, count: 32))
+    #expect(mark.write(sound) && mark.write(forged))
+    // The newer slot is out of range: the older one is the mark (Int64.max + 1 trapped the writer).
+    #expect(try AuditHeadMark.read(path) == sound)
+  }
+
   // MARK: - Item 7: lost records counted at the drop, the fault never dropped
 
   @Test("records dropped while the log cannot write are counted at once, and the fault record is kept")

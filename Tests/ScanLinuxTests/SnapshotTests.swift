@@ -166,6 +166,20 @@ import Testing
       return out
     }
     #expect(read(gray(try fleet.render().get().png)).isEmpty)
+    // The same with the second look in decoder workers (the service's default: it never parses
+    // the camera's pixels itself).
+    let isolated = FleetSnapshot(policy: .redacted, maxWidth: 640, maxHeight: 480)
+    isolated.makeWorkers = {
+      try? FleetSnapshot.secondLookWorkers(
+        maxWidth: 640, maxHeight: 480, arenaBytes: 8 << 20, supervision: DecoderSupervisor.Settings(), executable: scangateBinary)
+    }
+    #expect(isolated.deliver(engineSnapshot))
+    #expect(read(gray(try isolated.render().get().png)).isEmpty)
+    // A second look that cannot run (no worker starts) sends nothing: fail closed.
+    let unchecked = FleetSnapshot(policy: .redacted, maxWidth: 640, maxHeight: 480)
+    unchecked.makeWorkers = { nil }
+    #expect(unchecked.deliver(engineSnapshot))
+    #expect(throws: EnvelopeRefusal.self) { try unchecked.render().get() }
     // And `full` sends both as they are.
     let full = FleetSnapshot(policy: .full, maxWidth: 640, maxHeight: 480)
     #expect(full.deliver(engineSnapshot))
@@ -247,6 +261,21 @@ import Testing
       #expect(encoded.count == (n + 2) / 3 * 4)
       #expect(decodeBase64ForTest(encoded) == Array(bytes.prefix(n)))
     }
+  }
+
+  @Test("a code's corners outside the picture (from an untrusted decoder) draw nothing and never trap")
+  func cornersOutside() {
+    let buffer = SnapshotBuffer(maxWidth: 64, maxHeight: 48)
+    let pixels = [UInt8](repeating: 200, count: 64 * 48)
+    pixels.withUnsafeBytes { raw in
+      buffer.copy(LumaFrame(bytes: raw, geometry: .gray(width: 64, height: 48), captured: Instant(nanoseconds: 0), sequence: 1))
+    }
+    var symbol = SnapshotSymbol()
+    for (k, v) in [1_000, 1_000, 1_100, 1_000, 1_100, 1_100, 1_000, 1_100].enumerated() { symbol.corners[k] = Int32(v) }
+    buffer.append(symbol)
+    let png = SnapshotRenderer.png(buffer)
+    #expect(png != nil)
+    #expect(readBackRGB(png ?? [], width: 64, height: 48).count == 64 * 48 * 3)
   }
 }
 
