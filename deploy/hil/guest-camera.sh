@@ -54,6 +54,9 @@ frame_timeout_ms = 3000
 $2
 [decoder]
 variant_mode = "upright"
+# Under TCG a decoder worker's start (its warm-up) passes the service's 20 s start wait: the rig
+# decodes in the service; the worker is tested natively (deploy/faults/decoder.py, DecoderWorkerTests).
+isolation = "inline"
 [allow_list]
 path = "$W/allow-list.txt"
 [gpio]
