@@ -23,48 +23,64 @@ let package = Package(
     .library(name: "ScanSim", targets: ["ScanSim"]),
   ],
   targets: [
-    // MARK: Pure Swift (imports no C).
-    .target(name: "ScanCore", swiftSettings: swiftSettings),
-    .target(name: "ScanSim", dependencies: ["ScanCore"], swiftSettings: swiftSettings),
-    .target(name: "ScanConsole", dependencies: ["ScanCore"], swiftSettings: swiftSettings),
+    // Sources/ is one folder per domain: Base (clocks, lines, events, codecs, the platform),
+    // Access (allow-list, signed passes, schedules), Reader (engine, decode pipeline, frame
+    // sources, the decoder worker), Door, Panels (OSDP, Wiegand), Fleet (MQTT, Home Assistant),
+    // Audit (the log), Console, Config, and Service (the run loop). In each domain, Core/ is pure
+    // Swift (target ScanCore, or ScanConsole for the console) and Linux/ is its adapter (target
+    // ScanLinux), beside the C shims that adapter alone uses (one C library each).
 
-    // MARK: Thin C/C++ bindings (one library each).
+    // MARK: Pure Swift (imports no C).
     .target(
-      name: "CZXing",
+      name: "ScanCore", path: "Sources",
+      sources: ["Base/Core", "Access/Core", "Reader/Core", "Door/Core", "Panels/Core", "Fleet/Core", "Audit/Core", "Config/Core"],
+      swiftSettings: swiftSettings),
+    .target(name: "ScanConsole", dependencies: ["ScanCore"], path: "Sources/Console/Core", swiftSettings: swiftSettings),
+    .target(name: "ScanSim", dependencies: ["ScanCore"], swiftSettings: swiftSettings),
+
+    // MARK: Thin C/C++ bindings (one library each), in the domain that uses them.
+    .target(
+      name: "CZXing", path: "Sources/Reader/CZXing",
       cxxSettings: [.unsafeFlags(["-I/usr/include/ZXing", "-std=c++17", "-O2"])],
       linkerSettings: [.linkedLibrary("ZXing"), .linkedLibrary("stdc++")]),
     .target(
-      name: "CImageIO",
+      name: "CImageIO", path: "Sources/Reader/CImageIO",
       cSettings: [.unsafeFlags(["-I/usr/include/stb", "-O2"])],
       linkerSettings: [
         .linkedLibrary("turbojpeg"), .linkedLibrary("jpeg"), .linkedLibrary("qrencode"), .linkedLibrary("m"),
       ]),
-    .target(name: "CV4L2", linkerSettings: [.linkedLibrary("v4l2")]),
+    .target(name: "CV4L2", path: "Sources/Reader/CV4L2", linkerSettings: [.linkedLibrary("v4l2")]),
     .target(
-      name: "CCamera",
+      name: "CCamera", path: "Sources/Reader/CCamera",
       cxxSettings: [.unsafeFlags(["-I/usr/include/libcamera", "-O2"])]
         + (withLibcamera ? [.define("SG_WITH_LIBCAMERA")] : []),
       linkerSettings: (withLibcamera ? [.linkedLibrary("camera"), .linkedLibrary("camera-base")] : [])
         + [.linkedLibrary("stdc++")]),
-    .target(name: "CGPIOD", linkerSettings: [.linkedLibrary("gpiod")]),
-    .target(name: "CLinux", linkerSettings: [.linkedLibrary("sodium")]),
-    .target(name: "CSandbox", linkerSettings: [.linkedLibrary("seccomp")]),
-    .target(name: "CSQLite", linkerSettings: [.linkedLibrary("sqlite3")]),
-    .target(name: "CTLS", linkerSettings: [.linkedLibrary("ssl"), .linkedLibrary("crypto")]),
-    .target(name: "CMosquitto", linkerSettings: [.linkedLibrary("mosquitto")]),
+    .target(name: "CSandbox", path: "Sources/Reader/CSandbox", linkerSettings: [.linkedLibrary("seccomp")]),
+    .target(name: "CGPIOD", path: "Sources/Door/CGPIOD", linkerSettings: [.linkedLibrary("gpiod")]),
+    .target(name: "CLinux", path: "Sources/Base/CLinux", linkerSettings: [.linkedLibrary("sodium")]),
+    .target(name: "CTLS", path: "Sources/Base/CTLS", linkerSettings: [.linkedLibrary("ssl"), .linkedLibrary("crypto")]),
+    .target(name: "CSQLite", path: "Sources/Audit/CSQLite", linkerSettings: [.linkedLibrary("sqlite3")]),
+    .target(name: "CMosquitto", path: "Sources/Fleet/CMosquitto", linkerSettings: [.linkedLibrary("mosquitto")]),
     .target(
-      name: "CCredential", linkerSettings: [.linkedLibrary("cbor"), .linkedLibrary("nettle"), .linkedLibrary("sodium")]),
+      name: "CCredential", path: "Sources/Access/CCredential",
+      linkerSettings: [.linkedLibrary("cbor"), .linkedLibrary("nettle"), .linkedLibrary("sodium")]),
     .target(
-      name: "CToml",
+      name: "CToml", path: "Sources/Config/CToml",
       cxxSettings: [.define("TOML_HEADER_ONLY", to: "0"), .define("TOML_SHARED_LIB", to: "1")],
       linkerSettings: [.linkedLibrary("tomlplusplus"), .linkedLibrary("stdc++")]),
 
-    // MARK: The only Swift target that imports C.
+    // MARK: The adapters: the only Swift target that imports C.
     .target(
       name: "ScanLinux",
       dependencies: [
         "ScanCore", "ScanConsole", "CZXing", "CImageIO", "CV4L2", "CCamera", "CGPIOD", "CLinux", "CToml", "CSQLite", "CTLS", "CCredential", "CMosquitto",
         "CSandbox",
+      ],
+      path: "Sources",
+      sources: [
+        "Base/Linux", "Access/Linux", "Reader/Linux", "Door/Linux", "Panels/Linux", "Fleet/Linux", "Audit/Linux",
+        "Console/Linux", "Config/Linux", "Service/Loop",
       ],
       swiftSettings: swiftSettings),
 

@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v swift >/dev/null 2>&1 || export PATH=/opt/swift/usr/bin:$PATH
 SCRATCH=${1:-.build}
-PKG_VERSION=$(sed -n 's/.*static let string = "\(.*\)".*/\1/p' Sources/ScanCore/Version.swift)
+PKG_VERSION=$(sed -n 's/.*static let string = "\(.*\)".*/\1/p' Sources/Base/Core/Version.swift)
 
 CODENAME=$(. /etc/os-release; echo "${VERSION_CODENAME:-unknown}")
 ARCH=$(dpkg --print-architecture)
