@@ -86,9 +86,14 @@ enum Service {
         writeStandardError("scangate: decoder workers: \(error)\n")
         return 1
       }
-      guard workers.waitUntilReady(milliseconds: 20_000) else {
+      // Two start timeouts: a slow first start (a cold page cache, an emulated CPU) gets one retry.
+      let wait = 2 * config.decoderStartTimeoutMilliseconds + 1_000
+      guard workers.waitUntilReady(milliseconds: wait) else {
+        let s = workers.stats
         writeStandardError(
-          "scangate: the decoder worker did not start (seccomp unavailable? decoder.isolation = \"inline\" decodes in the service)\n")
+          "scangate: no decoder worker was ready within \(wait) ms (\(s.startFailures) failed starts, last \(workers.lastCrashName ?? "none")): "
+            + "seccomp unavailable, or a start slower than decoder.start_timeout_ms (\(config.decoderStartTimeoutMilliseconds) ms); "
+            + "decoder.isolation = \"inline\" decodes in the service\n")
         return 1
       }
       return serve(
@@ -223,7 +228,14 @@ enum Service {
     fleet?.stop()  // and published, for a bounded time
     if let auditLog { printChainHead(auditLog) }
     printer.stop()
-    if !options.quiet { printSummary(loop.engine.stats, elapsed: clock.now().microseconds(since: loop.startedAt), loop: loop) }
+    if !options.quiet {
+      printSummary(loop.engine.stats, elapsed: clock.now().microseconds(since: loop.startedAt), loop: loop)
+      if let w = workers?.stats {
+        print(
+          "decoder workers: \(w.completed) decodes, \(w.abandoned) abandoned, \(w.crashed) crashed, \(w.skipped) skipped, "
+            + "\(w.restarts) restarts, \(w.startFailures) failed starts")
+      }
+    }
     return 0
   }
 

@@ -170,6 +170,27 @@ import Testing
     #expect(death.killed && !death.duringDecode && !death.record)
     #expect(sup.stats.abandoned == 0)
   }
+
+  @Test("whether any worker can decode: not while both start, fail or are killed; yes while one is ready or decoding")
+  func decodingAvailability() {
+    var s = DecoderSupervisor.Settings()
+    s.startTimeoutMilliseconds = 1_000
+    var sup = DecoderSupervisor(settings: s, now: clock.now())
+    #expect(!sup.snapshot.decoding)
+    while case .spawn(let slot) = sup.nextAction(at: clock.now()) { sup.spawned(slot: slot, at: clock.now()) }
+    #expect(!sup.snapshot.decoding, "starting")
+    sup.workerReady(slot: 1)
+    #expect(sup.snapshot.decoding)
+    guard case .send(let slot, _) = sup.submit(at: clock.now()) else {
+      Issue.record("not sent")
+      return
+    }
+    #expect(slot == 1 && sup.snapshot.ready == 0 && sup.snapshot.decoding, "decoding, none ready")
+    // The decode passes its deadline while slot 0 is still starting: nothing can decode.
+    clock.advance(milliseconds: 100)
+    #expect(sup.nextAction(at: clock.now()) == .kill(slot: 1))
+    #expect(!sup.snapshot.decoding)
+  }
 }
 
 /// The shared memory's layout: settings written by the service read back by the worker; replies

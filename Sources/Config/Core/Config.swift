@@ -99,6 +99,9 @@ public struct ScanConfig: Equatable, Sendable {
   public var decoderIsolation = DecoderIsolation.process
   /// `decoder.deadline_ms` (nil: `decoderDeadlineMilliseconds`' default from the budget).
   public var decoderDeadlineSetting: Int? = nil
+  /// `decoder.start_timeout_ms`: a worker not ready this long after its spawn (its warm-up
+  /// decodes) is killed and started again; the service waits twice this for its first worker.
+  public var decoderStartTimeoutMilliseconds = 10_000
   /// A decode running longer is abandoned: as configured, else 10 × the budget and at least
   /// 100 ms (1 s with no budget: every attempt on every frame).
   public var decoderDeadlineMilliseconds: Int {
@@ -110,6 +113,7 @@ public struct ScanConfig: Equatable, Sendable {
   public var decoderSupervision: DecoderSupervisor.Settings {
     var s = DecoderSupervisor.Settings()
     s.deadlineMilliseconds = decoderDeadlineMilliseconds
+    s.startTimeoutMilliseconds = decoderStartTimeoutMilliseconds
     return s
   }
   /// `decoder.decode_budget_ms`'s default: about a quarter of a 30 fps frame on a Pi 4 core.
@@ -243,6 +247,7 @@ public enum ConfigSchema {
         $0.decoderIsolation = DecoderIsolation(rawValue: str($1))!
       },
       Key(name: "decoder.deadline_ms", kind: .integer(10...60_000)) { $0.decoderDeadlineSetting = int($1) },
+      Key(name: "decoder.start_timeout_ms", kind: .integer(1_000...600_000)) { $0.decoderStartTimeoutMilliseconds = int($1) },
       Key(name: "decoder.quiet_after_ms", kind: .integer(0...60_000)) { $0.engine.decode.quietAfterMicroseconds = int($1) * 1000 },
       Key(name: "decoder.strategy", kind: .choice(["default", "none"])) {
         $0.engine.decode.attempts = str($1) == "none" ? [] : DecodeAttempt.readerDefault

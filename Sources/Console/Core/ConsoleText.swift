@@ -232,7 +232,11 @@ public enum ConsoleText {
   /// The decoder worker processes: their state (a fault is named first) and counters.
   static func writeWorkersLine(_ d: DecoderIsolationStats, lastCrash: String?, into w: inout ByteWriter) {
     w.write("| decoder-workers ")
-    w.write(d.faulted ? "FAULT (frames abandoned or a worker crashed lately), " : "ok, ")
+    if !d.decoding {
+      w.write("FAULT (no worker can decode: starting or failing to start), ")
+    } else {
+      w.write(d.faulted ? "FAULT (frames abandoned or a worker crashed lately), " : "ok, ")
+    }
     w.write(d.ready)
     w.write(" ready; deadline ")
     w.write(d.deadlineMilliseconds)

@@ -27,6 +27,11 @@ public struct DecoderIsolationStats: Equatable, Sendable {
   public var faulted = false
   /// Workers ready to take a frame now (0, 1 or 2).
   public var ready = 0
+  /// Whether a decode is running now.
+  public var busy = false
+  /// Whether any worker can decode (one ready or decoding): false while every slot is starting,
+  /// failing to start, or killed, and no code can be read.
+  public var decoding: Bool { ready > 0 || busy }
   /// The signal (or 256 + exit status) of the last worker that died on its own; 0: none.
   public var lastCrash: Int32 = 0
   /// The configured deadline (milliseconds).
@@ -307,6 +312,7 @@ public struct DecoderSupervisor: Sendable {
     s.deadlineMilliseconds = settings.deadlineMilliseconds
     s.ready = 0
     for i in 0..<2 where slots[i] == .ready { s.ready += 1 }
+    s.busy = isBusy
     return s
   }
 }
