@@ -85,7 +85,7 @@ let package = Package(
       swiftSettings: swiftSettings),
 
     .executableTarget(
-      name: "scangate", dependencies: ["ScanCore", "ScanConsole", "ScanSim", "ScanLinux", "CLinux"],
+      name: "scangate", dependencies: ["ScanCore", "ScanConsole", "ScanSim", "ScanLinux"],
       swiftSettings: swiftSettings),
 
     // MARK: Tests.

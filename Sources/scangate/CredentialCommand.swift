@@ -1,4 +1,3 @@
-import CLinux
 import Glibc
 import ScanCore
 import ScanLinux
@@ -34,7 +33,7 @@ enum CredentialCommand {
   static func keygen(_ arguments: [String]) throws -> Int32 {
     let o = try Options(arguments, valued: ["issuer", "site", "kid"], known: [])
     var secret = CredentialIssuer.randomBytes(32)
-    defer { sg_memzero(&secret, secret.count) }
+    defer { SecretBytes.wipe(&secret) }
     if let path = o.value("issuer") {
       let kid = o.value("kid") ?? "issuer-1"
       _ = try CredentialFiles.parseTrust(Array("[issuer.\(kid)]\ned25519 = \"\(String(repeating: "00", count: 32))\"\n".utf8))
@@ -86,7 +85,7 @@ enum CredentialCommand {
       claims.sitePublicKey = try hex(site, "--site-public")
     }
     var seed = try CredentialFiles.readSecretKey(keyPath)
-    defer { sg_memzero(&seed, seed.count) }
+    defer { SecretBytes.wipe(&seed) }
     let pass = try CredentialIssuer.issue(claims, kid: Array(kid.utf8), issuerSeed: seed)
     let shown = pass.digits == 0 ? pass.staticText : pass.presented(totp: totpNow(pass, at: now))
     if let png = o.value("png") {
@@ -228,7 +227,7 @@ enum CredentialCommand {
       guard version > old.version else { throw ParseError(message: "--version must be above the old list's \(old.version)") }
     }
     var seed = try CredentialFiles.readSecretKey(keyPath)
-    defer { sg_memzero(&seed, seed.count) }
+    defer { SecretBytes.wipe(&seed) }
     let list = try CredentialIssuer.revocationList(version: version, issuedAt: now, ids: ids, kid: Array(kid.utf8), issuerSeed: seed)
     try writeFileAtomically(out, list)
     print("revocation list v\(version): \(ids.count) id(s) written to \(out)")

@@ -1,4 +1,3 @@
-import CLinux
 import Glibc
 import ScanCore
 import ScanLinux
@@ -72,8 +71,7 @@ enum DemoCommand {
       if demoConsole {
         // The console on loopback with an operator secret made for this run only (random,
         // in a 0600 file in the demo's folder), so a newcomer can try every command.
-        var secret = [UInt8](repeating: 0, count: 16)
-        secret.withUnsafeMutableBufferPointer { sg_random_bytes($0.baseAddress, $0.count) }
+        let secret = SecretBytes.random(16)
         config.consoleSecretFile = directory + "/operator-secret"
         try SecretFile.create(config.consoleSecretFile, Array((Hex.string(secret) + "\n").utf8))
         config.consoleListen = ["127.0.0.1:4570"]

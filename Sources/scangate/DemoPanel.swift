@@ -1,4 +1,3 @@
-import CLinux
 import Glibc
 import ScanCore
 import ScanLinux
@@ -13,10 +12,7 @@ final class DemoPanel: @unchecked Sendable {
   private let worker = WorkerThread()
 
   init() throws(FileError) {
-    var name = [CChar](repeating: 0, count: 128)
-    master = sg_open_pty(&name, name.count)
-    guard master >= 0 else { throw FileError(path: "/dev/ptmx", reason: SystemError.describe(errno)) }
-    slavePath = String(decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    (master, slavePath) = try openPseudoTerminal()
   }
 
   deinit { Glibc.close(master) }

@@ -1,4 +1,3 @@
-import CLinux
 import Glibc
 import Synchronization
 import ScanCore
@@ -134,7 +133,7 @@ extension FleetToolCommand {
     }
     do {
       var seed = try CredentialFiles.readSecretKey(keyPath)
-      defer { sg_memzero(&seed, seed.count) }
+      defer { SecretBytes.wipe(&seed) }
       return try CredentialIssuer.sign(payload: payload, kid: Array(kid.utf8), issuerSeed: seed)
     } catch {
       writeStandardError("scangate fleet: \(error)\n")
@@ -219,8 +218,7 @@ extension FleetToolCommand {
       writeStandardError("scangate fleet command: --reader ID and --command open|reload|status|snapshot are needed\n")
       return 2
     }
-    var nonce = [UInt8](repeating: 0, count: 16)
-    sg_random_bytes(&nonce, nonce.count)
+    let nonce = SecretBytes.random(16)
     var command = FleetCommand(
       reader: reader, action: action, nonce: Hex.string(nonce),
       expiresUnixSeconds: SystemWallClock().unixSeconds() + Int64(expiresIn))

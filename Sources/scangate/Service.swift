@@ -1,4 +1,3 @@
-import CLinux
 import Glibc
 import ScanCore
 import ScanLinux
@@ -286,7 +285,7 @@ enum Service {
       }
     }
     let crypto = SodiumCredentialCrypto(siteSecretKey: siteKey)
-    if var k = siteKey { sg_memzero(&k, k.count) }
+    if var k = siteKey { SecretBytes.wipe(&k) }
     let verifier = CredentialVerifier(settings: c, sign1: Sign1Verifier(trust: TrustStore(), codec: LibCBOR(), crypto: crypto))
     verifier.hasSiteKey = crypto.hasSiteKey
     verifier.ready = c.revocationFile == nil

@@ -1,4 +1,3 @@
-import CLinux
 import Glibc
 import ScanCore
 import ScanLinux
@@ -61,7 +60,7 @@ enum TagCommand {
     } else {
       payload = Array(options.positionals[0].utf8)
     }
-    defer { payload.withUnsafeMutableBytes { sg_memzero($0.baseAddress, $0.count) } }
+    defer { SecretBytes.wipe(&payload) }
     return payload.withUnsafeBytes { SodiumDigester().sha256($0) }
   }
 
@@ -69,9 +68,12 @@ enum TagCommand {
     var bytes: [UInt8] = []
     var chunk = [UInt8](repeating: 0, count: 4096)
     while true {
-      let n = chunk.withUnsafeMutableBytes { Glibc.read(0, $0.baseAddress, $0.count) }
-      if n < 0 && sg_errno() == EINTR { continue }
-      if n < 0 { throw ParseError(message: "standard input: \(SystemError.describe(sg_errno()))") }
+      let n: Int
+      do {
+        n = try chunk.withUnsafeMutableBytes { b throws(SystemError) in try syscall("read standard input") { Glibc.read(0, b.baseAddress, b.count) } }
+      } catch {
+        throw ParseError(message: "standard input: \(error)")
+      }
       if n == 0 { break }
       bytes += chunk[0..<n]
       if bytes.count > stdinBytesMax { throw ParseError(message: "standard input: over \(stdinBytesMax) bytes") }

@@ -74,6 +74,49 @@ import Testing
     #expect(sup.stats.crashed == 0, "a kill for the deadline is not a crash")
   }
 
+  @Test("a decode past its deadline in wall time but not in CPU time (a loaded machine) gets the rest in CPU time, up to the wall cap")
+  func starvedDecodeIsNotAbandoned() {
+    var sup = ready(deadline: 100)
+    guard case .send(let slot, _) = sup.submit(at: clock.now()) else {
+      Issue.record("not sent")
+      return
+    }
+    var cpu = 30  // the worker had a third of a core
+    clock.advance(milliseconds: 100)
+    #expect(sup.nextAction(at: clock.now(), cpuMilliseconds: { $0 == slot ? cpu : nil }) == nil, "starved, not hostile")
+    #expect(sup.stats.starved == 1 && sup.stats.abandoned == 0)
+    // Looked at again once it could have used the 70 ms of CPU it has left.
+    #expect(sup.nextDeadline() == clock.now().adding(milliseconds: 70))
+    clock.advance(milliseconds: 70)
+    cpu = 100  // it did: its frame is what holds it up
+    #expect(sup.nextAction(at: clock.now(), cpuMilliseconds: { _ in cpu }) == .kill(slot: slot))
+    #expect(sup.stats.abandoned == 1)
+
+    // A worker that never gets the CPU (or blocks) is abandoned at the wall cap: 10 deadlines,
+    // at least 2 s.
+    var other = ready(deadline: 100)
+    guard case .send(let s2, _) = other.submit(at: clock.now()) else {
+      Issue.record("not sent")
+      return
+    }
+    let sent = clock.now()
+    var actions = 0
+    while clock.now().milliseconds(since: sent) < 3_000 {
+      clock.advance(milliseconds: 10)
+      if let a = other.nextAction(at: clock.now(), cpuMilliseconds: { _ in 0 }) {
+        #expect(a == .kill(slot: s2))
+        actions += 1
+        break
+      }
+    }
+    #expect(actions == 1 && clock.now().milliseconds(since: sent) == 2_000, "killed at the 2 s cap")
+    // Without a CPU reading, the deadline is wall time (as before).
+    var plain = ready(deadline: 100)
+    _ = plain.submit(at: clock.now())
+    clock.advance(milliseconds: 100)
+    #expect(plain.nextAction(at: clock.now(), cpuMilliseconds: { _ in nil }) != nil)
+  }
+
   @Test("a crash during a decode is the same event: counted, the fault recorded once, the spare goes on")
   func crashRecordedOnce() {
     var sup = ready()

@@ -244,6 +244,8 @@ public enum ConsoleText {
     w.write(d.restarts)
     w.write(" abandoned ")
     w.write(d.abandoned)
+    w.write(" starved ")
+    w.write(d.starved)
     w.write(" crashed ")
     w.write(d.crashed)
     w.write(" skipped ")

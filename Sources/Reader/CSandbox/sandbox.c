@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <spawn.h>
 #include <string.h>
+#include <time.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -175,6 +176,13 @@ int sg_sb_reap(pid_t pid, int *how) {
 }
 
 int sg_sb_kill(pid_t pid) { return kill(pid, SIGKILL); }
+
+int64_t sg_sb_cpu_ns(pid_t pid) {
+  clockid_t clock;
+  struct timespec t;
+  if (clock_getcpuclockid(pid, &clock) != 0 || clock_gettime(clock, &t) != 0) return -1;
+  return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
 
 void sg_sb_store_release(uint32_t *word, uint32_t value) { __atomic_store_n(word, value, __ATOMIC_RELEASE); }
 

@@ -12,6 +12,9 @@ public struct DecoderIsolationStats: Equatable, Sendable {
   public var completed: UInt64 = 0
   /// Frames whose decode passed the deadline: the worker was killed, the spare took over.
   public var abandoned: UInt64 = 0
+  /// Times a decode past its deadline in wall time had used less CPU than it (a loaded
+  /// machine): it was given more time, not abandoned.
+  public var starved: UInt64 = 0
   /// Workers that died on their own (a crash: SIGSEGV, abort, a forbidden system call).
   public var crashed: UInt64 = 0
   /// Frames that came while no worker could take one (a decode running, none ready, or held
@@ -53,8 +56,12 @@ public struct DecoderIsolationStats: Equatable, Sendable {
 /// left in view costs a worker a second, not one a frame.
 public struct DecoderSupervisor: Sendable {
   public struct Settings: Equatable, Sendable {
-    /// A decode running longer than this is abandoned (`decoder.deadline_ms`).
+    /// A decode that has used this much CPU time is abandoned (`decoder.deadline_ms`); when its
+    /// CPU time cannot be read, this much wall time.
     public var deadlineMilliseconds = 100
+    /// A decode is abandoned after this many deadlines of wall time whatever its CPU time (a
+    /// worker that blocks, or is starved for that long), and never before 2 s.
+    public var wallCapDeadlines = 10
     /// Restarting a slot whose worker failed to start waits this long at most (doubling).
     public var startBackoffMillisecondsMax = 5_000
     /// While faulted, the longest wait between frames sent.
@@ -76,8 +83,9 @@ public struct DecoderSupervisor: Sendable {
     /// Spawned at `since`, not ready yet.
     case starting(since: Instant)
     case ready
-    /// Decoding request `sequence`, sent at `since`, abandoned `deadline` ms later.
-    case busy(since: Instant, sequence: UInt32, deadline: Int)
+    /// Decoding request `sequence`, sent at `since`, with a `deadline` in ms of the worker's CPU
+    /// time; looked at again at `check`.
+    case busy(since: Instant, sequence: UInt32, deadline: Int, check: Instant)
     /// Killed (deadline or start timeout), waiting for the death to be seen.
     case killed
   }
@@ -144,7 +152,7 @@ public struct DecoderSupervisor: Sendable {
     sequence &+= 1
     if sequence == 0 { sequence = 1 }  // 0 is "no request yet" in the shared slot
     let deadline = allViews ? max(settings.allViewsDeadlineMilliseconds, settings.deadlineMilliseconds) : settings.deadlineMilliseconds
-    slots[slot] = .busy(since: now, sequence: sequence, deadline: deadline)
+    slots[slot] = .busy(since: now, sequence: sequence, deadline: deadline, check: now.adding(milliseconds: deadline))
     return .send(slot: slot, sequence: sequence)
   }
 
@@ -161,7 +169,7 @@ public struct DecoderSupervisor: Sendable {
   /// The decode sent to `slot` as `sequence` came back. Returns its time (submit to reply), or
   /// nil when it is not the one outstanding there (a stale reply: ignored).
   public mutating func completed(slot: Int, sequence done: UInt32, at now: Instant) -> UInt64? {
-    guard case .busy(let since, let outstanding, _) = slots[slot], outstanding == done else { return nil }
+    guard case .busy(let since, let outstanding, _, _) = slots[slot], outstanding == done else { return nil }
     slots[slot] = .ready
     let took = now.microseconds(since: since)
     stats.completed &+= 1
@@ -262,11 +270,22 @@ public struct DecoderSupervisor: Sendable {
   // MARK: - Time
 
   /// What to do now (call until nil): kill a decode past its deadline or a start that hangs,
-  /// spawn into an empty slot whose time has come.
-  public mutating func nextAction(at now: Instant) -> Action? {
+  /// spawn into an empty slot whose time has come. `cpuMilliseconds(slot)`: the CPU time the
+  /// slot's worker has spent on its decode (nil: unknown). A decode past its deadline in wall
+  /// time that has used less CPU than that was starved by a loaded machine, not held up by its
+  /// frame: it gets the rest of its deadline in CPU time, up to the wall cap.
+  public mutating func nextAction(at now: Instant, cpuMilliseconds: (Int) -> Int? = { _ in nil }) -> Action? {
     for slot in 0..<2 {
       switch slots[slot] {
-      case .busy(let since, _, let deadline) where now.milliseconds(since: since) >= deadline:
+      case .busy(let since, let sequence, let deadline, let check) where now >= check:
+        let wall = now.milliseconds(since: since)
+        let cap = max(2_000, deadline * settings.wallCapDeadlines)
+        if wall < cap, let cpu = cpuMilliseconds(slot), cpu < deadline {
+          let again = min(now.adding(milliseconds: max(1, deadline - cpu)), since.adding(milliseconds: cap))
+          slots[slot] = .busy(since: since, sequence: sequence, deadline: deadline, check: again)
+          stats.starved &+= 1
+          continue
+        }
         stats.abandoned &+= 1
         killedDuringDecode[slot] = true
         slots[slot] = .killed
@@ -290,7 +309,7 @@ public struct DecoderSupervisor: Sendable {
     for slot in 0..<2 {
       let due: Instant
       switch slots[slot] {
-      case .busy(let since, _, let deadline): due = since.adding(milliseconds: deadline)
+      case .busy(_, _, _, let check): due = check
       case .starting(let since): due = since.adding(milliseconds: settings.startTimeoutMilliseconds)
       case .empty(let at): due = at
       default: continue

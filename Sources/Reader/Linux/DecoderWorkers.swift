@@ -36,6 +36,8 @@ public final class DecoderWorkers: PollParticipant {
   private var outstanding: (slot: Int, sequence: UInt32, geometry: FrameGeometry, captured: Instant, frameSequence: UInt64)?
   private var outstandingAllViews = false
   private var outstandingSince = Instant(nanoseconds: 0)
+  /// The worker's CPU time when the decode in flight was sent (ns; -1: unknown).
+  private var outstandingCPU: Int64 = -1
   /// A reply that came back, for the loop to take.
   private var reply: (slot: Int, geometry: FrameGeometry, captured: Instant, frameSequence: UInt64, decoded: Instant)?
   /// Events for the loop to record (fault codes), in order.
@@ -169,6 +171,7 @@ public final class DecoderWorkers: PollParticipant {
     outstanding = (slot, sequence, .gray(width: frame.geometry.width, height: frame.geometry.height), frame.captured, frame.sequence)
     outstandingAllViews = allViews
     outstandingSince = now
+    outstandingCPU = sg_sb_cpu_ns(pids[slot])
     if sg_sb_channel_send(channels[slot]) != 1 {
       // The worker is gone (its channel will read closed) or wedged: the deadline handles it.
     }
@@ -235,7 +238,7 @@ public final class DecoderWorkers: PollParticipant {
     for slot in 0..<2 where poll.revents(tokens[slot]) != 0 { readChannel(slot, now: now) }
     for slot in 0..<2 where gone[slot] { reap(slot, now: now) }
     for _ in 0..<4 {
-      guard let action = supervisor.nextAction(at: now) else { break }
+      guard let action = supervisor.nextAction(at: now, cpuMilliseconds: decodeCPU) else { break }
       switch action {
       case .kill(let slot):
         if pids[slot] > 0 { _ = sg_sb_kill(pids[slot]) }
@@ -246,6 +249,14 @@ public final class DecoderWorkers: PollParticipant {
       }
     }
     if supervisor.takeRecovered() { post(.decoderRecovered) }
+  }
+
+  /// The CPU time (ms) the worker in `slot` has spent on the decode in flight, when both readings
+  /// could be had.
+  private func decodeCPU(_ slot: Int) -> Int? {
+    guard let o = outstanding, o.slot == slot, outstandingCPU >= 0, pids[slot] > 0 else { return nil }
+    let now = sg_sb_cpu_ns(pids[slot])
+    return now >= outstandingCPU ? Int((now - outstandingCPU) / 1_000_000) : nil
   }
 
   /// Drains the channel: a ready worker, a reply, or the worker gone.

@@ -56,6 +56,9 @@ int sg_sb_die_with_parent(pid_t expected_parent);
 int sg_sb_reap(pid_t pid, int *how);
 /// SIGKILL to `pid`; 0 or -1 (errno).
 int sg_sb_kill(pid_t pid);
+/// The CPU time `pid` has used, all its threads (clock_getcpuclockid), in nanoseconds; -1 when
+/// it cannot be read (the process is gone).
+int64_t sg_sb_cpu_ns(pid_t pid);
 
 /// Release store and acquire load of a 32-bit word in shared memory. The writer fills a slot,
 /// then stores its sequence number with release; the reader loads the number with acquire and
