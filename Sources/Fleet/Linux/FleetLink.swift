@@ -37,26 +37,30 @@ import Synchronization
 /// Packet Size and the broker drops larger messages for this reader; under 3.1.1, or from a
 /// broker that ignores it, the connection is dropped once more than a packet's worth arrived
 /// without a whole packet, and retried (`MQTTClient.oversizeDrops`).
+///
+/// The rules above (resume point, acknowledgements, backoff, timeouts, offline, cadences) are
+/// `FleetSession`'s, a pure state machine on the monotonic clock; the thread
+/// (FleetLink+Thread.swift) only moves bytes between it, the MQTT client and the log's file.
 public final class FleetLink: @unchecked Sendable {
   public let settings: FleetSettings
   public let logPath: String
   /// The allow-list, revocation list, trust and schedule files a bundle may replace, and the
   /// handler for commands (set before `start`).
   public var inbox: (any FleetInbox)? = nil
-  private weak var auditLog: (any AuditLogProgress)?
-  private let worker = WorkerThread()
-  private let ackedSequence = Atomic<Int64>(0)
-  private let publishedCount = Atomic<Int64>(0)
-  private let acknowledgedCount = Atomic<Int64>(0)
-  private let connectionCount = Atomic<Int64>(0)
-  private let connectedFlag = Atomic<Bool>(false)
-  private let offlineFlag = Atomic<Bool>(false)
+  weak var auditLog: (any AuditLogProgress)?
+  let worker = WorkerThread()
+  let ackedSequence = Atomic<Int64>(0)
+  let publishedCount = Atomic<Int64>(0)
+  let acknowledgedCount = Atomic<Int64>(0)
+  let connectionCount = Atomic<Int64>(0)
+  let connectedFlag = Atomic<Bool>(false)
+  let offlineFlag = Atomic<Bool>(false)
   private let problemText = Mutex<String>("")
   /// The log published now (its id; empty until known, or for a log made before log ids) and
   /// the last change of log the link made, for STATUS.
-  private let logText = Mutex<String>("")
-  private let logNoteText = Mutex<String>("")
-  private let brokerText = Mutex<String>("")
+  let logText = Mutex<String>("")
+  let logNoteText = Mutex<String>("")
+  let brokerText = Mutex<String>("")
   /// Frames per second ×100 and the last decision, as the loop reports them (for the state
   /// topic and Home Assistant's sensors).
   public let telemetry = FleetTelemetry()
@@ -89,7 +93,7 @@ public final class FleetLink: @unchecked Sendable {
   public func stop() { worker.stop() }
 
   /// Set by the link's thread; shown on STATUS and printed once per change.
-  private func setProblem(_ text: String) {
+  func setProblem(_ text: String) {
     let changed = problemText.withLock { p in
       defer { p = text }
       return p != text
@@ -100,299 +104,28 @@ public final class FleetLink: @unchecked Sendable {
     }
   }
 
-  // MARK: - The link's thread
-
-  /// One publish waiting for its PUBACK.
-  private struct InFlight {
-    var mid: Int32
-    var sequence: Int64
-    var acked = false
-    var sentAt: Int64
-  }
-
-  private struct Connection {
-    var client: MQTTClient
-    var startedAt: Int64
-    var ready = false
-    var broker: String
-  }
+  // MARK: - The link's thread (FleetLink+Thread.swift moves the bytes; FleetSession decides)
 
   /// Says a change of log (journal once, STATUS until the next).
-  private func setLogNote(_ text: String) {
+  func setLogNote(_ text: String) {
     logNoteText.withLock { $0 = text }
     var line = "scangate: fleet: \(text)\n"
     line.withUTF8 { _ = write(2, $0.baseAddress, $0.count) }
   }
 
   /// Where to start publishing log `id` (`identity` as its file says) given what the state file
-  /// holds, and what to say about it (nil when the state file is this log's).
+  /// holds, and what to say about it (nil when the state file is this log's): `FleetSession`'s rule.
   public static func startingPoint(
     _ saved: FleetState.Entry, log id: String?, identity: AuditStore.Identity?
   ) -> (
     acked: Int64, note: String?
   ) {
-    let shown = id ?? "(made before log ids)"
-    if let savedID = saved.logID {
-      if savedID == id { return (saved.acked, nil) }
-      return (0, "the state file acknowledged log \(savedID) through \(saved.acked); this is log \(shown): publishing it from its first record")
-    }
-    if saved.acked == 0 || id == nil { return (saved.acked, nil) }
-    if let adopted = identity?.adoptedThrough, saved.acked <= adopted { return (saved.acked, nil) }
-    return (
-      0,
-      "the state file (written before log ids) acknowledged \(saved.acked), but log \(shown) was made after it: publishing it from its first record"
-    )
-  }
-
-  private func body() {
-    let clock = SystemMonotonicClock()
-    var saved = FleetState.Entry(logID: nil, acked: 0)
-    do { saved = try FleetState.loadEntry(statePath) } catch {
-      setProblem("\(error); starting from the first record (consumers de-duplicate)")
-    }
-    var acked: Int64 = 0
-    // Nothing is published, and the log prunes nothing, until the link knows which log is at
-    // `logPath` and whether the state file is about it.
-    var logResolved = false
-    var logID: String? = nil
-    var nextLogCheck: Int64 = 0
-    ackedSequence.store(0, ordering: .releasing)
-    auditLog?.retainFrom = 1
-    var store: AuditStore? = nil
-    var nextStoreAttempt: Int64 = 0
-    var connection: Connection? = nil
-    var nextAttempt: Int64 = 0
-    var backoffMilliseconds: Int64 = 1_000
-    var brokerIndex = 0
-    var inFlight: [InFlight] = []
-    inFlight.reserveCapacity(settings.batchRecords)
-    var nextToSend = acked + 1
-    var tokens = Double(settings.batchRecords)
-    var lastRefill = clock.now().nanoseconds
-    // The last contact survives a restart (a power blip must not lift the offline policy): the
-    // wall time of the last contact, kept beside the state file, minus how long ago that was.
-    let contactPath = statePath + ".contact"
-    var lastContact = Int64(clock.now().nanoseconds)
-    let wallNow = Int64(time(nil))
-    if let kept = FleetState.loadContact(contactPath), kept <= wallNow {
-      // Before this boot, too: then it lies before the monotonic clock's zero (negative).
-      lastContact -= min(wallNow - kept, 1 << 32) * 1_000_000_000
-    }
-    var lastContactWrite: Int64 = 0
-    var stopDeadline: Int64? = nil
-    var lastStatePublish: Int64 = 0
-    // The log is asked for new records when the writer has written some since the last look,
-    // when the last look filled a batch (catching up), or every second (every 50 ms without a
-    // writer in this process): an idle reader does not query SQLite on every turn.
-    var nextQuery: Int64 = 0
-    var writtenSeen: Int64 = -1
-    let keepaliveNanoseconds = Int64(settings.keepaliveSeconds) * 1_000_000_000
-
-    while true {
-      let now = Int64(clock.now().nanoseconds)
-      if worker.stopRequested && stopDeadline == nil { stopDeadline = now + 2_000_000_000 }
-
-      // The log's file, read-only (the log's writer owns the writes).
-      if store == nil && now >= nextStoreAttempt {
-        store = try? AuditStore(path: logPath, readOnly: true)
-        if store == nil { nextStoreAttempt = now + 1_000_000_000 }
-      }
-
-      // Which log: a change of the writer's log, or of the file at the path, drops this
-      // connection; a new one is resolved against the state file before anything is sent.
-      if let s = store {
-        let writer = auditLog?.writerLog ?? .notHere
-        var stale = logResolved && writer != .notHere && writer != .open(logID ?? "")
-        if now >= nextLogCheck {
-          nextLogCheck = now + (logResolved ? 1_000_000_000 : 200_000_000)
-          stale = stale || s.fileCheck() != .same
-          if !logResolved && !stale {
-            let identity = try? s.identity()
-            let found = identity?.id
-            switch writer {
-            case .opening: break
-            case .open(let id) where id != found: stale = true  // this connection is on another file
-            default:
-              let start = Self.startingPoint(saved, log: found, identity: identity)
-              if let note = start.note {
-                let newest = (try? s.newestSequence()) ?? 0
-                setLogNote(note + (newest > 0 ? " (it holds records through \(newest) so far)" : ""))
-              }
-              logID = found
-              acked = start.acked
-              logText.withLock { $0 = found ?? "" }
-              ackedSequence.store(acked, ordering: .releasing)
-              auditLog?.retainFrom = acked.saturatingAdd(1)
-              inFlight.removeAll(keepingCapacity: true)
-              nextToSend = acked + 1
-              nextQuery = 0
-              if saved != FleetState.Entry(logID: found, acked: acked) {
-                saved = FleetState.Entry(logID: found, acked: acked)
-                do { try FleetState.store(statePath, acked: acked, logID: found) } catch {
-                  setProblem("cannot keep the acknowledged sequence: \(error)")
-                }
-              }
-              logResolved = true
-            }
-          }
-        }
-        if stale {
-          if logResolved, let newest = try? s.newestSequence(), newest > acked {
-            setLogNote("log \(logID ?? "(made before log ids)") was replaced: its records \(acked + 1)...\(newest) were not acknowledged")
-          }
-          store = nil
-          logResolved = false
-          nextStoreAttempt = now + 100_000_000
-          nextLogCheck = 0
-        }
-      }
-
-      // Connect (a new client per attempt).
-      if connection == nil && now >= nextAttempt && stopDeadline == nil {
-        let url = settings.brokers[brokerIndex % settings.brokers.count]
-        brokerIndex += 1
-        do throws(FleetConnectError) {
-          connection = Connection(client: try makeClient(url), startedAt: now, broker: url)
-          brokerText.withLock { $0 = url }
-        } catch {
-          setProblem(error.text)
-          nextAttempt = now + backoffMilliseconds * 1_000_000
-          backoffMilliseconds = min(backoffMilliseconds * 2, 15_000)
-        }
-      }
-
-      if let c = connection {
-        c.client.loop(timeoutMilliseconds: 20)
-        var drop: String? = nil
-        switch c.client.state {
-        case .connected:
-          lastContact = now
-          if now - lastContactWrite >= 60_000_000_000 || lastContactWrite == 0 {
-            lastContactWrite = now
-            try? FleetState.storeContact(contactPath, unixSeconds: Int64(time(nil)))
-          }
-          if !c.ready {
-            connection!.ready = true
-            connectionCount.wrappingAdd(1, ordering: .relaxed)
-            connectedFlag.store(true, ordering: .releasing)
-            offlineFlag.store(false, ordering: .releasing)
-            backoffMilliseconds = 1_000
-            setProblem("")
-            announce(c.client)
-            inFlight.removeAll(keepingCapacity: true)
-            nextToSend = acked + 1
-            nextQuery = 0
-          }
-        case .connecting:
-          if now - c.startedAt > max(keepaliveNanoseconds, 10_000_000_000) { drop = "\(c.broker): connection timed out" }
-        case .refused:
-          drop = "\(c.broker): refused: \(c.client.refusalText)"
-        case .lost:
-          drop = c.ready ? "\(c.broker): connection lost" : "\(c.broker): cannot connect"
-          if c.client.oversizeDrops > 0 {
-            drop = "\(c.broker): dropped the connection: a packet over \(c.client.packetBytesMax) bytes was arriving (fleet.message_bytes_max)"
-          }
-        }
-        // Acknowledgements: advance through the acknowledged prefix, persist, release the log.
-        while let ack = c.client.takeAck() {
-          guard let i = inFlight.firstIndex(where: { $0.mid == ack.mid }) else { continue }
-          if ack.accepted {
-            inFlight[i].acked = true
-            acknowledgedCount.wrappingAdd(1, ordering: .relaxed)
-          } else {
-            drop = "\(c.broker): the broker refused record \(inFlight[i].sequence) (not authorised for \(topics.events)?)"
-          }
-        }
-        var advanced = false
-        while let first = inFlight.first, first.acked {
-          acked = first.sequence
-          inFlight.removeFirst()
-          advanced = true
-        }
-        if advanced {
-          ackedSequence.store(acked, ordering: .releasing)
-          auditLog?.retainFrom = acked.saturatingAdd(1)
-          saved = FleetState.Entry(logID: logID, acked: acked)
-          do { try FleetState.store(statePath, acked: acked, logID: logID) } catch {
-            setProblem("cannot keep the acknowledged sequence: \(error)")
-          }
-        }
-        if let oldest = inFlight.first, now - oldest.sentAt > max(keepaliveNanoseconds, 5_000_000_000) {
-          drop = "\(c.broker): record \(oldest.sequence) unacknowledged for \(settings.keepaliveSeconds) s"
-        }
-        if c.ready && drop == nil {
-          while let message = c.client.takeMessage() { inbox?.received(message, link: self, client: c.client) }
-          // Publish the next records, paced.
-          let elapsed = Double(now - Int64(lastRefill)) / 1e9
-          lastRefill = UInt64(now)
-          tokens = min(Double(settings.batchRecords), tokens + elapsed * Double(settings.eventsPerSecondMax))
-          let room = min(settings.batchRecords - inFlight.count, Int(tokens))
-          let written = auditLog?.writtenRecords
-          if room > 0, logResolved, let s = store, now >= nextQuery || (written != nil && written != writtenSeen) {
-            do {
-              writtenSeen = written ?? -1
-              let records = try s.records(from: nextToSend, limit: room)
-              nextQuery = records.count == room ? now : now + (auditLog == nil ? 50_000_000 : 1_000_000_000)
-              for record in records {
-                let mid = try c.client.publish(topic: topics.events, record.fleetJSON(readerID: settings.readerID, log: logID ?? ""), qos: 1, retain: false)
-                inFlight.append(InFlight(mid: mid, sequence: record.sequence, sentAt: now))
-                nextToSend = record.sequence.saturatingAdd(1)
-                tokens -= 1
-                publishedCount.wrappingAdd(1, ordering: .relaxed)
-                if record.kind == .decision { telemetry.noteDecision(record) } else { telemetry.noteDoor(record) }
-              }
-            } catch let error as SQLiteError {
-              setProblem("reading the audit log: \(error)")
-              store = nil
-              nextStoreAttempt = now + 1_000_000_000
-            } catch {
-              drop = "\(c.broker): \(error)"
-            }
-          }
-          // The state topic: on a new decision at most once a second, else every 5 s.
-          if now - lastStatePublish > 5_000_000_000 || (now - lastStatePublish > 1_000_000_000 && telemetry.takeChanged()) {
-            lastStatePublish = now
-            _ = try? c.client.publish(topic: topics.state, telemetry.stateJSON(link: self), qos: 1, retain: true)
-          }
-        }
-        if let reason = drop {
-          setProblem(reason)
-          connection = nil  // the client is destroyed: its socket closes, the broker sends the will
-          connectedFlag.store(false, ordering: .releasing)
-          inFlight.removeAll(keepingCapacity: true)
-          nextAttempt = now + backoffMilliseconds * 1_000_000
-          backoffMilliseconds = min(backoffMilliseconds * 2, 15_000)
-        }
-      } else {
-        usleep(20_000)
-      }
-
-      if settings.maxOfflineSeconds > 0 && !isConnected
-        && now - lastContact > Int64(settings.maxOfflineSeconds) * 1_000_000_000 && !isOffline
-      {
-        offlineFlag.store(true, ordering: .releasing)
-        setProblem("no broker for over \(settings.maxOfflineSeconds) s: offline policy \(settings.offlinePolicy.rawValue) in force")
-      }
-
-      if let deadline = stopDeadline {
-        let drained = inFlight.isEmpty && (store.map { (try? $0.newestSequence()) ?? 0 } ?? 0) < nextToSend
-        if connection == nil || now >= deadline || (drained && connection?.ready == true) {
-          if let c = connection, c.ready {
-            _ = try? c.client.publish(topic: topics.status, Array("offline".utf8), qos: 1, retain: true)
-            c.client.loop(timeoutMilliseconds: 50)
-            c.client.disconnect()
-            c.client.loop(timeoutMilliseconds: 50)
-          }
-          connectedFlag.store(false, ordering: .releasing)
-          return
-        }
-      }
-    }
+    FleetSession.startingPoint(saved, log: id, adoptedThrough: identity?.adoptedThrough)
   }
 
   struct FleetConnectError: Error { var text: String }
 
-  private func makeClient(_ url: String) throws(FleetConnectError) -> MQTTClient {
+  func makeClient(_ url: String) throws(FleetConnectError) -> MQTTClient {
     guard let address = BrokerAddress(url) else { throw FleetConnectError(text: "\(url): not a broker URL") }
     if address.tls && !settings.tlsKeyFile.isEmpty {
       // The key is a secret file: refused unless owned by root or the service user, mode 0600.
@@ -422,7 +155,7 @@ public final class FleetLink: @unchecked Sendable {
   }
 
   /// On every new connection: availability, subscriptions, Home Assistant discovery.
-  private func announce(_ client: MQTTClient) {
+  func announce(_ client: MQTTClient) {
     _ = try? client.publish(topic: topics.status, Array("online".utf8), qos: 1, retain: true)
     inbox?.connected(client, link: self)
     if !settings.homeAssistantPrefix.isEmpty {
@@ -470,15 +203,6 @@ public final class FleetLink: @unchecked Sendable {
       w.write(note)
     }
   }
-}
-
-/// Which log the writer in this process has open (the fleet link publishes that one).
-public enum WriterLog: Equatable, Sendable {
-  /// No writer in this process: the link takes the log id the file holds.
-  case notHere
-  /// The writer has not opened a log yet (or is opening a new one).
-  case opening
-  case open(String)
 }
 
 /// What the link needs of the log's writer in this process: how many records it has written

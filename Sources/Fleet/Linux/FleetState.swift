@@ -12,14 +12,7 @@ public enum FleetState {
 
   /// What the file holds: the log (nil in a file written before log ids) and its acknowledged
   /// sequence.
-  public struct Entry: Equatable, Sendable {
-    public var logID: String?
-    public var acked: Int64
-    public init(logID: String?, acked: Int64) {
-      self.logID = logID
-      self.acked = acked
-    }
-  }
+  public typealias Entry = FleetAckMark
 
   /// The acknowledged sequence in `path`, whatever log it is of (see `loadEntry`).
   public static func load(_ path: String) throws(FileError) -> Int64 { try loadEntry(path).acked }

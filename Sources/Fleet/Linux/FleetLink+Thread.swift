@@ -1,0 +1,222 @@
+import Glibc
+import ScanCore
+import Synchronization
+
+extension FleetLink {
+  /// The link's thread.
+  func body() {
+    var run = FleetLinkRun(link: self)
+    run.run()
+  }
+}
+
+/// One run of the link's thread. It only moves bytes: it asks the session (`FleetSession`, which
+/// holds every rule: resume point, acknowledgements, backoff, timeouts, offline, cadences) what to
+/// do, does it with the MQTT client and the audit log's file, and reports what happened.
+struct FleetLinkRun {
+  private let link: FleetLink
+  private let topics: FleetTopics
+  private let contactPath: String
+  private let clock = SystemMonotonicClock()
+  private let wall = SystemWallClock()
+  private var session: FleetSession
+  /// The log's file, read-only (the log's writer owns the writes).
+  private var store: AuditStore? = nil
+  /// This connection attempt's client (a new clean-session client per attempt) and its broker.
+  private var client: MQTTClient? = nil
+  private var broker = ""
+
+  init(link: FleetLink) {
+    self.link = link
+    topics = link.topics
+    contactPath = link.statePath + ".contact"
+    var saved = FleetState.Entry(logID: nil, acked: 0)
+    do { saved = try FleetState.loadEntry(link.statePath) } catch {
+      link.setProblem("\(error); starting from the first record (consumers de-duplicate)")
+    }
+    // Nothing is published, and the log prunes nothing, until the link knows which log is at
+    // `logPath` and whether the state file is about it.
+    link.ackedSequence.store(0, ordering: .releasing)
+    link.auditLog?.retainFrom = 1
+    // The last contact survives a restart (a power blip must not lift the offline policy): its
+    // wall time is kept beside the state file.
+    let age = FleetState.loadContact(contactPath).map { SystemWallClock().unixSeconds() - $0 }
+    session = FleetSession(settings: link.settings, now: SystemMonotonicClock().now(), saved: saved, lastContactAgeSeconds: age)
+  }
+
+  mutating func run() {
+    while true {
+      let now = clock.now()
+      if link.worker.stopRequested { session.stop(now: now) }
+      if link.telemetry.takeChanged() { session.stateDidChange() }
+      let writer = link.auditLog?.writerLog ?? .notHere
+      let written = link.auditLog?.writtenRecords
+      while true {
+        let action = session.next(now: now, writer: writer, written: written)
+        if case .finish(let sayOffline) = action {
+          finish(sayOffline: sayOffline)
+          return
+        }
+        if case .wait(let until) = action {
+          pump(for: until.milliseconds(since: now))
+          break
+        }
+        perform(action, now: now, writer: writer)
+      }
+    }
+  }
+
+  private mutating func perform(_ action: FleetAction, now: Instant, writer: WriterLog) {
+    switch action {
+    case .openLog:
+      store = try? AuditStore(path: link.logPath, readOnly: true)
+      if store != nil { session.logOpened() }
+    case .checkLog(let identify):
+      checkLog(identify: identify, now: now, writer: writer)
+    case .closeLog(let unacknowledged):
+      if let mark = unacknowledged, let newest = try? store?.newestSequence(), newest > mark.acked {
+        link.setLogNote(FleetSession.replacedNote(mark, newest: newest))
+      }
+      store = nil
+    case .connect(let url):
+      connect(url, now: now)
+    case .disconnect(let reason):
+      drop(reason.text(broker: broker, settings: link.settings), now: nil)
+    case .acknowledged(let mark, let save):
+      acknowledged(mark, save: save)
+    case .publish(let from, let limit):
+      publish(from: from, limit: limit, now: now)
+    case .publishState:
+      _ = try? client?.publish(topic: topics.state, link.telemetry.stateJSON(link: link), qos: 1, retain: true)
+    case .saveContact:
+      try? FleetState.storeContact(contactPath, unixSeconds: wall.unixSeconds())
+    case .offline:
+      link.offlineFlag.store(true, ordering: .releasing)
+      link.setProblem("no broker for over \(link.settings.maxOfflineSeconds) s: offline policy \(link.settings.offlinePolicy.rawValue) in force")
+    case .checkDrained:
+      session.logHolds(through: (try? store?.newestSequence()) ?? 0, now: now)
+    case .finish, .wait:
+      break
+    }
+  }
+
+  /// Runs the network for `milliseconds` (or sleeps without a client), then reports what arrived:
+  /// acknowledgements first (they count even on a connection that was lost since), then the
+  /// connection's state, then the messages for the inbox.
+  private mutating func pump(for milliseconds: Int) {
+    guard let c = client else {
+      _ = try? syscall("poll (the fleet link's pause)") { poll(nil, 0, Int32(clamping: milliseconds)) }
+      return
+    }
+    c.loop(timeoutMilliseconds: milliseconds)
+    let now = clock.now()
+    while let ack = c.takeAck() {
+      if session.puback(mid: ack.mid, accepted: ack.accepted) { link.acknowledgedCount.wrappingAdd(1, ordering: .relaxed) }
+    }
+    switch c.state {
+    case .connected:
+      if session.connected(now: now) { connectionUp(c) }
+    case .connecting:
+      break
+    case .refused:
+      drop("\(broker): refused: \(c.refusalText)", now: now)
+    case .lost:
+      var reason = session.isConnected ? "\(broker): connection lost" : "\(broker): cannot connect"
+      if c.oversizeDrops > 0 {
+        reason = "\(broker): dropped the connection: a packet over \(c.packetBytesMax) bytes was arriving (fleet.message_bytes_max)"
+      }
+      drop(reason, now: now)
+    }
+    guard session.receivesMessages, let c = client else { return }
+    while let message = c.takeMessage() { link.inbox?.received(message, link: link, client: c) }
+  }
+
+  private func connectionUp(_ c: MQTTClient) {
+    link.connectionCount.wrappingAdd(1, ordering: .relaxed)
+    link.connectedFlag.store(true, ordering: .releasing)
+    link.offlineFlag.store(false, ordering: .releasing)
+    link.setProblem("")
+    link.announce(c)
+  }
+
+  /// Destroys the client (its socket closes, the broker sends the will); `now`: the link saw the
+  /// connection go (the session is told), nil: the session gave it up.
+  private mutating func drop(_ reason: String, now: Instant?) {
+    link.setProblem(reason)
+    client = nil
+    link.connectedFlag.store(false, ordering: .releasing)
+    if let now { session.disconnected(now: now) }
+  }
+
+  private mutating func connect(_ url: String, now: Instant) {
+    do throws(FleetLink.FleetConnectError) {
+      client = try link.makeClient(url)
+      broker = url
+      link.brokerText.withLock { $0 = url }
+    } catch {
+      link.setProblem(error.text)
+      session.connectFailed(now: now)
+    }
+  }
+
+  private mutating func checkLog(identify: Bool, now: Instant, writer: WriterLog) {
+    guard let s = store else { return }
+    if s.fileCheck() != .same {
+      session.logChanged()
+      return
+    }
+    guard identify else { return }
+    let identity = try? s.identity()
+    let newest = (try? s.newestSequence()) ?? 0
+    if let note = session.logIdentified(id: identity?.id, adoptedThrough: identity?.adoptedThrough, newest: newest, writer: writer, now: now) {
+      link.setLogNote(note)
+    }
+  }
+
+  /// The acknowledged point moved (or the log changed): saved first, then shown and released to
+  /// the log's pruning.
+  private func acknowledged(_ mark: FleetAckMark, save: Bool) {
+    if save {
+      do { try FleetState.store(link.statePath, acked: mark.acked, logID: mark.logID) } catch {
+        link.setProblem("cannot keep the acknowledged sequence: \(error)")
+      }
+    }
+    link.logText.withLock { $0 = mark.logID ?? "" }
+    link.ackedSequence.store(mark.acked, ordering: .releasing)
+    link.auditLog?.retainFrom = mark.acked.saturatingAdd(1)
+  }
+
+  private mutating func publish(from first: Int64, limit: Int, now: Instant) {
+    guard let s = store, let c = client else { return }
+    let records: [AuditRecord]
+    do { records = try s.records(from: first, limit: limit) } catch {
+      link.setProblem("reading the audit log: \(error)")
+      store = nil
+      session.logReadFailed(now: now)
+      return
+    }
+    session.recordsRead(records.count, now: now)
+    for record in records {
+      do throws(MQTTError) {
+        let payload = record.fleetJSON(readerID: link.settings.readerID, log: session.logID ?? "")
+        let mid = try c.publish(topic: topics.events, payload, qos: 1, retain: false)
+        session.published(sequence: record.sequence, mid: mid, now: now)
+      } catch {
+        drop("\(broker): \(error)", now: now)
+        return
+      }
+      link.publishedCount.wrappingAdd(1, ordering: .relaxed)
+      if record.kind == .decision { link.telemetry.noteDecision(record) } else { link.telemetry.noteDoor(record) }
+    }
+  }
+
+  private func finish(sayOffline: Bool) {
+    if sayOffline, let c = client {
+      _ = try? c.publish(topic: topics.status, Array("offline".utf8), qos: 1, retain: true)
+      c.loop(timeoutMilliseconds: 50)
+      c.disconnect()
+      c.loop(timeoutMilliseconds: 50)
+    }
+    link.connectedFlag.store(false, ordering: .releasing)
+  }
+}
