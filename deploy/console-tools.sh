@@ -150,10 +150,12 @@ while [ $SECONDS -lt $end ]; do
 done
 [ $dead = 1 ] && screen_text pc | grep -qF "$(expect exit 'Thanks for using picocom')"
 check $? "picocom: C-a C-x exits picocom"
-$TM kill-session -t pc 2>/dev/null
 
 # ---------------------------------------------------------------- screen, one STATUS
+# The new session first: a server left with no session exits, and a new-session racing that
+# exit fails with "server exited unexpectedly".
 $TM new-session -d -s sc -x 160 -y 50 "TERM=screen screen -q $D/tech 115200" || die "tmux new-session (screen)"
+$TM kill-session -t pc 2>/dev/null
 $TM set-option -t sc remain-on-exit on >/dev/null
 sleep 1
 run_cmd sc STATUS "$(expect screen 'OK status')" 10

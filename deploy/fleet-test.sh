@@ -151,14 +151,18 @@ max_offline_s = 2
 offline_policy = "deny-all-but-static"
 EOF
 "$BIN" credential keygen --issuer "$D/issuer.key" --kid fleet-hq > "$D/trust.toml" 2> "$D/keygen.err" || die "credential keygen: $(cat "$D/keygen.err")"
-start_reader() {
+start_reader() {  # returns once the reader said it started (its decoder workers warm up first)
+  local before
+  before=$(grep -c "state started" "$D/journal" 2>/dev/null)
   "$BIN" run --config "$D/config.toml" --quiet-edges >> "$D/journal" 2>&1 &
   READER=$!
+  for _ in $(seq 300); do [ "$(grep -c "state started" "$D/journal" 2>/dev/null)" -gt "${before:-0}" ] && return 0; sleep 0.2; done
 }
 acked() { sed -n 's/^scangate-fleet \(log [0-9a-f]* \)\{0,1\}acked //p' "$D/audit.db.fleet" 2>/dev/null | grep . || echo 0; }
 logged() { sqlite3 "file:$D/audit.db?mode=ro" "SELECT COALESCE(MAX(seq),0) FROM events" 2>/dev/null || echo 0; }
 start_reader
-sleep 4
+for _ in $(seq 50); do [ "$(acked)" -gt 0 ] && break; sleep 0.2; done
+sleep 1
 a=$(acked)
 [ "$a" -gt 0 ]; check $? "the reader publishes over TLS and the broker acknowledges (acked through $a)"
 

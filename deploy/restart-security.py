@@ -62,9 +62,13 @@ site_key_file = "{W}/site.key"
 
 
 def serve(cfg, seconds, env=None, kill=signal.SIGKILL):
-    """Runs the reader for `seconds`, then signals it; returns its journal."""
+    """Runs the reader for `seconds` after it said it started (its decoder workers warm up
+    first: seconds on a loaded machine), then signals it; returns its journal."""
     out = open(f"{W}/journal", "w")
     p = subprocess.Popen([B, "run", "--config", cfg], stdout=out, stderr=subprocess.STDOUT, env=env)
+    end = time.time() + 60
+    while time.time() < end and p.poll() is None and "state started" not in open(f"{W}/journal").read():
+        time.sleep(0.05)
     time.sleep(seconds)
     p.send_signal(kill)
     p.wait()
