@@ -69,9 +69,10 @@ enum TagCommand {
     var bytes: [UInt8] = []
     var chunk = [UInt8](repeating: 0, count: 4096)
     while true {
-      let n = chunk.withUnsafeMutableBytes { Glibc.read(0, $0.baseAddress, $0.count) }
-      if n < 0 && sg_errno() == EINTR { continue }
-      if n < 0 { throw ParseError(message: "standard input: \(SystemError.describe(sg_errno()))") }
+      let n: Int
+      do { n = try readSome(0, into: &chunk, "read standard input") } catch {
+        throw ParseError(message: "standard input: \(error.code)")
+      }
       if n == 0 { break }
       bytes += chunk[0..<n]
       if bytes.count > stdinBytesMax { throw ParseError(message: "standard input: over \(stdinBytesMax) bytes") }
