@@ -10,7 +10,7 @@ enum ConsoleCommand {
     do {
       let options = try Options(arguments, valued: ["tcp", "serial", "baud", "command", "timeout", "secret-file"], known: [])
       let fd = try open(options)
-      defer { close(fd) }
+      defer { closeDescriptor(fd) }
       if let command = options.value("command") {
         return oneShot(fd, command, timeoutSeconds: try options.integer("timeout", default: 10, range: 1...3600))
       }
@@ -78,14 +78,14 @@ enum ConsoleCommand {
     guard let path = options.value("secret-file") else { return fd }
     var bytes: [UInt8]
     do { bytes = try SecretFile.read(path) } catch {
-      close(fd)
+      closeDescriptor(fd)
       throw ParseError(message: "--secret-file: \(error)")
     }
     while let last = bytes.last, last == 0x0A || last == 0x0D { bytes.removeLast() }
     let reply = exchange(fd, "AUTH " + PayloadEscaping.escaped(bytes), timeoutSeconds: 10)
     for i in bytes.indices { bytes[i] = 0 }
     guard let reply, reply.status.hasPrefix("OK") else {
-      close(fd)
+      closeDescriptor(fd)
       throw ParseError(message: "AUTH refused: \(reply?.status ?? "no reply")")
     }
     return fd

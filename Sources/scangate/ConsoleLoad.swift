@@ -34,7 +34,7 @@ final class ConsoleLoad: @unchecked Sendable {
 
   private func body() {
     var clients: [Int32] = []
-    defer { for fd in clients { close(fd) } }
+    defer { for fd in clients { closeDescriptor(fd) } }
     let watcher: Int32, talker: Int32
     do {
       for _ in 0..<idle { clients.append(try connectClient()) }

@@ -49,8 +49,10 @@ enum DemoCommand {
         config.log.rawPayloads = true
       }
       let directory = options.value("dir") ?? makeTemporaryDirectory()
-      if !isDirectory(directory) && mkdir(directory, 0o755) != 0 {
-        throw ParseError(message: "\(directory): \(SystemError.describe(errno))")
+      if !isDirectory(directory) {
+        do { _ = try syscall("mkdir \(directory)", { mkdir(directory, 0o755) }) } catch {
+          throw ParseError(message: "\(directory): \(error.code)")
+        }
       }
       let width = 640, height = 480
       let demoConsole = options.value("config") == nil
@@ -262,7 +264,7 @@ enum DemoCommand {
 
   static func removeDirectory(_ path: String) {
     guard let names = try? listDirectory(path) else { return }
-    for name in names { unlink(path + "/" + name) }
-    rmdir(path)
+    for name in names { removeFile(path + "/" + name) }
+    _ = try? syscall("rmdir \(path)", { rmdir(path) })
   }
 }

@@ -15,7 +15,7 @@ final class DemoPanel: @unchecked Sendable {
     (master, slavePath) = try openPseudoTerminal()
   }
 
-  deinit { Glibc.close(master) }
+  deinit { closeDescriptor(master) }
 
   static func packet(_ sequence: UInt8, _ command: UInt8, _ data: [UInt8] = []) -> [UInt8] {
     var p: [UInt8] = [0x53, 0, 0, 0, sequence | 0x04, command] + data
@@ -37,7 +37,7 @@ final class DemoPanel: @unchecked Sendable {
     var queued: [[UInt8]] = [Self.packet(0, 0x61, [0]), Self.packet(0, 0x62, [0])]
     var firstID = true
     usleep(1_000_000)  // until the reader has opened its side (raw mode): earlier bytes get mangled
-    _ = buffer.withUnsafeMutableBytes { Glibc.read(master, $0.baseAddress, $0.count) }
+    _ = try? readSome(master, into: &buffer)  // what the reader's side sent before raw mode: dropped
     while !worker.stopRequested {
       let command = queued.isEmpty ? Self.packet(sequence, 0x60) : queued.removeFirst()
       var c = command
@@ -45,9 +45,9 @@ final class DemoPanel: @unchecked Sendable {
       c.removeLast(2)
       let crc = c.withUnsafeBytes { OSDP.crc16($0) }
       c += [UInt8(crc & 0xFF), UInt8(crc >> 8)]
-      _ = c.withUnsafeBytes { Glibc.write(master, $0.baseAddress, $0.count) }
+      try? writeAll(master, c, "write the panel's command")
       usleep(100_000)
-      let n = buffer.withUnsafeMutableBytes { Glibc.read(master, $0.baseAddress, $0.count) }
+      let n = (try? readSome(master, into: &buffer, "read the reader's reply")) ?? 0  // EAGAIN: no reply yet
       if n > 0 { buffer.withUnsafeBytes { framer.append(UnsafeRawBufferPointer(rebasing: $0[0..<n]), nowMilliseconds: 0) } }
       var answered = false
       while case .packet(let count, _) = framer.next() {

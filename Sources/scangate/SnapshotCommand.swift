@@ -11,7 +11,7 @@ enum SnapshotCommand {
       let text = options.flag("text")
       guard text || options.value("out") != nil else { throw ParseError(message: "give --out FILE.png, or --text") }
       let fd = try ConsoleCommand.open(options)
-      defer { close(fd) }
+      defer { closeDescriptor(fd) }
       let timeout = try options.integer("timeout", default: 30, range: 1...600)
       guard let reply = ConsoleCommand.exchange(fd, text ? "SNAPSHOT TEXT" : "SNAPSHOT", timeoutSeconds: timeout) else { return 2 }
       guard reply.status.hasPrefix("OK") else {

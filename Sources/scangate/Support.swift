@@ -2,11 +2,6 @@ import Glibc
 import ScanCore
 import ScanLinux
 
-/// Writes to standard error without buffering.
-func writeStandardError(_ text: String) {
-  try? writeAll(2, text, "write standard error")  // nowhere left to report a failure
-}
-
 /// Flushes standard output (print buffers when not a terminal).
 func flushStandardOutput() { fflush(nil) }
 

@@ -69,10 +69,8 @@ enum TagCommand {
     var chunk = [UInt8](repeating: 0, count: 4096)
     while true {
       let n: Int
-      do {
-        n = try chunk.withUnsafeMutableBytes { b throws(SystemError) in try syscall("read standard input") { Glibc.read(0, b.baseAddress, b.count) } }
-      } catch {
-        throw ParseError(message: "standard input: \(error)")
+      do { n = try readSome(0, into: &chunk, "read standard input") } catch {
+        throw ParseError(message: "standard input: \(error.code)")
       }
       if n == 0 { break }
       bytes += chunk[0..<n]

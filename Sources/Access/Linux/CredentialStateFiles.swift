@@ -20,18 +20,22 @@ public final class CredentialSlotFile {
     self.path = path
     let (fd, size) = try openSlotFile(path)
     guard size % Self.slotBytes == 0 else {
-      close(fd)
+      closeDescriptor(fd)
       throw FileError(path: path, reason: "\(size) bytes is not a whole number of \(Self.slotBytes)-byte slots: damaged, refused")
     }
     descriptor = fd
     slot = .allocate(byteCount: Self.slotBytes, alignment: 8)
     let slots = min(size / Self.slotBytes, slotsMax)
     for i in 0..<slots {
-      guard pread(descriptor, slot.baseAddress, Self.slotBytes, off_t(i * Self.slotBytes)) == Self.slotBytes else {
-        let reason = "cannot read slot \(i): \(Errno.current)"
-        close(fd)
+      var problem: String? = nil
+      do {
+        let got = try syscall("pread \(path)", { pread(fd, slot.baseAddress, Self.slotBytes, off_t(i * Self.slotBytes)) })
+        if got != Self.slotBytes { problem = "\(got) of \(Self.slotBytes) bytes" }
+      } catch { problem = error.code.description }
+      if let problem {
+        closeDescriptor(fd)
         slot.deallocate()
-        throw FileError(path: path, reason: reason)
+        throw FileError(path: path, reason: "cannot read slot \(i): \(problem)")
       }
       let n = Int(slot[16])
       guard n >= 1 && n <= 16 else { continue }  // a slot never written
@@ -39,7 +43,7 @@ public final class CredentialSlotFile {
     }
   }
   deinit {
-    close(descriptor)
+    closeDescriptor(descriptor)
     slot.deallocate()
   }
 

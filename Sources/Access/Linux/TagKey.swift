@@ -85,8 +85,7 @@ public final class TagKey: PayloadTagger, CustomStringConvertible, @unchecked Se
     do throws(FileError) {
       return fileExists(path) ? try load(path) : try generate(path)
     } catch {
-      var line = "scangate: tag key \(error); tags are keyed for this run only\n"
-      line.withUTF8 { _ = write(2, $0.baseAddress, $0.count) }
+      writeStandardError("scangate: tag key \(error); tags are keyed for this run only\n")
       return ephemeral()
     }
   }

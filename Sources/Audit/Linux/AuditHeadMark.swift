@@ -49,15 +49,16 @@ public final class AuditHeadMark {
     descriptor = fd
     slot = .allocate(byteCount: Self.slotBytes, alignment: 8)
     var bytes = [UInt8](repeating: 0, count: 2 * Self.slotBytes)
-    let n = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, 0) }
-    let found = Self.decode(Array(bytes.prefix(max(0, n))))
+    // A read that fails is taken as no mark (as an empty file is).
+    let n = bytes.withUnsafeMutableBytes { b in (try? syscall("pread \(path)", { pread(fd, b.baseAddress, b.count, 0) })) ?? 0 }
+    let found = Self.decode(Array(bytes.prefix(n)))
     loaded = found.head
     generation = found.generation
     if n > 0 && found.head == nil { problem = "damaged (no sound slot): the log's tail cannot be checked against it this time" }
   }
 
   deinit {
-    close(descriptor)
+    closeDescriptor(descriptor)
     slot.deallocate()
   }
 

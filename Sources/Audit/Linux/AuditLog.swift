@@ -457,8 +457,7 @@ public final class AuditLog: AuditLogAccess, @unchecked Sendable {
       return text != problem
     }
     if changed && !problem.isEmpty {
-      var line = "scangate: audit log: \(problem)\n"
-      line.withUTF8 { _ = write(2, $0.baseAddress, $0.count) }
+      writeStandardError("scangate: audit log: \(problem)\n")
     }
   }
 

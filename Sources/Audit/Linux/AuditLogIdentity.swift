@@ -271,8 +271,7 @@ public final class AuditLogIdentity: @unchecked Sendable {
   var idFilePath: String? { stateDirectory.map { $0 + "/" + AuditLogIDFile.name } }
 
   func journal(_ line: String) {
-    var text = "scangate: audit log: \(line)\n"
-    text.withUTF8 { _ = write(2, $0.baseAddress, $0.count) }
+    writeStandardError("scangate: audit log: \(line)\n")
   }
 }
 

@@ -68,3 +68,26 @@ public func setSocketOption(
   var value = value
   _ = try syscall(operation(), { setsockopt(fd, level, name, &value, socklen_t(MemoryLayout<Int32>.size)) })
 }
+
+/// Clears O_NONBLOCK on `fd` (a file opened without blocking so that opening it could not wait),
+/// best effort: a descriptor left non-blocking reads a regular file the same.
+public func clearNonBlocking(_ fd: Int32) {
+  guard let flags = try? syscall("fcntl F_GETFL", { sg_fcntl_int(fd, F_GETFL, 0) }) else { return }
+  _ = try? syscall("fcntl F_SETFL", { sg_fcntl_int(fd, F_SETFL, flags & ~O_NONBLOCK) })
+}
+
+/// close(2), once. Linux releases the descriptor even when close reports EINTR or EIO, so it is
+/// never retried (a retry could close a descriptor another thread was just given) and its errno
+/// is not acted on: what must survive was synced before (`fsync`, `fdatasync`). EBADF means a
+/// descriptor closed twice, a bug: it traps in debug builds.
+@inline(never)
+public func closeDescriptor(_ fd: Int32) {
+  guard Glibc.close(fd) == -1 else { return }
+  let code = Errno.current
+  assert(code != .badDescriptor, "close(\(fd)): \(code) is a bug in ScanGate (closed twice?)")
+}
+
+/// Writes `text` to standard error, best effort (nowhere is left to report a failure).
+public func writeStandardError(_ text: String) {
+  try? writeAll(2, text, "write standard error")
+}

@@ -65,10 +65,6 @@ public enum IOResult<T> {
   case wouldBlock
 }
 
-/// The calling thread's errno as a number (prefer `Errno.current`).
-@inline(never)
-func lastErrno() -> Int32 { sg_errno() }
-
 /// Runs `call` (returning -1 and setting errno on failure) under the errno policy.
 @inline(never)
 public func syscallRetrying<T: BinaryInteger>(

@@ -21,23 +21,29 @@ public func openRegularFile(_ path: String, maxBytes: Int) throws(FileError) -> 
   do { fd = try syscall("open \(path)", { sg_open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY, 0) }) } catch {
     throw FileError(path: path, reason: error.code.description)
   }
-  var st = stat()
-  do { _ = try syscall("fstat \(path)", { fstat(fd, &st) }) } catch {
-    close(fd)
-    throw FileError(path: path, reason: error.code.description)
+  let st: stat
+  do { st = try fileStatus(fd, path) } catch {
+    closeDescriptor(fd)
+    throw error
   }
   let type = st.st_mode & S_IFMT
   guard type == S_IFREG else {
-    close(fd)
+    closeDescriptor(fd)
     throw FileError(path: path, reason: "\(PathChecks.typeName(type)), not a regular file: refused")
   }
   guard Int(st.st_size) <= maxBytes else {
-    close(fd)
+    closeDescriptor(fd)
     throw FileError(path: path, reason: "file is \(st.st_size) bytes, over the \(maxBytes)-byte limit")
   }
-  let flags = sg_fcntl_int(fd, F_GETFL, 0)
-  if flags >= 0 { _ = sg_fcntl_int(fd, F_SETFL, flags & ~O_NONBLOCK) }
+  clearNonBlocking(fd)
   return (fd, Int(st.st_size))
+}
+
+/// fstat(2) of an opened file; a failure names `path`.
+func fileStatus(_ fd: Int32, _ path: String) throws(FileError) -> stat {
+  var st = stat()
+  do { _ = try syscall("fstat \(path)", { fstat(fd, &st) }) } catch { throw FileError(path: path, reason: error.code.description) }
+  return st
 }
 
 /// Opens (or creates, 0600, its directory synced so the new name survives a power cut) a state
@@ -52,25 +58,22 @@ public func openSlotFile(_ path: String) throws(FileError) -> (fd: Int32, size: 
   } catch {
     throw FileError(path: path, reason: error.code.description)
   }
-  var st = stat()
-  guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG else {
-    close(fd)
-    throw FileError(path: path, reason: "not a regular file: refused")
+  do throws(FileError) {
+    let st = try fileStatus(fd, path)
+    guard st.st_mode & S_IFMT == S_IFREG else { throw FileError(path: path, reason: "not a regular file: refused") }
+    if created { try syncDirectory(of: path) }
+    return (fd, Int(st.st_size))
+  } catch {
+    closeDescriptor(fd)
+    throw error
   }
-  if created {
-    do { try syncDirectory(of: path) } catch {
-      close(fd)
-      throw error
-    }
-  }
-  return (fd, Int(st.st_size))
 }
 
 /// Reads a whole regular file (see `openRegularFile`), refusing anything else and files over
 /// `maxBytes`. Files under /proc and /sys report size 0: those are read until EOF, up to maxBytes.
 public func readWholeFile(_ path: String, maxBytes: Int) throws(FileError) -> [UInt8] {
   let (fd, size) = try openRegularFile(path, maxBytes: maxBytes)
-  defer { close(fd) }
+  defer { closeDescriptor(fd) }
   return try readOpened(fd, upTo: size > 0 ? size : min(maxBytes, 65_536), path: path)
 }
 
@@ -114,42 +117,124 @@ public func isDirectory(_ path: String) -> Bool {
 /// Whether `path` exists.
 public func fileExists(_ path: String) -> Bool { access(path, F_OK) == 0 }
 
-/// The one durable write: `bytes` to `path.tmp` (mode `mode`), fsync, rename over `path`, fsync
-/// the directory. When it returns, the new content survives a power cut; until the rename, the
-/// old content stays whole. Every write of state that protects a decision goes through here.
-/// The temporary is opened without blocking and must be a regular file: a FIFO left at
-/// `path.tmp` (no reader: ENXIO; a reader: refused by type) never stalls the caller, which is
-/// often the loop.
-public func writeFileAtomically(_ path: String, _ bytes: [UInt8], mode: UInt32 = 0o644) throws(FileError) {
-  let temporary = path + ".tmp"
-  let fd: Int32
-  let flags = O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY
-  do {
-    fd = try syscall("open \(temporary)", { sg_open(temporary, flags, mode) })
-  } catch {
-    throw FileError(path: temporary, reason: error.code.description)
-  }
-  var st = stat()
-  guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG else {
-    close(fd)
-    throw FileError(path: temporary, reason: "\(PathChecks.typeName(st.st_mode & S_IFMT)), not a regular file: refused")
-  }
-  let status = sg_fcntl_int(fd, F_GETFL, 0)
-  if status >= 0 { _ = sg_fcntl_int(fd, F_SETFL, status & ~O_NONBLOCK) }
-  do {
-    _ = try syscall("fchmod \(temporary)", { fchmod(fd, mode_t(mode)) })
-    try writeAll(fd, bytes, "write \(temporary)")
-    _ = try syscall("fsync \(temporary)", { fsync(fd) })
-  } catch {
-    close(fd)
-    unlink(temporary)
-    throw FileError(path: temporary, reason: error.code.description)
-  }
-  close(fd)
-  try renameDurably(temporary, to: path)
+/// Removes `path` when it is there; false when it could not be (a missing file is not a failure).
+@discardableResult
+public func removeFile(_ path: String) -> Bool {
+  do { _ = try syscall("unlink \(path)", { unlink(path) }) } catch { return error.code == .noSuchFile }
+  return true
 }
 
-/// rename(2) then fsync of the target's directory, so the new name survives a power cut.
+// MARK: - The one durable write
+
+/// How the durable write makes its temporary file.
+public enum TemporaryRule: Equatable, Sendable {
+  /// Opened without blocking (a FIFO left at the name never stalls the caller, often the loop),
+  /// truncated when an earlier crash left one, refused unless a regular file, then given `mode`
+  /// (fchmod: the umask does not narrow it).
+  case mode(UInt32)
+  /// A secret's: a leftover temporary is removed and a new one created (O_EXCL, never through a
+  /// symlink), mode 0600, owned by the user writing it.
+  case secret
+
+  /// The temporary's mode bits.
+  var permissions: mode_t {
+    switch self {
+    case .mode(let mode): mode_t(mode)
+    case .secret: 0o600
+    }
+  }
+}
+
+/// A file written whole and synced under a temporary name beside its target, not yet in
+/// place: the first half of the one durable write. `replace()` or `createNew()` puts it in place
+/// (the directory synced); `discard()` removes it.
+public struct StagedFile: Sendable {
+  /// The file it becomes.
+  public let path: String
+  /// Where its bytes are now.
+  public let temporary: String
+
+  /// Renames the temporary over `path` and syncs the directory: `path` holds the new bytes and
+  /// survives a power cut; until the rename, the old content stays whole (and the temporary is
+  /// removed when the rename fails).
+  public func replace() throws(FileError) {
+    do { try renameDurably(temporary, to: path) } catch {
+      discard()
+      throw error
+    }
+  }
+
+  /// Links the temporary to `path`, which must not exist (never overwrites: it fails with "File
+  /// exists"), removes the temporary and syncs the directory.
+  public func createNew() throws(FileError) {
+    var failure: SystemError? = nil
+    do { _ = try syscall("link \(temporary)", { link(temporary, path) }) } catch { failure = error }
+    discard()
+    if let failure { throw FileError(path: path, reason: failure.code.description) }
+    try syncDirectory(of: path)
+  }
+
+  /// Removes the temporary (nothing was put in place).
+  public func discard() { removeFile(temporary) }
+}
+
+/// Writes `bytes` to `path + suffix` under `rule` and fsyncs it: the first half of the one
+/// durable write, for callers that put several files in place together (a fleet bundle).
+public func stageFile(_ path: String, _ bytes: [UInt8], suffix: String = ".tmp", rule: TemporaryRule) throws(FileError) -> StagedFile {
+  let staged = StagedFile(path: path, temporary: path + suffix)
+  let fd = try openTemporary(staged.temporary, rule)
+  do {
+    _ = try syscall("fchmod \(staged.temporary)", { fchmod(fd, rule.permissions) })
+    try writeAll(fd, bytes, "write \(staged.temporary)")
+    _ = try syscall("fsync \(staged.temporary)", { fsync(fd) })
+  } catch {
+    closeDescriptor(fd)
+    staged.discard()
+    throw FileError(path: staged.temporary, reason: error.code.description)
+  }
+  closeDescriptor(fd)
+  return staged
+}
+
+/// The temporary's descriptor (blocking, write-only, close-on-exec), under `rule`.
+private func openTemporary(_ temporary: String, _ rule: TemporaryRule) throws(FileError) -> Int32 {
+  let fd: Int32
+  switch rule {
+  case .mode(let mode):
+    let flags = O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY
+    do { fd = try syscall("open \(temporary)", { sg_open(temporary, flags, mode) }) } catch {
+      throw FileError(path: temporary, reason: error.code.description)
+    }
+    let type: mode_t
+    do { type = try fileStatus(fd, temporary).st_mode & S_IFMT } catch {
+      closeDescriptor(fd)
+      throw error
+    }
+    guard type == S_IFREG else {
+      closeDescriptor(fd)
+      throw FileError(path: temporary, reason: "\(PathChecks.typeName(type)), not a regular file: refused")
+    }
+    clearNonBlocking(fd)
+  case .secret:
+    removeFile(temporary)  // a leftover of an earlier crash (never the real secret)
+    let flags = O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW
+    do { fd = try syscall("open \(temporary)", { sg_open(temporary, flags, 0o600) }) } catch {
+      throw FileError(path: temporary, reason: error.code.description)
+    }
+  }
+  return fd
+}
+
+/// The one durable write: `bytes` to `path.tmp` (mode `mode`), fsync, rename over `path`, fsync
+/// the directory. When it returns, the new content survives a power cut; until the rename, the
+/// old content stays whole. Every write of state that protects a decision goes through here (a
+/// secret through `SecretFile`, a fleet bundle's files through `stageFile`: the same two halves).
+public func writeFileAtomically(_ path: String, _ bytes: [UInt8], mode: UInt32 = 0o644) throws(FileError) {
+  try stageFile(path, bytes, rule: .mode(mode)).replace()
+}
+
+/// rename(2) then fsync of the target's directory, so the new name survives a power cut (the
+/// durable write's second half; also how a damaged file is moved aside).
 public func renameDurably(_ from: String, to path: String) throws(FileError) {
   do { _ = try syscall("rename \(from)", { rename(from, path) }) } catch {
     throw FileError(path: path, reason: error.code.description)
@@ -167,7 +252,7 @@ public func syncDirectory(of path: String) throws(FileError) {
   }
   do {
     let fd = try syscall("open \(directory)", { sg_open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0) })
-    defer { close(fd) }
+    defer { closeDescriptor(fd) }
     _ = try syscall("fsync \(directory)", { fsync(fd) })
   } catch {
     throw FileError(path: directory, reason: error.code.description)

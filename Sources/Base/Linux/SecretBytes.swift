@@ -24,7 +24,9 @@ public enum SecretBytes {
 /// serial port opens.
 public func openPseudoTerminal() throws(FileError) -> (master: Int32, path: String) {
   var name = [CChar](repeating: 0, count: 128)
-  let master = sg_open_pty(&name, name.count)
-  guard master >= 0 else { throw FileError(path: "/dev/ptmx", reason: SystemError.describe(errno)) }
+  let master: Int32
+  do { master = try syscall("open a pty", { sg_open_pty(&name, name.count) }) } catch {
+    throw FileError(path: "/dev/ptmx", reason: error.code.description)
+  }
   return (master, String(decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
 }

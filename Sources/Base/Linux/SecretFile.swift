@@ -28,9 +28,8 @@ public enum SecretFile {
   public static func read(_ path: String, maxBytes: Int = bytesMax, owner: uid_t? = nil) throws(FileError) -> [UInt8] {
     // Opened without blocking (a FIFO at the path must not hang startup) and refused unless regular.
     let (fd, size) = try openRegularFile(path, maxBytes: maxBytes)
-    defer { close(fd) }
-    var st = stat()
-    do { _ = try syscall("fstat \(path)", { fstat(fd, &st) }) } catch { throw FileError(path: path, reason: error.code.description) }
+    defer { closeDescriptor(fd) }
+    let st = try fileStatus(fd, path)
     if let problem = problem(st, owner: owner) { throw FileError(path: path, reason: problem) }
     var bytes = try readOpened(fd, upTo: size, path: path)
     while let last = bytes.last, last == 0x0A || last == 0x0D { bytes.removeLast() }
@@ -38,29 +37,19 @@ public enum SecretFile {
   }
 
   /// Creates `path` holding `bytes`, mode 0600, owned by the current user; fails if it exists
-  /// (never overwrites a secret). The file appears whole or not at all: written to a
-  /// temporary name, synced, then linked into place.
+  /// (never overwrites a secret). The file appears whole or not at all: the durable write's
+  /// first half at `path.new` (created anew, O_EXCL, never through a symlink), then linked into
+  /// place and the directory synced.
   public static func create(_ path: String, _ bytes: [UInt8]) throws(FileError) {
-    let temporary = path + ".new"
-    unlink(temporary)  // a leftover of an earlier crash (never the real secret)
-    let fd = sg_open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
-    guard fd >= 0 else { throw FileError(path: temporary, reason: SystemError.describe(lastErrno())) }
-    var written = 0
-    var failure: Int32 = 0
-    if fchmod(fd, 0o600) != 0 { failure = lastErrno() }
-    while failure == 0 && written < bytes.count {
-      let n = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + written, $0.count - written) }
-      if n < 0 && lastErrno() == EINTR { continue }
-      if n < 0 { failure = lastErrno() } else { written += n }
-    }
-    if failure == 0 && fsync(fd) != 0 { failure = lastErrno() }
-    close(fd)
-    if failure == 0 && link(temporary, path) != 0 { failure = lastErrno() }
-    unlink(temporary)
-    if failure != 0 { throw FileError(path: path, reason: SystemError.describe(failure)) }
-    try ScanLinux.syncDirectory(of: path)
+    try stageFile(path, bytes, suffix: ".new", rule: .secret).createNew()
   }
 
+  /// Replaces (or creates) `path` with `bytes` under the same rules as `create`: written whole
+  /// at `path.next` (0600, O_EXCL), synced, renamed into place and the directory synced, so the
+  /// new secret survives a power cut and the old one stays whole until the rename.
+  public static func replace(_ path: String, _ bytes: [UInt8]) throws(FileError) {
+    try stageFile(path, bytes, suffix: ".next", rule: .secret).replace()
+  }
 }
 
 /// Files that are not keys but must not be public either: config.toml, the allow-list (its

@@ -12,7 +12,7 @@ public enum SerialPort {
     let flags = O_RDWR | O_NOCTTY | O_CLOEXEC | (nonBlocking ? O_NONBLOCK : 0)
     let fd = try syscall("open \(path)", { sg_open(path, flags, 0) })
     do { _ = try syscall("\(path): set \(baud) baud raw 8N1", { sg_tty_configure_raw(fd, UInt32(baud)) }) } catch {
-      close(fd)
+      closeDescriptor(fd)
       throw error
     }
     return fd

@@ -48,7 +48,7 @@ public final class ServiceNotifier {
   }
 
   deinit {
-    if descriptor >= 0 { close(descriptor) }
+    if descriptor >= 0 { closeDescriptor(descriptor) }
     buffer.deallocate()
   }
 

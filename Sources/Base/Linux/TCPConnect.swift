@@ -49,7 +49,7 @@ public func connectTCP(_ address: String, defaultPort: String = "") throws(Conne
       return fd
     } catch {
       lastError = error
-      close(fd)
+      closeDescriptor(fd)
     }
   }
   throw .failed(address: address, lastError)

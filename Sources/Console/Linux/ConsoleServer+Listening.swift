@@ -22,43 +22,49 @@ extension ConsoleServer {
     } else {
       throw SystemError(errno: EINVAL, operation: "console.listen \"\(address)\": not an IPv4 or IPv6 address")
     }
-    let fd = socket(isV6 ? AF_INET6 : AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-    guard fd >= 0 else { throw SystemError(errno: lastErrno(), operation: "socket for \(address)") }
+    let fd = try syscall(
+      "socket for \(address)",
+      { socket(isV6 ? AF_INET6 : AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0) })
     do {
       try setSocketOption(fd, level: SOL_SOCKET, name: SO_REUSEADDR, value: 1, "SO_REUSEADDR for \(address)")
       if isV6 { try setSocketOption(fd, level: Int32(IPPROTO_IPV6), name: IPV6_V6ONLY, value: 1, "IPV6_V6ONLY for \(address)") }
+      if isV6 {
+        var sa = sockaddr_in6()
+        sa.sin6_family = sa_family_t(AF_INET6)
+        sa.sin6_port = portNumber.bigEndian
+        sa.sin6_addr = v6
+        try bindAddress(fd, &sa, "listen on \(address)")
+      } else {
+        var sa = sockaddr_in()
+        sa.sin_family = sa_family_t(AF_INET)
+        sa.sin_port = portNumber.bigEndian
+        sa.sin_addr = v4
+        try bindAddress(fd, &sa, "listen on \(address)")
+      }
+      _ = try syscall("listen on \(address)", { Glibc.listen(fd, 64) })
     } catch {
-      close(fd)
+      closeDescriptor(fd)
       throw error
-    }
-    var rc: Int32
-    if isV6 {
-      var sa = sockaddr_in6()
-      sa.sin6_family = sa_family_t(AF_INET6)
-      sa.sin6_port = portNumber.bigEndian
-      sa.sin6_addr = v6
-      rc = withUnsafePointer(to: &sa) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in6>.size)) } }
-    } else {
-      var sa = sockaddr_in()
-      sa.sin_family = sa_family_t(AF_INET)
-      sa.sin_port = portNumber.bigEndian
-      sa.sin_addr = v4
-      rc = withUnsafePointer(to: &sa) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
-    }
-    if rc == 0 { rc = Glibc.listen(fd, 64) }
-    guard rc == 0 else {
-      let code = lastErrno()
-      close(fd)
-      throw SystemError(errno: code, operation: "listen on \(address)")
     }
     var bound = sockaddr_storage()
     var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
-    _ = withUnsafeMutablePointer(to: &bound) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
+    _ = withUnsafeMutablePointer(to: &bound) { b in
+      try? syscall("getsockname for \(address)", { b.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } })
+    }
     let boundPort = withUnsafePointer(to: &bound) { p -> UInt16 in
       isV6
         ? p.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { UInt16(bigEndian: $0.pointee.sin6_port) }
         : p.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { UInt16(bigEndian: $0.pointee.sin_port) }
     }
     return (fd, isV6 ? "[\(host)]:\(boundPort)" : "\(host):\(boundPort)")
+  }
+
+  /// bind(2) of `fd` to the socket address in `address` (a sockaddr_in or sockaddr_in6).
+  private static func bindAddress<Address>(_ fd: Int32, _ address: inout Address, _ operation: String) throws(SystemError) {
+    let size = socklen_t(MemoryLayout<Address>.size)
+    let bound = withUnsafePointer(to: &address) { a in
+      Result { () throws(SystemError) in try syscall(operation, { a.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.bind(fd, $0, size) } }) }
+    }
+    _ = try bound.get()
   }
 }

@@ -96,10 +96,10 @@ extension ConsoleServer {
     for _ in 0..<16 {
       var address = sockaddr_storage()
       var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
-      let fd = withUnsafeMutablePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { sg_accept_nonblocking(listener, $0, &length) }
+      let accepted = withUnsafeMutablePointer(to: &address) { a in
+        try? syscallRetrying("accept on \(listener)", { a.withMemoryRebound(to: sockaddr.self, capacity: 1) { sg_accept_nonblocking(listener, $0, &length) } })
       }
-      if fd < 0 { return }  // EAGAIN: none left; other errors: try again next time
+      guard case .done(let fd)? = accepted else { return }  // EAGAIN: none left; other errors: try again next time
       let peer = peerKey(fd, address)
       let slot: Int
       switch admission(for: peer) {
@@ -123,7 +123,7 @@ extension ConsoleServer {
       // One OpenSSL session per accepted connection: allocated here, freed on disconnect.
       guard let context = self.tls?.context, let session = sg_tls_session_new(context, fd) else {
         rejectedClients &+= 1
-        close(fd)
+        closeDescriptor(fd)
         continue
       }
       clients[slot] = Client(
@@ -148,8 +148,8 @@ extension ConsoleServer {
   /// closed) and closes it.
   func refuse(_ fd: Int32, tls: Bool, _ message: StaticString) {
     rejectedClients &+= 1
-    if !tls { _ = message.withUTF8Buffer { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) } }
-    close(fd)
+    if !tls { _ = message.withUTF8Buffer { m in try? syscallRetrying("send to \(fd)", { Glibc.send(fd, m.baseAddress, m.count, Int32(MSG_NOSIGNAL)) }) } }
+    closeDescriptor(fd)
   }
 
   /// One step of client `i`'s TLS handshake; starts the console session when it is done.

@@ -141,8 +141,8 @@ public final class ConsoleServer<Clock: MonotonicClock>: ConsoleOutput {
   }
 
   deinit {
-    for fd in listenerDescriptors { close(fd) }
-    if peerOwners >= 0 { close(peerOwners) }
+    for fd in listenerDescriptors { closeDescriptor(fd) }
+    if peerOwners >= 0 { closeDescriptor(peerOwners) }
     for i in 0..<slotCount where clients[i].fd >= 0 { disconnect(i) }
     for i in 0..<slotCount { (framers + i).deinitialize(count: 1) }
     framers.deallocate()
@@ -201,7 +201,7 @@ public final class ConsoleServer<Clock: MonotonicClock>: ConsoleOutput {
       sg_tls_session_free(session)
     }
     if !clients[i].isSerial { discardInput(clients[i].fd) }
-    close(clients[i].fd)
+    closeDescriptor(clients[i].fd)
     if dropped { droppedClients &+= 1 }
     let wasSerial = clients[i].isSerial
     clients[i] = Client()
@@ -218,7 +218,8 @@ public final class ConsoleServer<Clock: MonotonicClock>: ConsoleOutput {
   /// their way to the client (`printf 'STATUS\nQUIT\n' | socat ...` would see none of them).
   func discardInput(_ fd: Int32) {
     for _ in 0..<16 {
-      if recv(fd, readBuffer.baseAddress, readBuffer.count, Int32(MSG_DONTWAIT)) <= 0 { return }
+      let read = try? syscallRetrying("recv from \(fd)", { recv(fd, readBuffer.baseAddress, readBuffer.count, Int32(MSG_DONTWAIT)) })
+      guard case .done(let n)? = read, n > 0 else { return }  // nothing left, the end, or an error: close now
     }
   }
 

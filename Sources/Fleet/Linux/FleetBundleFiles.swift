@@ -48,9 +48,9 @@ public enum FleetBundleFiles {
     return slash == path.utf8.startIndex ? "/" : String(path[..<slash])
   }
 
-  /// Writes every file whole beside its target (`<target>.bundle`, mode 0640, synced), and only
-  /// when all are written (and `commit` agreed) renames each into place (the directory synced
-  /// after each rename).
+  /// Writes every file whole beside its target (`<target>.bundle`, mode 0640, synced: the
+  /// durable write's first half, `stageFile`), and only when all are written (and `commit`
+  /// agreed) renames each into place (the directory synced after each rename).
   /// Returns why not, or nil when every target now holds its new bytes.
   /// `commit` runs once every file is written and before the first rename (the bundle's version
   /// is made durable there); a refusal from it leaves every target as it was.
@@ -65,23 +65,21 @@ public enum FleetBundleFiles {
             + "\(fleetDirectory) and config.toml names them there (docs/fleet.md)")
       }
     }
-    var written: [(temporary: String, target: String)] = []
+    var staged: [StagedFile] = []
     for file in files {
-      let temporary = file.target + ".bundle"
-      do { try writeFileAtomically(temporary, file.bytes, mode: mode) } catch {
-        for w in written { unlink(w.temporary) }
-        return EnvelopeRefusal("cannot write \(temporary): \(error.reason)")
+      do { staged.append(try stageFile(file.target, file.bytes, suffix: ".bundle", rule: .mode(mode))) } catch {
+        for s in staged { s.discard() }
+        return EnvelopeRefusal("cannot write \(file.target).bundle: \(error.reason)")
       }
-      written.append((temporary, file.target))
     }
     if let refusal = commit() {
-      for w in written { unlink(w.temporary) }
+      for s in staged { s.discard() }
       return refusal
     }
-    for (index, w) in written.enumerated() {
-      do { try renameDurably(w.temporary, to: w.target) } catch {
-        for rest in written[(index + 1)...] { unlink(rest.temporary) }
-        return EnvelopeRefusal("cannot rename into \(w.target): \(error.reason)")
+    for (index, s) in staged.enumerated() {
+      do { try s.replace() } catch {
+        for rest in staged[(index + 1)...] { rest.discard() }
+        return EnvelopeRefusal("cannot rename into \(s.path): \(error.reason)")
       }
     }
     return nil

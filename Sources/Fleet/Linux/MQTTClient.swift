@@ -57,7 +57,7 @@ public final class MQTTClient {
     for path in [caFile, certFile, keyFile] where !path.isEmpty {
       do {
         let (fd, _) = try openRegularFile(path, maxBytes: Self.tlsFileBytesMax)
-        close(fd)
+        closeDescriptor(fd)
       } catch {
         throw MQTTError(code: 8, operation: "TLS setup: \(error)")  // MOSQ_ERR_TLS
       }

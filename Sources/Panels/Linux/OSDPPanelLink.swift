@@ -69,15 +69,17 @@ public final class OSDPPanelLink: PollParticipant, PanelForwarder {
       if let key { key.withUnsafeBytes { OSDPPeripheral(settings: pd, key: $0, cipher: cipher) } } else {
         OSDPPeripheral(settings: pd, key: nil, cipher: cipher)
       }
-    do { descriptor = try SerialPort.open(path: settings.osdpPort, baud: baud, nonBlocking: true) } catch {
+    let fd: Int32
+    do { fd = try SerialPort.open(path: settings.osdpPort, baud: baud, nonBlocking: true) } catch {
       throw FileError(path: settings.osdpPort, reason: error.description)
     }
-    if settings.osdpRS485 { rs485 = sg_tty_rs485_enable(descriptor) == 0 }
+    descriptor = fd
+    if settings.osdpRS485 { rs485 = (try? syscall("TIOCSRS485 \(settings.osdpPort)", { sg_tty_rs485_enable(fd) })) != nil }
     readBuffer = .allocate(byteCount: 512, alignment: 16)
   }
 
   deinit {
-    Glibc.close(descriptor)
+    closeDescriptor(descriptor)
     readBuffer.deallocate()
   }
 
@@ -86,11 +88,11 @@ public final class OSDPPanelLink: PollParticipant, PanelForwarder {
   private func applyCom(address newAddress: Int, baud newBaud: Int) {
     address = newAddress
     if newBaud != baud {
-      _ = tcdrain(descriptor)
-      guard sg_tty_configure_raw(descriptor, UInt32(newBaud)) == 0 else {
+      _ = try? syscall("tcdrain \(settings.osdpPort)", { tcdrain(descriptor) })
+      do { _ = try syscall("set \(newBaud) baud", { sg_tty_configure_raw(descriptor, UInt32(newBaud)) }) } catch {
         // The port stays at its rate; nothing is kept that the line does not do.
         writeFailures += 1
-        comFileProblem = "the port would not move to \(newBaud) baud: \(SystemError.describe(lastErrno()))"
+        comFileProblem = "the port would not move to \(newBaud) baud: \(error.code)"
         peripheral.lineStayed(at: UInt32(baud))
         return
       }
@@ -140,9 +142,9 @@ public final class OSDPPanelLink: PollParticipant, PanelForwarder {
     return key
   }
 
-  /// Replaces the key file with `key`: written whole under a temporary name (a secret file,
-  /// synced), then renamed into place and the directory synced, so the key survives a power cut
-  /// and, with it, the end of install mode at the next start.
+  /// Replaces the key file with `key` (`SecretFile.replace`: written whole as a secret file,
+  /// synced, renamed into place, the directory synced), so the key survives a power cut and,
+  /// with it, the end of install mode at the next start.
   static func storeKey(_ key: UnsafeRawBufferPointer, path: String) throws(FileError) {
     let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
     var text = [UInt8](repeating: 0, count: 33)
@@ -152,10 +154,7 @@ public final class OSDPPanelLink: PollParticipant, PanelForwarder {
     }
     text[32] = 0x0A
     defer { text.withUnsafeMutableBytes { sg_memzero($0.baseAddress, $0.count) } }
-    let next = path + ".next"
-    unlink(next)
-    try SecretFile.create(next, text)
-    try renameDurably(next, to: path)
+    try SecretFile.replace(path, text)
   }
 
   // MARK: PanelForwarder
@@ -185,11 +184,16 @@ public final class OSDPPanelLink: PollParticipant, PanelForwarder {
     let milliseconds = Int64(now.nanoseconds / 1_000_000)
     if poll.revents(token) != 0 {
       for _ in 0..<8 {
-        let n = Glibc.read(descriptor, readBuffer.baseAddress, readBuffer.count)
-        if n <= 0 { break }  // EAGAIN: nothing now; errors: the next poll reports them again
+        // EAGAIN: nothing now; errors: the next poll reports them again.
+        guard case .done(let n)? = try? syscallRetrying("read \(settings.osdpPort)", { Glibc.read(descriptor, readBuffer.baseAddress, readBuffer.count) }),
+          n > 0
+        else { break }
         peripheral.receive(UnsafeRawBufferPointer(rebasing: readBuffer[0..<n]), nowMilliseconds: milliseconds) { reply in
-          let written = Glibc.write(descriptor, reply.baseAddress, reply.count)
-          if written != reply.count { writeFailures += 1 }
+          let sent = try? syscallRetrying("write \(settings.osdpPort)", { Glibc.write(descriptor, reply.baseAddress, reply.count) })
+          guard case .done(reply.count)? = sent else {
+            writeFailures += 1
+            return
+          }
         }
         if n < readBuffer.count { break }
       }

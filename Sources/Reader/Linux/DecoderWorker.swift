@@ -137,8 +137,7 @@ public enum DecoderWorker {
   }
 
   private static func fail(_ why: String) -> Int32 {
-    let line = "scangate decode-worker: \(why)\n"
-    _ = line.utf8CString.withUnsafeBufferPointer { Glibc.write(2, $0.baseAddress, $0.count - 1) }
+    writeStandardError("scangate decode-worker: \(why)\n")
     return 1
   }
 }

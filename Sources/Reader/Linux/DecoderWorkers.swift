@@ -89,9 +89,9 @@ public final class DecoderWorkers: PollParticipant {
         var how: Int32 = 0
         for _ in 0..<100 where sg_sb_reap(pids[slot], &how) == 0 { usleep(1_000) }
       }
-      if channels[slot] >= 0 { Glibc.close(channels[slot]) }
+      if channels[slot] >= 0 { closeDescriptor(channels[slot]) }
       if let base = bases[slot] { sg_sb_unmap(base, channel.totalBytes) }
-      if memory[slot] >= 0 { Glibc.close(memory[slot]) }
+      if memory[slot] >= 0 { closeDescriptor(memory[slot]) }
     }
     for i in 0..<argumentCount { free(argv[i]) }
     argv.deallocate()
@@ -118,9 +118,9 @@ public final class DecoderWorkers: PollParticipant {
     }
     var pid: pid_t = 0
     let rc = sg_sb_spawn(executable, argv, envp, memory[slot], pair.1, &pid)
-    Glibc.close(pair.1)
+    closeDescriptor(pair.1)
     guard rc == 0 else {
-      Glibc.close(pair.0)
+      closeDescriptor(pair.0)
       supervisor.spawnFailed(slot: slot, at: now)
       return SystemError(Errno(rc), operation: "start the decoder worker")
     }
@@ -294,7 +294,7 @@ public final class DecoderWorkers: PollParticipant {
     if outstanding?.slot == slot { outstanding = nil }
     let death = supervisor.workerDied(slot: slot, how: how, at: now)
     if death.record { post(death.killed ? .decoderDeadline : .decoderCrashed) }
-    Glibc.close(channels[slot])
+    closeDescriptor(channels[slot])
     channels[slot] = -1
     pids[slot] = 0
     gone[slot] = false
