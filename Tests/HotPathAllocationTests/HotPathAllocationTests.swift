@@ -338,7 +338,7 @@ import Testing
     func prepare(_ poll: PollSet, now: Instant) -> Instant? { nil }
     func service(_ poll: PollSet, now: Instant, requests: LoopRequests) {
       turns &+= 1
-      if turns % 20 == 0 { requests.snapshotSink = sink }
+      if turns % 20 == 0 { requests.post(.snapshot(sink)) }
     }
   }
 

@@ -192,7 +192,7 @@ import Testing
       var byte: UInt8 = 0
       _ = Glibc.read(read, &byte, 1)
       serviced += 1
-      if byte == UInt8(ascii: "q") { requests.stop = true }
+      if byte == UInt8(ascii: "q") { requests.post(.stop) }
     }
   }
 

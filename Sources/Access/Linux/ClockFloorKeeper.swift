@@ -1,6 +1,7 @@
 import CCredential
 import CLinux
 import Glibc
+import ScanConsole
 import ScanCore
 
 /// What the keeper reads each time: the wall clock, the time since boot (CLOCK_BOOTTIME: it
@@ -179,5 +180,17 @@ public final class ClockFloorKeeper: PollParticipant {
     steadySince = r.sinceBoot
     persist()
     return r.wall
+  }
+
+  /// STATUS and CLOCK: the clock, its floor, and a problem with the floor file.
+  public func contribute(to status: inout ReaderStatus, now: Instant, unixSeconds: Int64) {
+    status.clock = ClockReport(wall: unixSeconds, floor: time.floor, synchronized: time.synchronized, problem: problem)
+  }
+
+  /// CLOCK FLOOR RESET.
+  public func perform(_ command: OperatorCommand) -> OperatorReply? {
+    guard case .resetClockFloor = command else { return nil }
+    let before = time.floor
+    return .clockFloorReset(before: before, after: resetToClock())
   }
 }

@@ -74,14 +74,14 @@ public final class UnlockWindowKeeper: PollParticipant {
       holding = wanted
       record(code: holding ? 1 : 0, now: now)
       if wanted {
-        requests.holdStrike = true
+        requests.post(.holdStrike)
         nextRenewal = now.adding(milliseconds: ActuationSettings.relayHoldRenewMilliseconds)
       } else {
-        requests.endStrikeHold = true
+        requests.post(.endStrikeHold)
         nextRenewal = nil
       }
     } else if holding, let renewal = nextRenewal, now >= renewal {
-      requests.holdStrike = true
+      requests.post(.holdStrike)
       nextRenewal = now.adding(milliseconds: ActuationSettings.relayHoldRenewMilliseconds)
     }
   }

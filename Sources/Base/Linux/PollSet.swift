@@ -1,5 +1,6 @@
 import CLinux
 import Glibc
+import ScanConsole
 import ScanCore
 
 /// The loop's fixed poll table, filled anew each iteration by the participants (a class, so
@@ -51,41 +52,6 @@ public final class PollSet {
   }
 }
 
-/// What a participant may ask of the loop: it runs on the loop's thread, between frames, and
-/// never touches the engine itself.
-public final class LoopRequests {
-  public var stop = false
-  public var reloadAllowList = false
-  /// The door: release the strike for the exit button; lock it now (the door closed again).
-  public var releaseStrikeForExit = false
-  public var relockStrike = false
-  /// An unlock window: renew the strike's hold (one lease), or end it.
-  public var holdStrike = false
-  public var endStrikeHold = false
-  /// The fleet's deny-all-but-static offline policy came into force (true) or ended (false).
-  public var accessStaticOnly: Bool? = nil
-  /// A buzzer pattern to play (a panel's BUZ or LED command).
-  public var play: BuzzerPattern? = nil
-  /// Hold the buzzer sounding (true) or let it go (false) (a panel's beeper wire): patterns
-  /// still play over the hold and it resumes after them.
-  public var holdBuzzer: Bool? = nil
-  /// A relay pulse a remote operator asked for (a signed fleet command), capped like OPEN;
-  /// `openMilliseconds` nil: the configured pulse.
-  public var openRequested = false
-  public var openMilliseconds: Int? = nil
-  /// Wants the next frame's snapshot (a fleet snapshot command): the loop captures one and
-  /// hands it to the sink on its own thread, once.
-  public var snapshotSink: (any SnapshotSink)? = nil
-  public init() {}
-}
-
-/// Takes a captured snapshot from the loop. `deliver` runs on the loop's thread: it copies what
-/// it needs into memory it owns (no allocation, no waiting) and returns; false when it cannot
-/// take it now (the loop offers the next frame's).
-public protocol SnapshotSink: AnyObject {
-  func deliver(_ snapshot: SnapshotBuffer) -> Bool
-}
-
 /// One input of the loop: a device, a socket, a timer. The loop asks every participant for
 /// its descriptors and next deadline, waits once for all of them, then services each. Adding
 /// an input (a GPIO line's edge events, an MQTT socket, a panel's serial port) is a new
@@ -95,8 +61,33 @@ public protocol PollParticipant: AnyObject {
   var pollCapacity: Int { get }
   /// Adds its descriptors; returns when it next needs servicing without I/O (nil: only on I/O).
   func prepare(_ poll: PollSet, now: Instant) -> Instant?
-  /// Handles what poll reported (and any deadline that passed).
+  /// Handles what poll reported (and any deadline that passed); asks the loop for what it needs
+  /// by posting to `requests`.
   func service(_ poll: PollSet, now: Instant, requests: LoopRequests)
+  /// Adds what it knows to the reader's status (STATUS, DOOR, CLOCK): its own fields only. The
+  /// loop asks every participant, in the order they were registered, without knowing its type.
+  /// The default adds nothing.
+  func contribute(to status: inout ReaderStatus, now: Instant, unixSeconds: Int64)
+  /// Carries out an operator's command if it is the one that owns it; nil (the default): not its
+  /// command. The loop hands the command to each participant in turn until one replies.
+  func perform(_ command: OperatorCommand) -> OperatorReply?
+}
+
+extension PollParticipant {
+  public func contribute(to status: inout ReaderStatus, now: Instant, unixSeconds: Int64) {}
+  public func perform(_ command: OperatorCommand) -> OperatorReply? { nil }
+}
+
+/// A console command a participant carries out (not the loop).
+public enum OperatorCommand: Sendable {
+  /// CLOCK FLOOR RESET: the clock floor becomes the clock's reading now, written durably.
+  case resetClockFloor
+}
+
+/// What a participant did for an `OperatorCommand`.
+public enum OperatorReply: Equatable, Sendable {
+  /// The floor before and after the reset (Unix seconds).
+  case clockFloorReset(before: Int64, after: Int64)
 }
 
 /// Milliseconds from `now` until `deadline`, rounded up (0 when it has passed).

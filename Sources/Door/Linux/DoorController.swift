@@ -1,5 +1,6 @@
 import CLinux
 import Glibc
+import ScanConsole
 import ScanCore
 
 /// The door on the loop: a poll participant that reads the contact, exit-button and tamper
@@ -9,7 +10,7 @@ import ScanCore
 /// the alarm line, and asks the loop for a strike release (exit button) or an early relock
 /// (door closed again) through `LoopRequests`. It runs on the loop's thread: the ring keeps one
 /// producer. Nothing allocates per edge or per iteration.
-public final class DoorController: PollParticipant, DoorStatusSource {
+public final class DoorController: PollParticipant {
   public private(set) var machine: DoorMachine
   private var lines: InlineArray<3, (any DoorInputLine)?>
   private var tokens = InlineArray<3, PollSet.Token>(repeating: .none)
@@ -85,11 +86,11 @@ public final class DoorController: PollParticipant, DoorStatusSource {
     if machine.wantsStrikePulse {
       machine.wantsStrikePulse = false
       pendingReason = .exitButton
-      requests.releaseStrikeForExit = true
+      requests.post(.releaseStrikeForExit)
     }
     if machine.wantsRelock {
       machine.wantsRelock = false
-      requests.relockStrike = true
+      requests.post(.relockStrike)
     }
     publish(now: now)
   }
@@ -178,9 +179,7 @@ public final class DoorController: PollParticipant, DoorStatusSource {
     s.resyncs = resyncs
     return s
   }
-}
 
-/// What the console asks of the door (STATUS, DOOR).
-public protocol DoorStatusSource: AnyObject {
-  func doorStatus() -> DoorStatus
+  /// STATUS and DOOR show the door.
+  public func contribute(to status: inout ReaderStatus, now: Instant, unixSeconds: Int64) { status.door = doorStatus() }
 }

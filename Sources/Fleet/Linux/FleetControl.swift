@@ -374,13 +374,10 @@ public final class FleetRequests: PollParticipant, @unchecked Sendable {
     }
     if let offlineLink, offlineLink.isOffline != staticOnly {
       staticOnly = offlineLink.isOffline
-      requests.accessStaticOnly = staticOnly
+      requests.post(.accessStaticOnly(staticOnly))
     }
-    if p.reload { requests.reloadAllowList = true }
-    if p.open {
-      requests.openRequested = true
-      requests.openMilliseconds = p.openMilliseconds
-    }
-    if p.snapshot, let snapshot { requests.snapshotSink = snapshot }
+    if p.reload { requests.post(.reloadAllowList) }
+    if p.open { requests.post(.open(milliseconds: p.openMilliseconds)) }
+    if p.snapshot, let snapshot { requests.post(.snapshot(snapshot)) }
   }
 }

@@ -240,13 +240,13 @@ public final class OSDPPanelLink: PollParticipant, PanelForwarder {
             pattern.count += 1
           }
         }
-        requests.play = pattern
+        requests.post(.play(pattern))
       case .led(_, let color, _, _, _, let temporary, _):
         record(kind: .panelCommand, code: 0x69)
         // The reader has no LED of its own: a temporary green or red from the panel is its
         // verdict, shown with the grant or deny sound.
-        if temporary && color == 2 { requests.play = grantPattern }
-        if temporary && color == 1 { requests.play = denyPattern }
+        if temporary && color == 2 { requests.post(.play(grantPattern)) }
+        if temporary && color == 1 { requests.post(.play(denyPattern)) }
       case .output:
         record(kind: .panelCommand, code: 0x68)
       case .comset(let newAddress, let newBaud):

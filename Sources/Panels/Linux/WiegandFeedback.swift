@@ -93,12 +93,12 @@ public final class WiegandFeedback: PollParticipant {
         var beep = BuzzerPattern.grant
         beep.steps[0] = UInt16(max(length, 20))
         beep.count = 1
-        requests.play = beep
+        requests.post(.play(beep))
       } else {
-        requests.holdBuzzer = on
+        requests.post(.holdBuzzer(on))
       }
     case .led:
-      if on && lines[Wire.beeper.rawValue] == nil { requests.play = grantPattern }
+      if on && lines[Wire.beeper.rawValue] == nil { requests.post(.play(grantPattern)) }
     }
   }
 

@@ -141,6 +141,7 @@ public final class DecoderWorkers: PollParticipant {
   /// Returns whether `done` held.
   public func pump(milliseconds: Int, until done: (DecoderWorkers) -> Bool) -> Bool {
     let poll = PollSet(capacity: 2)
+    let requests = LoopRequests()  // the workers ask nothing of a loop
     let end = clock.now().adding(milliseconds: milliseconds)
     while !done(self) {
       let now = clock.now()
@@ -148,7 +149,7 @@ public final class DecoderWorkers: PollParticipant {
       poll.reset()
       let next = prepare(poll, now: now).map { $0 < end ? $0 : end } ?? end
       _ = poll.wait(milliseconds: min(50, millisecondsUntil(next, from: now)))
-      service(poll, now: clock.now(), requests: LoopRequests())
+      service(poll, now: clock.now(), requests: requests)
     }
     return true
   }

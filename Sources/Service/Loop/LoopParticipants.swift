@@ -24,8 +24,8 @@ public final class SignalSource: PollParticipant {
       let signal = sg_signalfd_read(descriptor)
       if signal <= 0 { return }
       switch signal {
-      case SIGTERM, SIGINT: requests.stop = true
-      case SIGHUP: requests.reloadAllowList = true
+      case SIGTERM, SIGINT: requests.post(.stop)
+      case SIGHUP: requests.post(.reloadAllowList)
       default: break
       }
     }
@@ -73,10 +73,10 @@ public final class AllowListWatcher: PollParticipant {
   public func service(_ poll: PollSet, now: Instant, requests: LoopRequests) {
     if let retry = retryAt, now >= retry {
       retryAt = nil
-      requests.reloadAllowList = true
+      requests.post(.reloadAllowList)
     }
     guard poll.revents(token) != 0 else { return }
-    if drainMatches() { requests.reloadAllowList = true }
+    if drainMatches() { requests.post(.reloadAllowList) }
   }
 
   /// Reads every pending inotify record; whether one names the allow-list file.

@@ -31,9 +31,7 @@ extension RunLoop: ConsoleHost where Source: ~Copyable, Decoder: ~Copyable, Rela
     s.aim = engine.lastCodeGeometry
     s.exposure = engine.exposure
     s.codesInView = engine.presence.presentCount
-    for i in 0..<participants.count {
-      if let door = participants[i] as? any DoorStatusSource { s.door = door.doorStatus() }
-    }
+    contributeParticipants(to: &s)  // the door, the clock floor, …
     if let last = engine.lastDecision {
       s.lastDecision = last.verdict
       s.lastDecisionAgeSeconds = engine.clock.now().milliseconds(since: last.monotonic) / 1000
@@ -50,7 +48,6 @@ extension RunLoop: ConsoleHost where Source: ~Copyable, Decoder: ~Copyable, Rela
       s.console.secretProblem = console.secretProblem
     }
     if let panel = engine.panel { s.panelLine = panel.statusLine(now: engine.clock.now()) }
-    s.clock = clockReport()
     if let log = auditLog {
       s.logLine = withUnsafeTemporaryAllocation(byteCount: 512, alignment: 1) { buffer in
         var w = ByteWriter(buffer)
@@ -158,22 +155,25 @@ extension RunLoop: ConsoleHost where Source: ~Copyable, Decoder: ~Copyable, Rela
     return .started
   }
 
-  /// The clock floor's keeper, when one is registered.
-  var clockFloorKeeper: ClockFloorKeeper? {
-    for i in 0..<participants.count { if let keeper = participants[i] as? ClockFloorKeeper { return keeper } }
-    return nil
+  /// Every participant's part of the status, in the order they were registered (a later one
+  /// overwrites an earlier one's field).
+  func contributeParticipants(to status: inout ReaderStatus) {
+    let now = engine.clock.now(), unixSeconds = engine.wall.unixSeconds()
+    for i in 0..<participants.count { participants[i].contribute(to: &status, now: now, unixSeconds: unixSeconds) }
   }
 
+  /// The clock floor as its keeper reports it (nil: no participant keeps one).
   public func clockReport() -> ClockReport? {
-    guard let keeper = clockFloorKeeper else { return nil }
-    return ClockReport(
-      wall: engine.wall.unixSeconds(), floor: keeper.time.floor, synchronized: keeper.time.synchronized, problem: keeper.problem)
+    var status = ReaderStatus()
+    contributeParticipants(to: &status)
+    return status.clock
   }
 
   public mutating func resetClockFloor() -> (before: Int64, after: Int64)? {
-    guard let keeper = clockFloorKeeper else { return nil }
-    let before = keeper.time.floor
-    return (before, keeper.resetToClock())
+    for i in 0..<participants.count {
+      if case .clockFloorReset(let before, let after) = participants[i].perform(.resetClockFloor) { return (before, after) }
+    }
+    return nil
   }
 
   @discardableResult

@@ -84,7 +84,7 @@ public struct RunLoop<
   var snapshotSession = SessionTicket(slot: -1, generation: 0)
   var snapshotText = false
   var snapshotDeadline = Instant(nanoseconds: 0)
-  /// A participant waiting for a snapshot (`LoopRequests.snapshotSink`).
+  /// A participant waiting for a snapshot (`LoopRequest.snapshot`).
   var snapshotSink: (any SnapshotSink)? = nil
   /// The decoder worker processes (nil: the engine decodes on this thread, `ScanEngine.process`).
   public private(set) var decoders: DecoderWorkers? = nil
@@ -249,51 +249,28 @@ public struct RunLoop<
     return (due == 0, Self.earlier(now.adding(milliseconds: due), supervision))
   }
 
+  /// Applies what the participants asked this iteration, in `LoopRequest.Kind` order (each kind
+  /// once: the queue coalesces), then moves a participant's snapshot along.
   private mutating func applyRequests() {
-    if requests.stop { stopRequested = true }
-    requests.stop = false
-    if requests.openRequested {
-      requests.openRequested = false
-      _ = open(milliseconds: requests.openMilliseconds)
-      requests.openMilliseconds = nil
-    }
-    if requests.reloadAllowList {
-      requests.reloadAllowList = false
-      reloadAllowList()
-    }
-    if requests.releaseStrikeForExit {
-      requests.releaseStrikeForExit = false
-      engine.releaseStrikeForExit()
-    }
-    if requests.relockStrike {
-      requests.relockStrike = false
-      engine.relockStrike()
-    }
-    if requests.holdStrike {
-      requests.holdStrike = false
-      engine.holdStrike()
-    }
-    if requests.endStrikeHold {
-      requests.endStrikeHold = false
-      engine.endStrikeHold()
-    }
-    if let staticOnly = requests.accessStaticOnly {
-      requests.accessStaticOnly = nil
-      engine.policy.staticOnly = staticOnly
-    }
-    if let pattern = requests.play {
-      requests.play = nil
-      engine.play(pattern)
-    }
-    if let hold = requests.holdBuzzer {
-      requests.holdBuzzer = nil
-      engine.holdBuzzer(hold)
-    }
-    if let sink = requests.snapshotSink {
-      requests.snapshotSink = nil
-      snapshotSink = sink
-    }
+    while let request = requests.next() { apply(request) }
     offerSnapshot()
+  }
+
+  /// Carries out one participant's request: the one place a request meets the loop or engine.
+  private mutating func apply(_ request: LoopRequest) {
+    switch request {
+    case .stop: stopRequested = true
+    case .open(let milliseconds): _ = open(milliseconds: milliseconds)
+    case .reloadAllowList: reloadAllowList()
+    case .releaseStrikeForExit: engine.releaseStrikeForExit()
+    case .relockStrike: engine.relockStrike()
+    case .holdStrike: engine.holdStrike()
+    case .endStrikeHold: engine.endStrikeHold()
+    case .accessStaticOnly(let staticOnly): engine.policy.staticOnly = staticOnly
+    case .play(let pattern): engine.play(pattern)
+    case .holdBuzzer(let hold): engine.holdBuzzer(hold)
+    case .snapshot(let sink): snapshotSink = sink
+    }
   }
 
   /// A participant's snapshot: captured on the next frame (beside a console's, which keeps its
