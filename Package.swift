@@ -80,12 +80,17 @@ let package = Package(
       path: "Sources",
       sources: [
         "Base/Linux", "Access/Linux", "Reader/Linux", "Door/Linux", "Panels/Linux", "Fleet/Linux", "Audit/Linux",
-        "Console/Linux", "Config/Linux", "Service/Loop",
+        "Console/Linux", "Config/Linux",
       ],
       swiftSettings: swiftSettings),
 
+    // MARK: The service: the run loop and the composition root (`run`, `demo`, `soak`, tests in process).
+    .target(
+      name: "ScanService", dependencies: ["ScanCore", "ScanConsole", "ScanLinux"], path: "Sources/Service",
+      swiftSettings: swiftSettings),
+
     .executableTarget(
-      name: "scangate", dependencies: ["ScanCore", "ScanConsole", "ScanSim", "ScanLinux"],
+      name: "scangate", dependencies: ["ScanCore", "ScanConsole", "ScanSim", "ScanLinux", "ScanService"],
       swiftSettings: swiftSettings),
 
     // MARK: Tests.
@@ -94,11 +99,11 @@ let package = Package(
     .testTarget(name: "ScanCoreTests", dependencies: ["ScanCore", "ScanSim"], swiftSettings: swiftSettings),
     .testTarget(name: "ScanConsoleTests", dependencies: ["ScanCore", "ScanConsole", "ScanSim"], swiftSettings: swiftSettings),
     .testTarget(
-      name: "ScanLinuxTests", dependencies: ["ScanCore", "ScanConsole", "ScanSim", "ScanLinux"],
+      name: "ScanLinuxTests", dependencies: ["ScanCore", "ScanConsole", "ScanSim", "ScanLinux", "ScanService"],
       swiftSettings: swiftSettings),
     .testTarget(
       name: "HotPathAllocationTests",
-      dependencies: ["ScanCore", "ScanSim", "ScanLinux", "CAllocCounter", "CImageIO", "CTestJPEG"],
+      dependencies: ["ScanCore", "ScanSim", "ScanLinux", "ScanService", "CAllocCounter", "CImageIO", "CTestJPEG"],
       swiftSettings: swiftSettings),
   ],
   swiftLanguageModes: [.v6],

@@ -1,6 +1,7 @@
 import Glibc
 import ScanCore
 import ScanLinux
+import ScanService
 import Synchronization
 
 /// Console load for the benchmarks, from a thread of its own: `idle` connected clients that say

@@ -1,6 +1,7 @@
 import Glibc
 import ScanCore
 import ScanLinux
+import ScanService
 
 /// `scangate credential`: the issuer's tools for signed passes (docs/credentials.md).
 enum CredentialCommand {

@@ -1,6 +1,7 @@
 import Glibc
 import ScanCore
 import ScanLinux
+import ScanService
 
 /// `scangate decode`: barcodes in image files, and the accuracy harness (`--expect DIR`).
 enum DecodeCommand {

@@ -1,6 +1,7 @@
 import Glibc
 import ScanCore
 import ScanLinux
+import ScanService
 import ScanSim
 
 /// `scangate demo`: the real loop on a machine with no camera or GPIO. It generates QR codes

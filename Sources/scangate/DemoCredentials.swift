@@ -1,6 +1,7 @@
 import Glibc
 import ScanCore
 import ScanLinux
+import ScanService
 
 /// The demo's signed-pass scenes: a site made for this run (issuer and site keys, trust file,
 /// revocation list in the demo's folder) and the passes a door meets — a signed pass, a rotating

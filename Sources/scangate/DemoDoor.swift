@@ -1,5 +1,6 @@
 import ScanCore
 import ScanLinux
+import ScanService
 
 /// The demo's door: simulated contact, exit-button and tamper lines scripted against the demo's
 /// scenes, so a run shows a grant with the door opening and closing (the strike locking as it

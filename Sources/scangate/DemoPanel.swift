@@ -1,6 +1,7 @@
 import Glibc
 import ScanCore
 import ScanLinux
+import ScanService
 
 /// `scangate demo --panel`: a simulated access-control panel on the master side of a pty pair,
 /// the reader's OSDP port on the other. It polls like a panel (plain OSDP: the demo has no key;

@@ -1,6 +1,7 @@
 import Glibc
 import ScanCore
 import ScanLinux
+import ScanService
 
 /// Commands beyond decode and version.
 enum ExtraCommands {

@@ -2,6 +2,7 @@ import Glibc
 import Synchronization
 import ScanCore
 import ScanLinux
+import ScanService
 
 /// `scangate fleet`: tools for a site's fleet of readers on its MQTT broker.
 /// - `tail`: subscribes to every reader's events, de-duplicates by (reader, seq) and reports

@@ -1,5 +1,6 @@
 import ScanCore
 import ScanLinux
+import ScanService
 
 /// `scangate decode --locations DIR`: the accuracy harness for a corpus laid out like the BoofCV QR
 /// benchmark (one folder per category; `imageNNN.txt` lists, after a `SETS` line, each code's four

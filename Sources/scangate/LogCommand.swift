@@ -1,6 +1,7 @@
 import Glibc
 import ScanCore
 import ScanLinux
+import ScanService
 
 /// `scangate log`: reads the audit log. `scangate log verify [--key FILE] [--head SEQ:HEX]`
 /// checks its keyed chain and, given a chain head published earlier, that nothing was cut or

@@ -1,5 +1,6 @@
 import ScanCore
 import ScanLinux
+import ScanService
 
 /// `scangate probe`: what this machine offers a reader, to fill in config.toml.
 enum ProbeCommand {

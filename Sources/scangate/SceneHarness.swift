@@ -1,5 +1,6 @@
 import ScanCore
 import ScanLinux
+import ScanService
 import ScanSim
 
 /// Codes shown to a door as a camera shows them: each scene's frame held for `hold` after `gap`

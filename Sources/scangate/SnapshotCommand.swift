@@ -1,6 +1,7 @@
 import Glibc
 import ScanCore
 import ScanLinux
+import ScanService
 
 /// `scangate snapshot --out FILE.png` / `--text`: the aiming aid, from a running reader through
 /// its console (TCP or serial).

@@ -1,6 +1,7 @@
 import Glibc
 import ScanCore
 import ScanLinux
+import ScanService
 import ScanSim
 
 /// The soak's scenes with signed passes: the listed codes become a signed pass (or a rotating

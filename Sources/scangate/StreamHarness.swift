@@ -1,5 +1,6 @@
 import ScanCore
 import ScanLinux
+import ScanService
 
 /// `scangate decode --frames N FILES...`: the reader's way on files. One pipeline for all of them
 /// (sized for the largest), each image shown to it for N consecutive frames in `alternate` mode

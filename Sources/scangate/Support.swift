@@ -1,9 +1,7 @@
 import Glibc
 import ScanCore
 import ScanLinux
-
-/// Flushes standard output (print buffers when not a terminal).
-func flushStandardOutput() { fflush(nil) }
+import ScanService
 
 /// A small command-line option reader: `--flag`, `--key value`, `--key=value`, positionals.
 struct Options {
@@ -59,13 +57,6 @@ struct Options {
 
 /// JSON string literal for `text` (the one escaping rule, JSONObject's).
 func jsonString(_ text: String) -> String { JSONObject.string(text) }
-
-/// Milliseconds with two decimals.
-func formatMilliseconds(_ ms: Double) -> String {
-  let hundredths = Int((ms * 100).rounded())
-  let fraction = hundredths % 100
-  return "\(hundredths / 100).\(fraction < 10 ? "0" : "")\(fraction)"
-}
 
 /// A percentage with one decimal.
 func formatPercent(_ part: Int, _ whole: Int) -> String {

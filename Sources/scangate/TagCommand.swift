@@ -1,6 +1,7 @@
 import Glibc
 import ScanCore
 import ScanLinux
+import ScanService
 
 /// `scangate tag`: the keyed tag a payload has on this reader (what LAST, WATCH, the journal,
 /// the audit log and fleet events show for it), for an administrator looking for a badge. It

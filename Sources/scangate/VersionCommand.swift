@@ -1,5 +1,6 @@
 import ScanCore
 import ScanLinux
+import ScanService
 
 enum VersionCommand {
   static func run(_ arguments: [String]) -> Int32 {

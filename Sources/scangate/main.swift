@@ -2,6 +2,7 @@
 import Glibc
 import ScanCore
 import ScanLinux
+import ScanService
 
 var arguments = Array(CommandLine.arguments.dropFirst())
 guard let command = arguments.first else {

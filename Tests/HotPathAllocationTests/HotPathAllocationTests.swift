@@ -2,6 +2,7 @@ import CAllocCounter
 import Glibc
 import ScanCore
 import ScanLinux
+import ScanService
 import ScanSim
 import Testing
 

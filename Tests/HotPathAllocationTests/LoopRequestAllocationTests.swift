@@ -1,6 +1,7 @@
 import CAllocCounter
 import ScanCore
 import ScanLinux
+import ScanService
 import ScanSim
 import Testing
 

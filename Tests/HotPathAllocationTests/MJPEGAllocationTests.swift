@@ -4,6 +4,7 @@ import CTestJPEG
 import Glibc
 import ScanCore
 import ScanLinux
+import ScanService
 import Testing
 
 /// The MJPEG camera path: the frame decoder (libjpeg with its per-image pool in a fixed arena)

@@ -1,6 +1,7 @@
 import CAllocCounter
 import ScanCore
 import ScanLinux
+import ScanService
 import Testing
 
 /// libcrypto's AES with the peripheral's random bytes fixed to the specification's RND.B, so

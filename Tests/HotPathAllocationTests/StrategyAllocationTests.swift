@@ -1,6 +1,7 @@
 import CAllocCounter
 import ScanCore
 import ScanLinux
+import ScanService
 import Testing
 
 /// A clock that moves 0.5 ms on every reading: the budget is spent the same way on every run,

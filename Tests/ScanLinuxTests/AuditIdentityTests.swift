@@ -2,6 +2,7 @@ import CLinux
 import Glibc
 import ScanCore
 import ScanLinux
+import ScanService
 import Testing
 
 /// Which log (docs/audit-log.md, "Which log: the log id, a missing log"): the log id in meta and

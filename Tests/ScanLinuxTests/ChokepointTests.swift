@@ -1,5 +1,6 @@
 import Glibc
 import ScanLinux
+import ScanService
 import Testing
 
 /// Two conventions a test holds, not habit (docs/architecture.md, "One errno chokepoint, one

@@ -3,6 +3,7 @@ import Glibc
 import ScanConsole
 import ScanCore
 import ScanLinux
+import ScanService
 import Testing
 
 /// The console beyond loopback: TLS listeners checked with independent clients (OpenSSL's

@@ -3,6 +3,7 @@ import Glibc
 import ScanConsole
 import ScanCore
 import ScanLinux
+import ScanService
 import ScanSim
 import Testing
 

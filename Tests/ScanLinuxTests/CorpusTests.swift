@@ -1,5 +1,6 @@
 import ScanCore
 import ScanLinux
+import ScanService
 import Testing
 
 /// Accuracy and robustness on real photos from ../shared/corpus (skipped when it is absent).

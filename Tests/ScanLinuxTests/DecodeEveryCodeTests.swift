@@ -1,5 +1,6 @@
 import Glibc
 import ScanLinux
+import ScanService
 import Testing
 
 /// `scangate decode` on an image holding more codes than its old silent cap of 16 (issue 28: the

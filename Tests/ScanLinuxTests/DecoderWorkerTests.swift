@@ -2,6 +2,7 @@ import CSandbox
 import Glibc
 import ScanCore
 import ScanLinux
+import ScanService
 import Testing
 
 /// The decoder worker processes of the built binary (`scangate decode-worker`): a frame decoded

@@ -2,6 +2,7 @@ import Glibc
 import ScanConsole
 import ScanCore
 import ScanLinux
+import ScanService
 import ScanSim
 import Synchronization
 import Testing

@@ -1,6 +1,7 @@
 import CLinux
 import Glibc
 import ScanLinux
+import ScanService
 import Testing
 
 /// The one durable write (Files.swift) in its two halves, the secret's rule, and the descriptor

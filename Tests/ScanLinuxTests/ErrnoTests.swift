@@ -1,6 +1,7 @@
 import CLinux
 import Glibc
 import ScanLinux
+import ScanService
 import Testing
 
 /// The errno policy, with errno injected: each scripted call sets errno through the CLinux shim

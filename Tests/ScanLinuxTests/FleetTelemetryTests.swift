@@ -1,5 +1,6 @@
 import ScanCore
 import ScanLinux
+import ScanService
 import Testing
 
 /// What the state topic says of the door (Home Assistant's binary sensors and lock read it),

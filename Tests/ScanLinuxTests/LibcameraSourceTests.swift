@@ -1,6 +1,7 @@
 import Glibc
 import ScanCore
 import ScanLinux
+import ScanService
 import Testing
 
 /// The libcamera source's plane handoff through the CCamera shim, on a tmpfs file standing in for a

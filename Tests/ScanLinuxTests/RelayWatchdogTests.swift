@@ -2,6 +2,7 @@ import CLinux
 import Glibc
 import ScanCore
 import ScanLinux
+import ScanService
 import ScanSim
 import Testing
 

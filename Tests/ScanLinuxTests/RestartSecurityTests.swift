@@ -1,6 +1,7 @@
 import Glibc
 import ScanCore
 import ScanLinux
+import ScanService
 import Testing
 
 /// Issue 26's holes that a restart or a clock set back used to reopen (docs/credentials.md,

@@ -1,6 +1,7 @@
 import Glibc
 import ScanCore
 import ScanLinux
+import ScanService
 import ScanSim
 import Synchronization
 import Testing

@@ -2,6 +2,7 @@ import CLinux
 import Glibc
 import ScanCore
 import ScanLinux
+import ScanService
 import Testing
 
 /// The built `scangate` binary, run as a technician would run it.

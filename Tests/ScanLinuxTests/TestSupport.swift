@@ -1,6 +1,7 @@
 import Glibc
 import ScanCore
 import ScanLinux
+import ScanService
 
 /// Where the package is checked out.
 let packageRoot: String = {

@@ -1,5 +1,6 @@
 import Glibc
 import ScanLinux
+import ScanService
 import Testing
 
 /// `scangate --help` and every subcommand's `--help`, on the built binary: each answers with its

@@ -1,5 +1,6 @@
 import ScanCore
 import ScanLinux
+import ScanService
 import ScanSim
 import Testing
 

@@ -3,6 +3,7 @@ import CLinux
 import Glibc
 import ScanCore
 import ScanLinux
+import ScanService
 import Synchronization
 import Testing
 

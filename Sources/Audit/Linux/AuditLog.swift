@@ -501,11 +501,11 @@ public final class AuditLog: AuditLogAccess, @unchecked Sendable {
     chainHead.write(into: &w)
     if let missing = identity.missing {
       w.write("; FAULT log-missing: ")
-      writeSanitized(missing, into: &w)
+      ConsoleText.writeSanitized(missing, into: &w)
     }
     let notice = integrityNotice.withLock { $0 }
     if !notice.isEmpty {
-      writeSanitized(notice, into: &w)
+      ConsoleText.writeSanitized(notice, into: &w)
     } else if movedAsideCount.load(ordering: .relaxed) > 0 {
       w.write("; a file was moved aside")
     }
@@ -535,7 +535,7 @@ public final class AuditLog: AuditLogAccess, @unchecked Sendable {
         let line = withUnsafeTemporaryAllocation(byteCount: 1_024, alignment: 1) { buffer in
           var w = ByteWriter(buffer)
           w.write("| ")
-          writeSanitized(record.line, into: &w)
+          ConsoleText.writeSanitized(record.line, into: &w)
           w.newline()
           return w.overflowed ? Array("| (record too long to show)\n".utf8) : Array(w.written)
         }

@@ -26,7 +26,7 @@ public final class PollSet {
 
   public var capacity: Int { entries.count }
 
-  func reset() { count = 0 }
+  public func reset() { count = 0 }
 
   /// Adds `fd` for `events`; returns `.none` when the table is full (a bug: capacity is the
   /// sum of what the participants declared).
@@ -45,7 +45,7 @@ public final class PollSet {
   }
 
   /// Waits up to `milliseconds` for any descriptor; returns how many are ready.
-  func wait(milliseconds: Int) -> Int32 {
+  public func wait(milliseconds: Int) -> Int32 {
     do { return try syscall("poll", { poll(entries.baseAddress, nfds_t(count), Int32(max(0, milliseconds))) }) } catch {
       return 0  // ENOMEM and the like: the next iteration tries again
     }
@@ -91,6 +91,6 @@ public enum OperatorReply: Equatable, Sendable {
 }
 
 /// Milliseconds from `now` until `deadline`, rounded up (0 when it has passed).
-func millisecondsUntil(_ deadline: Instant, from now: Instant) -> Int {
+public func millisecondsUntil(_ deadline: Instant, from now: Instant) -> Int {
   deadline <= now ? 0 : Int((deadline.nanoseconds - now.nanoseconds + 999_999) / 1_000_000)
 }

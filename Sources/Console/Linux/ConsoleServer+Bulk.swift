@@ -9,7 +9,7 @@ extension ConsoleServer {
 
   /// Starts sending `data` to client `i` as base64 body lines, then `trailer` as the status line.
   /// Lines go out as buffer space frees up, so a large reply never needs a large buffer.
-  func startBulk(_ i: Int, data: [UInt8], trailer: String) {
+  public func startBulk(_ i: Int, data: [UInt8], trailer: String) {
     bulkClient = i
     bulkData = data
     bulkOffset = 0

@@ -218,6 +218,9 @@ public final class DecoderWorkers: PollParticipant {
 
   public var stats: DecoderIsolationStats { supervisor.snapshot }
 
+  /// How long a worker may take to start (`decoder.start_timeout_ms`).
+  public var startTimeoutMilliseconds: Int { supervisor.settings.startTimeoutMilliseconds }
+
   // MARK: - PollParticipant
 
   public var pollCapacity: Int { 2 }

@@ -1,7 +1,7 @@
-import CGPIOD
 import Glibc
 import ScanConsole
 import ScanCore
+import ScanLinux
 
 /// The reader as the console's command interpreter sees it (ScanConsole.ConsoleCommands):
 /// status values, recent decisions and log records, and the few actions a console may take.

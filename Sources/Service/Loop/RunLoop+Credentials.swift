@@ -1,4 +1,5 @@
 import ScanCore
+import ScanLinux
 
 /// Signed credentials on the loop: the trust file and revocation list are reloaded with the
 /// allow-list (SIGHUP, RELOAD, a file written or moved into place); a bad file keeps what is live.

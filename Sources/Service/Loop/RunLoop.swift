@@ -1,7 +1,7 @@
-import CLinux
 import Glibc
 import ScanConsole
 import ScanCore
+import ScanLinux
 
 /// Settings of the loop itself (the engine has its own), taken from the configuration.
 public struct LoopSettings: Sendable {
@@ -441,4 +441,3 @@ public struct RunLoop<
 }
 
 /// Writes a message that may hold file names or driver text, control bytes escaped.
-func writeSanitized(_ text: String, into w: inout ByteWriter) { ConsoleText.writeSanitized(text, into: &w) }

@@ -3,17 +3,17 @@ import ScanLinux
 
 /// The door's lines as configured: libgpiod inputs and alarm line on `gpio.chip`, or simulated
 /// lines (`gpio.backend = "sim"`, scripted by the demo), and the controller the loop polls.
-enum DoorSetup {
+public enum DoorSetup {
   /// The simulated lines, handed to a script (the demo) before the loop runs.
-  struct SimulatedLines {
-    let contact: SimulatedInputLine
-    let exitButton: SimulatedInputLine
-    let tamper: SimulatedInputLine
-    let alarm: SimulatedOutputLine
+  public struct SimulatedLines {
+    public let contact: SimulatedInputLine
+    public let exitButton: SimulatedInputLine
+    public let tamper: SimulatedInputLine
+    public let alarm: SimulatedOutputLine
   }
 
   /// The door controller, or nil when no door is configured. Throws when a line cannot be requested.
-  static func make(
+  public static func make(
     _ config: ScanConfig, ring: EventRing, now: Instant, driver: ((SimulatedLines, EventRing) -> any PollParticipant)?
   ) throws(GPIOError) -> (controller: DoorController, driver: (any PollParticipant)?)? {
     let d = config.door

@@ -3,7 +3,7 @@ import ScanLinux
 
 extension Service {
   /// The OSDP link to a panel, when `[panel]` names a port (nil otherwise).
-  static func makePanelLink(_ config: ScanConfig, ring: EventRing, clock: SystemMonotonicClock) throws(FileError) -> OSDPPanelLink? {
+  public static func makePanelLink(_ config: ScanConfig, ring: EventRing, clock: SystemMonotonicClock) throws(FileError) -> OSDPPanelLink? {
     guard !config.panel.osdpPort.isEmpty else { return nil }
     var identity = OSDPPeripheralSettings()
     identity.vendorCode = 0x5347_00  // "SG" and a model byte: no IEEE OUI is registered for it
@@ -19,7 +19,7 @@ extension Service {
 
   /// Wiegand out to a panel, when `[panel]` asks for it (nil otherwise). With the simulated GPIO
   /// backend the thread clocks the bits out to nothing (the timing and the queue still run).
-  static func makeWiegand(_ config: ScanConfig, ring: EventRing, clock: SystemMonotonicClock) throws(GPIOError) -> WiegandLink? {
+  public static func makeWiegand(_ config: ScanConfig, ring: EventRing, clock: SystemMonotonicClock) throws(GPIOError) -> WiegandLink? {
     guard config.panel.mode == .panel && config.panel.link == .wiegand else { return nil }
     if config.gpioBackend == .sim {
       return try WiegandLink(
@@ -30,7 +30,7 @@ extension Service {
 
   /// The panel's beeper and LED wires into a Wiegand reader, when `[panel]` names either (nil
   /// otherwise). With the simulated GPIO backend the wires never change.
-  static func makeWiegandFeedback(_ config: ScanConfig, ring: EventRing) throws(GPIOError) -> WiegandFeedback? {
+  public static func makeWiegandFeedback(_ config: ScanConfig, ring: EventRing) throws(GPIOError) -> WiegandFeedback? {
     let p = config.panel
     guard p.mode == .panel && p.link == .wiegand, p.wiegandBeeperLine >= 0 || p.wiegandLEDLine >= 0 else { return nil }
     func wire(_ offset: Int, _ name: String) throws(GPIOError) -> (any DoorInputLine)? {

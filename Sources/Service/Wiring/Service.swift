@@ -3,23 +3,27 @@ import ScanCore
 import ScanLinux
 
 /// Builds the service from a configuration and runs it until a signal (or the frame limit).
-enum Service {
-  struct Options {
-    var maxFrames: UInt64 = 0
-    var skipping: Set<EventKind> = []
-    var quiet = false
+public enum Service {
+  public struct Options {
+    public var maxFrames: UInt64 = 0
+    public var skipping: Set<EventKind> = []
+    public var quiet = false
+    /// SIGTERM/SIGINT stop and SIGHUP reloads through a signalfd (false: a test runs the service
+    /// in its own process and stops it by the frame limit).
+    public var handleSignals = true
     /// Drives the door's simulated lines from the loop (the demo): a participant registered after the door.
-    var doorDriver: ((DoorSetup.SimulatedLines, EventRing) -> any PollParticipant)? = nil
+    public var doorDriver: ((DoorSetup.SimulatedLines, EventRing) -> any PollParticipant)? = nil
+    public init() {}
   }
 
-  static func cameraSettings(_ c: ScanConfig) -> CameraSettings {
+  public static func cameraSettings(_ c: ScanConfig) -> CameraSettings {
     CameraSettings(
       path: c.cameraDevice, width: c.cameraWidth, height: c.cameraHeight, fps: c.cameraFPS,
       format: c.cameraFormat, buffers: c.cameraBuffers, mjpegHalfScale: c.mjpegHalfScale)
   }
 
   /// Runs with the configured source and GPIO backend. Returns the exit status.
-  static func run(_ config: ScanConfig, options: Options) -> Int32 {
+  public static func run(_ config: ScanConfig, options: Options) -> Int32 {
     switch config.gpioBackend {
     case .sim:
       let relay = SimulatedOutputLine()
@@ -44,7 +48,7 @@ enum Service {
     }
   }
 
-  static func withSource<R: OutputLine & ~Copyable, B: OutputLine & ~Copyable>(
+  public static func withSource<R: OutputLine & ~Copyable, B: OutputLine & ~Copyable>(
     _ config: ScanConfig, options: Options, relay: consuming R, buzzer: consuming B, watchdog: RelayWatchdog
   ) -> Int32 {
     switch config.cameraSource {
@@ -74,7 +78,7 @@ enum Service {
     }
   }
 
-  static func serve<S: LoopFrameSource & ~Copyable, R: OutputLine & ~Copyable, B: OutputLine & ~Copyable>(
+  public static func serve<S: LoopFrameSource & ~Copyable, R: OutputLine & ~Copyable, B: OutputLine & ~Copyable>(
     _ config: ScanConfig, options: Options, relay: consuming R, buzzer: consuming B, watchdog: RelayWatchdog,
     openSource: @escaping () throws(CaptureError) -> S
   ) -> Int32 {
@@ -109,7 +113,7 @@ enum Service {
       openSource: openSource)
   }
 
-  static func serve<
+  public static func serve<
     S: LoopFrameSource & ~Copyable, R: OutputLine & ~Copyable, B: OutputLine & ~Copyable, D: CodeDecoder & ~Copyable
   >(
     _ config: ScanConfig, options: Options, relay: consuming R, buzzer: consuming B, watchdog: RelayWatchdog,
@@ -122,7 +126,7 @@ enum Service {
       digester: SodiumDigester(), events: ring, maxWidth: config.cameraWidth, maxHeight: config.cameraHeight)
     let console = makeConsole(config, clock: clock)
     var loop = RunLoop(
-      engine: engine, settings: loopSettings(config, maxFrames: options.maxFrames), console: console,
+      engine: engine, settings: loopSettings(config, maxFrames: options.maxFrames, handleSignals: options.handleSignals), console: console,
       openSource: openSource)
     if let workers { loop.attach(workers) }
     // Why a file was refused on reload, or the camera would not open: printed after the event.
@@ -241,7 +245,7 @@ enum Service {
   // MARK: - The parts, built one way for run, demo and soak
 
   /// The fleet link's handler for signed bundles and commands; returns the loop's side of it.
-  static func fleetControl(_ config: ScanConfig, link: FleetLink, time: TrustedTime) -> FleetRequests {
+  public static func fleetControl(_ config: ScanConfig, link: FleetLink, time: TrustedTime) -> FleetRequests {
     let snapshot =
       config.fleet.snapshot == .off
       ? nil : FleetSnapshot(policy: config.fleet.snapshot, maxWidth: config.cameraWidth, maxHeight: config.cameraHeight)
@@ -272,7 +276,7 @@ enum Service {
   /// Signed credentials as configured: the verifier joins the loop's policies, the clock
   /// watcher and the revocation list's watcher join its participants. Problems are loud and
   /// fail secure (signed passes refused), never fatal: the allow-list keeps working.
-  static func installCredentials<
+  public static func installCredentials<
     S: LoopFrameSource & ~Copyable, D: CodeDecoder & ~Copyable, R: OutputLine & ~Copyable, B: OutputLine & ~Copyable,
     C: MonotonicClock, W: WallClock, G: PayloadDigester
   >(_ config: ScanConfig, loop: inout RunLoop<S, D, R, B, C, W, G>) {
@@ -298,7 +302,7 @@ enum Service {
   }
 
   /// The clock floor's keeper, with its file (`credentials.clock_floor_file`, or in the state directory).
-  static func makeClockFloorKeeper(_ config: ScanConfig, ring: EventRing) -> ClockFloorKeeper {
+  public static func makeClockFloorKeeper(_ config: ScanConfig, ring: EventRing) -> ClockFloorKeeper {
     let keeper = ClockFloorKeeper(
       time: TrustedTime(), ring: ring, path: config.credentials.clockFloorFile ?? config.statePath("clock-floor"))
     if let problem = keeper.problem { writeStandardError("scangate: clock floor: \(problem)\n") }
@@ -306,7 +310,7 @@ enum Service {
   }
 
   /// The decoder as configured (arena, result slots, try-harder).
-  static func makeDecoder(_ config: ScanConfig) throws(SystemError) -> ZXingDecoder {
+  public static func makeDecoder(_ config: ScanConfig) throws(SystemError) -> ZXingDecoder {
     try ZXingDecoder(
       arenaBytes: config.decoderArenaKiB * 1024, capacity: config.engine.resultsCapacity,
       tryHarder: config.engine.decode.tryHarder)
@@ -314,7 +318,7 @@ enum Service {
 
   /// The decoder worker processes as configured (docs/decoder.md, "The decoder worker"). Debug
   /// builds pass SCANGATE_DECODER_TEST_HOOKS (abort, open, spin) on to the workers (the fault tests).
-  static func makeDecoderWorkers(_ config: ScanConfig) throws(SystemError) -> DecoderWorkers {
+  public static func makeDecoderWorkers(_ config: ScanConfig) throws(SystemError) -> DecoderWorkers {
     var settings = DecoderWorkerSettings(
       decode: config.engine.decode, maxWidth: config.cameraWidth, maxHeight: config.cameraHeight,
       arenaBytes: config.decoderArenaKiB * 1024, resultsCapacity: config.engine.resultsCapacity,
@@ -329,15 +333,16 @@ enum Service {
     return try DecoderWorkers(settings: settings, supervision: config.decoderSupervision)
   }
 
-  static func loopSettings(_ config: ScanConfig, maxFrames: UInt64) -> LoopSettings {
+  public static func loopSettings(_ config: ScanConfig, maxFrames: UInt64, handleSignals: Bool = true) -> LoopSettings {
     var settings = LoopSettings(config)
     settings.maxFrames = maxFrames
+    settings.handleSignals = handleSignals
     return settings
   }
 
   /// The console as configured, or nil (none configured, or it could not start: the door
   /// matters more than the console, so the reader runs without it, loudly).
-  static func makeConsole(_ config: ScanConfig, clock: SystemMonotonicClock) -> ConsoleServer<SystemMonotonicClock>? {
+  public static func makeConsole(_ config: ScanConfig, clock: SystemMonotonicClock) -> ConsoleServer<SystemMonotonicClock>? {
     guard !config.consoleListen.isEmpty || !config.consoleSerialPath.isEmpty else { return nil }
     if let problem = consoleRingProblem(config) {
       writeStandardError("scangate: console disabled: \(problem)\n")
@@ -357,7 +362,7 @@ enum Service {
   }
 
   /// The chain head in the journal: a later `scangate log verify --head` detects a cut tail.
-  static func printChainHead(_ log: AuditLog) {
+  public static func printChainHead(_ log: AuditLog) {
     let line = withUnsafeTemporaryAllocation(byteCount: 96, alignment: 1) { buffer in
       var w = ByteWriter(buffer)
       log.chainHead.write(into: &w)
@@ -366,7 +371,7 @@ enum Service {
     print("audit log: \(line)")
   }
 
-  static func printSummary<S: LoopFrameSource & ~Copyable, D: CodeDecoder & ~Copyable, R: OutputLine & ~Copyable, B: OutputLine & ~Copyable>(
+  public static func printSummary<S: LoopFrameSource & ~Copyable, D: CodeDecoder & ~Copyable, R: OutputLine & ~Copyable, B: OutputLine & ~Copyable>(
     _ s: ScanStats, elapsed: UInt64, loop: borrowing RunLoop<S, D, R, B, SystemMonotonicClock, SystemWallClock, SodiumDigester>
   ) {
     let seconds = Double(elapsed) / 1_000_000
