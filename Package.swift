@@ -23,19 +23,40 @@ let package = Package(
     .library(name: "ScanSim", targets: ["ScanSim"]),
   ],
   targets: [
-    // Sources/ is one folder per domain: Base (clocks, lines, events, codecs, the platform),
-    // Access (allow-list, signed passes, schedules), Reader (engine, decode pipeline, frame
-    // sources, the decoder worker), Door, Panels (OSDP, Wiegand), Fleet (MQTT, Home Assistant),
-    // Audit (the log), Console, Config, and Service (the run loop). In each domain, Core/ is pure
-    // Swift (target ScanCore, or ScanConsole for the console) and Linux/ is its adapter (target
-    // ScanLinux), beside the C shims that adapter alone uses (one C library each).
+    // Sources/ is one folder per domain. In each, Core/ is pure Swift (it imports no C) and
+    // Linux/ is its adapter (target ScanLinux), beside the C shims that adapter alone uses (one C
+    // library each). Service/Loop is the run loop. The cores, lowest first: each arrow below is a
+    // dependency the compiler enforces.
 
-    // MARK: Pure Swift (imports no C).
+    // MARK: Pure Swift (imports no C): the domains' cores.
+    // Base: clocks and seams, lines, events and their ring, codecs, limits, the config schema's machinery.
+    .target(name: "ScanBase", path: "Sources/Base/Core", swiftSettings: swiftSettings),
+    // Access: the allow-list, signed passes, schedules, card numbers, the decision seam.
+    .target(name: "ScanAccess", dependencies: ["ScanBase"], path: "Sources/Access/Core", swiftSettings: swiftSettings),
+    // Door: the door's state machine (contact, exit button, tamper, alarms) and [door].
+    .target(name: "ScanDoor", dependencies: ["ScanBase"], path: "Sources/Door/Core", swiftSettings: swiftSettings),
+    // Audit: the audit log's record and [log].
+    .target(name: "ScanAudit", dependencies: ["ScanBase"], path: "Sources/Audit/Core", swiftSettings: swiftSettings),
+    // Reader: the engine, the decode pipeline and strategy, presence, the actuator, camera and
+    // decoder-worker supervision, snapshots (one module: the frame path stays generic inside it).
+    .target(name: "ScanReader", dependencies: ["ScanBase", "ScanAccess"], path: "Sources/Reader/Core", swiftSettings: swiftSettings),
+    // Panels: OSDP (framer, peripheral, Secure Channel), Wiegand's settings, and [panel].
+    .target(name: "ScanPanels", dependencies: ["ScanBase", "ScanAccess"], path: "Sources/Panels/Core", swiftSettings: swiftSettings),
+    // Fleet: MQTT messages, signed bundles and commands, Home Assistant discovery, and [fleet].
+    .target(name: "ScanFleet", dependencies: ["ScanBase", "ScanAudit"], path: "Sources/Fleet/Core", swiftSettings: swiftSettings),
+    // Config: `ScanConfig`, the whole configuration, composed from every domain's section (on top).
     .target(
-      name: "ScanCore", path: "Sources",
-      sources: ["Base/Core", "Access/Core", "Reader/Core", "Door/Core", "Panels/Core", "Fleet/Core", "Audit/Core", "Config/Core"],
-      swiftSettings: swiftSettings),
+      name: "ScanConfig",
+      dependencies: ["ScanBase", "ScanAccess", "ScanDoor", "ScanAudit", "ScanReader", "ScanPanels", "ScanFleet"],
+      path: "Sources/Config/Core", swiftSettings: swiftSettings),
+    // ScanCore: every core above, re-exported (`import ScanCore` is the whole pure product).
+    .target(
+      name: "ScanCore",
+      dependencies: ["ScanBase", "ScanAccess", "ScanDoor", "ScanAudit", "ScanReader", "ScanPanels", "ScanFleet", "ScanConfig"],
+      path: "Sources/ScanCore", swiftSettings: swiftSettings),
+    // Console: the line protocol (framer, commands, sessions, AUTH) for serial and TCP.
     .target(name: "ScanConsole", dependencies: ["ScanCore"], path: "Sources/Console/Core", swiftSettings: swiftSettings),
+    // Sim: fakes (frame source, output lines, manual clock) shared by the demo and the tests.
     .target(name: "ScanSim", dependencies: ["ScanCore"], swiftSettings: swiftSettings),
 
     // MARK: Thin C/C++ bindings (one library each), in the domain that uses them.

@@ -57,4 +57,57 @@ import Testing
     #expect(MemoryBudget(config).totalBytes > small)
     #expect(MemoryBudget(config).lines.allSatisfy { $0.bytes > 0 })
   }
+
+  @Test("each domain's keys land in its own section of ScanConfig, named under that section")
+  func domainFragments() throws {
+    let config = try ConfigSchema.build([
+      ConfigEntry(key: "door.held_open_ms", value: .integer(45_000), line: 1),
+      ConfigEntry(key: "schedule.time_zone", value: .string("Europe/Paris"), line: 2),
+      ConfigEntry(key: "panel.osdp_address", value: .integer(7), line: 3),
+      ConfigEntry(key: "fleet.keepalive_s", value: .integer(60), line: 4),
+      ConfigEntry(key: "credentials.leeway_s", value: .integer(90), line: 5),
+      ConfigEntry(key: "log.retain_days", value: .integer(30), line: 6),
+      ConfigEntry(key: "presence.slots", value: .integer(64), line: 7),
+      ConfigEntry(key: "gpio.relay_pulse_ms", value: .integer(1_500), line: 8),
+      ConfigEntry(key: "camera.focus_mm", value: .integer(250), line: 9),
+      ConfigEntry(key: "camera.frame_timeout_ms", value: .integer(5_000), line: 10),
+    ]).get()
+    #expect(config.door.machine.heldOpenMilliseconds == 45_000)
+    #expect(config.door.timeZone == "Europe/Paris")
+    #expect(config.panel.osdpAddress == 7)
+    #expect(config.fleet.keepaliveSeconds == 60)
+    #expect(config.credentials.leewaySeconds == 90)
+    #expect(config.log.retainDays == 30)
+    #expect(config.engine.presenceSlots == 64)
+    #expect(config.engine.actuation.relayPulseMilliseconds == 1_500)
+    #expect(config.libcamera.focusMillimetres == 250)
+    #expect(config.cameraSupervision.frameTimeoutMilliseconds == 5_000)
+    // Every fragment's keys are in the schema once, under their own sections.
+    let fragments: [(sections: [String], names: [String])] = [
+      (["door", "schedule"], DoorConfig.configKeys.map(\.name)), (["panel"], PanelSettings.configKeys.map(\.name)),
+      (["fleet"], FleetSettings.configKeys.map(\.name)), (["credentials"], CredentialSettings.configKeys.map(\.name)),
+      (["log"], AuditLogSettings.configKeys.map(\.name)), (["presence"], EngineSettings.presenceKeys.map(\.name)),
+    ]
+    let all = ConfigSchema.keyNames
+    #expect(Set(all).count == all.count, "no key is listed twice")
+    for (sections, names) in fragments {
+      #expect(!names.isEmpty)
+      for name in names {
+        #expect(all.contains(name), "\(name) is in the schema")
+        #expect(sections.contains(String(name.prefix { $0 != "." })), "\(name) is under \(sections)")
+      }
+    }
+  }
+
+  @Test("an unknown key in a known section lists that section's keys in the schema's order")
+  func unknownKeyHint() {
+    guard case .failure(let e) = ConfigSchema.build([ConfigEntry(key: "log.retain", value: .integer(1), line: 4)]) else {
+      Issue.record("expected an error")
+      return
+    }
+    #expect(
+      e.description
+        == "line 4: log.retain: unknown key (known in [log]: path, commit_interval_ms, retain_records, retain_days, "
+        + "raw_payloads, retain_bytes, chain_key_file)")
+  }
 }

@@ -1,17 +1,4 @@
-/// Which rule a decision came from.
-public enum DecisionSource: UInt8, Sendable {
-  case none = 0
-  case allowList = 1
-  case credential = 2
-
-  public var name: String {
-    switch self {
-    case .none: "none"
-    case .allowList: "allow-list"
-    case .credential: "credential"
-    }
-  }
-}
+import ScanBase
 
 /// A decision on one payload: the verdict, which rule decided, and (for the allow-list) the
 /// entry that matched, for its label.

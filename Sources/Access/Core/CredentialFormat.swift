@@ -1,3 +1,5 @@
+import ScanBase
+
 /// The SG1 credential's text forms and claims (docs/credentials.md is the specification).
 ///
 ///   static:   `SG1:` base45(COSE_Sign1)

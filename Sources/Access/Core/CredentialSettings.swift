@@ -1,3 +1,5 @@
+import ScanBase
+
 /// `[credentials]` in config.toml: signed passes (docs/credentials.md).
 public struct CredentialSettings: Equatable, Sendable {
   /// Issuer keys (TOML, `[[issuer]]` tables). Signed passes are off when unset.
@@ -27,4 +29,25 @@ public struct CredentialSettings: Equatable, Sendable {
   public var enabled: Bool { trustFile != nil }
   /// TOTP period (RFC 6238 default; Google Wallet's rotating barcodes use the same).
   public static let periodSeconds: Int64 = 30
+}
+
+extension CredentialSettings {
+  fileprivate typealias Key = ConfigKey<CredentialSettings>
+
+  /// `[credentials]`' keys.
+  package static let configKeys: [ConfigKey<CredentialSettings>] = [
+    Key(name: "credentials.trust_file", kind: .string) { $0.trustFile = $1.asNonEmptyString },
+    Key(name: "credentials.site_key_file", kind: .string) { $0.siteKeyFile = $1.asNonEmptyString },
+    Key(name: "credentials.revocation_file", kind: .string) { $0.revocationFile = $1.asNonEmptyString },
+    Key(name: "credentials.used_file", kind: .string) { $0.usedFile = $1.asNonEmptyString },
+    Key(name: "credentials.clock_floor_file", kind: .string) { $0.clockFloorFile = $1.asNonEmptyString },
+    Key(name: "credentials.zones", kind: .strings(count: 0...CredentialClaims.zonesMax)) { $0.zones = $1.asStrings },
+    Key(name: "credentials.totp_skew_steps", kind: .integer(0...3)) { $0.totpSkewSteps = $1.asInt },
+    Key(name: "credentials.leeway_s", kind: .integer(0...600)) { $0.leewaySeconds = $1.asInt },
+    Key(name: "credentials.time_policy", kind: .choice(TimePolicy.allCases.map(\.rawValue))) {
+      $0.timePolicy = TimePolicy(rawValue: $1.asString)!
+    },
+    Key(name: "credentials.replay_cache_entries", kind: .integer(16...65_536)) { $0.replayCacheEntries = $1.asInt },
+    Key(name: "credentials.single_use_entries", kind: .integer(16...1_000_000)) { $0.singleUseEntries = $1.asInt },
+  ]
 }

@@ -1,3 +1,5 @@
+import ScanBase
+
 /// Crypto the verifier needs (libsodium and nettle behind it, in ScanLinux).
 public protocol CredentialCrypto: AnyObject {
   func verifyEd25519(
@@ -482,14 +484,5 @@ public enum TOTP {
     let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: scratchBytes, alignment: 8)
     defer { scratch.deallocate() }
     return value(key: key, step: step, digits: digits, crypto: crypto, scratch: scratch)
-  }
-}
-
-extension Int64 {
-  /// `self + other`, held at the bounds instead of trapping (times and counts from outside).
-  @inline(__always)
-  public func saturatingAdd(_ other: Int64) -> Int64 {
-    let (sum, overflow) = addingReportingOverflow(other)
-    return overflow ? (other > 0 ? .max : .min) : sum
   }
 }

@@ -1,3 +1,5 @@
+import ScanBase
+
 /// A local date and time, as the reader's time zone shows it (tzdata, DST applied by the
 /// platform: ScanLinux's `SystemLocalCalendar` through glibc's localtime_r).
 public struct CivilTime: Equatable, Sendable {

@@ -1,3 +1,5 @@
+import ScanBase
+
 /// A keyed MAC over bytes (HMAC-SHA-256 under the audit log's chain key: a crypto library
 /// does it, not the core).
 public protocol RecordAuthenticator {

@@ -104,55 +104,19 @@ public protocol FrameSource: ~Copyable {
   var droppedFrames: UInt64 { get }
 }
 
-/// A barcode engine that fills caller-owned fixed result slots.
-public protocol CodeDecoder: ~Copyable {
-  /// Decodes `view` (a frame, or a region of one) into `results` (cleared first).
-  mutating func decode(_ view: LumaFrame, formats: BarcodeFormats, into results: inout DecodeResults)
-  /// The same with explicit engine options (binarizer, the engine's own downscaling); decoders
-  /// without such options ignore them.
-  mutating func decode(
-    _ view: LumaFrame, formats: BarcodeFormats, options: EngineOptions, into results: inout DecodeResults)
-  /// The engine's counters, when it keeps any.
-  var engineStats: DecoderStats? { get }
-}
-
-extension CodeDecoder where Self: ~Copyable {
-  public var engineStats: DecoderStats? { nil }
-  public mutating func decode(
-    _ view: LumaFrame, formats: BarcodeFormats, options: EngineOptions, into results: inout DecodeResults
-  ) {
-    decode(view, formats: formats, into: &results)
-  }
-}
-
-/// A decoder's counters: calls, and how its allocation arena is used.
-public struct DecoderStats: Equatable, Sendable {
-  public var decodes: UInt64
-  /// Allocations served from the arena.
-  public var arenaAllocations: UInt64
-  /// Allocations that did not fit and went to malloc (each one breaks the fixed-memory promise).
-  public var arenaOverflows: UInt64
-  /// The most arena bytes one decode used.
-  public var arenaHighWaterBytes: Int
-  /// Bytes kept for engine objects that outlive a decode (its lazily created statics).
-  public var arenaPinnedBytes: Int
-  public var arenaCapacityBytes: Int
-  /// Decode calls that ended in a caught engine exception.
-  public var engineErrors: UInt64
-  public init(
-    decodes: UInt64, arenaAllocations: UInt64, arenaOverflows: UInt64, arenaHighWaterBytes: Int,
-    arenaPinnedBytes: Int, arenaCapacityBytes: Int, engineErrors: UInt64
-  ) {
-    self.decodes = decodes; self.arenaAllocations = arenaAllocations; self.arenaOverflows = arenaOverflows
-    self.arenaHighWaterBytes = arenaHighWaterBytes; self.arenaPinnedBytes = arenaPinnedBytes
-    self.arenaCapacityBytes = arenaCapacityBytes; self.engineErrors = engineErrors
-  }
-}
-
 /// The level of a digital output, before any active-low inversion the adapter applies.
 public enum LineLevel: UInt8, Sendable {
   case inactive = 0
   case active = 1
+}
+
+/// How an input line is biased inside the chip.
+public enum LineBias: String, Sendable, CaseIterable {
+  /// Leave the chip's setting as it is.
+  case asIs = "as-is"
+  case disabled
+  case pullUp = "pull-up"
+  case pullDown = "pull-down"
 }
 
 /// Why an output line could not be driven.
@@ -226,5 +190,5 @@ public struct Digest: Hashable, Sendable {
     return UInt8(truncatingIfNeeded: w >> UInt64(56 - (index % 8) * 8))
   }
   /// A well-mixed table index (SHA-256 output is already uniform).
-  @inline(__always) var bucketSeed: UInt64 { words.0 }
+  @inline(__always) package var bucketSeed: UInt64 { words.0 }
 }

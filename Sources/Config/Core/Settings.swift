@@ -1,20 +1,6 @@
-/// Settings that owners outside ScanCore take whole, declared here so that `ScanConfig` holds
-/// them as they are: one declaration and one set of defaults per setting (ranges are only in
-/// the schema, Config.swift).
-
-/// The audit log's settings (`[log]` in config.toml); the defaults are the schema's.
-public struct AuditLogSettings: Equatable, Sendable {
-  public var path: String
-  public var commitIntervalMilliseconds = 200
-  public var retainRecords: Int64 = 1_000_000
-  public var retainDays = 365
-  /// Prune the oldest records while the records take more than this many bytes of the file.
-  public var retainBytes: Int64 = 512 << 20
-  public var rawPayloads = false
-  /// The chain key's secret file; empty: `<path>.key`.
-  public var chainKeyFile = ""
-  public init(path: String) { self.path = path }
-}
+/// The console's settings, which ScanConsole and the console server take whole, declared here
+/// so that `ScanConfig` holds them as they are: one declaration and one set of defaults per
+/// setting (ranges are only in the schema, ConfigSchema.swift).
 
 /// Failed-AUTH accounting (`console.auth_*`): backoff, lockout, the global budget.
 public struct AuthSettings: Equatable, Sendable {

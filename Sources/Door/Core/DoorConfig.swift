@@ -1,11 +1,4 @@
-/// How an input line is biased inside the chip.
-public enum LineBias: String, Sendable, CaseIterable {
-  /// Leave the chip's setting as it is.
-  case asIs = "as-is"
-  case disabled
-  case pullUp = "pull-up"
-  case pullDown = "pull-down"
-}
+import ScanBase
 
 /// How the strike is wired: what the door does when the relay is not energised.
 public enum StrikeWiring: String, Sendable, CaseIterable {
@@ -54,80 +47,61 @@ public struct DoorConfig: Equatable, Sendable {
   public func input(_ input: DoorInput) -> DoorInputConfig { inputs[input.rawValue] }
 }
 
-extension ConfigSchema {
-  static func doorInputKeys(_ input: DoorInput, _ prefix: String) -> [Key] {
+extension DoorConfig {
+  fileprivate typealias Key = ConfigKey<DoorConfig>
+
+  fileprivate static func inputKeys(_ input: DoorInput, _ prefix: String) -> [Key] {
     let i = input.rawValue
     return [
-      Key(name: "door.\(prefix)_line", kind: .integer(-1...1023)) { $0.door.inputs[i].line = int($1) },
-      Key(name: "door.\(prefix)_active_low", kind: .boolean) { $0.door.inputs[i].activeLow = bool($1) },
+      Key(name: "door.\(prefix)_line", kind: .integer(-1...1023)) { $0.inputs[i].line = $1.asInt },
+      Key(name: "door.\(prefix)_active_low", kind: .boolean) { $0.inputs[i].activeLow = $1.asBool },
       Key(name: "door.\(prefix)_bias", kind: .choice(LineBias.allCases.map(\.rawValue))) {
-        $0.door.inputs[i].bias = LineBias(rawValue: str($1))!
+        $0.inputs[i].bias = LineBias(rawValue: $1.asString)!
       },
       Key(name: "door.\(prefix)_debounce_ms", kind: .integer(0...1_000)) {
-        $0.door.machine.debounceMilliseconds[i] = UInt16(int($1))
+        $0.machine.debounceMilliseconds[i] = UInt16($1.asInt)
       },
     ]
   }
 
-  /// `[door]`'s keys.
-  static let doorKeys: [Key] =
+  /// `[door]`'s and `[schedule]`'s keys.
+  package static let configKeys: [ConfigKey<DoorConfig>] =
     [
-      Key(name: "door.enabled", kind: .boolean) { $0.door.machine.enabled = bool($1) },
-      Key(name: "door.held_open_ms", kind: .integer(1_000...3_600_000)) { $0.door.machine.heldOpenMilliseconds = int($1) },
-      Key(name: "door.relock_on_close", kind: .boolean) { $0.door.machine.relockOnClose = bool($1) },
-      Key(name: "door.exit_unlocks", kind: .boolean) { $0.door.machine.exitButtonUnlocks = bool($1) },
-      Key(name: "door.forced_alarm_ms", kind: .integer(0...3_600_000)) { $0.door.machine.forcedAlarmMilliseconds = int($1) },
+      Key(name: "door.enabled", kind: .boolean) { $0.machine.enabled = $1.asBool },
+      Key(name: "door.held_open_ms", kind: .integer(1_000...3_600_000)) { $0.machine.heldOpenMilliseconds = $1.asInt },
+      Key(name: "door.relock_on_close", kind: .boolean) { $0.machine.relockOnClose = $1.asBool },
+      Key(name: "door.exit_unlocks", kind: .boolean) { $0.machine.exitButtonUnlocks = $1.asBool },
+      Key(name: "door.forced_alarm_ms", kind: .integer(0...3_600_000)) { $0.machine.forcedAlarmMilliseconds = $1.asInt },
       Key(name: "door.held_open_beep", kind: .integers(0...10_000, count: 2...2)) {
-        $0.door.machine.heldOpenBeepOnMilliseconds = ints($1)[0]
-        $0.door.machine.heldOpenBeepOffMilliseconds = ints($1)[1]
+        $0.machine.heldOpenBeepOnMilliseconds = $1.asInts[0]
+        $0.machine.heldOpenBeepOffMilliseconds = $1.asInts[1]
       },
-      Key(name: "door.tamper_alarm", kind: .boolean) { $0.door.machine.tamperAlarm = bool($1) },
-      Key(name: "door.alarm_line", kind: .integer(-1...1023)) { $0.door.alarmLine = int($1) },
-      Key(name: "door.alarm_active_low", kind: .boolean) { $0.door.alarmActiveLow = bool($1) },
-      Key(name: "door.aux_relay_line", kind: .integer(-1...1023)) { $0.door.auxRelayLine = int($1) },
-      Key(name: "door.aux_relay_active_low", kind: .boolean) { $0.door.auxRelayActiveLow = bool($1) },
-      Key(name: "schedule.path", kind: .string) { $0.door.schedulePath = str($1) },
-      Key(name: "schedule.time_zone", kind: .string) { $0.door.timeZone = str($1) },
-      Key(name: "schedule.unlock_needs_synchronized_clock", kind: .boolean) { $0.door.unlockNeedsSynchronizedClock = bool($1) },
+      Key(name: "door.tamper_alarm", kind: .boolean) { $0.machine.tamperAlarm = $1.asBool },
+      Key(name: "door.alarm_line", kind: .integer(-1...1023)) { $0.alarmLine = $1.asInt },
+      Key(name: "door.alarm_active_low", kind: .boolean) { $0.alarmActiveLow = $1.asBool },
+      Key(name: "door.aux_relay_line", kind: .integer(-1...1023)) { $0.auxRelayLine = $1.asInt },
+      Key(name: "door.aux_relay_active_low", kind: .boolean) { $0.auxRelayActiveLow = $1.asBool },
+      Key(name: "schedule.path", kind: .string) { $0.schedulePath = $1.asString },
+      Key(name: "schedule.time_zone", kind: .string) { $0.timeZone = $1.asString },
+      Key(name: "schedule.unlock_needs_synchronized_clock", kind: .boolean) { $0.unlockNeedsSynchronizedClock = $1.asBool },
       Key(name: "door.strike_wiring", kind: .choice(StrikeWiring.allCases.map(\.rawValue))) {
-        $0.door.strikeWiring = StrikeWiring(rawValue: str($1))!
+        $0.strikeWiring = StrikeWiring(rawValue: $1.asString)!
       },
-    ] + doorInputKeys(.contact, "contact") + doorInputKeys(.exitButton, "exit") + doorInputKeys(.tamper, "tamper")
+    ] + inputKeys(.contact, "contact") + inputKeys(.exitButton, "exit") + inputKeys(.tamper, "tamper")
 
-  /// The door's consistency rule: an enabled door needs a contact.
-  static func doorErrors(_ c: ScanConfig, line: (String) -> Int) -> [ConfigError] {
-    guard c.door.machine.enabled, c.door.input(.contact).line < 0, c.gpioBackend == .gpiod else { return [] }
+  /// The door's consistency rule: an enabled door on real GPIO (`gpiod`) needs a contact.
+  package func configProblems(gpiod: Bool, line: ConfigLineLookup) -> [ConfigError] {
+    guard machine.enabled, input(.contact).line < 0, gpiod else { return [] }
     return [ConfigError(key: "door.contact_line", line: line("door.enabled"), reason: "door.enabled needs door.contact_line")]
   }
 
-  /// No two of the lines in use on `gpio.chip` (relay, buzzer, the door's, Wiegand's) may share
-  /// an offset: each is requested by one owner.
-  static func lineClashErrors(_ c: ScanConfig, line: (String) -> Int) -> [ConfigError] {
-    guard c.gpioBackend == .gpiod else { return [] }
-    var lines: [(String, Int)] = []
-    let d = c.door
-    if d.machine.enabled {
-      lines += [
-        ("door.contact_line", d.input(.contact).line), ("door.exit_line", d.input(.exitButton).line),
-        ("door.tamper_line", d.input(.tamper).line), ("door.alarm_line", d.alarmLine),
-        ("door.aux_relay_line", d.auxRelayLine),
-      ]
-    }
-    let p = c.panel
-    if p.mode == .panel && p.link == .wiegand {
-      lines += [
-        ("panel.wiegand_d0_line", p.wiegandD0Line), ("panel.wiegand_d1_line", p.wiegandD1Line),
-        ("panel.wiegand_beeper_line", p.wiegandBeeperLine), ("panel.wiegand_led_line", p.wiegandLEDLine),
-      ]
-    }
-    var errors: [ConfigError] = []
-    var used: [(String, Int)] = [("gpio.relay_line", c.relayLine), ("gpio.buzzer_line", c.buzzerLine)]
-    for (name, offset) in lines where offset >= 0 {
-      if let clash = used.first(where: { $0.1 == offset }) {
-        errors.append(ConfigError(key: name, line: line(name), reason: "same line as \(clash.0)"))
-      }
-      used.append((name, offset))
-    }
-    return errors
+  /// The GPIO lines an enabled door requests on `gpio.chip`, by key (-1: not fitted).
+  package var linesInUse: [(key: String, offset: Int)] {
+    guard machine.enabled else { return [] }
+    return [
+      ("door.contact_line", input(.contact).line), ("door.exit_line", input(.exitButton).line),
+      ("door.tamper_line", input(.tamper).line), ("door.alarm_line", alarmLine),
+      ("door.aux_relay_line", auxRelayLine),
+    ]
   }
 }

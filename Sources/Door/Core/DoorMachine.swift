@@ -1,3 +1,5 @@
+import ScanBase
+
 /// The door's inputs: what a contact, an exit button and a tamper switch report once their
 /// line's active-low setting is applied (`.active`: door open, button pressed, housing opened).
 public enum DoorInput: Int, Sendable, CaseIterable {
@@ -10,23 +12,6 @@ public enum DoorInput: Int, Sendable, CaseIterable {
     case .contact: "contact"
     case .exitButton: "exit-button"
     case .tamper: "tamper"
-    }
-  }
-}
-
-/// Why the strike was released (carried by `door-unlocked` events).
-public enum UnlockReason: UInt16, Sendable, CaseIterable {
-  case grant = 1
-  case exitButton = 2
-  case console = 3
-  case schedule = 4
-
-  public var name: String {
-    switch self {
-    case .grant: "grant"
-    case .exitButton: "exit-button"
-    case .console: "console"
-    case .schedule: "schedule"
     }
   }
 }

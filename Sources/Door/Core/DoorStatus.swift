@@ -1,3 +1,5 @@
+import ScanBase
+
 /// The door as STATUS and DOOR show it (filled by the door's owner on demand).
 public struct DoorStatus: Equatable, Sendable {
   public var state = DoorState.closed

@@ -1,3 +1,6 @@
+import ScanAudit
+import ScanBase
+
 /// What the fleet link and its session (`FleetSession`) say to each other.
 
 /// Which log the writer in this process has open (the fleet link publishes that one).

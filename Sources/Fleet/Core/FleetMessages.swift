@@ -1,3 +1,6 @@
+import ScanAudit
+import ScanBase
+
 /// The fleet link's wire forms: topics, the event message (one audit record as JSON) and the
 /// reader's state message. Built off the frame path, on the link's thread.
 public struct FleetTopics: Sendable, Equatable {

@@ -1,3 +1,6 @@
+import ScanAudit
+import ScanBase
+
 /// The fleet link's rules as a pure state machine on the monotonic clock: which audit record to
 /// publish next, when the acknowledged sequence advances (and is saved), reconnect backoff, the
 /// connection's timeouts, when the reader counts as offline, the state topic's cadence and the

@@ -1,3 +1,5 @@
+import ScanBase
+
 /// What a reader does when it has heard nothing from the fleet (no bundle, no broker) for
 /// longer than `FleetSettings.maxOfflineSeconds`.
 public enum FleetOfflinePolicy: String, Sendable, CaseIterable {
@@ -129,36 +131,39 @@ public struct BrokerAddress: Equatable, Sendable {
   }
 }
 
-extension ConfigSchema {
+extension FleetSettings {
+  fileprivate typealias Key = ConfigKey<FleetSettings>
+
   /// `[fleet]`'s keys.
-  static let fleetKeys: [Key] = [
-    Key(name: "fleet.brokers", kind: .strings(count: 0...8)) { $0.fleet.brokers = strs($1) },
-    Key(name: "fleet.protocol", kind: .choice(["3.1.1", "5"])) { $0.fleet.protocolVersion = str($1) == "5" ? 5 : 4 },
-    Key(name: "fleet.tls_ca_file", kind: .string) { $0.fleet.tlsCAFile = str($1) },
-    Key(name: "fleet.tls_cert_file", kind: .string) { $0.fleet.tlsCertFile = str($1) },
-    Key(name: "fleet.tls_key_file", kind: .string) { $0.fleet.tlsKeyFile = str($1) },
-    Key(name: "fleet.username", kind: .string) { $0.fleet.username = str($1) },
-    Key(name: "fleet.password_file", kind: .string) { $0.fleet.passwordFile = str($1) },
-    Key(name: "fleet.reader_id", kind: .string) { $0.fleet.readerID = str($1) },
-    Key(name: "fleet.topic_prefix", kind: .string) { $0.fleet.topicPrefix = str($1) },
-    Key(name: "fleet.keepalive_s", kind: .integer(5...3_600)) { $0.fleet.keepaliveSeconds = int($1) },
-    Key(name: "fleet.batch_records", kind: .integer(1...1_000)) { $0.fleet.batchRecords = int($1) },
-    Key(name: "fleet.events_per_second_max", kind: .integer(1...100_000)) { $0.fleet.eventsPerSecondMax = int($1) },
-    Key(name: "fleet.state_file", kind: .string) { $0.fleet.stateFile = str($1) },
-    Key(name: "fleet.max_offline_s", kind: .integer(0...31_536_000)) { $0.fleet.maxOfflineSeconds = int($1) },
+  package static let configKeys: [ConfigKey<FleetSettings>] = [
+    Key(name: "fleet.brokers", kind: .strings(count: 0...8)) { $0.brokers = $1.asStrings },
+    Key(name: "fleet.protocol", kind: .choice(["3.1.1", "5"])) { $0.protocolVersion = $1.asString == "5" ? 5 : 4 },
+    Key(name: "fleet.tls_ca_file", kind: .string) { $0.tlsCAFile = $1.asString },
+    Key(name: "fleet.tls_cert_file", kind: .string) { $0.tlsCertFile = $1.asString },
+    Key(name: "fleet.tls_key_file", kind: .string) { $0.tlsKeyFile = $1.asString },
+    Key(name: "fleet.username", kind: .string) { $0.username = $1.asString },
+    Key(name: "fleet.password_file", kind: .string) { $0.passwordFile = $1.asString },
+    Key(name: "fleet.reader_id", kind: .string) { $0.readerID = $1.asString },
+    Key(name: "fleet.topic_prefix", kind: .string) { $0.topicPrefix = $1.asString },
+    Key(name: "fleet.keepalive_s", kind: .integer(5...3_600)) { $0.keepaliveSeconds = $1.asInt },
+    Key(name: "fleet.batch_records", kind: .integer(1...1_000)) { $0.batchRecords = $1.asInt },
+    Key(name: "fleet.events_per_second_max", kind: .integer(1...100_000)) { $0.eventsPerSecondMax = $1.asInt },
+    Key(name: "fleet.state_file", kind: .string) { $0.stateFile = $1.asString },
+    Key(name: "fleet.max_offline_s", kind: .integer(0...31_536_000)) { $0.maxOfflineSeconds = $1.asInt },
     Key(name: "fleet.offline_policy", kind: .choice(FleetOfflinePolicy.allCases.map(\.rawValue))) {
-      $0.fleet.offlinePolicy = FleetOfflinePolicy(rawValue: str($1))!
+      $0.offlinePolicy = FleetOfflinePolicy(rawValue: $1.asString)!
     },
-    Key(name: "fleet.home_assistant_prefix", kind: .string) { $0.fleet.homeAssistantPrefix = str($1) },
-    Key(name: "fleet.message_bytes_max", kind: .integer(1_024...16_777_216)) { $0.fleet.messageBytesMax = int($1) },
+    Key(name: "fleet.home_assistant_prefix", kind: .string) { $0.homeAssistantPrefix = $1.asString },
+    Key(name: "fleet.message_bytes_max", kind: .integer(1_024...16_777_216)) { $0.messageBytesMax = $1.asInt },
     Key(name: "fleet.snapshot", kind: .choice(FleetSnapshotPolicy.allCases.map(\.rawValue))) {
-      $0.fleet.snapshot = FleetSnapshotPolicy(rawValue: str($1))!
+      $0.snapshot = FleetSnapshotPolicy(rawValue: $1.asString)!
     },
   ]
 
-  /// What is inconsistent in `[fleet]` (each naming its key), given the file's line lookup.
-  static func fleetProblems(_ config: ScanConfig, line: (String) -> Int) -> [ConfigError] {
-    let f = config.fleet
+  /// What is inconsistent in `[fleet]` (each naming its key), given the audit log's path (the
+  /// link publishes it) and the file's line lookup.
+  package func configProblems(logPath: String, line: ConfigLineLookup) -> [ConfigError] {
+    let f = self
     guard f.isEnabled else { return [] }
     var errors: [ConfigError] = []
     func add(_ key: String, _ reason: String) { errors.append(ConfigError(key: key, line: line(key), reason: reason)) }
@@ -178,7 +183,7 @@ extension ConfigSchema {
     if f.tlsCertFile.isEmpty != f.tlsKeyFile.isEmpty {
       add("fleet.tls_key_file", "fleet.tls_cert_file and fleet.tls_key_file go together")
     }
-    if config.log.path.isEmpty {
+    if logPath.isEmpty {
       add("fleet.brokers", "the fleet link publishes the audit log: log.path must be set")
     }
     return errors

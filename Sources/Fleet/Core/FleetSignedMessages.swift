@@ -1,3 +1,5 @@
+import ScanBase
+
 /// Signed messages the fleet sends a reader: bundles (files to replace) and commands. Both
 /// travel as a signed envelope (COSE_Sign1 by an issuer or operator key, verified by a
 /// `SignedEnvelopeVerifier`); these are the forms of the payload inside, parsed strictly —

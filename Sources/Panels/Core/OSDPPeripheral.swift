@@ -1,3 +1,5 @@
+import ScanAccess
+
 /// What this reader tells a panel about itself (osdp_ID) and how it answers on the bus.
 public struct OSDPPeripheralSettings: Equatable, Sendable {
   /// The bus address, 0–126 (127 is broadcast).

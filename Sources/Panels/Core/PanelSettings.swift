@@ -1,3 +1,5 @@
+import ScanBase
+
 /// `[panel]`: whether the reader decides itself (local) or forwards validated passes to an
 /// access-control panel as card reads (panel), and the OSDP link to that panel.
 public struct PanelSettings: Equatable, Sendable {
@@ -56,46 +58,40 @@ public struct PanelSettings: Equatable, Sendable {
   public init() {}
 }
 
-/// Where a validated pass goes in panel mode: the engine asks it instead of driving its relay.
-public protocol PanelForwarder: AnyObject {
-  /// Forwards a granted decision's card to the panel; false when it could not (no card number
-  /// on the entry, queue full, no panel link): the reader then treats the pass as denied.
-  func forward(_ decision: AccessDecision) -> Bool
-  /// The link as STATUS shows it (`panel ...`).
-  func statusLine(now: Instant) -> String
-}
+extension PanelSettings {
+  fileprivate typealias Key = ConfigKey<PanelSettings>
 
-extension ConfigSchema {
-  static let panelKeys: [Key] = [
-    Key(name: "panel.mode", kind: .choice(PanelSettings.Mode.allCases.map(\.rawValue))) { $0.panel.mode = PanelSettings.Mode(rawValue: str($1))! },
-    Key(name: "panel.osdp_port", kind: .string) { $0.panel.osdpPort = str($1) },
-    Key(name: "panel.osdp_address", kind: .integer(0...126)) { $0.panel.osdpAddress = int($1) },
-    Key(name: "panel.osdp_baud", kind: .integer(9_600...230_400)) { $0.panel.osdpBaud = int($1) },
-    Key(name: "panel.com_file", kind: .string) { $0.panel.comFile = str($1) },
-    Key(name: "panel.osdp_rs485", kind: .boolean) { $0.panel.osdpRS485 = bool($1) },
-    Key(name: "panel.scbk_file", kind: .string) { $0.panel.scbkFile = str($1) },
-    Key(name: "panel.install_mode", kind: .boolean) { $0.panel.installMode = bool($1) },
-    Key(name: "panel.enforce_secure", kind: .boolean) { $0.panel.enforceSecure = bool($1) },
-    Key(name: "panel.offline_after_ms", kind: .integer(200...60_000)) { $0.panel.offlineAfterMilliseconds = int($1) },
-    Key(name: "panel.link", kind: .choice(PanelSettings.Link.allCases.map(\.rawValue))) { $0.panel.link = PanelSettings.Link(rawValue: str($1))! },
-    Key(name: "panel.wiegand_d0_line", kind: .integer(-1...1023)) { $0.panel.wiegandD0Line = int($1) },
-    Key(name: "panel.wiegand_d1_line", kind: .integer(-1...1023)) { $0.panel.wiegandD1Line = int($1) },
-    Key(name: "panel.wiegand_pulse_us", kind: .integer(20...100)) { $0.panel.wiegandPulseMicroseconds = int($1) },
-    Key(name: "panel.wiegand_interval_us", kind: .integer(200...20_000)) { $0.panel.wiegandIntervalMicroseconds = int($1) },
-    Key(name: "panel.wiegand_frame_gap_ms", kind: .integer(10...1_000)) { $0.panel.wiegandFrameGapMilliseconds = int($1) },
-    Key(name: "panel.wiegand_active_low", kind: .boolean) { $0.panel.wiegandActiveLow = bool($1) },
-    Key(name: "panel.wiegand_beeper_line", kind: .integer(-1...1023)) { $0.panel.wiegandBeeperLine = int($1) },
-    Key(name: "panel.wiegand_led_line", kind: .integer(-1...1023)) { $0.panel.wiegandLEDLine = int($1) },
-    Key(name: "panel.wiegand_feedback_active_low", kind: .boolean) { $0.panel.wiegandFeedbackActiveLow = bool($1) },
+  /// `[panel]`'s keys.
+  package static let configKeys: [ConfigKey<PanelSettings>] = [
+    Key(name: "panel.mode", kind: .choice(PanelSettings.Mode.allCases.map(\.rawValue))) { $0.mode = PanelSettings.Mode(rawValue: $1.asString)! },
+    Key(name: "panel.osdp_port", kind: .string) { $0.osdpPort = $1.asString },
+    Key(name: "panel.osdp_address", kind: .integer(0...126)) { $0.osdpAddress = $1.asInt },
+    Key(name: "panel.osdp_baud", kind: .integer(9_600...230_400)) { $0.osdpBaud = $1.asInt },
+    Key(name: "panel.com_file", kind: .string) { $0.comFile = $1.asString },
+    Key(name: "panel.osdp_rs485", kind: .boolean) { $0.osdpRS485 = $1.asBool },
+    Key(name: "panel.scbk_file", kind: .string) { $0.scbkFile = $1.asString },
+    Key(name: "panel.install_mode", kind: .boolean) { $0.installMode = $1.asBool },
+    Key(name: "panel.enforce_secure", kind: .boolean) { $0.enforceSecure = $1.asBool },
+    Key(name: "panel.offline_after_ms", kind: .integer(200...60_000)) { $0.offlineAfterMilliseconds = $1.asInt },
+    Key(name: "panel.link", kind: .choice(PanelSettings.Link.allCases.map(\.rawValue))) { $0.link = PanelSettings.Link(rawValue: $1.asString)! },
+    Key(name: "panel.wiegand_d0_line", kind: .integer(-1...1023)) { $0.wiegandD0Line = $1.asInt },
+    Key(name: "panel.wiegand_d1_line", kind: .integer(-1...1023)) { $0.wiegandD1Line = $1.asInt },
+    Key(name: "panel.wiegand_pulse_us", kind: .integer(20...100)) { $0.wiegandPulseMicroseconds = $1.asInt },
+    Key(name: "panel.wiegand_interval_us", kind: .integer(200...20_000)) { $0.wiegandIntervalMicroseconds = $1.asInt },
+    Key(name: "panel.wiegand_frame_gap_ms", kind: .integer(10...1_000)) { $0.wiegandFrameGapMilliseconds = $1.asInt },
+    Key(name: "panel.wiegand_active_low", kind: .boolean) { $0.wiegandActiveLow = $1.asBool },
+    Key(name: "panel.wiegand_beeper_line", kind: .integer(-1...1023)) { $0.wiegandBeeperLine = $1.asInt },
+    Key(name: "panel.wiegand_led_line", kind: .integer(-1...1023)) { $0.wiegandLEDLine = $1.asInt },
+    Key(name: "panel.wiegand_feedback_active_low", kind: .boolean) { $0.wiegandFeedbackActiveLow = $1.asBool },
     Key(name: "panel.wiegand_feedback_bias", kind: .choice(LineBias.allCases.map(\.rawValue))) {
-      $0.panel.wiegandFeedbackBias = LineBias(rawValue: str($1))!
+      $0.wiegandFeedbackBias = LineBias(rawValue: $1.asString)!
     },
   ]
 
   /// Combinations `[panel]` refuses.
-  static func panelErrors(_ config: ScanConfig, line: (String) -> Int) -> [ConfigError] {
+  package func configProblems(line: ConfigLineLookup) -> [ConfigError] {
     var errors: [ConfigError] = []
-    let p = config.panel
+    let p = self
     if p.mode == .panel && p.link == .wiegand {
       let lines = [p.wiegandD0Line, p.wiegandD1Line]
       if lines.contains(-1) {
@@ -124,5 +120,14 @@ extension ConfigSchema {
         ConfigError(key: "panel.enforce_secure", line: line("panel.enforce_secure"), reason: "enforce_secure needs panel.scbk_file (or set it false)"))
     }
     return errors
+  }
+
+  /// The GPIO lines a Wiegand panel link requests on `gpio.chip`, by key (-1: not wired).
+  package var linesInUse: [(key: String, offset: Int)] {
+    guard mode == .panel && link == .wiegand else { return [] }
+    return [
+      ("panel.wiegand_d0_line", wiegandD0Line), ("panel.wiegand_d1_line", wiegandD1Line),
+      ("panel.wiegand_beeper_line", wiegandBeeperLine), ("panel.wiegand_led_line", wiegandLEDLine),
+    ]
   }
 }

@@ -1,3 +1,5 @@
+import ScanBase
+
 /// A buzzer pattern: alternating on/off durations in milliseconds, starting with on.
 public struct BuzzerPattern: Equatable, Sendable {
   public static let stepsMax = 16

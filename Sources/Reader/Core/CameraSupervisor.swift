@@ -1,3 +1,5 @@
+import ScanBase
+
 /// The camera's state as the loop sees it.
 public enum CameraState: UInt8, Sendable {
   case starting, streaming, degraded, finished

@@ -1,3 +1,5 @@
+import ScanBase
+
 /// A clock that never moves: without a real clock the budget is never spent.
 public struct StoppedClock: MonotonicClock {
   public init() {}

@@ -1,3 +1,5 @@
+import ScanBase
+
 /// A rectangle of the frame, in pixels.
 public struct Region: Equatable, Sendable {
   public var x: Int, y: Int, width: Int, height: Int

@@ -1,3 +1,5 @@
+import ScanBase
+
 /// How the engine turns gray into black and white (the engine's own alternatives; the raw
 /// values are the shim's `SG_BINARIZER_*`).
 public enum Binarizer: UInt8, Sendable, CaseIterable {

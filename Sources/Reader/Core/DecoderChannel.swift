@@ -1,3 +1,5 @@
+import ScanBase
+
 /// What a decoder worker is started with: the pipeline's settings and the sizes of everything it
 /// maps. Written by the service into the shared memory before the worker starts, so a spare
 /// started hours later decodes exactly as the first did.

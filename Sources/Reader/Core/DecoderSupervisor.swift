@@ -1,3 +1,5 @@
+import ScanBase
+
 /// Where frames are decoded (`decoder.isolation`).
 public enum DecoderIsolation: String, Sendable, CaseIterable {
   /// In a sandboxed worker process, with a spare (docs/decoder.md, "The decoder worker").

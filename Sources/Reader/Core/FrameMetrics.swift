@@ -1,3 +1,5 @@
+import ScanBase
+
 /// Exposure figures of a frame, from a sparse sample (cheap enough for every few frames).
 public struct ExposureMetrics: Equatable, Sendable {
   /// Mean luma, 0...255.

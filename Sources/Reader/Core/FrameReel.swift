@@ -1,3 +1,5 @@
+import ScanBase
+
 /// Gray frames held in memory and lent in place, in a given order: the replay source's and the
 /// simulator's storage. Frames are copied in once, at init; lending one allocates nothing. The
 /// storage is freed when the last copy of the reel goes away (a source dropped by the loop on a

@@ -1,3 +1,5 @@
+import ScanBase
+
 /// Presence tracking settings.
 public struct PresenceSettings: Equatable, Sendable {
   /// Frames a code must be seen in before it counts as present (1 = at once).

@@ -1,3 +1,5 @@
+import ScanBase
+
 /// What the door asks of the strike: a release for the exit button, and an early relock once the
 /// door has closed again. Both go through the actuator, so the relay's cap and its guard hold.
 extension ScanEngine where Decoder: ~Copyable, Relay: ~Copyable, Buzzer: ~Copyable {

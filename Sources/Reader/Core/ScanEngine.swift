@@ -1,3 +1,6 @@
+import ScanAccess
+import ScanBase
+
 /// The product's heart, free of I/O: frame → decode → presence → decision → actuation →
 /// event. The Linux loop (and the simulator) own the devices' file descriptors and call
 /// `process` for each frame and `tick` whenever the actuator's next deadline passes.

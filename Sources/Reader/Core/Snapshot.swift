@@ -1,3 +1,5 @@
+import ScanBase
+
 /// A code as the snapshot shows it.
 public struct SnapshotSymbol: Sendable {
   public var format: BarcodeFormats = []

@@ -28,3 +28,20 @@ public enum DoorText {
     }
   }
 }
+
+/// Why the strike was released (carried by `door-unlocked` events).
+public enum UnlockReason: UInt16, Sendable, CaseIterable {
+  case grant = 1
+  case exitButton = 2
+  case console = 3
+  case schedule = 4
+
+  public var name: String {
+    switch self {
+    case .grant: "grant"
+    case .exitButton: "exit-button"
+    case .console: "console"
+    case .schedule: "schedule"
+    }
+  }
+}

@@ -1,0 +1,79 @@
+/// Why a payload was granted or denied.
+public enum Verdict: UInt8, Sendable, Equatable {
+  case granted = 0
+  case deniedUnknown = 1
+  case deniedExpired = 2
+  case deniedNotYetValid = 3
+  // Signed credentials (docs/credentials.md).
+  case deniedMalformed = 4
+  case deniedSignature = 5
+  case deniedUnknownIssuer = 6
+  case deniedAlgorithm = 7
+  case deniedRevoked = 8
+  case deniedReplayed = 9
+  case deniedTOTP = 10
+  case deniedZone = 11
+  case deniedClock = 12
+  case deniedIssuerKey = 13
+  case deniedUsed = 14
+  case deniedUnavailable = 15
+  /// Known, but outside its schedule's window (or on a holiday): Schedule.swift.
+  case deniedOutsideSchedule = 20
+  /// The fleet's deny-all-but-static offline policy is in force and the entry is not `static`.
+  case deniedOffline = 21
+
+  public var isGranted: Bool { self == .granted }
+
+  /// Every verdict, for parsing the stable names back.
+  public static let all: [Verdict] = [
+    .granted, .deniedUnknown, .deniedExpired, .deniedNotYetValid,
+    .deniedMalformed, .deniedSignature, .deniedUnknownIssuer, .deniedAlgorithm, .deniedRevoked, .deniedReplayed,
+    .deniedTOTP, .deniedZone, .deniedClock, .deniedIssuerKey, .deniedUsed, .deniedUnavailable,
+    .deniedOutsideSchedule, .deniedOffline,
+  ]
+
+  /// The verdict whose `name` is `name` (the audit log's stored text), or nil.
+  public init?(name: some StringProtocol) {
+    guard let verdict = Self.all.first(where: { $0.name == name }) else { return nil }
+    self = verdict
+  }
+
+  /// The stable text (console, journal, and the audit database's `verdict` column).
+  public var name: String {
+    switch self {
+    case .granted: "granted"
+    case .deniedUnknown: "denied-unknown"
+    case .deniedExpired: "denied-expired"
+    case .deniedNotYetValid: "denied-not-yet-valid"
+    case .deniedMalformed: "denied-malformed"
+    case .deniedSignature: "denied-signature"
+    case .deniedUnknownIssuer: "denied-unknown-issuer"
+    case .deniedAlgorithm: "denied-algorithm"
+    case .deniedRevoked: "denied-revoked"
+    case .deniedReplayed: "denied-replayed"
+    case .deniedTOTP: "denied-totp"
+    case .deniedZone: "denied-zone"
+    case .deniedClock: "denied-clock"
+    case .deniedIssuerKey: "denied-issuer-key"
+    case .deniedUsed: "denied-used"
+    case .deniedUnavailable: "denied-unavailable"
+    case .deniedOutsideSchedule: "denied-outside-schedule"
+    case .deniedOffline: "denied-offline"
+    }
+  }
+}
+
+/// Which rule a decision came from.
+public enum DecisionSource: UInt8, Sendable {
+  case none = 0
+  case allowList = 1
+  case credential = 2
+
+  public var name: String {
+    switch self {
+    case .none: "none"
+    case .allowList: "allow-list"
+    case .credential: "credential"
+    }
+  }
+}

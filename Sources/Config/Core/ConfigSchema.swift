@@ -1,0 +1,195 @@
+import ScanAccess
+import ScanAudit
+import ScanBase
+import ScanDoor
+import ScanFleet
+import ScanPanels
+import ScanReader
+
+/// config.toml's schema: every key, its type, range and default, and where it lands. Each
+/// domain lists the keys of its own section (`DoorConfig.configKeys`, `FleetSettings.configKeys`,
+/// ...); this file lifts them onto `ScanConfig` through key paths, adds the keys that set
+/// `ScanConfig`'s own fields (camera, decoder, lines, console), and checks the combinations
+/// that span sections. The order of `keys` is the order an unknown key's hint lists them in.
+public enum ConfigSchema {
+  typealias Key = ConfigKey<ScanConfig>
+
+  static let variantNames = ImageVariant.allCases.map(\.name)
+  static let formatNames = ["all", "matrix"] + BarcodeFormats.names.map(\.name)
+
+  static let keys: [Key] =
+    cameraKeys + decoderKeys + EngineSettings.presenceKeys.lifted(\.engine) + allowListKeys + gpioKeys
+    + [
+      Key(name: "events.ring_capacity", kind: .integer(64...1_048_576)) { $0.eventRingCapacity = $1.asInt },
+      Key(name: "state.directory", kind: .string) { $0.stateDirectorySetting = $1.asString },
+    ]
+    + AuditLogSettings.configKeys.lifted(\.log) + CredentialSettings.configKeys.lifted(\.credentials) + consoleKeys
+    + PanelSettings.configKeys.lifted(\.panel) + DoorConfig.configKeys.lifted(\.door)
+    + FleetSettings.configKeys.lifted(\.fleet)
+
+  static let cameraKeys: [Key] =
+    [
+      Key(name: "camera.source", kind: .choice(CameraSourceKind.allCases.map(\.rawValue))) {
+        $0.cameraSource = CameraSourceKind(rawValue: $1.asString)!
+      },
+      Key(name: "camera.device", kind: .string) { $0.cameraDevice = $1.asString },
+      Key(name: "camera.width", kind: .integer(160...4096)) { $0.cameraWidth = $1.asInt },
+      Key(name: "camera.height", kind: .integer(120...4096)) { $0.cameraHeight = $1.asInt },
+      Key(name: "camera.fps", kind: .integer(1...120)) { $0.cameraFPS = $1.asInt },
+      Key(name: "camera.format", kind: .choice(CameraPixelFormat.allCases.map(\.rawValue))) {
+        $0.cameraFormat = CameraPixelFormat(rawValue: $1.asString)!
+      },
+      Key(name: "camera.buffers", kind: .integer(2...8)) { $0.cameraBuffers = $1.asInt },
+      Key(name: "camera.mjpeg_half_scale", kind: .boolean) { $0.mjpegHalfScale = $1.asBool },
+      Key(name: "camera.replay_path", kind: .string) { $0.replayPath = $1.asString },
+      Key(name: "camera.replay_fps", kind: .integer(0...1000)) { $0.replayFPS = $1.asInt },
+      Key(name: "camera.replay_loop", kind: .boolean) { $0.replayLoop = $1.asBool },
+    ] + CameraSupervisor.Settings.configKeys.lifted(\.cameraSupervision) + LibcameraSettings.configKeys.lifted(\.libcamera)
+
+  /// `[decoder]`: the engine's decode settings and the worker processes' (ScanConfig's own).
+  static let decoderKeys: [Key] = [
+    Key(name: "decoder.formats", kind: .choices(formatNames, count: 1...16)) {
+      $0.engine.decode.formats = (try? BarcodeFormats.parse($1.asStrings.joined(separator: ","))) ?? .qrCode
+    },
+    Key(name: "decoder.variant_mode", kind: .choice(VariantMode.allCases.map(\.rawValue))) {
+      $0.engine.decode.variantMode = VariantMode(rawValue: $1.asString)!
+    },
+    Key(name: "decoder.variants", kind: .choices(variantNames, count: 1...4)) { c, v in
+      c.engine.decode.variants = v.asStrings.compactMap { n in ImageVariant.allCases.first { $0.name == n } }
+    },
+    Key(name: "decoder.try_harder", kind: .boolean) { $0.engine.decode.tryHarder = $1.asBool },
+    Key(name: "decoder.downscale", kind: .integer(1...2)) { $0.engine.decode.downscale = $1.asInt },
+    Key(name: "decoder.roi", kind: .integers(0...4096, count: 4...4)) {
+      let r = $1.asInts
+      $0.engine.decode.region = Region(x: r[0], y: r[1], width: r[2], height: r[3])
+    },
+    Key(name: "decoder.results_max", kind: .integer(1...64)) { $0.engine.resultsCapacity = $1.asInt },
+    Key(name: "decoder.payload_bytes_max", kind: .integer(16...8192)) { $0.engine.payloadBytesMax = $1.asInt },
+    Key(name: "decoder.arena_kib", kind: .integer(0...262_144)) { $0.decoderArenaKiB = $1.asInt },
+    Key(name: "decoder.decode_budget_ms", kind: .integer(0...1_000)) { $0.engine.decode.budgetMicroseconds = $1.asInt * 1000 },
+    Key(name: "decoder.isolation", kind: .choice(DecoderIsolation.allCases.map(\.rawValue))) {
+      $0.decoderIsolation = DecoderIsolation(rawValue: $1.asString)!
+    },
+    Key(name: "decoder.deadline_ms", kind: .integer(10...60_000)) { $0.decoderDeadlineSetting = $1.asInt },
+    Key(name: "decoder.start_timeout_ms", kind: .integer(1_000...600_000)) { $0.decoderStartTimeoutMilliseconds = $1.asInt },
+    Key(name: "decoder.quiet_after_ms", kind: .integer(0...60_000)) { $0.engine.decode.quietAfterMicroseconds = $1.asInt * 1000 },
+    Key(name: "decoder.strategy", kind: .choice(["default", "none"])) {
+      $0.engine.decode.attempts = $1.asString == "none" ? [] : DecodeAttempt.readerDefault
+    },
+  ]
+
+  static let allowListKeys: [Key] = [
+    Key(name: "allow_list.path", kind: .string) { $0.allowListPath = $1.asString },
+    Key(name: "allow_list.entries_max", kind: .integer(1...1_000_000)) { $0.engine.allowList.entriesMax = $1.asInt },
+    Key(name: "allow_list.watch", kind: .boolean) { $0.allowListWatch = $1.asBool },
+  ]
+
+  /// `[gpio]`: the chip and the relay's and buzzer's lines, then the actuator's timing.
+  static let gpioKeys: [Key] =
+    [
+      Key(name: "gpio.backend", kind: .choice(GPIOBackend.allCases.map(\.rawValue))) { $0.gpioBackend = GPIOBackend(rawValue: $1.asString)! },
+      Key(name: "gpio.chip", kind: .string) { $0.gpioChip = $1.asString },
+      Key(name: "gpio.relay_line", kind: .integer(0...1023)) { $0.relayLine = $1.asInt },
+      Key(name: "gpio.relay_active_low", kind: .boolean) { $0.relayActiveLow = $1.asBool },
+      Key(name: "gpio.buzzer_line", kind: .integer(0...1023)) { $0.buzzerLine = $1.asInt },
+      Key(name: "gpio.buzzer_active_low", kind: .boolean) { $0.buzzerActiveLow = $1.asBool },
+    ] + ActuationSettings.configKeys.lifted(\.engine.actuation)
+
+  static let consoleKeys: [Key] = [
+    Key(name: "console.listen", kind: .strings(count: 0...8)) { $0.consoleListen = $1.asStrings },
+    Key(name: "console.clients_max", kind: .integer(1...256)) { $0.consoleClientsMax = $1.asInt },
+    Key(name: "console.clients_per_peer_max", kind: .integer(1...256)) { $0.consoleClientsPerPeerMax = $1.asInt },
+    Key(name: "console.idle_timeout_s", kind: .integer(10...86_400)) { $0.consoleIdleTimeoutSeconds = $1.asInt },
+    Key(name: "console.client_output_bytes", kind: .integer(4_096...1_048_576)) { $0.consoleClientOutputBytes = $1.asInt },
+    Key(name: "console.serial_path", kind: .string) { $0.consoleSerialPath = $1.asString },
+    Key(name: "console.serial_baud", kind: .choice(["9600", "19200", "38400", "57600", "115200", "230400", "460800", "921600"])) {
+      $0.consoleSerialBaud = Int($1.asString)!
+    },
+    Key(name: "console.secret_file", kind: .string) { $0.consoleSecretFile = $1.asString },
+    Key(name: "console.tls_cert_file", kind: .string) { $0.consoleTLSCertFile = $1.asString },
+    Key(name: "console.tls_key_file", kind: .string) { $0.consoleTLSKeyFile = $1.asString },
+    Key(name: "console.tls_client_ca_file", kind: .string) { $0.consoleTLSClientCAFile = $1.asString },
+    Key(name: "console.allow_plaintext_remote", kind: .boolean) { $0.consoleAllowPlaintextRemote = $1.asBool },
+    Key(name: "console.auth_failures_max", kind: .integer(1...100)) { $0.consoleAuth.failuresMax = $1.asInt },
+    Key(name: "console.auth_lockout_s", kind: .integer(1...86_400)) { $0.consoleAuth.lockoutSeconds = $1.asInt },
+    Key(name: "console.serial_operator_idle_s", kind: .integer(0...86_400)) { $0.consoleLimits.serialOperatorIdleSeconds = $1.asInt },
+  ]
+
+  /// Every key the file may contain.
+  public static var keyNames: [String] { keys.map(\.name) }
+
+  /// Builds a configuration from the file's entries. Collects every error (unknown keys,
+  /// wrong types, out-of-range values, inconsistent combinations), each naming key and line.
+  public static func build(_ entries: [ConfigEntry]) -> Result<ScanConfig, ConfigErrors> {
+    var config = ScanConfig()
+    var errors: [ConfigError] = []
+    for entry in entries {
+      guard let key = keys.first(where: { $0.name == entry.key }) else {
+        errors.append(ConfigError(key: entry.key, line: entry.line, reason: "unknown key\(hint(entry.key))"))
+        continue
+      }
+      if let problem = key.kind.problem(with: entry.value) {
+        errors.append(ConfigError(key: entry.key, line: entry.line, reason: "\(problem), got \(entry.value.display)"))
+        continue
+      }
+      key.apply(&config, entry.value)
+    }
+    // A large camera mode reads with the large-frame order (docs/decoder.md): a downscaled whole
+    // view every frame, full-resolution tiles and the tracked region in turn.
+    if config.engine.decode.attempts == DecodeAttempt.readerDefault && config.cameraWidth * config.cameraHeight >= 1280 * 720 {
+      config.engine.decode.attempts = DecodeAttempt.readerLarge(width: config.cameraWidth)
+    }
+    let line: ConfigLineLookup = { name in entries.first { $0.key == name }?.line ?? 0 }
+    errors += config.engine.actuation.configProblems(line: line)
+    errors += readerProblems(config, line: line)
+    errors += config.door.configProblems(gpiod: config.gpioBackend == .gpiod, line: line)
+    errors += config.panel.configProblems(line: line)
+    errors += lineClashErrors(config, line: line)
+    errors += config.fleet.configProblems(logPath: config.log.path, line: line)
+    errors.sort { $0.line < $1.line }
+    return errors.isEmpty ? .success(config) : .failure(ConfigErrors(errors: errors))
+  }
+
+  /// ` (known in [camera]: source, device, ...)` for an unknown key in a known section.
+  static func hint(_ name: String) -> String {
+    guard let section = name.split(separator: ".").first,
+      case let known = keys.filter({ $0.name.hasPrefix(section + ".") }).map(\.name), !known.isEmpty
+    else { return "" }
+    return " (known in [\(section)]: " + known.map { String($0.dropFirst(section.count + 1)) }.joined(separator: ", ") + ")"
+  }
+
+  /// The region of interest, the relay and buzzer lines, and the replay source.
+  static func readerProblems(_ config: ScanConfig, line: ConfigLineLookup) -> [ConfigError] {
+    var errors: [ConfigError] = []
+    if let r = config.engine.decode.region,
+      r.width < 16 || r.height < 16 || r.x + r.width > config.cameraWidth || r.y + r.height > config.cameraHeight
+    {
+      errors.append(
+        ConfigError(
+          key: "decoder.roi", line: line("decoder.roi"),
+          reason: "[x, y, width, height] must lie inside the \(config.cameraWidth)×\(config.cameraHeight) frame and be at least 16×16"))
+    }
+    if config.gpioBackend == .gpiod && config.relayLine == config.buzzerLine {
+      errors.append(ConfigError(key: "gpio.buzzer_line", line: line("gpio.buzzer_line"), reason: "same line as gpio.relay_line"))
+    }
+    if config.cameraSource == .replay && config.replayPath.isEmpty {
+      errors.append(ConfigError(key: "camera.replay_path", line: line("camera.source"), reason: "camera.source = \"replay\" needs camera.replay_path"))
+    }
+    return errors
+  }
+
+  /// No two of the lines in use on `gpio.chip` (relay, buzzer, the door's, Wiegand's) may share
+  /// an offset: each is requested by one owner.
+  static func lineClashErrors(_ c: ScanConfig, line: ConfigLineLookup) -> [ConfigError] {
+    guard c.gpioBackend == .gpiod else { return [] }
+    var errors: [ConfigError] = []
+    var used: [(String, Int)] = [("gpio.relay_line", c.relayLine), ("gpio.buzzer_line", c.buzzerLine)]
+    for (name, offset) in c.door.linesInUse + c.panel.linesInUse where offset >= 0 {
+      if let clash = used.first(where: { $0.1 == offset }) {
+        errors.append(ConfigError(key: name, line: line(name), reason: "same line as \(clash.0)"))
+      }
+      used.append((name, offset))
+    }
+    return errors
+  }
+}

@@ -1,0 +1,60 @@
+import ScanAccess
+import ScanBase
+
+/// The reader's own seams: the barcode engine the pipeline drives, and where a validated pass
+/// goes in panel mode. The engine is generic over `CodeDecoder` (static dispatch); the adapters
+/// in ScanLinux and the fakes in ScanSim conform.
+
+/// A barcode engine that fills caller-owned fixed result slots.
+public protocol CodeDecoder: ~Copyable {
+  /// Decodes `view` (a frame, or a region of one) into `results` (cleared first).
+  mutating func decode(_ view: LumaFrame, formats: BarcodeFormats, into results: inout DecodeResults)
+  /// The same with explicit engine options (binarizer, the engine's own downscaling); decoders
+  /// without such options ignore them.
+  mutating func decode(
+    _ view: LumaFrame, formats: BarcodeFormats, options: EngineOptions, into results: inout DecodeResults)
+  /// The engine's counters, when it keeps any.
+  var engineStats: DecoderStats? { get }
+}
+
+extension CodeDecoder where Self: ~Copyable {
+  public var engineStats: DecoderStats? { nil }
+  public mutating func decode(
+    _ view: LumaFrame, formats: BarcodeFormats, options: EngineOptions, into results: inout DecodeResults
+  ) {
+    decode(view, formats: formats, into: &results)
+  }
+}
+
+/// A decoder's counters: calls, and how its allocation arena is used.
+public struct DecoderStats: Equatable, Sendable {
+  public var decodes: UInt64
+  /// Allocations served from the arena.
+  public var arenaAllocations: UInt64
+  /// Allocations that did not fit and went to malloc (each one breaks the fixed-memory promise).
+  public var arenaOverflows: UInt64
+  /// The most arena bytes one decode used.
+  public var arenaHighWaterBytes: Int
+  /// Bytes kept for engine objects that outlive a decode (its lazily created statics).
+  public var arenaPinnedBytes: Int
+  public var arenaCapacityBytes: Int
+  /// Decode calls that ended in a caught engine exception.
+  public var engineErrors: UInt64
+  public init(
+    decodes: UInt64, arenaAllocations: UInt64, arenaOverflows: UInt64, arenaHighWaterBytes: Int,
+    arenaPinnedBytes: Int, arenaCapacityBytes: Int, engineErrors: UInt64
+  ) {
+    self.decodes = decodes; self.arenaAllocations = arenaAllocations; self.arenaOverflows = arenaOverflows
+    self.arenaHighWaterBytes = arenaHighWaterBytes; self.arenaPinnedBytes = arenaPinnedBytes
+    self.arenaCapacityBytes = arenaCapacityBytes; self.engineErrors = engineErrors
+  }
+}
+
+/// Where a validated pass goes in panel mode: the engine asks it instead of driving its relay.
+public protocol PanelForwarder: AnyObject {
+  /// Forwards a granted decision's card to the panel; false when it could not (no card number
+  /// on the entry, queue full, no panel link): the reader then treats the pass as denied.
+  func forward(_ decision: AccessDecision) -> Bool
+  /// The link as STATUS shows it (`panel ...`).
+  func statusLine(now: Instant) -> String
+}
