@@ -28,14 +28,7 @@ import Testing
 
   /// Each exception with its reason. A count that grows is a new bypass; one that shrinks is an
   /// entry to tighten: both fail.
-  static let exceptions: [Exception] = [
-    .init("Service/Loop/LoopParticipants.swift", "close", 3, "left for the lead: Service/Loop is another worktree's (closeDescriptor)"),
-    .init("Service/Loop/LoopParticipants.swift", "sg_signalfd_open", 1, "left for the lead: Service/Loop is another worktree's"),
-    .init("Service/Loop/LoopParticipants.swift", "sg_signalfd_read", 1, "left for the lead: Service/Loop is another worktree's"),
-    .init("Service/Loop/LoopParticipants.swift", "inotify_init1", 1, "left for the lead: Service/Loop is another worktree's"),
-    .init("Service/Loop/LoopParticipants.swift", "inotify_add_watch", 1, "left for the lead: Service/Loop is another worktree's"),
-    .init("Fleet/Linux/FleetLink.swift", "write", 2, "left for the lead: FleetLink is another worktree's (writeStandardError)"),
-  ]
+  static let exceptions: [Exception] = []
 
   /// `renameDurably` outside the durable write, where nothing is written before the rename.
   static let renameExceptions: [Exception] = [

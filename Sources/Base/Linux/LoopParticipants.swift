@@ -8,8 +8,8 @@ public final class SignalSource: PollParticipant {
   private let descriptor: Int32
   private var token = PollSet.Token.none
 
-  public init() { descriptor = sg_signalfd_open() }
-  deinit { if descriptor >= 0 { Glibc.close(descriptor) } }
+  public init() { descriptor = (try? syscall("open the signalfd", { sg_signalfd_open() })) ?? -1 }
+  deinit { if descriptor >= 0 { closeDescriptor(descriptor) } }
 
   public var pollCapacity: Int { 1 }
 
@@ -21,8 +21,9 @@ public final class SignalSource: PollParticipant {
   public func service(_ poll: PollSet, now: Instant, requests: LoopRequests) {
     guard poll.revents(token) != 0 else { return }
     for _ in 0..<8 {
-      let signal = sg_signalfd_read(descriptor)
-      if signal <= 0 { return }
+      // 0: nothing more to read (EAGAIN inside the shim); an error ends the turn as well.
+      let fd = descriptor
+      guard let signal = try? syscall("read the signalfd", { sg_signalfd_read(fd) }), signal > 0 else { return }
       switch signal {
       case SIGTERM, SIGINT: requests.post(.stop)
       case SIGHUP: requests.post(.reloadAllowList)
@@ -48,17 +49,17 @@ public final class AllowListWatcher: PollParticipant {
     let directory = slash.map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
     name = Array((slash.map { String(path[path.index(after: $0)...]) } ?? path).utf8)
     buffer = .allocate(byteCount: 4096, alignment: 8)
-    let fd = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
-    guard fd >= 0 else { return }
-    if inotify_add_watch(fd, directory, UInt32(IN_CLOSE_WRITE | IN_MOVED_TO)) < 0 {
-      Glibc.close(fd)
+    // Without inotify the allow-list is reloaded by SIGHUP and RELOAD only (`isWatching` says so).
+    guard let fd = try? syscall("inotify_init1", { inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC)) }) else { return }
+    guard (try? syscall("watch \(directory)", { inotify_add_watch(fd, directory, UInt32(IN_CLOSE_WRITE | IN_MOVED_TO)) })) != nil else {
+      closeDescriptor(fd)
       return
     }
     descriptor = fd
   }
 
   deinit {
-    if descriptor >= 0 { Glibc.close(descriptor) }
+    if descriptor >= 0 { closeDescriptor(descriptor) }
     buffer.deallocate()
   }
 

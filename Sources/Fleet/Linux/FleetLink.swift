@@ -99,8 +99,7 @@ public final class FleetLink: @unchecked Sendable {
       return p != text
     }
     if changed && !text.isEmpty {
-      var line = "scangate: fleet: \(text)\n"
-      line.withUTF8 { _ = write(2, $0.baseAddress, $0.count) }
+      writeStandardError("scangate: fleet: \(text)\n")
     }
   }
 
@@ -109,8 +108,7 @@ public final class FleetLink: @unchecked Sendable {
   /// Says a change of log (journal once, STATUS until the next).
   func setLogNote(_ text: String) {
     logNoteText.withLock { $0 = text }
-    var line = "scangate: fleet: \(text)\n"
-    line.withUTF8 { _ = write(2, $0.baseAddress, $0.count) }
+    writeStandardError("scangate: fleet: \(text)\n")
   }
 
   /// Where to start publishing log `id` (`identity` as its file says) given what the state file
