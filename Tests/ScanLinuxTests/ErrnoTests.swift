@@ -103,6 +103,13 @@ import Testing
 
 /// The helpers built on the policy, on real descriptors.
 @Suite struct DescriptorHelperTests {
+  @Test("with standard error closed (a decoder worker has none; `2>&-`) an error message is dropped quietly, never a trap")
+  func standardErrorClosed() {
+    // In a child: closing descriptor 2 in this process would hand it to a parallel test's open.
+    let (status, _) = runCommand(["/bin/sh", "-c", "exec 2>&-; exec \"$0\" check-config --config /nonexistent/config.toml", scangateBinary])
+    #expect(status == 1, "exit status \(status): 128 + a signal is a trap")
+  }
+
   @Test("writeAll and readSome move every byte through a pipe; end of stream reads 0")
   func pipeRoundTrip() throws {
     var ends: [Int32] = [0, 0]

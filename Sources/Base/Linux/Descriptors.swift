@@ -87,7 +87,22 @@ public func closeDescriptor(_ fd: Int32) {
   assert(code != .badDescriptor, "close(\(fd)): \(code) is a bug in ScanGate (closed twice?)")
 }
 
-/// Writes `text` to standard error, best effort (nowhere is left to report a failure).
+/// Writes `text` to standard error, best effort (nowhere is left to report a failure). Never
+/// traps: standard error may be closed (a decoder worker has no descriptor 2; a service started
+/// with `2>&-`), and EBADF there is not a bug in ScanGate, unlike on a descriptor it opened.
 public func writeStandardError(_ text: String) {
-  try? writeAll(2, text, "write standard error")
+  var text = text
+  text.withUTF8 { bytes in
+    var offset = 0
+    while offset < bytes.count {
+      let n = Glibc.write(2, bytes.baseAddress! + offset, bytes.count - offset)
+      if n > 0 {
+        offset += n
+      } else if n < 0 && Errno.current == .interrupted {
+        continue
+      } else {
+        return
+      }
+    }
+  }
 }
