@@ -74,7 +74,7 @@ import Testing
     #expect(sup.stats.crashed == 0, "a kill for the deadline is not a crash")
   }
 
-  @Test("a decode past its deadline in wall time but not in CPU time (a loaded machine) gets the rest in CPU time, up to the wall cap")
+  @Test("a decode past its deadline in wall time but not in CPU time, waiting for a CPU (a loaded machine), gets the rest in CPU time up to the wall cap; one asleep or blocked does not")
   func starvedDecodeIsNotAbandoned() {
     var sup = ready(deadline: 100)
     guard case .send(let slot, _) = sup.submit(at: clock.now()) else {
@@ -83,13 +83,13 @@ import Testing
     }
     var cpu = 30  // the worker had a third of a core
     clock.advance(milliseconds: 100)
-    #expect(sup.nextAction(at: clock.now(), cpuMilliseconds: { $0 == slot ? cpu : nil }) == nil, "starved, not hostile")
+    #expect(sup.nextAction(at: clock.now(), cpu: { $0 == slot ? (cpu, true) : nil }) == nil, "starved, not hostile")
     #expect(sup.stats.starved == 1 && sup.stats.abandoned == 0)
     // Looked at again once it could have used the 70 ms of CPU it has left.
     #expect(sup.nextDeadline() == clock.now().adding(milliseconds: 70))
     clock.advance(milliseconds: 70)
     cpu = 100  // it did: its frame is what holds it up
-    #expect(sup.nextAction(at: clock.now(), cpuMilliseconds: { _ in cpu }) == .kill(slot: slot))
+    #expect(sup.nextAction(at: clock.now(), cpu: { _ in (cpu, true) }) == .kill(slot: slot))
     #expect(sup.stats.abandoned == 1)
 
     // A worker that never gets the CPU (or blocks) is abandoned at the wall cap: 10 deadlines,
@@ -103,7 +103,7 @@ import Testing
     var actions = 0
     while clock.now().milliseconds(since: sent) < 3_000 {
       clock.advance(milliseconds: 10)
-      if let a = other.nextAction(at: clock.now(), cpuMilliseconds: { _ in 0 }) {
+      if let a = other.nextAction(at: clock.now(), cpu: { _ in (0, true) }) {
         #expect(a == .kill(slot: s2))
         actions += 1
         break
@@ -114,7 +114,14 @@ import Testing
     var plain = ready(deadline: 100)
     _ = plain.submit(at: clock.now())
     clock.advance(milliseconds: 100)
-    #expect(plain.nextAction(at: clock.now(), cpuMilliseconds: { _ in nil }) != nil)
+    #expect(plain.nextAction(at: clock.now(), cpu: { _ in nil }) != nil)
+    // Asleep or blocked (page-in, a lock, a lost request byte) with little CPU used: not starved,
+    // not decoding: abandoned at the deadline.
+    var blocked = ready(deadline: 100)
+    _ = blocked.submit(at: clock.now())
+    clock.advance(milliseconds: 100)
+    #expect(blocked.nextAction(at: clock.now(), cpu: { _ in (5, false) }) != nil)
+    #expect(blocked.stats.starved == 0 && blocked.stats.abandoned == 1)
   }
 
   @Test("a crash during a decode is the same event: counted, the fault recorded once, the spare goes on")

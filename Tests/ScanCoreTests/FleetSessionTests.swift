@@ -238,6 +238,14 @@ import Testing
     #expect(after > 20_000 && after <= 20_020)
   }
 
+  @Test("a last contact later than the clock (it came up behind after a power cut) is offline at once, not a fresh grace")
+  func contactInTheFuture() {
+    let link = FakeFleetLink(settings: FakeFleetLink.settings(maxOffline: 30), newest: 0, contactAgeSeconds: -600)
+    link.broker = .refusing
+    link.turn()
+    #expect(link.offlineAt.count == 1)
+  }
+
   // MARK: State topic and stop
 
   @Test("the state topic: on connecting, then every 5 s, or 1 s after the last when something changed")

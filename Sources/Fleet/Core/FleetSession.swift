@@ -78,7 +78,8 @@ public struct FleetSession: Sendable {
   private var drainedAt: Instant? = nil
 
   /// `saved`: what the state file holds. `lastContactAgeSeconds`: how long ago (wall clock) the last
-  /// contact kept beside the state file was, so a restart does not lift the offline policy (nil: none).
+  /// contact kept beside the state file was, so a restart does not lift the offline policy (nil: none;
+  /// negative, a clock behind the contact: offline at once).
   public init(settings: FleetSettings, now: Instant, saved: FleetAckMark, lastContactAgeSeconds: Int64? = nil) {
     self.settings = settings
     self.saved = saved
@@ -90,7 +91,12 @@ public struct FleetSession: Sendable {
     tokens = Double(settings.batchRecords)
     inFlight.reserveCapacity(settings.batchRecords)
     lastContact = Int64(truncatingIfNeeded: now.nanoseconds)
-    if let age = lastContactAgeSeconds, age >= 0 { lastContact -= min(age, 1 << 32) * 1_000_000_000 }
+    if let age = lastContactAgeSeconds {
+      // A contact "in the future": the clock came up behind it (a power cut on a board without a
+      // real-time clock): how long the reader was offline is unknown, so it is offline at once.
+      let seconds = age >= 0 ? min(age, 1 << 32) : Int64(settings.maxOfflineSeconds) + 1
+      lastContact -= seconds * 1_000_000_000
+    }
   }
 
   public var isConnected: Bool { phase == .ready }

@@ -318,8 +318,9 @@ public final class FleetSnapshot: SnapshotSink, @unchecked Sendable {
       geometry: .gray(width: buffer.width, height: buffer.height), captured: Instant(nanoseconds: 0), sequence: 0)
     if let makeWorkers {
       if workers == nil { workers = makeWorkers() }
-      // Started at the first snapshot: a loaded or slow reader's warm-up gets its start timeout.
-      guard let workers, workers.waitUntilReady(milliseconds: workers.startTimeoutMilliseconds),
+      // Started at the first snapshot: a loaded or slow reader's warm-up gets its start timeout,
+      // at most 10 s (the link's thread waits meanwhile; without them no picture is sent).
+      guard let workers, workers.waitUntilReady(milliseconds: min(workers.startTimeoutMilliseconds, 10_000)),
         workers.submit(frame, allViews: true, now: SystemMonotonicClock().now()),
         workers.pump(milliseconds: 5_000, until: { $0.hasReply }), workers.takeReply(into: &results) != nil
       else { return nil }

@@ -8,6 +8,7 @@
 #include <seccomp.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 #include <sys/mman.h>
@@ -176,6 +177,21 @@ int sg_sb_reap(pid_t pid, int *how) {
 }
 
 int sg_sb_kill(pid_t pid) { return kill(pid, SIGKILL); }
+
+int sg_sb_runnable(pid_t pid) {
+  char path[40], buffer[256];
+  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  ssize_t n;
+  do { n = read(fd, buffer, sizeof buffer - 1); } while (n < 0 && errno == EINTR);
+  close(fd);
+  if (n <= 0) return -1;
+  buffer[n] = 0;
+  const char *paren = strrchr(buffer, ')');  // the command name may hold spaces and parentheses
+  if (!paren || paren[1] != ' ' || !paren[2]) return -1;
+  return paren[2] == 'R' || paren[2] == 'T' ? 1 : 0;
+}
 
 int64_t sg_sb_cpu_ns(pid_t pid) {
   clockid_t clock;

@@ -272,18 +272,20 @@ public struct DecoderSupervisor: Sendable {
   // MARK: - Time
 
   /// What to do now (call until nil): kill a decode past its deadline or a start that hangs,
-  /// spawn into an empty slot whose time has come. `cpuMilliseconds(slot)`: the CPU time the
-  /// slot's worker has spent on its decode (nil: unknown). A decode past its deadline in wall
-  /// time that has used less CPU than that was starved by a loaded machine, not held up by its
-  /// frame: it gets the rest of its deadline in CPU time, up to the wall cap.
-  public mutating func nextAction(at now: Instant, cpuMilliseconds: (Int) -> Int? = { _ in nil }) -> Action? {
+  /// spawn into an empty slot whose time has come. `cpu(slot)`: the CPU time the slot's worker
+  /// has spent on its decode and whether it is waiting for a CPU now (nil: unknown). A decode
+  /// past its deadline in wall time that has used less CPU than that and is waiting for a CPU
+  /// was starved by a loaded machine, not held up by its frame: it gets the rest of its deadline
+  /// in CPU time, up to the wall cap. One that is asleep or blocked (not decoding) is abandoned
+  /// at the deadline, as is one whose CPU time cannot be read.
+  public mutating func nextAction(at now: Instant, cpu: (Int) -> (milliseconds: Int, runnable: Bool)? = { _ in nil }) -> Action? {
     for slot in 0..<2 {
       switch slots[slot] {
       case .busy(let since, let sequence, let deadline, let check) where now >= check:
         let wall = now.milliseconds(since: since)
         let cap = max(2_000, deadline * settings.wallCapDeadlines)
-        if wall < cap, let cpu = cpuMilliseconds(slot), cpu < deadline {
-          let again = min(now.adding(milliseconds: max(1, deadline - cpu)), since.adding(milliseconds: cap))
+        if wall < cap, let used = cpu(slot), used.runnable, used.milliseconds < deadline {
+          let again = min(now.adding(milliseconds: max(1, deadline - used.milliseconds)), since.adding(milliseconds: cap))
           slots[slot] = .busy(since: since, sequence: sequence, deadline: deadline, check: again)
           stats.starved &+= 1
           continue

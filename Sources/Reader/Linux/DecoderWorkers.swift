@@ -242,7 +242,7 @@ public final class DecoderWorkers: PollParticipant {
     for slot in 0..<2 where poll.revents(tokens[slot]) != 0 { readChannel(slot, now: now) }
     for slot in 0..<2 where gone[slot] { reap(slot, now: now) }
     for _ in 0..<4 {
-      guard let action = supervisor.nextAction(at: now, cpuMilliseconds: decodeCPU) else { break }
+      guard let action = supervisor.nextAction(at: now, cpu: decodeCPU) else { break }
       switch action {
       case .kill(let slot):
         if pids[slot] > 0 { _ = sg_sb_kill(pids[slot]) }
@@ -255,12 +255,14 @@ public final class DecoderWorkers: PollParticipant {
     if supervisor.takeRecovered() { post(.decoderRecovered) }
   }
 
-  /// The CPU time (ms) the worker in `slot` has spent on the decode in flight, when both readings
-  /// could be had.
-  private func decodeCPU(_ slot: Int) -> Int? {
+  /// The CPU time (ms) the worker in `slot` has spent on the decode in flight and whether it
+  /// waits for a CPU now, when every reading could be had.
+  private func decodeCPU(_ slot: Int) -> (milliseconds: Int, runnable: Bool)? {
     guard let o = outstanding, o.slot == slot, outstandingCPU >= 0, pids[slot] > 0 else { return nil }
     let now = sg_sb_cpu_ns(pids[slot])
-    return now >= outstandingCPU ? Int((now - outstandingCPU) / 1_000_000) : nil
+    let runnable = sg_sb_runnable(pids[slot])
+    guard now >= outstandingCPU, runnable >= 0 else { return nil }
+    return (Int((now - outstandingCPU) / 1_000_000), runnable == 1)
   }
 
   /// Drains the channel: a ready worker, a reply, or the worker gone.

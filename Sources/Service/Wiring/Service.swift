@@ -91,6 +91,13 @@ public enum Service {
       }
       // Two start timeouts: a slow first start (a cold page cache, an emulated CPU) gets one retry.
       let wait = 2 * config.decoderStartTimeoutMilliseconds + 1_000
+      // Under systemd the unit's TimeoutStartSec (60 s) would end a longer wait first, before the
+      // reason is printed: the wait is announced as an extension of the start timeout.
+      ServiceNotifier().send { w in
+        w.write("EXTEND_TIMEOUT_USEC=")
+        w.write(wait * 1_000)
+        w.write("\nSTATUS=starting the decoder workers")
+      }
       guard workers.waitUntilReady(milliseconds: wait) else {
         let s = workers.stats
         writeStandardError(
