@@ -74,7 +74,9 @@ import Testing
     #expect(sup.stats.crashed == 0, "a kill for the deadline is not a crash")
   }
 
-  @Test("a decode past its deadline in wall time but not in CPU time, waiting for a CPU (a loaded machine), gets the rest in CPU time up to the wall cap; one asleep or blocked does not")
+  @Test(
+    "a decode past its deadline in wall time but not in CPU time, waiting for a CPU (a loaded machine), gets the rest in CPU time up to the wall cap; one asleep or blocked does not"
+  )
   func starvedDecodeIsNotAbandoned() {
     var sup = ready(deadline: 100)
     guard case .send(let slot, _) = sup.submit(at: clock.now()) else {
