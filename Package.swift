@@ -110,8 +110,14 @@ let package = Package(
       name: "ScanService", dependencies: ["ScanCore", "ScanConsole", "ScanLinux"], path: "Sources/Service",
       swiftSettings: swiftSettings),
 
+    // MARK: The tools beside the product: option parsing, `decode` and its bench harnesses, `soak`,
+    // the console load generator, and the demo (its scenes, door and panel), which the CLI calls.
+    .target(
+      name: "ScanTools", dependencies: ["ScanCore", "ScanConsole", "ScanSim", "ScanLinux", "ScanService"], path: "Sources/Tools",
+      swiftSettings: swiftSettings),
+
     .executableTarget(
-      name: "scangate", dependencies: ["ScanCore", "ScanConsole", "ScanSim", "ScanLinux", "ScanService"],
+      name: "scangate", dependencies: ["ScanCore", "ScanConsole", "ScanSim", "ScanLinux", "ScanService", "ScanTools"],
       swiftSettings: swiftSettings),
 
     // MARK: Tests.

@@ -2,6 +2,7 @@ import Glibc
 import ScanCore
 import ScanLinux
 import ScanService
+import ScanTools
 
 /// What `check-config` says about the files around the configuration: their modes (config,
 /// allow-list, schedules, trust, revocation: 0640 root:scangate at most), OSDP install mode

@@ -2,6 +2,7 @@ import Glibc
 import ScanCore
 import ScanLinux
 import ScanService
+import ScanTools
 
 /// `scangate console`: a small client for people without nc, socat or picocom. Sends each line
 /// of standard input, prints everything the reader sends. `--command` sends one command and

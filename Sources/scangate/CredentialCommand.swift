@@ -2,6 +2,7 @@ import Glibc
 import ScanCore
 import ScanLinux
 import ScanService
+import ScanTools
 
 /// `scangate credential`: the issuer's tools for signed passes (docs/credentials.md).
 enum CredentialCommand {
@@ -128,7 +129,7 @@ enum CredentialCommand {
       arguments, valued: ["config", "trust", "site-key", "revocation", "at", "zones", "time-policy", "repeat"], known: ["json"])
     var settings = CredentialSettings()
     if o.value("trust") == nil {
-      guard let config = ExtraCommands.loadConfig(o) else { return 1 }
+      guard let config = loadConfig(o) else { return 1 }
       settings = config.credentials
     }
     if let t = o.value("trust") { settings.trustFile = t }

@@ -2,6 +2,7 @@ import Glibc
 import ScanCore
 import ScanLinux
 import ScanService
+import ScanTools
 
 /// Commands beyond decode and version.
 enum ExtraCommands {
@@ -23,20 +24,13 @@ enum ExtraCommands {
   }
 
   /// Loads the configuration named by `--config` (default ./config.toml), reporting every error.
-  static func loadConfig(_ options: Options) -> ScanConfig? {
-    let path = options.value("config") ?? "config.toml"
-    do { return try ConfigLoader.load(path: path) } catch {
-      for e in error.errors { writeStandardError("scangate: \(path): \(e)\n") }
-      return nil
-    }
-  }
 }
 
 enum RunCommand {
   static func run(_ arguments: [String]) -> Int32 {
     do {
       let options = try Options(arguments, valued: ["config", "frames"], known: ["quiet-edges"])
-      guard let config = ExtraCommands.loadConfig(options) else { return 1 }
+      guard let config = loadConfig(options) else { return 1 }
       var serviceOptions = Service.Options()
       serviceOptions.maxFrames = UInt64(try options.integer("frames", default: 0, range: 0...Int.max))
       if options.flag("quiet-edges") { serviceOptions.skipping = [.edge] }
@@ -53,7 +47,7 @@ enum CheckConfigCommand {
     do {
       let options = try Options(arguments, valued: ["config"], known: [])
       let path = options.value("config") ?? "config.toml"
-      guard let config = ExtraCommands.loadConfig(options) else { return 1 }
+      guard let config = loadConfig(options) else { return 1 }
       print("\(path): OK")
       var status: Int32 = 0
       // The allow-list, parsed exactly as the service would.

@@ -3,6 +3,7 @@ import Synchronization
 import ScanCore
 import ScanLinux
 import ScanService
+import ScanTools
 
 /// `scangate fleet`: tools for a site's fleet of readers on its MQTT broker.
 /// - `tail`: subscribes to every reader's events, de-duplicates by (reader, seq) and reports

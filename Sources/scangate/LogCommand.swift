@@ -2,6 +2,7 @@ import Glibc
 import ScanCore
 import ScanLinux
 import ScanService
+import ScanTools
 
 /// `scangate log`: reads the audit log. `scangate log verify [--key FILE] [--head SEQ:HEX]`
 /// checks its keyed chain and, given a chain head published earlier, that nothing was cut or
@@ -17,7 +18,7 @@ enum LogCommand {
       var keyPath = options.value("key")
       var fleetStatePath: String? = nil
       if path == nil {
-        guard let config = ExtraCommands.loadConfig(options) else { return 1 }
+        guard let config = loadConfig(options) else { return 1 }
         path = config.log.path
         fleetStatePath = config.fleet.stateFile.isEmpty ? nil : config.fleet.stateFile
         if keyPath == nil && !config.log.chainKeyFile.isEmpty { keyPath = config.log.chainKeyFile }

@@ -1,6 +1,7 @@
 import ScanCore
 import ScanLinux
 import ScanService
+import ScanTools
 
 /// `scangate probe`: what this machine offers a reader, to fill in config.toml.
 enum ProbeCommand {
@@ -46,7 +47,7 @@ enum ProbeCommand {
     }
     var config = ScanConfig()
     if options.value("config") != nil {
-      guard let loaded = ExtraCommands.loadConfig(options) else { return 1 }
+      guard let loaded = loadConfig(options) else { return 1 }
       config = loaded
     }
     ProbeOutputs.report(config, chips: chips)

@@ -1,6 +1,7 @@
 import ScanCore
 import ScanLinux
 import ScanService
+import ScanTools
 
 /// `scangate probe`'s boot-safety part: each configured output line's level and bias before the
 /// service claims it, and a warning when what the pin does at boot would energise the load.

@@ -2,6 +2,7 @@ import Glibc
 import ScanCore
 import ScanLinux
 import ScanService
+import ScanTools
 
 /// `scangate snapshot --out FILE.png` / `--text`: the aiming aid, from a running reader through
 /// its console (TCP or serial).

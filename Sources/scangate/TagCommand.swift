@@ -2,6 +2,7 @@ import Glibc
 import ScanCore
 import ScanLinux
 import ScanService
+import ScanTools
 
 /// `scangate tag`: the keyed tag a payload has on this reader (what LAST, WATCH, the journal,
 /// the audit log and fleet events show for it), for an administrator looking for a badge. It
@@ -18,7 +19,7 @@ enum TagCommand {
       let digest = try digestToTag(options)
       var keyPath = options.value("key")
       if keyPath == nil {
-        guard let config = ExtraCommands.loadConfig(options) else { return 1 }
+        guard let config = loadConfig(options) else { return 1 }
         guard !config.log.path.isEmpty else {
           throw ParseError(message: "no [log] path: the reader keeps no tag key, its tags change at every start")
         }

@@ -1,6 +1,7 @@
 import ScanCore
 import ScanLinux
 import ScanService
+import ScanTools
 
 enum VersionCommand {
   static func run(_ arguments: [String]) -> Int32 {

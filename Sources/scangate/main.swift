@@ -3,6 +3,7 @@ import Glibc
 import ScanCore
 import ScanLinux
 import ScanService
+import ScanTools
 
 var arguments = Array(CommandLine.arguments.dropFirst())
 guard let command = arguments.first else {

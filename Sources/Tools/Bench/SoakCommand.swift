@@ -10,8 +10,8 @@ import Synchronization
 /// unknown and inverted QR codes between empty frames) through the real loop (poll, replay
 /// source, zxing-cpp, presence, decisions, simulated GPIO) as fast as it will go, and prints
 /// resident memory every `--every` frames as CSV, then throughput and latency percentiles.
-enum SoakCommand {
-  static func run(_ arguments: [String]) -> Int32 {
+public enum SoakCommand {
+  public static func run(_ arguments: [String]) -> Int32 {
     do {
       let options = try Options(
         arguments, valued: ["frames", "every", "variants", "histogram", "console-clients", "passes"], known: [])
@@ -153,7 +153,7 @@ enum SoakCommand {
   }
 
   /// Resident set size from /proc/self/statm, in KiB.
-  static func residentKiB() -> Int {
+  public static func residentKiB() -> Int {
     guard let bytes = try? readWholeFile("/proc/self/statm", maxBytes: 4096) else { return 0 }
     let fields = String(decoding: bytes, as: UTF8.self).split(separator: " ")
     guard fields.count > 1, let pages = Int(fields[1]) else { return 0 }

@@ -4,13 +4,13 @@ import ScanLinux
 import ScanService
 
 /// A small command-line option reader: `--flag`, `--key value`, `--key=value`, positionals.
-struct Options {
-  private(set) var flags: Set<String> = []
-  private(set) var values: [String: String] = [:]
-  private(set) var positionals: [String] = []
+public struct Options {
+  public private(set) var flags: Set<String> = []
+  public private(set) var values: [String: String] = [:]
+  public private(set) var positionals: [String] = []
 
   /// `valued` lists the options that take a value; anything else starting with `--` is a flag.
-  init(_ arguments: [String], valued: Set<String>, known: Set<String>) throws(ParseError) {
+  public init(_ arguments: [String], valued: Set<String>, known: Set<String>) throws(ParseError) {
     var i = 0
     while i < arguments.count {
       let a = arguments[i]
@@ -44,9 +44,9 @@ struct Options {
     }
   }
 
-  func flag(_ name: String) -> Bool { flags.contains(name) }
-  func value(_ name: String) -> String? { values[name] }
-  func integer(_ name: String, default fallback: Int, range: ClosedRange<Int>) throws(ParseError) -> Int {
+  public func flag(_ name: String) -> Bool { flags.contains(name) }
+  public func value(_ name: String) -> String? { values[name] }
+  public func integer(_ name: String, default fallback: Int, range: ClosedRange<Int>) throws(ParseError) -> Int {
     guard let text = values[name] else { return fallback }
     guard let n = Int(text), range.contains(n) else {
       throw ParseError(message: "--\(name) wants a whole number in \(range.lowerBound)...\(range.upperBound), got '\(text)'")
@@ -56,19 +56,28 @@ struct Options {
 }
 
 /// JSON string literal for `text` (the one escaping rule, JSONObject's).
-func jsonString(_ text: String) -> String { JSONObject.string(text) }
+public func jsonString(_ text: String) -> String { JSONObject.string(text) }
 
 /// A percentage with one decimal.
-func formatPercent(_ part: Int, _ whole: Int) -> String {
+public func formatPercent(_ part: Int, _ whole: Int) -> String {
   guard whole > 0 else { return "-" }
   let tenths = Int((Double(part) * 1000 / Double(whole)).rounded())
   return "\(tenths / 10).\(tenths % 10)%"
 }
 
 /// The median of `values` (0 for none).
-func median(_ values: [Double]) -> Double {
+public func median(_ values: [Double]) -> Double {
   guard !values.isEmpty else { return 0 }
   let sorted = values.sorted()
   let mid = sorted.count / 2
   return sorted.count % 2 == 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2
+}
+
+/// The configuration `--config` names (config.toml by default), or nil after printing why not.
+public func loadConfig(_ options: Options) -> ScanConfig? {
+  let path = options.value("config") ?? "config.toml"
+  do { return try ConfigLoader.load(path: path) } catch {
+    for e in error.errors { writeStandardError("scangate: \(path): \(e)\n") }
+    return nil
+  }
 }

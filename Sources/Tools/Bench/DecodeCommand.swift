@@ -4,14 +4,14 @@ import ScanLinux
 import ScanService
 
 /// `scangate decode`: barcodes in image files, and the accuracy harness (`--expect DIR`).
-enum DecodeCommand {
+public enum DecodeCommand {
   static let imageExtensions: Set<String> = ["png", "jpg", "jpeg", "gif", "pgm", "ppm", "pnm", "bmp"]
   /// Codes one decode call can report: zxing-cpp counts them in a byte. `scangate decode` keeps
   /// room for that many, so it reports every code the engine locates unless `--results` says
   /// fewer.
   static let engineSymbolsMax = 255
 
-  static func run(_ arguments: [String]) -> Int32 {
+  public static func run(_ arguments: [String]) -> Int32 {
     do {
       let options = try Options(
         arguments,
@@ -340,7 +340,7 @@ enum DecodeCommand {
 
 extension String {
   /// Pads with spaces to `length` (on the left when `left`); never truncates.
-  func padding(toLength length: Int, left: Bool = false) -> String {
+  public func padding(toLength length: Int, left: Bool = false) -> String {
     count >= length
       ? self
       : (left

@@ -8,7 +8,7 @@ import ScanSim
 /// (some on the allow-list, some not, some inverted or mirrored as phone screens show them),
 /// writes them as 640×480 frames and an allow-list into a temporary folder, replays them through
 /// the same engine and loop `run` uses, drives simulated GPIO, and prints each decision and edge.
-enum DemoCommand {
+public enum DemoCommand {
   struct Scene {
     var payload: [UInt8]
     var variant: ImageVariant
@@ -35,7 +35,7 @@ enum DemoCommand {
 
     """
 
-  static func run(_ arguments: [String]) -> Int32 {
+  public static func run(_ arguments: [String]) -> Int32 {
     do {
       let options = try Options(arguments, valued: ["config", "fps", "dir", "frames", "snapshot"], known: ["keep", "panel", "bench", "trace"])
       if let prefix = options.value("snapshot") { return try snapshot(prefix: prefix) }
@@ -43,7 +43,7 @@ enum DemoCommand {
       if options.flag("bench") { return try bench(fps: fps, trace: options.flag("trace")) }
       var config = ScanConfig()
       if options.value("config") != nil {
-        guard let loaded = ExtraCommands.loadConfig(options) else { return 1 }
+        guard let loaded = loadConfig(options) else { return 1 }
         config = loaded
       } else {
         // The demo's passes are made up: show what was read (a site's config keeps it off).
