@@ -65,11 +65,11 @@ public final class AuditLog: AuditLogAccess, @unchecked Sendable {
   private let ring: EventRing
   private let worker = WorkerThread()
   private let committed = Atomic<UInt64>(0)
-  private let faultRaw = Atomic<UInt8>(0)
-  private let writtenCount = Atomic<Int64>(0)
-  private let lostCount = Atomic<Int64>(0)
-  private let pendingCount = Atomic<Int>(0)
-  private let movedAsideCount = Atomic<Int>(0)
+  let faultRaw = Atomic<UInt8>(0)
+  let writtenCount = Atomic<Int64>(0)
+  let lostCount = Atomic<Int64>(0)
+  let pendingCount = Atomic<Int>(0)
+  let movedAsideCount = Atomic<Int>(0)
   private let retainFromSequence = Atomic<Int64>(.max)
   private let headState = Mutex<AuditChainHead>(.empty)
   private let keyProblemText = Mutex<String>("")
@@ -78,8 +78,8 @@ public final class AuditLog: AuditLogAccess, @unchecked Sendable {
   /// The loop thread's read-only connection (console LOG).
   /// A console's LOG request (count, session) and its result, handed between the loop and the
   /// log's thread, which does the disk read.
-  private let recentRequest = Mutex<(count: Int, ticket: SessionTicket)?>(nil)
-  private let recentResult = Mutex<AuditRecentRead?>(nil)
+  let recentRequest = Mutex<(count: Int, ticket: SessionTicket)?>(nil)
+  let recentResult = Mutex<AuditRecentRead?>(nil)
   /// Records kept in memory at most while the disk is failing.
   public let pendingMax: Int
   /// The clock floor (`TrustedTime`) pruning judges record ages at (set before `start`); nil:
@@ -90,9 +90,9 @@ public final class AuditLog: AuditLogAccess, @unchecked Sendable {
   /// How often the writer prunes (monotonic; set before `start`).
   public var pruneIntervalMilliseconds = 10_000
   /// The committed mark (`AuditHeadMark`), opened with the log: the writer's thread only.
-  private var mark: AuditHeadMark? = nil
+  var mark: AuditHeadMark? = nil
   /// Damage found and cuts recorded this run, for STATUS (bounded).
-  private let integrityNotice = Mutex<String>("")
+  let integrityNotice = Mutex<String>("")
 
   public init(settings: AuditLogSettings, ring: EventRing) {
     self.settings = settings
@@ -290,167 +290,6 @@ public final class AuditLog: AuditLogAccess, @unchecked Sendable {
   /// Records the bounded queue keeps over others: what says something went wrong.
   static func isReserved(_ kind: EventKind) -> Bool { kind == .fault || kind == .state || kind == .recordsLost }
 
-  // MARK: - Damage, cuts and the committed mark (docs/audit-log.md, "Under faults")
-
-  /// The committed mark beside the log, opened again with every open of the log (a log folder
-  /// made again gets a new one). One that cannot be opened or read is said in the journal; the
-  /// log writes on without it.
-  private func openMark() -> AuditHeadMark? {
-    let path = AuditHeadMark.path(forLog: settings.path)
-    do {
-      let opened = try AuditHeadMark(path: path)
-      if let problem = opened.problem { identity.journal("committed mark \(path): \(problem)") }
-      return opened
-    } catch {
-      identity.journal("committed mark \(error): records lost with a damaged WAL cannot be found this run")
-      return nil
-    }
-  }
-
-  /// After a commit: the new head becomes the mark (pwrite + fdatasync, one per commit batch).
-  private func markCommitted(_ store: AuditStore) {
-    mark?.write(AuditHeadMark.Head(logID: identity.logID ?? "", sequence: store.lastSequence, value: store.lastHash))
-  }
-
-  /// At open: a log that ends before its committed mark lost records N+1...M after they were
-  /// committed (a damaged, torn or deleted WAL; SQLite opens what is left without a word). Those
-  /// numbers were shown, published and acknowledged, so they are never used again: record M+1,
-  /// chained to record N, says they are not in this log; the loss is counted, journaled and on
-  /// STATUS (a fault held long enough for the loop's fault event), and the log goes on from M+2.
-  private func recordCut(_ store: AuditStore, key: AuditChainKey, run: Int64, now: Int64) throws(SQLiteError) {
-    guard let mark, let head = mark.loaded, head.logID == identity.logID ?? "", store.pendingIdentity == nil else { return }
-    let last = store.lastSequence
-    guard head.sequence > last else {
-      let q = try store.database.prepare("SELECT hash FROM events WHERE seq = ?")
-      q.bind(1, head.sequence)
-      if try q.step(), q.bytes(0) != head.value {
-        let text = "record \(head.sequence) is not the one the committed mark (\(mark.path)) names: the file was replaced or re-chained"
-        addNotice("; MARK MISMATCH: " + text)
-        identity.journal(text)
-      }
-      return
-    }
-    let missing = (last + 1)...head.sequence
-    let why =
-      "the log ended at record \(last), but its committed mark (\(mark.path)) says record \(head.sequence) was committed: the WAL was damaged, torn or deleted"
-    try store.appendCut(AuditStore.cutRecord(missing: missing, why: why, run: run, wallNanoseconds: now), missing: missing, key: key)
-    markCommitted(store)
-    lostCount.wrappingAdd(head.sequence - last, ordering: .relaxed)
-    writtenCount.wrappingAdd(1, ordering: .relaxed)
-    faultRaw.store(AuditLogFault.logCut.rawValue, ordering: .releasing)
-    let range = "records \(missing.lowerBound)...\(missing.upperBound)"
-    addNotice("; LOG CUT: \(range) lost, recorded as record \(head.sequence + 1)")
-    identity.journal(
-      "FAULT log-cut: \(range) lost (\(head.sequence - last)): \(why); record \(head.sequence + 1) says so and the log goes on after it")
-  }
-
-  /// A damaged log moved aside: the journal line (both paths, what SQLite found, how far the old
-  /// log had committed by its mark), the STATUS notice, and the fault record that starts the new log.
-  private func damagedMovedAside(_ moved: String, damage: String, previous: AuditHeadMark.Head?, now: Int64) -> AuditRecord {
-    var detail = "corrupt log moved aside to \(moved) (\(settings.path): \(damage))"
-    if let previous, previous.sequence > 0 {
-      let head = AuditChainHead(sequence: previous.sequence, value: previous.value.withUnsafeBytes { Digest(bytes: $0) })
-      detail += "; it had committed through record \(previous.sequence)"
-      detail += (previous.logID.isEmpty ? "" : " of log \(previous.logID)") + " (head \(head.text))"
-    }
-    addNotice("; DAMAGED: \(settings.path) moved aside to \(moved)")
-    identity.journal("FAULT log-damaged: \(detail); the file is kept, never deleted, and a new log is started")
-    return AuditRecord(
-      sequence: 0, run: 0, eventSequence: 0, wallNanoseconds: now, kind: .fault,
-      code: Int64(FaultCode.logMovedAside.rawValue), detail: FaultCode.logMovedAside.name + ": " + detail)
-  }
-
-  /// Adds to what STATUS says about damage and cuts this run (the newest kept when it grows long).
-  private func addNotice(_ text: String) {
-    integrityNotice.withLock { notice in
-      notice = notice.utf8.count + text.utf8.count > 600 ? "; (earlier notices in the journal)" + text : notice + text
-    }
-  }
-
-  private enum OpenFailure: Error {
-    case database(SQLiteError)
-    /// The chain key cannot be used: what to do about it (names files, never the key).
-    case key(String)
-  }
-
-  /// Opens the database (moving a corrupt or unkeyed one aside, with a note for the new log)
-  /// and the chain key that continues it.
-  private func openStore(notes: inout [AuditRecord]) throws(OpenFailure) -> (AuditStore, AuditChainKey) {
-    let now = SystemWallClock().unixNanoseconds()
-    prepareLogFolder(now: now)
-    let movedBefore = movedAsideCount.load(ordering: .relaxed)
-    var store: AuditStore? = nil
-    do throws(SQLiteError) {
-      do throws(SQLiteError) {
-        store = try AuditStore(path: settings.path, readOnly: false)
-        // A structural check whose result rows are read: SQLite reports damage as rows.
-        let damage = try store!.database.quickCheck()
-        if !damage.isEmpty { throw SQLiteError.damaged(damage) }
-      } catch  where error.isCorrupt {
-        store = nil
-        let previous = try? AuditHeadMark.read(AuditHeadMark.path(forLog: settings.path))
-        let moved = AuditStore.moveAside(settings.path, now: now / 1_000_000_000)
-        movedAsideCount.wrappingAdd(1, ordering: .relaxed)
-        faultRaw.store(AuditLogFault.corruptMovedAside.rawValue, ordering: .releasing)
-        notes.append(damagedMovedAside(moved, damage: error.message, previous: previous ?? nil, now: now))
-        store = try AuditStore(path: settings.path, readOnly: false)
-      }
-      if try store!.chainFormat() == .unkeyed {
-        let head = store!.head
-        store = nil  // closed (and checkpointed) before it is renamed
-        let moved = AuditStore.moveAside(settings.path, now: now / 1_000_000_000, reason: "unkeyed")
-        movedAsideCount.wrappingAdd(1, ordering: .relaxed)
-        notes.append(note(now, "log written before the keyed chain moved aside to \(moved): records 1...\(head.sequence), unkeyed SHA-256 head \(head.text)"))
-        store = try AuditStore(path: settings.path, readOnly: false)
-      }
-    } catch {
-      throw .database(error)
-    }
-    let s = store!
-    let keyPath = settings.chainKeyPath
-    let format: AuditStore.ChainFormat
-    do { format = try s.chainFormat() } catch { throw .database(error) }
-    if case .keyed = format, let id = try? s.identity().id { identity.setCurrent(id) }  // known before its key is
-    let key: AuditChainKey
-    do throws(FileError) {
-      if case .keyed(let id) = format {
-        guard fileExists(keyPath) else {
-          throw FileError(
-            path: keyPath, reason: "missing, and \(settings.path) is chained with key \(id): restore that key file, or move the log aside to start a new one")
-        }
-        key = try AuditChainKey.load(keyPath)
-        guard key.identifier == id else {
-          throw FileError(
-            path: keyPath,
-            reason:
-              "holds key \(key.identifier), but \(settings.path) is chained with key \(id): restore the right key file, or move the log aside to start a new one"
-          )
-        }
-      } else {
-        // A new log: the first start, or after moving a log aside. Only now may a key be made
-        // (or the key of the log this writer had open, whose key file went with it, put back).
-        key = fileExists(keyPath) ? try AuditChainKey.load(keyPath) : try newLogKey(keyPath)
-      }
-    } catch {
-      throw .key("audit chain key \(error)")
-    }
-    do {
-      let movedAside = movedAsideCount.load(ordering: .relaxed) != movedBefore
-      if let missing = try settleIdentity(s, format: format, key: key, movedAside: movedAside, now: now) {
-        notes.append(missing)
-      }
-    } catch {
-      throw .database(error)
-    }
-    return (s, key)
-  }
-
-  private func note(_ now: Int64, _ detail: String) -> AuditRecord {
-    AuditRecord(
-      sequence: 0, run: 0, eventSequence: 0, wallNanoseconds: now, kind: .state,
-      code: Int64(FaultCode.logMovedAside.rawValue), detail: FaultCode.logMovedAside.name + ": " + detail)
-  }
-
   private func setKeyProblem(_ problem: String) {
     let changed = keyProblemText.withLock { text in
       defer { text = problem }
@@ -471,87 +310,5 @@ public final class AuditLog: AuditLogAccess, @unchecked Sendable {
           ? .corruptMovedAside
           : error.isIOError ? .ioError : .other
     faultRaw.store(fault.rawValue, ordering: .releasing)
-  }
-
-  // MARK: - For the console (loop thread)
-
-  public func writeStatus(into w: inout ByteWriter) {
-    w.write(settings.path)
-    if let id = identity.logID {
-      w.write(" (log ")
-      w.write(id)
-      w.write(")")
-    }
-    w.write("; ")
-    w.write(writtenRecords)
-    w.write(" records written, committed through #")
-    w.write(committedSequence)
-    w.write(", ")
-    w.write(pendingCount.load(ordering: .relaxed))
-    w.write(" waiting, ")
-    w.write(lostRecords)
-    w.write(" lost; ")
-    w.write(fault == .none ? "ok" : "FAULT: ")
-    if fault != .none { w.write(fault.name) }
-    if let problem = keyProblem {
-      w.write(": ")
-      w.write(problem)
-    }
-    w.write("; chain head ")
-    chainHead.write(into: &w)
-    if let missing = identity.missing {
-      w.write("; FAULT log-missing: ")
-      ConsoleText.writeSanitized(missing, into: &w)
-    }
-    let notice = integrityNotice.withLock { $0 }
-    if !notice.isEmpty {
-      ConsoleText.writeSanitized(notice, into: &w)
-    } else if movedAsideCount.load(ordering: .relaxed) > 0 {
-      w.write("; a file was moved aside")
-    }
-  }
-
-  public func requestRecent(_ count: Int, for ticket: SessionTicket) -> Bool {
-    recentRequest.withLock { request in
-      guard request == nil else { return false }
-      request = (count, ticket)
-      return true
-    }
-  }
-
-  public func takeRecent() -> AuditRecentRead? {
-    recentResult.withLock { r in
-      defer { r = nil }; return r
-    }
-  }
-
-  /// On the log's thread: serves a pending LOG request from the open store (or says none).
-  private func serveRecent(_ store: AuditStore?) {
-    guard let (count, ticket) = recentRequest.withLock({ $0 }) else { return }
-    var read = AuditRecentRead(ticket: ticket, text: [], lines: 0)
-    if let store {
-      var lines: [[UInt8]] = []
-      try? store.read(limit: Int64(count), newest: true) { record in
-        let line = withUnsafeTemporaryAllocation(byteCount: 1_024, alignment: 1) { buffer in
-          var w = ByteWriter(buffer)
-          w.write("| ")
-          ConsoleText.writeSanitized(record.line, into: &w)
-          w.newline()
-          return w.overflowed ? Array("| (record too long to show)\n".utf8) : Array(w.written)
-        }
-        lines.append(line)
-      }
-      // The newest records that fit, oldest first.
-      var total = 0
-      var first = lines.count
-      while first > 0 && total + lines[first - 1].count <= AuditRecentRead.bytesMax {
-        first -= 1
-        total += lines[first].count
-      }
-      for line in lines[first...] { read.text += line }
-      read.lines = lines.count - first
-    }
-    recentResult.withLock { $0 = read }
-    recentRequest.withLock { $0 = nil }
   }
 }

@@ -56,7 +56,7 @@ public struct RunLoop<
   public private(set) var stopRequested = false
   private let poll: PollSet
   var participants: [any PollParticipant] = []
-  private let requests = LoopRequests()
+  let requests = LoopRequests()
   private let allowListWatcher: AllowListWatcher?
   /// The technician console, served by this loop (nil: none).
   public let console: ConsoleServer<Clock>?
@@ -77,7 +77,7 @@ public struct RunLoop<
   private var auditLogFaulted = false
   /// systemd: READY, STATUS and the watchdog.
   public let notifier = ServiceNotifier()
-  private var statusSentState = CameraState.starting
+  var statusSentState = CameraState.starting
   /// The aiming aid: renders PNG snapshots off the loop (created with the console).
   let snapshotWorker: SnapshotWorker?
   var snapshotPhase = SnapshotPhase.idle
@@ -249,49 +249,6 @@ public struct RunLoop<
     return (due == 0, Self.earlier(now.adding(milliseconds: due), supervision))
   }
 
-  /// Applies what the participants asked this iteration, in `LoopRequest.Kind` order (each kind
-  /// once: the queue coalesces), then moves a participant's snapshot along.
-  private mutating func applyRequests() {
-    while let request = requests.next() { apply(request) }
-    offerSnapshot()
-  }
-
-  /// Carries out one participant's request: the one place a request meets the loop or engine.
-  private mutating func apply(_ request: LoopRequest) {
-    switch request {
-    case .stop: stopRequested = true
-    case .open(let milliseconds): _ = open(milliseconds: milliseconds)
-    case .reloadAllowList: reloadAllowList()
-    case .releaseStrikeForExit: engine.releaseStrikeForExit()
-    case .relockStrike: engine.relockStrike()
-    case .holdStrike: engine.holdStrike()
-    case .endStrikeHold: engine.endStrikeHold()
-    case .accessStaticOnly(let staticOnly): engine.policy.staticOnly = staticOnly
-    case .play(let pattern): engine.play(pattern)
-    case .holdBuzzer(let hold): engine.holdBuzzer(hold)
-    case .snapshot(let sink): snapshotSink = sink
-    }
-  }
-
-  /// A participant's snapshot: captured on the next frame (beside a console's, which keeps its
-  /// own flag), then handed over once.
-  private mutating func offerSnapshot() {
-    // While a console PNG is rendered, the snapshot thread reads the engine's buffer: no capture
-    // into it until that is done.
-    guard let sink = snapshotSink, snapshotPhase != .rendering else { return }
-    guard engine.snapshotCaptured else {
-      engine.captureSnapshot = true
-      return
-    }
-    engine.snapshot.framesPerSecondTimes100 = framesPerSecondTimes100
-    guard sink.deliver(engine.snapshot) else {
-      engine.captureSnapshot = true
-      return
-    }
-    snapshotSink = nil
-    if snapshotPhase != .capturing { engine.snapshotCaptured = false }
-  }
-
   private mutating func serviceConsole(_ console: ConsoleServer<Clock>) {
     console.service(poll)
     console.runCommands(host: &self)
@@ -381,33 +338,6 @@ public struct RunLoop<
       engine.record(.fault, code: FaultCode.cameraLost.rawValue)
       engine.play(engine.settings.actuation.faultPattern)
     case nil: break
-    }
-  }
-
-  /// READY=1 once the first camera open has been tried (the reader is up, streaming or
-  /// degraded), STATUS= on every change of camera state, and the watchdog from every iteration.
-  private mutating func notifySystemd() {
-    guard notifier.isActive else { return }
-    notifier.tick(now: engine.clock.now())
-    let state = supervisor.state
-    guard state != .starting, !notifier.readySent || state != statusSentState else { return }
-    statusSentState = state
-    let summary = cameraSummary, entries = engine.allowList.count
-    let write: (inout ByteWriter) -> Void = { w in
-      w.write("camera ")
-      w.write(state.name)
-      w.write(" ")
-      ConsoleText.writeSanitized(summary, into: &w)
-      w.write("; allow-list ")
-      w.write(entries)
-      w.write(" entries")
-    }
-    if notifier.readySent {
-      notifier.send { w in
-        w.write("STATUS="); write(&w)
-      }
-    } else {
-      notifier.ready(status: write)
     }
   }
 

@@ -1,0 +1,236 @@
+import ScanCore
+import ScanLinux
+
+/// The service's composition: the loop and its engine, every part it serves, and the order they
+/// start and stop in.
+extension Service {
+  public static func serve<
+    S: LoopFrameSource & ~Copyable, R: OutputLine & ~Copyable, B: OutputLine & ~Copyable, D: CodeDecoder & ~Copyable
+  >(
+    _ config: ScanConfig, options: Options, relay: consuming R, buzzer: consuming B, watchdog: RelayWatchdog,
+    decoder: consuming D, workers: DecoderWorkers?, openSource: @escaping () throws(CaptureError) -> S
+  ) -> Int32 {
+    let clock = SystemMonotonicClock()
+    let ring = EventRing(capacity: config.eventRingCapacity)
+    var loop = makeLoop(
+      config, options: options, relay: relay, buzzer: buzzer, decoder: decoder, workers: workers, clock: clock, ring: ring,
+      openSource: openSource)
+    let parts: Parts
+    do throws(SetupRefused) {
+      parts = try assemble(config, options: options, watchdog: watchdog, clock: clock, ring: ring, loop: &loop)
+    } catch {
+      return 1
+    }
+    runUntilStopped(&loop, parts, watchdog: watchdog)
+    if !options.quiet {
+      printSummary(loop.engine.stats, elapsed: clock.now().microseconds(since: loop.startedAt), loop: loop)
+      if let w = workers?.stats {
+        print(
+          "decoder workers: \(w.completed) decodes, \(w.abandoned) abandoned, \(w.crashed) crashed, \(w.skipped) skipped, "
+            + "\(w.restarts) restarts, \(w.startFailures) failed starts")
+      }
+    }
+    return 0
+  }
+
+  // MARK: - serve's steps
+
+  /// A part that could not start; why is already on standard error (serve exits 1).
+  private struct SetupRefused: Error {}
+
+  /// What serve starts around the loop and stops after it.
+  private struct Parts {
+    let floorKeeper: ClockFloorKeeper
+    let auditLog: AuditLog?
+    let fleet: FleetLink?
+    let door: DoorController?
+    let wiegand: WiegandLink?
+    let printer: EventPrinter
+  }
+
+  /// The loop and its engine (the decoder, the outputs, the console, the decoder workers).
+  private static func makeLoop<
+    S: LoopFrameSource & ~Copyable, R: OutputLine & ~Copyable, B: OutputLine & ~Copyable, D: CodeDecoder & ~Copyable
+  >(
+    _ config: ScanConfig, options: Options, relay: consuming R, buzzer: consuming B, decoder: consuming D,
+    workers: DecoderWorkers?, clock: SystemMonotonicClock, ring: EventRing, openSource: @escaping () throws(CaptureError) -> S
+  ) -> RunLoop<S, D, R, B, SystemMonotonicClock, SystemWallClock, SodiumDigester> {
+    let engine = ScanEngine(
+      settings: config.engine, decoder: decoder, relay: relay, buzzer: buzzer, clock: clock, wall: SystemWallClock(),
+      digester: SodiumDigester(), events: ring, maxWidth: config.cameraWidth, maxHeight: config.cameraHeight)
+    let console = makeConsole(config, clock: clock)
+    var loop = RunLoop(
+      engine: engine, settings: loopSettings(config, maxFrames: options.maxFrames, handleSignals: options.handleSignals), console: console,
+      openSource: openSource)
+    if let workers { loop.attach(workers) }
+    return loop
+  }
+
+  /// Every part the loop serves, in the order they join it; then the event printer, the
+  /// credentials and the allow-list. Nothing is started yet.
+  private static func assemble<S: LoopFrameSource & ~Copyable, D: CodeDecoder & ~Copyable, R: OutputLine & ~Copyable, B: OutputLine & ~Copyable>(
+    _ config: ScanConfig, options: Options, watchdog: RelayWatchdog, clock: SystemMonotonicClock, ring: EventRing,
+    loop: inout RunLoop<S, D, R, B, SystemMonotonicClock, SystemWallClock, SodiumDigester>
+  ) throws(SetupRefused) -> Parts {
+    // Why a file was refused on reload, or the camera would not open: printed after the event.
+    let notes = JournalNotes()
+    loop.journalNotes = notes
+    // One time policy for every check (TrustedTime); its floor is kept by the keeper.
+    let floorKeeper = makeClockFloorKeeper(config, ring: ring)
+    loop.engine.policy.time = floorKeeper.time
+    loop.register(floorKeeper)
+    // Every configured path that is not what the reader needs (a FIFO, a directory or a device where
+    // a file belongs; the log's database is then never handed to SQLite): named once at startup,
+    // as `check-config` names it. Each part then refuses it where it reads it (the allow-list: a note).
+    for (entry, problem) in PathChecks.problems(config) where entry.role != "allow_list.path" {
+      writeStandardError("scangate: refused: \(entry.role) \(entry.path): \(problem)\n")
+    }
+    let (auditLog, fleet) = attachAuditLogAndFleet(config, ring: ring, time: floorKeeper.time, loop: &loop)
+    loop.engine.relayGuard = watchdog  // the relay's cap, held off the loop too
+    loop.engine.tagger = TagKey.forService(logPath: config.log.path)  // events show keyed tags, never a payload's SHA-256
+    let door = try attachDoor(config, options: options, clock: clock, ring: ring, loop: &loop)
+    try attachSchedules(config, clock: clock, ring: ring, notes: notes, time: floorKeeper.time, loop: &loop)
+    let wiegand = try attachPanels(config, clock: clock, ring: ring, loop: &loop)
+    let printer = EventPrinter(
+      ring: ring, start: loop.startedAt, clock: clock, skipping: options.skipping,
+      payloads: config.log.rawPayloads ? .shown : .hidden, notes: notes)
+    installCredentials(config, loop: &loop)
+    loop.reloadAllowList()  // a refusal's why is a journal note (denying every code until it loads)
+    return Parts(floorKeeper: floorKeeper, auditLog: auditLog, fleet: fleet, door: door, wiegand: wiegand, printer: printer)
+  }
+
+  /// The audit log and the fleet link (neither started): the log's identity files, the time its
+  /// record ages are judged at, the fleet's door sensors and its control on the loop.
+  private static func attachAuditLogAndFleet<
+    S: LoopFrameSource & ~Copyable, D: CodeDecoder & ~Copyable, R: OutputLine & ~Copyable, B: OutputLine & ~Copyable
+  >(
+    _ config: ScanConfig, ring: EventRing, time: TrustedTime,
+    loop: inout RunLoop<S, D, R, B, SystemMonotonicClock, SystemWallClock, SodiumDigester>
+  ) -> (AuditLog?, FleetLink?) {
+    let auditLog = config.log.path.isEmpty ? nil : AuditLog(settings: config.log, ring: ring)
+    loop.auditLog = auditLog
+    let fleet = config.fleet.isEnabled ? FleetLink(settings: config.fleet, logPath: config.log.path, auditLog: auditLog) : nil
+    auditLog?.identity.stateDirectory = config.stateDirectory  // the log-id file; made again if deleted
+    auditLog?.identity.fleetStatePath = fleet?.statePath
+    auditLog?.time = time  // record ages are judged at the floor, never at a clock that jumped
+    if let fleet, config.door.machine.enabled {
+      fleet.doorSensors = (config.door.inputs[DoorInput.contact.rawValue].line >= 0, config.door.inputs[DoorInput.tamper.rawValue].line >= 0)
+    }
+    loop.fleetTelemetry = fleet?.telemetry
+    loop.fleetLink = fleet
+    if let fleet { loop.register(fleetControl(config, link: fleet, time: time)) }
+    return (auditLog, fleet)
+  }
+
+  /// The door controller and its driver (the demo's script), when a door is configured.
+  private static func attachDoor<S: LoopFrameSource & ~Copyable, D: CodeDecoder & ~Copyable, R: OutputLine & ~Copyable, B: OutputLine & ~Copyable>(
+    _ config: ScanConfig, options: Options, clock: SystemMonotonicClock, ring: EventRing,
+    loop: inout RunLoop<S, D, R, B, SystemMonotonicClock, SystemWallClock, SodiumDigester>
+  ) throws(SetupRefused) -> DoorController? {
+    let door: (controller: DoorController, driver: (any PollParticipant)?)?
+    do throws(GPIOError) { door = try DoorSetup.make(config, ring: ring, now: clock.now(), driver: options.doorDriver) } catch {
+      writeStandardError("scangate: cannot request door lines: \(error.operation): \(SystemError.describe(error.errno))\n")
+      throw SetupRefused()
+    }
+    if let door { loop.register(door.controller) }
+    if let driver = door?.driver { loop.register(driver) }
+    return door?.controller
+  }
+
+  /// The door's schedules (their file, its watcher) and, in local mode, the unlock windows' keeper.
+  private static func attachSchedules<
+    S: LoopFrameSource & ~Copyable, D: CodeDecoder & ~Copyable, R: OutputLine & ~Copyable, B: OutputLine & ~Copyable
+  >(
+    _ config: ScanConfig, clock: SystemMonotonicClock, ring: EventRing, notes: JournalNotes, time: TrustedTime,
+    loop: inout RunLoop<S, D, R, B, SystemMonotonicClock, SystemWallClock, SodiumDigester>
+  ) throws(SetupRefused) {
+    guard !config.door.schedulePath.isEmpty else { return }
+    // The zone is set before the printer and log threads start (glibc reads TZ unsynchronised).
+    if !SystemLocalCalendar.useTimeZone(config.door.timeZone) {
+      writeStandardError("scangate: schedule.time_zone \(config.door.timeZone): not in tzdata\n")
+      throw SetupRefused()
+    }
+    let store = ScheduleStore(calendar: SystemLocalCalendar())
+    let watcher = ScheduleFileWatcher(path: config.door.schedulePath, store: store, now: clock.now())
+    if let problem = watcher.reload(now: clock.now()) {
+      writeStandardError("scangate: schedule \(config.door.schedulePath): \(problem); entries with schedule= are denied until it loads\n")
+    }
+    watcher.notes = notes  // a later refusal: why, in the journal
+    loop.engine.policy.schedules = store
+    loop.register(watcher)
+    // In panel mode the panel drives its own strike: the reader holds nothing.
+    if config.panel.mode == .local {
+      let needsSync = config.door.unlockNeedsSynchronizedClock
+      // A clock behind its floor never holds a window: the time of day is then unknown.
+      let keeper = UnlockWindowKeeper(
+        store: store, ring: ring, wall: SystemWallClock(), now: clock.now(),
+        clockTrusted: {
+          (!needsSync || UnlockWindowKeeper.kernelClockSynchronized()) && !time.isBehind(SystemWallClock().unixSeconds())
+        })
+      loop.register(keeper)
+    }
+  }
+
+  /// The access panel's links: OSDP (in panel mode it decides, no local relay), Wiegand out and
+  /// the panel's beeper/LED wires. Returns the Wiegand link (stopped after the loop).
+  private static func attachPanels<
+    S: LoopFrameSource & ~Copyable, D: CodeDecoder & ~Copyable, R: OutputLine & ~Copyable, B: OutputLine & ~Copyable
+  >(
+    _ config: ScanConfig, clock: SystemMonotonicClock, ring: EventRing,
+    loop: inout RunLoop<S, D, R, B, SystemMonotonicClock, SystemWallClock, SodiumDigester>
+  ) throws(SetupRefused) -> WiegandLink? {
+    let panel: OSDPPanelLink?
+    do { panel = try makePanelLink(config, ring: ring, clock: clock) } catch {
+      writeStandardError("scangate: panel: \(error)\n")
+      throw SetupRefused()
+    }
+    if let panel {
+      loop.register(panel)
+      if config.panel.mode == .panel && config.panel.link == .osdp { loop.engine.panel = panel }  // the panel decides; no local relay
+    }
+    let wiegand: WiegandLink?
+    do throws(GPIOError) { wiegand = try makeWiegand(config, ring: ring, clock: clock) } catch {
+      writeStandardError("scangate: cannot start Wiegand out: \(error.operation): \(SystemError.describe(error.errno))\n")
+      throw SetupRefused()
+    }
+    if let wiegand { loop.engine.panel = wiegand }
+    do throws(GPIOError) {
+      if let feedback = try makeWiegandFeedback(config, ring: ring) {
+        loop.register(feedback)
+        wiegand?.feedback = feedback
+      }
+    } catch {
+      writeStandardError("scangate: cannot request the panel's beeper/LED wires: \(error.operation): \(SystemError.describe(error.errno))\n")
+      throw SetupRefused()
+    }
+    return wiegand
+  }
+
+  /// Starts the threads, runs the loop, then stops every part, in one place.
+  ///
+  /// The stop order is safety-critical: keep it, and keep it here. The outputs go idle first
+  /// (the door released; Wiegand after the frame it is sending), then the clock floor is kept.
+  /// The relay watchdog stops while the relay line is still open (the loop's release disarmed
+  /// it). Only then is the log stopped, so it writes everything the loop recorded, its last
+  /// events included; the fleet publishes after it (for a bounded time), the chain head for
+  /// `log verify --head` is printed once both are done, and the printer stops last.
+  private static func runUntilStopped<
+    S: LoopFrameSource & ~Copyable, D: CodeDecoder & ~Copyable, R: OutputLine & ~Copyable, B: OutputLine & ~Copyable
+  >(
+    _ loop: inout RunLoop<S, D, R, B, SystemMonotonicClock, SystemWallClock, SodiumDigester>, _ parts: Parts,
+    watchdog: RelayWatchdog
+  ) {
+    parts.printer.startThread()
+    parts.auditLog?.start()
+    parts.fleet?.start()
+    loop.run()
+    parts.door?.release()
+    parts.wiegand?.stop()  // after the frame it is sending; the lines are released idle
+    parts.floorKeeper.persist()
+    watchdog.stop()  // disarmed by the loop's release; stopped while the relay line is still open
+    parts.auditLog?.stop()  // everything the loop recorded, its last events included, is written
+    parts.fleet?.stop()  // and published, for a bounded time
+    if let auditLog = parts.auditLog { printChainHead(auditLog) }
+    parts.printer.stop()
+  }
+}
