@@ -190,7 +190,8 @@ int sg_sb_runnable(pid_t pid) {
   buffer[n] = 0;
   const char *paren = strrchr(buffer, ')');  // the command name may hold spaces and parentheses
   if (!paren || paren[1] != ' ' || !paren[2]) return -1;
-  return paren[2] == 'R' || paren[2] == 'T' ? 1 : 0;
+  char state = paren[2];
+  return state == 'R' || state == 'D' || state == 'T' ? 1 : 0;
 }
 
 int64_t sg_sb_cpu_ns(pid_t pid) {

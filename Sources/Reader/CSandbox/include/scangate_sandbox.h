@@ -59,9 +59,10 @@ int sg_sb_kill(pid_t pid);
 /// The CPU time `pid` has used, all its threads (clock_getcpuclockid), in nanoseconds; -1 when
 /// it cannot be read (the process is gone).
 int64_t sg_sb_cpu_ns(pid_t pid);
-/// Whether `pid` is runnable or stopped (state R or T in /proc/PID/stat: waiting for a CPU, or
-/// held by a debugger or SIGSTOP) rather than asleep or in uninterruptible I/O: 1, 0, or -1 when
-/// it cannot be read. Read only when a decode passes its deadline in wall time.
+/// Whether `pid` is held up by the machine rather than by itself: runnable (R: waiting for a
+/// CPU), in uninterruptible I/O (D: a page-in under memory pressure) or stopped (T: a debugger,
+/// SIGSTOP): 1; asleep (S: a lock, a read) or anything else: 0; -1 when it cannot be read. Read
+/// only when a decode passes its deadline in wall time.
 int sg_sb_runnable(pid_t pid);
 
 /// Release store and acquire load of a 32-bit word in shared memory. The writer fills a slot,
