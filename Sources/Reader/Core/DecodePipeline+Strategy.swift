@@ -66,11 +66,6 @@ extension DecodePipeline where Decoder: ~Copyable {
     _ frame: LumaFrame, full: Region, into results: inout DecodeResults, clock: C, start: Instant,
     log: inout StrategyFrame
   ) {
-    let budget = UInt64(settings.budgetMicroseconds)
-    func spent() -> UInt64 { clock.now().microseconds(since: start) }
-    func fits(_ i: Int) -> Bool {
-      budget == 0 || log.attempts == 0 || spent() + estimate(i, full: full) <= budget
-    }
     var pictureChanged = false
     if settings.quietAfterMicroseconds > 0 {
       let quietAfter = UInt64(settings.quietAfterMicroseconds)
@@ -94,35 +89,62 @@ extension DecodePipeline where Decoder: ~Copyable {
       // Codes the last frame read already are decided: the frame goes on to their region, where
       // a code the first attempt misses (a small one beside them) may be.
       if results.count > 0 && !readLastFrame(results) { return }
-      if tracked.held {
-        for i in 0..<strategyCount where strategy[i].area == .tracked {
-          guard fits(i) else { break }
-          if attempt(i, frame, full: full, into: &results, clock: clock) { log.attempts += 1 }
-          trackedRan = true
-        }
-      }
+      if tracked.held { trackedRan = runTracked(frame, full: full, into: &results, clock: clock, start: start, log: &log) }
       if results.count > 0 { return }
     }
-    if pictureChanged && roundDone {
-      // Something came into view (or left): the rotation starts again from the order's best
-      // attempts, so what a new code meets in its first frames does not depend on where the
-      // rotation stood (nor on the frame rate). Only once every attempt had its turn since the
-      // last start, so a picture that changes every frame still gets the whole order.
-      cursor = 0
-      dearPass = false
-      roundDone = false
-      rotationOwed = false
-      for k in 0..<strategyCount { tileCursor[k] = 0 }
+    if pictureChanged && roundDone { restartRotation() }
+    rotate(first: first, frame, full: full, into: &results, clock: clock, start: start, log: &log, slowTurn: slowTurn, trackedRan: trackedRan)
+  }
+
+  /// Whether attempt `i` fits in what is left of this frame's budget (the frame's first attempt
+  /// always does).
+  @inline(__always)
+  private func fits<C: MonotonicClock>(_ i: Int, full: Region, clock: C, start: Instant, attempts: Int) -> Bool {
+    let budget = UInt64(settings.budgetMicroseconds)
+    return budget == 0 || attempts == 0 || clock.now().microseconds(since: start) + estimate(i, full: full) <= budget
+  }
+
+  /// The tracked region's attempts (a code read in the last frame is held), while they fit;
+  /// true when one was started.
+  private mutating func runTracked<C: MonotonicClock>(
+    _ frame: LumaFrame, full: Region, into results: inout DecodeResults, clock: C, start: Instant,
+    log: inout StrategyFrame
+  ) -> Bool {
+    var ran = false
+    for i in 0..<strategyCount where strategy[i].area == .tracked {
+      guard fits(i, full: full, clock: clock, start: start, attempts: log.attempts) else { break }
+      if attempt(i, frame, full: full, into: &results, clock: clock) { log.attempts += 1 }
+      ran = true
     }
-    let beforeRotation = spent()
+    return ran
+  }
+
+  /// Something came into view (or left): the rotation starts again from the order's best
+  /// attempts, so what a new code meets in its first frames does not depend on where the
+  /// rotation stood (nor on the frame rate). Only once every attempt had its turn since the
+  /// last start, so a picture that changes every frame still gets the whole order.
+  private mutating func restartRotation() {
+    cursor = 0
+    dearPass = false
+    roundDone = false
+    rotationOwed = false
+    for k in 0..<strategyCount { tileCursor[k] = 0 }
+  }
+
+  /// The rotation: at most one round per frame. A round takes the order's cheap attempts
+  /// first (those costing no more than the first attempt and half as much again: the 1:1 and
+  /// downscaled views, in every view and binarizer), then the dear ones (upscaled), each pass
+  /// in the order's order: a code one of the cheap views reads is not kept waiting behind an
+  /// upscaled attempt that costs a frame's budget.
+  private mutating func rotate<C: MonotonicClock>(
+    first: Int, _ frame: LumaFrame, full: Region, into results: inout DecodeResults, clock: C, start: Instant,
+    log: inout StrategyFrame, slowTurn: Bool, trackedRan: Bool
+  ) {
+    let budget = UInt64(settings.budgetMicroseconds)
+    let beforeRotation = clock.now().microseconds(since: start)
     let attemptsBeforeRotation = log.attempts
     var owed = rotationOwed
     rotationOwed = false
-    // The rotation: at most one round per frame. A round takes the order's cheap attempts
-    // first (those costing no more than the first attempt and half as much again: the 1:1 and
-    // downscaled views, in every view and binarizer), then the dear ones (upscaled), each pass
-    // in the order's order: a code one of the cheap views reads is not kept waiting behind an
-    // upscaled attempt that costs a frame's budget.
     let cheapCeiling = max(1, attemptCostMicroseconds[first] + attemptCostMicroseconds[first] / 2)
     var visited = 0
     while results.count == 0 && visited < 2 * strategyCount {
@@ -145,9 +167,9 @@ extension DecodePipeline where Decoder: ~Copyable {
         cursor += 1
         continue
       }
-      if !fits(i) {
+      if !fits(i, full: full, clock: clock, start: start, attempts: log.attempts) {
         // Owed since the last frame, and this frame is still within its budget: it runs now.
-        let runsAnyway = owed && budget > 0 && spent() <= budget
+        let runsAnyway = owed && budget > 0 && clock.now().microseconds(since: start) <= budget
         if !runsAnyway {
           log.budgetSpent = true
           lastTrace.waiting = i
@@ -269,19 +291,7 @@ extension DecodePipeline where Decoder: ~Copyable {
     _ i: Int, _ frame: LumaFrame, full: Region, into results: inout DecodeResults, clock: C
   ) -> Bool {
     var a = strategy[i]
-    let region: Region
-    if a.area == .tracked {
-      guard let r = tracked.region?.clipped(width: full.x + full.width, height: full.y + full.height) else { return false }
-      region = r
-      // The region in the view its code was read in (a dark-mode phone stays inverted).
-      if a.variant == .upright { a.variant = tracked.variant }
-    } else if a.area == .tiles {
-      let k = Int(tileCursor[i] & 3)
-      tileCursor[i] = UInt8((k + 1) & 3)
-      region = AttemptArea.tile(k, of: full)
-    } else {
-      region = full
-    }
+    guard let region = attemptRegion(i, &a, full: full) else { return false }
     // The tracked region stays upscaled even around a large code: on the BoofCV photos at
     // 640×480 that reads 16 more codes in 30 frames than reading a large region at 1:1, for
     // about 3× the CPU (bench/decoder.sh).
@@ -325,11 +335,35 @@ extension DecodePipeline where Decoder: ~Copyable {
     results.dropRepeats(from: start)
     attemptHits[i] &+= UInt64(results.count - start)
     let cost = clock.now().microseconds(since: began)
-    // A running average; an attempt measured again after being passed over takes the new cost.
+    recordCost(i, microseconds: cost, pixels: UInt32(clamping: w * h))
+    lastTrace.append(i, microseconds: cost, found: results.count - start)
+    return true
+  }
+
+  /// The region attempt `i` (`a`) looks at on this frame: the whole frame, its next tile (the
+  /// tile cursor moves on), or the tracked region, in the view its code was read in (a dark-mode
+  /// phone stays inverted). Nil when there is no tracked region.
+  @inline(__always)
+  private mutating func attemptRegion(_ i: Int, _ a: inout DecodeAttempt, full: Region) -> Region? {
+    if a.area == .tracked {
+      guard let r = tracked.region?.clipped(width: full.x + full.width, height: full.y + full.height) else { return nil }
+      if a.variant == .upright { a.variant = tracked.variant }
+      return r
+    } else if a.area == .tiles {
+      let k = Int(tileCursor[i] & 3)
+      tileCursor[i] = UInt8((k + 1) & 3)
+      return AttemptArea.tile(k, of: full)
+    }
+    return full
+  }
+
+  /// Folds a run of attempt `i` (`cost` µs on a view of `pixels`) into its estimate: a running
+  /// average; an attempt measured again after being passed over takes the new cost.
+  @inline(__always)
+  private mutating func recordCost(_ i: Int, microseconds cost: UInt64, pixels: UInt32) {
     let old = attemptCostMicroseconds[i]
     // Costs are kept for the view's size now: a region measured small and now large is
     // estimated at its new size (per pixel), and the average carries on at that size.
-    let pixels = UInt32(clamping: w * h)
     let previous = attemptCostPixels[i] > 0 && attemptCostPixels[i] != pixels ? old * UInt64(pixels) / UInt64(attemptCostPixels[i]) : old
     // Down fast, up slowly: a run the scheduler cut into (the core shared with other work) lifts
     // the estimate by an eighth of the spike, where a lasting rise takes a few runs.
@@ -337,99 +371,5 @@ extension DecodePipeline where Decoder: ~Copyable {
       previous == 0 || remeasure[i] ? cost : cost < previous ? (previous + 3 * cost) / 4 : (previous * 7 + cost) / 8
     attemptCostPixels[i] = pixels
     remeasure[i] = false
-    lastTrace.append(i, microseconds: cost, found: results.count - start)
-    return true
-  }
-
-  /// View pixel coordinates back to the region's: mirror undone, scale undone (pixel centres).
-  func mapCorners(_ results: inout DecodeResults, from start: Int, scale: ViewScale, variant: ImageVariant, width w: Int) {
-    for i in start..<results.count {
-      results.update(i) { symbol in
-        symbol.variant = variant
-        for k in 0..<4 {
-          var x = symbol.corners[2 * k]
-          var y = symbol.corners[2 * k + 1]
-          if variant.isMirrored { x = Int32(w - 1) - x }
-          if scale.up > 1 {
-            x /= Int32(scale.up)
-            y /= Int32(scale.up)
-          } else if scale.down > 1 {
-            x = x * Int32(scale.down) + Int32(scale.down - 1) / 2
-            y = y * Int32(scale.down) + Int32(scale.down - 1) / 2
-          }
-          symbol.corners[2 * k] = x
-          symbol.corners[2 * k + 1] = y
-        }
-      }
-    }
-  }
-
-  /// Writes the region scaled (box average down, linear interpolation up by 2), inverted and/or
-  /// mirrored, into the scratch plane.
-  func writeScaled(_ frame: LumaFrame, region: Region, scale: ViewScale, variant: ImageVariant, width w: Int, height h: Int) {
-    let g = frame.geometry
-    let src = frame.bytes
-    let row = g.rowStrideBytes, px = g.pixelStrideBytes
-    let invert: UInt8 = variant.isInverted ? 0xFF : 0
-    let mirror = variant.isMirrored
-    let out = scratch.bindMemory(to: UInt8.self)
-    if scale.up == 2 {
-      let maxX = region.width - 1, maxY = region.height - 1
-      for y in 0..<h {
-        let sy0 = min(y >> 1, maxY), sy1 = min((y + 1) >> 1, maxY)
-        let r0 = (region.y + sy0) * row + region.x * px, r1 = (region.y + sy1) * row + region.x * px
-        for x in 0..<w {
-          let sx0 = min(x >> 1, maxX), sx1 = min((x + 1) >> 1, maxX)
-          let v = Int(src[r0 + sx0 * px]) + Int(src[r0 + sx1 * px]) + Int(src[r1 + sx0 * px]) + Int(src[r1 + sx1 * px])
-          out[y * w + (mirror ? w - 1 - x : x)] = UInt8(truncatingIfNeeded: (v + 2) >> 2) ^ invert
-        }
-      }
-      return
-    }
-    let d = scale.down
-    guard let base = src.baseAddress, let dst = out.baseAddress else { return }
-    if d == 1 || d == 2 {
-      // The common views, without the general box loop (it cost as much as a decode at 640×480).
-      for y in 0..<h {
-        let r0 = base + (region.y + y * d) * row + region.x * px
-        let r1 = r0 + (d == 2 ? row : 0)
-        let o = dst + y * w
-        if d == 1 {
-          if mirror {
-            for x in 0..<w { o[w - 1 - x] = r0.load(fromByteOffset: x * px, as: UInt8.self) ^ invert }
-          } else if px == 1 {
-            for x in 0..<w { o[x] = r0.load(fromByteOffset: x, as: UInt8.self) ^ invert }
-          } else {
-            for x in 0..<w { o[x] = r0.load(fromByteOffset: x * px, as: UInt8.self) ^ invert }
-          }
-        } else {
-          for x in 0..<w {
-            let a = 2 * x * px
-            let v =
-              Int(r0.load(fromByteOffset: a, as: UInt8.self)) + Int(r0.load(fromByteOffset: a + px, as: UInt8.self))
-              + Int(r1.load(fromByteOffset: a, as: UInt8.self)) + Int(r1.load(fromByteOffset: a + px, as: UInt8.self))
-            o[mirror ? w - 1 - x : x] = UInt8(truncatingIfNeeded: (v + 2) >> 2) ^ invert
-          }
-        }
-      }
-      return
-    }
-    let area = d * d
-    for y in 0..<h {
-      let base = (region.y + y * d) * row + region.x * px
-      for x in 0..<w {
-        var sum = 0
-        var a = base + x * d * px
-        for _ in 0..<d {
-          var b = a
-          for _ in 0..<d {
-            sum += Int(src[b])
-            b += px
-          }
-          a += row
-        }
-        out[y * w + (mirror ? w - 1 - x : x)] = UInt8(truncatingIfNeeded: (sum + area / 2) / area) ^ invert
-      }
-    }
   }
 }
