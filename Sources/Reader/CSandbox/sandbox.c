@@ -144,7 +144,10 @@ int sg_sb_lockdown(int channel_fd) {
   rc |= allow(ctx, SCMP_SYS(rt_sigprocmask));
   rc |= allow(ctx, SCMP_SYS(getpid));
   rc |= allow(ctx, SCMP_SYS(gettid));
-  rc |= seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(tgkill), 1, SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)getpid()));
+  // SIGABRT only: a worker able to stop itself (SIGSTOP) would be taken as starved by a loaded
+  // machine and kept past its deadline (up to the wall cap).
+  rc |= seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(tgkill), 2, SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)getpid()),
+                         SCMP_A2(SCMP_CMP_EQ, (scmp_datum_t)SIGABRT));
   // 32-bit ARM (Raspberry Pi OS armhf) names some of these differently; where a name does not
   // exist on this architecture libseccomp refuses the rule, which changes nothing.
   (void)seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(mmap2), 1, SCMP_A2(SCMP_CMP_MASKED_EQ, PROT_EXEC, 0));
