@@ -35,6 +35,10 @@ let package = Package(
     .target(name: "ScanAccess", dependencies: ["ScanBase"], path: "Sources/Access/Core", swiftSettings: swiftSettings),
     // Door: the door's state machine (contact, exit button, tamper, alarms) and [door].
     .target(name: "ScanDoor", dependencies: ["ScanBase"], path: "Sources/Door/Core", swiftSettings: swiftSettings),
+    // Turnstile: one passage per grant (per direction), anti-passback, occupancy, and [turnstile].
+    .target(name: "ScanTurnstile", dependencies: ["ScanBase"], path: "Sources/Turnstile/Core", swiftSettings: swiftSettings),
+    // Emergency: the fire panel's release and the latched lockdown, and [emergency].
+    .target(name: "ScanEmergency", dependencies: ["ScanBase"], path: "Sources/Emergency/Core", swiftSettings: swiftSettings),
     // Audit: the audit log's record and [log].
     .target(name: "ScanAudit", dependencies: ["ScanBase"], path: "Sources/Audit/Core", swiftSettings: swiftSettings),
     // Reader: the engine, the decode pipeline and strategy, presence, the actuator, camera and
@@ -47,12 +51,18 @@ let package = Package(
     // Config: `ScanConfig`, the whole configuration, composed from every domain's section (on top).
     .target(
       name: "ScanConfig",
-      dependencies: ["ScanBase", "ScanAccess", "ScanDoor", "ScanAudit", "ScanReader", "ScanPanels", "ScanFleet"],
+      dependencies: [
+        "ScanBase", "ScanAccess", "ScanDoor", "ScanTurnstile", "ScanEmergency", "ScanAudit", "ScanReader", "ScanPanels",
+        "ScanFleet",
+      ],
       path: "Sources/Config/Core", swiftSettings: swiftSettings),
     // ScanCore: every core above, re-exported (`import ScanCore` is the whole pure product).
     .target(
       name: "ScanCore",
-      dependencies: ["ScanBase", "ScanAccess", "ScanDoor", "ScanAudit", "ScanReader", "ScanPanels", "ScanFleet", "ScanConfig"],
+      dependencies: [
+        "ScanBase", "ScanAccess", "ScanDoor", "ScanTurnstile", "ScanEmergency", "ScanAudit", "ScanReader", "ScanPanels",
+        "ScanFleet", "ScanConfig",
+      ],
       path: "Sources/ScanCore", swiftSettings: swiftSettings),
     // Console: the line protocol (framer, commands, sessions, AUTH) for serial and TCP.
     .target(name: "ScanConsole", dependencies: ["ScanCore"], path: "Sources/Console/Core", swiftSettings: swiftSettings),
@@ -100,8 +110,8 @@ let package = Package(
       ],
       path: "Sources",
       sources: [
-        "Base/Linux", "Access/Linux", "Reader/Linux", "Door/Linux", "Panels/Linux", "Fleet/Linux", "Audit/Linux",
-        "Console/Linux", "Config/Linux",
+        "Base/Linux", "Access/Linux", "Reader/Linux", "Door/Linux", "Turnstile/Linux", "Emergency/Linux", "Panels/Linux",
+        "Fleet/Linux", "Audit/Linux", "Console/Linux", "Config/Linux",
       ],
       swiftSettings: swiftSettings),
 

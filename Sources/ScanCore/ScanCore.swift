@@ -3,6 +3,8 @@
 @_exported import ScanBase
 @_exported import ScanAccess
 @_exported import ScanDoor
+@_exported import ScanTurnstile
+@_exported import ScanEmergency
 @_exported import ScanAudit
 @_exported import ScanReader
 @_exported import ScanPanels

@@ -55,6 +55,9 @@ public struct AuditRecord: Equatable, Sendable {
     case .decision, .fault, .state, .command, .authFailure, .manualOpen: true
     case .doorUnlocked, .doorOpened, .doorClosed, .doorHeldOpen, .doorForced, .doorLocked, .exitRequest, .tamper, .unlockWindow: true
     case .panelLink, .panelSecure, .panelCard, .panelKey: true
+    case .turnstileUnlocked, .passage, .grantedNotPassed, .turnstileForced, .turnstileLocked, .passbackForgiven,
+      .occupancyReset, .fireAlarm, .lockdown:
+      true
     case .panelCommand: false
     case .edge, .left, .recordsLost: false
     }
@@ -90,6 +93,12 @@ public struct AuditRecord: Equatable, Sendable {
       detail = e.withPayload { String(decoding: $0, as: UTF8.self) }
     case .edge, .left, .recordsLost:
       code = Int64(e.code)
+    case .turnstileUnlocked, .passage, .grantedNotPassed, .turnstileForced, .turnstileLocked, .passbackForgiven,
+      .occupancyReset, .fireAlarm, .lockdown:
+      code = Int64(e.code)
+      if e.tag != .zero { tag = PayloadTag.hex(e.tag) }
+      label = e.withLabel { String(decoding: $0, as: UTF8.self) }
+      detail = PassageText.detail(e)
     case .doorUnlocked, .doorOpened, .doorClosed, .doorHeldOpen, .doorForced, .doorLocked, .exitRequest, .tamper, .unlockWindow:
       code = Int64(e.code)
       detail = DoorText.detail(e.kind, code: e.code)

@@ -41,13 +41,35 @@ public enum EventKind: UInt8, Sendable {
   case panelCommand = 33
   /// A panel installed a new Secure Channel key: `code` 1 stored in the key file, 0 not stored.
   case panelKey = 34
+  /// The turnstile (TurnstileMachine; `code`: `PassageCode`, a direction and why): a direction
+  /// unlocked for one passage, a passage completed (the rotation sensor), a grant nobody used
+  /// within the passage timeout, a rotation without a grant or the alarm input (forced), the
+  /// direction locked again, a credential's anti-passback forgiven, occupancy reset (`code`: the
+  /// count before).
+  case turnstileUnlocked = 40
+  case passage = 41
+  case grantedNotPassed = 42
+  case turnstileForced = 43
+  case turnstileLocked = 44
+  case passbackForgiven = 45
+  case occupancyReset = 46
+  /// Emergencies (EmergencyState): the fire panel's input active (`code` 1) or cleared (0); a
+  /// lockdown latched (`code` 1) or cleared (0), `EmergencyAuthority` in the high byte, who in the
+  /// payload.
+  case fireAlarm = 50
+  case lockdown = 51
 
   /// Every kind, for parsing the stable names back.
   public static let all: [EventKind] =
     [
       .decision, .left, .fault, .state, .command, .authFailure, .manualOpen, .edge, .recordsLost,
       .panelLink, .panelSecure, .panelCard, .panelCommand, .panelKey,
-    ] + doorKinds
+    ] + doorKinds + passageKinds
+  /// The turnstile's and the emergencies' kinds (raw values 40–59).
+  public static let passageKinds: [EventKind] = [
+    .turnstileUnlocked, .passage, .grantedNotPassed, .turnstileForced, .turnstileLocked, .passbackForgiven,
+    .occupancyReset, .fireAlarm, .lockdown,
+  ]
   /// The door's kinds (raw values 20–29).
   public static let doorKinds: [EventKind] = [
     .doorUnlocked, .doorOpened, .doorClosed, .doorHeldOpen, .doorForced, .doorLocked, .exitRequest, .tamper, .unlockWindow,
@@ -85,6 +107,15 @@ public enum EventKind: UInt8, Sendable {
     case .panelCard: "panel-card"
     case .panelCommand: "panel-command"
     case .panelKey: "panel-key"
+    case .turnstileUnlocked: "turnstile-unlocked"
+    case .passage: "passage"
+    case .grantedNotPassed: "granted-not-passed"
+    case .turnstileForced: "turnstile-forced"
+    case .turnstileLocked: "turnstile-locked"
+    case .passbackForgiven: "passback-forgiven"
+    case .occupancyReset: "occupancy-reset"
+    case .fireAlarm: "fire-alarm"
+    case .lockdown: "lockdown"
     }
   }
 }

@@ -76,6 +76,9 @@ public enum EventText {
       w.write(e.code)
     case .doorUnlocked, .doorOpened, .doorClosed, .doorHeldOpen, .doorForced, .doorLocked, .exitRequest, .tamper, .unlockWindow:
       DoorText.writeDetail(e.kind, code: e.code, into: &w)
+    case .turnstileUnlocked, .passage, .grantedNotPassed, .turnstileForced, .turnstileLocked, .passbackForgiven,
+      .occupancyReset, .fireAlarm, .lockdown:
+      PassageText.writeDetail(e, into: &w)
     case .panelLink, .panelSecure, .panelCard, .panelCommand, .panelKey:
       w.write(" ")
       w.write(e.code)

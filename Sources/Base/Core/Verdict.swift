@@ -21,6 +21,11 @@ public enum Verdict: UInt8, Sendable, Equatable {
   case deniedOutsideSchedule = 20
   /// The fleet's deny-all-but-static offline policy is in force and the entry is not `static`.
   case deniedOffline = 21
+  /// Turnstile anti-passback: this credential passed this way too recently (`timed`), or its
+  /// last passage was in this direction (`hard`).
+  case deniedPassback = 22
+  /// A lockdown is in force and the credential is not marked for it.
+  case deniedLockdown = 23
 
   public var isGranted: Bool { self == .granted }
 
@@ -29,7 +34,7 @@ public enum Verdict: UInt8, Sendable, Equatable {
     .granted, .deniedUnknown, .deniedExpired, .deniedNotYetValid,
     .deniedMalformed, .deniedSignature, .deniedUnknownIssuer, .deniedAlgorithm, .deniedRevoked, .deniedReplayed,
     .deniedTOTP, .deniedZone, .deniedClock, .deniedIssuerKey, .deniedUsed, .deniedUnavailable,
-    .deniedOutsideSchedule, .deniedOffline,
+    .deniedOutsideSchedule, .deniedOffline, .deniedPassback, .deniedLockdown,
   ]
 
   /// The verdict whose `name` is `name` (the audit log's stored text), or nil.
@@ -59,6 +64,8 @@ public enum Verdict: UInt8, Sendable, Equatable {
     case .deniedUnavailable: "denied-unavailable"
     case .deniedOutsideSchedule: "denied-outside-schedule"
     case .deniedOffline: "denied-offline"
+    case .deniedPassback: "denied-passback"
+    case .deniedLockdown: "denied-lockdown"
     }
   }
 }

@@ -1,0 +1,3 @@
+import ScanCore
+
+// The emergency inputs on the loop (EmergencyController) live here.

@@ -1,0 +1,3 @@
+import ScanCore
+
+// The turnstile's lines on the loop (TurnstileController) live here.
