@@ -22,6 +22,8 @@ import Testing
     case .relockStrike: "relock"
     case .holdStrike: "hold"
     case .endStrikeHold: "end-hold"
+    case .fireRelease(let on): "fire \(on)"
+    case .lockdown(let on): "lockdown \(on)"
     case .accessStaticOnly(let on): "static-only \(on)"
     case .play(let pattern): "play \(pattern.totalMilliseconds)"
     case .holdBuzzer(let on): "hold-buzzer \(on)"
@@ -80,7 +82,8 @@ import Testing
     #expect(queue.capacity == LoopRequest.Kind.allCases.count)
     let all: [LoopRequest] = [
       .stop, .open(milliseconds: nil), .reloadAllowList, .releaseStrikeForExit, .relockStrike, .holdStrike,
-      .endStrikeHold, .accessStaticOnly(false), .play(.grant), .holdBuzzer(true), .snapshot(Sink()),
+      .endStrikeHold, .fireRelease(true), .lockdown(true), .accessStaticOnly(false), .play(.grant), .holdBuzzer(true),
+      .snapshot(Sink()),
     ]
     #expect(Set(all.map { $0.kind }).count == LoopRequest.Kind.allCases.count)
     for request in all.reversed() + all { #expect(queue.post(request)) }

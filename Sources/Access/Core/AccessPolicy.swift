@@ -64,6 +64,8 @@ public struct AccessPolicies: AccessPolicy, ~Copyable {
   /// `static=yes` grant; signed passes are refused untouched (no step or single use spent), since
   /// their revocations may not have reached an offline reader.
   public var staticOnly = false
+  /// A lockdown is in force: only credentials marked for it grant.
+  public var lockdown = false
 
   public init(allowList: consuming AllowList, credentials: CredentialVerifier? = nil) {
     self.allowList = allowList

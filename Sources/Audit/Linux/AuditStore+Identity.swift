@@ -1,3 +1,4 @@
+import CLinux
 import CSQLite
 import Glibc
 import ScanCore

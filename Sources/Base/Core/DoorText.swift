@@ -35,6 +35,8 @@ public enum UnlockReason: UInt16, Sendable, CaseIterable {
   case exitButton = 2
   case console = 3
   case schedule = 4
+  /// The fire panel's release.
+  case fire = 5
 
   public var name: String {
     switch self {
@@ -42,6 +44,7 @@ public enum UnlockReason: UInt16, Sendable, CaseIterable {
     case .exitButton: "exit-button"
     case .console: "console"
     case .schedule: "schedule"
+    case .fire: "fire"
     }
   }
 }

@@ -19,6 +19,10 @@ public enum LoopRequest {
   /// An unlock window: renew the strike's hold (one lease), or end it.
   case holdStrike
   case endStrikeHold
+  /// The fire panel's release began (true) or ended: every strike held released, past its cap.
+  case fireRelease(Bool)
+  /// A lockdown came into force (true: only credentials marked for it grant) or was lifted.
+  case lockdown(Bool)
   /// The fleet's deny-all-but-static offline policy came into force (true) or ended (false).
   case accessStaticOnly(Bool)
   /// A buzzer pattern to play (a panel's BUZ or LED command).
@@ -34,8 +38,8 @@ public enum LoopRequest {
   /// an OPEN before the door's exit release and relock, those before an unlock window's hold and
   /// its end, a pattern before the buzzer's hold. A new kind goes where it must apply.
   public enum Kind: Int, CaseIterable, Sendable {
-    case stop, open, reloadAllowList, releaseStrikeForExit, relockStrike, holdStrike, endStrikeHold
-    case accessStaticOnly, play, holdBuzzer, snapshot
+    case stop, open, reloadAllowList, releaseStrikeForExit, relockStrike, holdStrike, endStrikeHold, fireRelease
+    case lockdown, accessStaticOnly, play, holdBuzzer, snapshot
   }
 
   public var kind: Kind {
@@ -47,6 +51,8 @@ public enum LoopRequest {
     case .relockStrike: .relockStrike
     case .holdStrike: .holdStrike
     case .endStrikeHold: .endStrikeHold
+    case .fireRelease: .fireRelease
+    case .lockdown: .lockdown
     case .accessStaticOnly: .accessStaticOnly
     case .play: .play
     case .holdBuzzer: .holdBuzzer

@@ -82,12 +82,15 @@ extension PollParticipant {
 public enum OperatorCommand: Sendable {
   /// CLOCK FLOOR RESET: the clock floor becomes the clock's reading now, written durably.
   case resetClockFloor
+  /// LOCKDOWN ON/OFF, TURNSTILE FORGIVE/RESET, from the console (`who`: the session) or the fleet.
+  case action(ConsoleAction, authority: EmergencyAuthority, who: [UInt8])
 }
 
 /// What a participant did for an `OperatorCommand`.
 public enum OperatorReply: Equatable, Sendable {
   /// The floor before and after the reset (Unix seconds).
   case clockFloorReset(before: Int64, after: Int64)
+  case action(ConsoleActionOutcome)
 }
 
 /// Milliseconds from `now` until `deadline`, rounded up (0 when it has passed).

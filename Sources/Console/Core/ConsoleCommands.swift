@@ -184,6 +184,23 @@ public final class ConsoleCommands<Clock: MonotonicClock> {
     case .version: output.send(slot) { ConsoleText.writeVersion(host.consoleStatus(), into: &$0) }
     case .status: output.send(slot) { ConsoleText.writeStatus(host.consoleStatus(), into: &$0) }
     case .door: output.send(slot) { ConsoleText.writeDoor(host.consoleStatus().door, into: &$0) }
+    case .lockdown, .turnstile:
+      if request.action == .show {
+        let status = host.consoleStatus()
+        let line = request.verb == .lockdown ? status.emergencyLine : status.turnstileLine
+        output.send(slot) { w in
+          guard let line else {
+            w.write(request.verb == .lockdown ? "ERR 404 no emergency inputs or state configured\n" : "ERR 404 no turnstile configured\n")
+            return
+          }
+          w.write("| ")
+          ConsoleText.writeSanitized(line, into: &w)
+          w.newline()
+          w.write(request.verb == .lockdown ? "OK lockdown\n" : "OK turnstile\n")
+        }
+      } else {
+        act(request, slot: slot, host: &host, output: output)
+      }
     case .clock:
       if request.flag {
         resetClockFloor(slot: slot, host: &host, output: output)
@@ -330,6 +347,72 @@ public final class ConsoleCommands<Clock: MonotonicClock> {
       w.write(" to ")
       w.write(RFC3339.format(after))
       if let clock, !clock.synchronized { w.write(" (the clock is not synchronised: check it is right)") }
+      w.newline()
+    }
+  }
+
+  /// LOCKDOWN ON/OFF, TURNSTILE FORGIVE/RESET (operator): carried out by its owner, then
+  /// recorded with who asked (`LOCKDOWN ON by uid 0`) when it changed something.
+  private func act<Host: ConsoleHost & ~Copyable>(
+    _ request: ConsoleRequest, slot: Int, host: inout Host, output: some ConsoleOutput
+  ) {
+    let peer = sessions[slot].peer
+    let outcome = withUnsafeTemporaryAllocation(byteCount: 48, alignment: 1) { buffer in
+      var w = ByteWriter(buffer)
+      Self.writePeer(peer, into: &w)
+      return host.perform(request.action, who: w.written)
+    }
+    guard let outcome else {
+      output.send(slot) {
+        $0.write(request.verb == .lockdown ? "ERR 404 no lockdown on this reader\n" : "ERR 404 no turnstile configured\n")
+      }
+      return
+    }
+    var sequence: UInt64 = 0
+    switch outcome {
+    case .latched, .cleared, .forgiven, .occupancyReset:
+      sequence = withUnsafeTemporaryAllocation(byteCount: 96, alignment: 1) { buffer in
+        var w = ByteWriter(buffer)
+        switch request.action {
+        case .lockdownOn: w.write("LOCKDOWN ON")
+        case .lockdownOff: w.write("LOCKDOWN OFF")
+        case .forgiveLast: w.write("TURNSTILE FORGIVE LAST")
+        case .forgiveTag(let tag):
+          w.write("TURNSTILE FORGIVE ")
+          withUnsafeBytes(of: tag.bigEndian) { w.writeHex($0) }
+        case .resetOccupancy: w.write("TURNSTILE RESET")
+        case .show: break
+        }
+        w.write(" by ")
+        Self.writePeer(peer, into: &w)
+        return host.record(.command, code: UInt16(request.verb.rawValue), text: w.written)
+      }
+    default: break
+    }
+    output.send(slot) { w in
+      switch outcome {
+      case .latched, .cleared, .forgiven:
+        w.write("OK #")
+        w.write(sequence)
+        w.write(outcome == .latched ? " lockdown on" : outcome == .cleared ? " lockdown off" : " forgiven")
+      case .occupancyReset(let before):
+        w.write("OK #")
+        w.write(sequence)
+        w.write(" occupancy reset (was ")
+        w.write(before)
+        w.write(")")
+      case .alreadyLatched(let by):
+        w.write("OK lockdown already on (by ")
+        w.write(by.name)
+        w.write(")")
+      case .notLatched: w.write("OK no lockdown in force")
+      case .heldBy(let by):
+        w.write("ERR 409 the lockdown was latched by ")
+        w.write(by.name)
+        w.write(": only it lifts it")
+      case .unknownCredential: w.write("ERR 404 no anti-passback record for that credential")
+      case .notDurable: w.write("ERR 503 could not be written durably: nothing changed")
+      }
       w.newline()
     }
   }

@@ -33,11 +33,30 @@ public protocol ConsoleHost: ~Copyable {
   /// is earlier (a floor raised by a bad reading), and is written durably. The floor before and
   /// after; nil when the reader keeps no floor.
   mutating func resetClockFloor() -> (before: Int64, after: Int64)?
+  /// LOCKDOWN ON/OFF, TURNSTILE FORGIVE/RESET by an operator (`who`: the session, as records
+  /// name it): carried out by the participant that owns it; nil when none does (not configured).
+  mutating func perform(_ action: ConsoleAction, who: UnsafeRawBufferPointer) -> ConsoleActionOutcome?
+}
+
+/// What became of a LOCKDOWN or TURNSTILE action.
+public enum ConsoleActionOutcome: Equatable, Sendable {
+  case latched
+  case alreadyLatched(EmergencyAuthority)
+  case cleared
+  case notLatched
+  /// Latched by another authority: only it lifts the lockdown.
+  case heldBy(EmergencyAuthority)
+  case forgiven
+  case unknownCredential
+  case occupancyReset(before: Int64)
+  /// The change could not be made durable: nothing changed.
+  case notDurable
 }
 
 extension ConsoleHost where Self: ~Copyable {
   public func clockReport() -> ClockReport? { nil }
   public mutating func resetClockFloor() -> (before: Int64, after: Int64)? { nil }
+  public mutating func perform(_ action: ConsoleAction, who: UnsafeRawBufferPointer) -> ConsoleActionOutcome? { nil }
 }
 
 /// The clock as CLOCK and STATUS show it (docs/credentials.md, "Time").
@@ -165,5 +184,9 @@ public struct ReaderStatus: Sendable {
   public var uptimeSeconds: UInt64 = 0
   /// The door, when one is configured.
   public var door: DoorStatus? = nil
+  /// Fire and lockdown (`emergency fire inactive, lockdown off`), when their inputs or state are kept.
+  public var emergencyLine: String? = nil
+  /// The turnstile (`turnstile entry locked 0 waiting, exit …; occupancy 12`), when configured.
+  public var turnstileLine: String? = nil
   public init() {}
 }

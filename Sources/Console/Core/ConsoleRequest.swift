@@ -6,6 +6,7 @@ public enum ConsoleVerb: UInt8, CaseIterable, Sendable {
   case open, reload, selftest, snapshot
   case door
   case clock
+  case lockdown, turnstile
 
   public var name: String {
     switch self {
@@ -25,6 +26,8 @@ public enum ConsoleVerb: UInt8, CaseIterable, Sendable {
     case .snapshot: "SNAPSHOT"
     case .door: "DOOR"
     case .clock: "CLOCK"
+    case .lockdown: "LOCKDOWN"
+    case .turnstile: "TURNSTILE"
     }
   }
 
@@ -33,7 +36,7 @@ public enum ConsoleVerb: UInt8, CaseIterable, Sendable {
   public var needsOperator: Bool {
     switch self {
     case .open, .reload, .selftest, .log, .snapshot, .check: true
-    case .help, .version, .status, .stats, .last, .watch, .auth, .quit, .door, .clock: false
+    case .help, .version, .status, .stats, .last, .watch, .auth, .quit, .door, .clock, .lockdown, .turnstile: false
     }
   }
 
@@ -42,7 +45,8 @@ public enum ConsoleVerb: UInt8, CaseIterable, Sendable {
     switch self {
     case .open, .reload, .selftest, .log, .snapshot, .check, .last, .watch: true
     // CLOCK FLOOR RESET records itself once done, with the floor before and after and who.
-    case .help, .version, .status, .stats, .auth, .quit, .door, .clock: false
+    // LOCKDOWN ON/OFF, TURNSTILE FORGIVE/RESET record themselves once done, with who.
+    case .help, .version, .status, .stats, .auth, .quit, .door, .clock, .lockdown, .turnstile: false
     }
   }
 
@@ -65,6 +69,9 @@ public enum ConsoleVerb: UInt8, CaseIterable, Sendable {
     case .snapshot: "SNAPSHOT [TEXT]     operator: the latest frame (PNG as base64, or TEXT: ASCII art)"
     case .door: "DOOR                the door: state, strike, inputs, alarm and counts"
     case .clock: "CLOCK [FLOOR RESET] the clock, its floor, synchronised; operator: set the floor to the clock"
+    case .lockdown: "LOCKDOWN [ON|OFF]   fire and lockdown; operator: latch or lift a lockdown (only its own)"
+    case .turnstile:
+      "TURNSTILE [FORGIVE LAST|<tag>|RESET] the turnstile; operator: forgive anti-passback, reset occupancy"
     }
   }
 }
@@ -90,17 +97,31 @@ public struct ConsoleError: Error, Equatable, Sendable {
   public static let throttled = ConsoleError(429, "too many lines; slow down (lines are dropped)")
 }
 
+/// What LOCKDOWN and TURNSTILE are asked to do.
+public enum ConsoleAction: Equatable, Sendable {
+  case show
+  case lockdownOn, lockdownOff
+  /// Forgive the credential last refused for anti-passback, or the one whose tag (its first 8
+  /// bytes, big-endian, as events show them) is given.
+  case forgiveLast
+  case forgiveTag(UInt64)
+  case resetOccupancy
+}
+
 /// A parsed command line. Arguments stay in the caller's line buffer or in fixed storage:
 /// parsing allocates nothing.
 public struct ConsoleRequest: Sendable {
   public var verb: ConsoleVerb
   /// The numeric argument (LAST, LOG, OPEN), if one was given.
   public var number: Int? = nil
-  /// WATCH ON / OFF; SNAPSHOT TEXT; CLOCK FLOOR RESET.
+  /// WATCH ON / OFF; SNAPSHOT TEXT; CLOCK FLOOR RESET; LOCKDOWN ON / OFF.
   public var flag = false
+  /// What LOCKDOWN or TURNSTILE is asked to do (`.show`: only report).
+  public var action = ConsoleAction.show
 
-  /// Whether this request needs AUTH: an operator verb, or CLOCK FLOOR RESET (CLOCK alone is read-only).
-  public var needsOperator: Bool { verb.needsOperator || (verb == .clock && flag) }
+  /// Whether this request needs AUTH: an operator verb, or a state change of CLOCK, LOCKDOWN or
+  /// TURNSTILE (the bare verbs are read-only).
+  public var needsOperator: Bool { verb.needsOperator || (verb == .clock && flag) || action != .show }
 
   public static let numberMax = 3_600_000
 
@@ -155,6 +176,37 @@ public struct ConsoleRequest: Sendable {
           return .failure(.badArgument)
         }
         request.flag = true
+      }
+    case .lockdown:
+      guard words <= 2 else { return .failure(.tooManyArguments) }
+      if words == 2 {
+        if equalsIgnoringCase(word(1), "ON") {
+          request.action = .lockdownOn
+        } else if equalsIgnoringCase(word(1), "OFF") {
+          request.action = .lockdownOff
+        } else {
+          return .failure(.badArgument)
+        }
+      }
+    case .turnstile:
+      if words == 2 {
+        guard equalsIgnoringCase(word(1), "RESET") else { return .failure(.badArgument) }
+        request.action = .resetOccupancy
+      } else if words == 3 {
+        guard equalsIgnoringCase(word(1), "FORGIVE") else { return .failure(.badArgument) }
+        if equalsIgnoringCase(word(2), "LAST") {
+          request.action = .forgiveLast
+        } else {
+          // The tag as events show it: 16 hex digits.
+          let tag = word(2)
+          guard tag.count == 2 * PayloadTag.shownBytes else { return .failure(.badArgument) }
+          var value: UInt64 = 0
+          for b in tag {
+            guard let h = hex(b) else { return .failure(.badArgument) }
+            value = value << 4 | UInt64(h)
+          }
+          request.action = .forgiveTag(value)
+        }
       }
     case .snapshot:
       guard words <= 2 else { return .failure(.tooManyArguments) }

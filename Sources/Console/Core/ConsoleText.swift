@@ -110,6 +110,16 @@ public enum ConsoleText {
       door.write(into: &w)
       w.newline(); lines += 1
     }
+    if let emergency = s.emergencyLine {
+      w.write("| emergency ")
+      writeSanitized(emergency, into: &w)
+      w.newline(); lines += 1
+    }
+    if let turnstile = s.turnstileLine {
+      w.write("| turnstile ")
+      writeSanitized(turnstile, into: &w)
+      w.newline(); lines += 1
+    }
     if let fleet = s.fleetLine {
       w.write("| fleet ")
       writeSanitized(fleet, into: &w)

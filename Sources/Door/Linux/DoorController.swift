@@ -32,6 +32,12 @@ public final class DoorController: PollParticipant {
   /// A line's last read was a full one: read it again next time, ready or not.
   private var moreEdges = InlineArray<3, Bool>(repeating: false)
   public let backend: String
+  /// Exit buttons release the strike during a lockdown (`emergency.exit_during_lockdown`).
+  public var exitDuringLockdown = true
+  /// What the ring said last: a lockdown in force, the fire release, a schedule's window.
+  private var lockdown = false
+  private var fire = false
+  private var window = false
 
   /// A door on `lines` (contact, exit button, tamper; nil: not fitted) whose inputs read their
   /// current levels now.
@@ -85,8 +91,11 @@ public final class DoorController: PollParticipant {
     machine.advance(to: now)
     if machine.wantsStrikePulse {
       machine.wantsStrikePulse = false
-      pendingReason = .exitButton
-      requests.post(.releaseStrikeForExit)
+      // During a lockdown the button still records its press; it releases only if configured to.
+      if !lockdown || exitDuringLockdown || fire {
+        pendingReason = .exitButton
+        requests.post(.releaseStrikeForExit)
+      }
     }
     if machine.wantsRelock {
       machine.wantsRelock = false
@@ -105,7 +114,16 @@ public final class DoorController: PollParticipant {
       case .manualOpen: pendingReason = .console
       case .unlockWindow:
         if e.code == 1 { pendingReason = .schedule }
-        if e.code != 2 { machine.setUnlockWindow(e.code == 1, at: e.monotonic) }
+        if e.code != 2 {
+          window = e.code == 1
+          machine.setUnlockWindow(window || fire, at: e.monotonic)
+        }
+      case .fireAlarm:
+        // The fire release holds the strike as a window does: the door may stand open.
+        fire = e.code == 1
+        if fire { pendingReason = .fire }
+        machine.setUnlockWindow(window || fire, at: e.monotonic)
+      case .lockdown: lockdown = e.code & 0xFF == 1
       case .edge where e.code & 0xF0 == EdgeCode.relay:
         let level: LineLevel = e.code & 1 == 1 ? .active : .inactive
         // A window's hold taken up again (after a lapsed lease) has no event of its own.

@@ -140,8 +140,13 @@ public struct Actuator: Sendable {
     releaseRelay()
   }
 
-  /// When the current relay period must end at the latest (nil: no period).
-  public var relayPeriodCapEnd: Instant? { periodCapEnd }
+  /// When the current relay period must end at the latest (nil: no period, or a fire release,
+  /// which no cap ends: the relay watchdog is not armed for it).
+  public var relayPeriodCapEnd: Instant? { fireRelease ? nil : periodCapEnd }
+
+  /// The fire panel's release: the relay is held active, past the pulse cap, until it ends
+  /// (`ScanEngine.setFireRelease`); pulses and holds meanwhile change nothing you can see.
+  public var fireRelease = false
 
   /// The relay was driven inactive behind the actuator's back (the relay watchdog, after the
   /// period's cap): the period ends, and pulses rest as after any capped period.
@@ -156,7 +161,7 @@ public struct Actuator: Sendable {
   }
 
   /// Whether the relay should be active at `now`.
-  public func relayActive(at now: Instant) -> Bool { periodCapEnd != nil && now < relayUntil }
+  public func relayActive(at now: Instant) -> Bool { fireRelease || (periodCapEnd != nil && now < relayUntil) }
 
   /// The buzzer sounds steadily whenever no pattern plays (a panel holding its beeper wire on);
   /// a pattern played meanwhile is heard as itself, and the steady sound resumes after it.
@@ -191,6 +196,7 @@ public struct Actuator: Sendable {
       if step >= pattern.count { patternStart = nil } else if step % 2 == 0 { buzzer = .active }
     }
     if patternStart == nil && buzzerHeld { buzzer = .active }
+    if fireRelease { relay = .active }
     return (relay, buzzer)
   }
 

@@ -50,6 +50,17 @@ public struct DecoderStats: Equatable, Sendable {
   }
 }
 
+/// Turnstile mode: a grant is one person's passage in one direction. The engine asks the gate
+/// instead of pulsing its relay; the gate checks anti-passback, makes what protects the decision
+/// durable, and unlocks one passage.
+public protocol PassageGate: AnyObject {
+  /// A granted decision for `identity` (the keyed form of `AccessPolicies.identity`; nil when the
+  /// decision names nobody): `.granted` once one passage is unlocked, or the verdict that
+  /// refuses it (`.deniedPassback`; `.deniedUnavailable` when its state could not be made
+  /// durable or the direction's queue is full). `label` and `tag` go on its passage events.
+  func admit(identity: Digest?, label: UnsafeRawBufferPointer, tag: Digest, at now: Instant) -> Verdict
+}
+
 /// Where a validated pass goes in panel mode: the engine asks it instead of driving its relay.
 public protocol PanelForwarder: AnyObject {
   /// Forwards a granted decision's card to the panel; false when it could not (no card number

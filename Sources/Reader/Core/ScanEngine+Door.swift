@@ -38,4 +38,18 @@ extension ScanEngine where Decoder: ~Copyable, Relay: ~Copyable, Buzzer: ~Copyab
     actuator.releaseRelay()
     tick()
   }
+
+  /// The fire panel's release began (`on`) or ended: the strike is held released past its cap
+  /// (the relay watchdog disarmed, since no cap applies) until it ends; then it locks at once,
+  /// any pulse given meanwhile included. Records nothing itself: the emergency records the alarm.
+  public mutating func setFireRelease(_ on: Bool) {
+    guard actuator.fireRelease != on else { return }
+    actuator.fireRelease = on
+    if on {
+      disarmRelayGuard()
+    } else {
+      actuator.releaseRelay()
+    }
+    tick()
+  }
 }

@@ -30,6 +30,9 @@ public struct ScanEngine<
   public var relayGuard: (any RelayGuard)? = nil
   /// Panel mode: a granted pass is forwarded here (its card number) and the relay is not driven.
   public var panel: (any PanelForwarder)? = nil
+  /// Turnstile mode: a grant is admitted by the gate (anti-passback) and unlocks one passage;
+  /// the relay is not driven.
+  public var gate: (any PassageGate)? = nil
   private(set) var relayGuardArmed = false
   public private(set) var buzzerLevel = LineLevel.inactive
   public var stats = ScanStats()
@@ -177,9 +180,23 @@ public struct ScanEngine<
     symbol: DecodedSymbol, payload: UnsafeRawBufferPointer, digest: Digest, captured: Instant, decoded: Instant
   ) {
     let decision = policy.decide(payload, digest: digest, nowUnixSeconds: wall.unixSeconds(), mode: .admit)
-    let verdict = decision.verdict
+    var verdict = decision.verdict
     // A grant always names the rule that granted it (no policy grants by default).
     assert(!verdict.isGranted || decision.source != .none)
+    var e = ScanEvent()
+    if let tagger { e.tag = tagger.tag(digest) }
+    if decision.source != .none {
+      withUnsafeTemporaryAllocation(byteCount: ScanEvent.labelBytesMax, alignment: 1) { buffer in
+        let n = policy.copyLabel(decision, into: buffer)
+        e.setLabel(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
+      }
+    }
+    if verdict.isGranted, let gate {
+      // One passage for one person: anti-passback first, durable before the turnstile unlocks.
+      let who = policy.identity(decision, digest: digest, digester: digester)
+      let keyed = who.map { tagger?.tag($0) ?? $0 }
+      verdict = e.withLabel { gate.admit(identity: keyed, label: $0, tag: e.tag, at: clock.now()) }
+    }
     let decided = clock.now()
     if let panel {
       // The panel decides and drives its strike; its LED/buzzer commands say "granted".
@@ -187,7 +204,7 @@ public struct ScanEngine<
       if !(verdict.isGranted && panel.forward(decision)) { actuator.play(settings.actuation.denyPattern, at: decided) }
     } else if verdict.isGranted {
       stats.grants &+= 1
-      actuator.pulseRelay(at: decided)
+      if gate == nil { actuator.pulseRelay(at: decided) }
       actuator.play(settings.actuation.grantPattern, at: decided)
     } else {
       stats.denies &+= 1
@@ -195,24 +212,16 @@ public struct ScanEngine<
     }
     stats.frameToDecision.record(microseconds: decided.microseconds(since: captured))
     pendingEdgeFrom = captured
-    var e = ScanEvent()
     e.kind = .decision
     e.verdict = verdict
     e.format = symbol.format
     e.variant = symbol.variant
-    if let tagger { e.tag = tagger.tag(digest) }
     e.monotonic = decided
     e.wallNanoseconds = wall.unixNanoseconds()
     e.decodeMicroseconds = UInt32(clamping: decoded.microseconds(since: captured))
     e.decideMicroseconds = UInt32(clamping: decided.microseconds(since: captured))
     e.setPayload(payload)
     e.code = UInt16(decision.source.rawValue)
-    if decision.source != .none {
-      withUnsafeTemporaryAllocation(byteCount: ScanEvent.labelBytesMax, alignment: 1) { buffer in
-        let n = policy.copyLabel(decision, into: buffer)
-        e.setLabel(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
-      }
-    }
     // Drive the first edge now, so the event can carry frame-to-edge latency; the edge events
     // are held back so the log reads decision first, then its edges.
     holdingEdges = true
@@ -273,7 +282,7 @@ public struct ScanEngine<
     relayGuardArmed = true
   }
 
-  private mutating func disarmRelayGuard() {
+  mutating func disarmRelayGuard() {
     guard relayGuardArmed else { return }
     relayGuard?.disarm()
     relayGuardArmed = false

@@ -176,6 +176,15 @@ extension RunLoop: ConsoleHost where Source: ~Copyable, Decoder: ~Copyable, Rela
     return nil
   }
 
+  /// LOCKDOWN ON/OFF and TURNSTILE FORGIVE/RESET: the participant that owns it carries it out.
+  public mutating func perform(_ action: ConsoleAction, who: UnsafeRawBufferPointer) -> ConsoleActionOutcome? {
+    let command = OperatorCommand.action(action, authority: .console, who: Array(who))
+    for i in 0..<participants.count {
+      if case .action(let outcome) = participants[i].perform(command) { return outcome }
+    }
+    return nil
+  }
+
   @discardableResult
   public mutating func record(_ kind: EventKind, code: UInt16, text: UnsafeRawBufferPointer) -> UInt64 {
     var e = ScanEvent()

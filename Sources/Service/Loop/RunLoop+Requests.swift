@@ -21,6 +21,8 @@ extension RunLoop where Source: ~Copyable, Decoder: ~Copyable, Relay: ~Copyable,
     case .relockStrike: engine.relockStrike()
     case .holdStrike: engine.holdStrike()
     case .endStrikeHold: engine.endStrikeHold()
+    case .fireRelease(let on): engine.setFireRelease(on)
+    case .lockdown(let on): engine.policy.lockdown = on
     case .accessStaticOnly(let staticOnly): engine.policy.staticOnly = staticOnly
     case .play(let pattern): engine.play(pattern)
     case .holdBuzzer(let hold): engine.holdBuzzer(hold)
