@@ -1,6 +1,8 @@
 import ScanAccess
 import ScanAudit
 import ScanDoor
+import ScanEmergency
+import ScanTurnstile
 import ScanFleet
 import ScanPanels
 import ScanReader
@@ -102,6 +104,8 @@ public struct ScanConfig: Equatable, Sendable {
   public var buzzerActiveLow = false
   // [door] (DoorConfig.swift)
   public var door = DoorConfig()
+  // [emergency] (Emergency/Core/EmergencySettings.swift)
+  public var emergency = EmergencyConfig()
   // [events]
   public var eventRingCapacity = 4_096
   // [log]

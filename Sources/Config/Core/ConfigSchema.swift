@@ -2,6 +2,8 @@ import ScanAccess
 import ScanAudit
 import ScanBase
 import ScanDoor
+import ScanEmergency
+import ScanTurnstile
 import ScanFleet
 import ScanPanels
 import ScanReader
@@ -25,6 +27,7 @@ public enum ConfigSchema {
     ]
     + AuditLogSettings.configKeys.lifted(\.log) + CredentialSettings.configKeys.lifted(\.credentials) + consoleKeys
     + PanelSettings.configKeys.lifted(\.panel) + DoorConfig.configKeys.lifted(\.door)
+    + EmergencyConfig.configKeys.lifted(\.emergency)
     + FleetSettings.configKeys.lifted(\.fleet)
 
   static let cameraKeys: [Key] =
@@ -184,7 +187,7 @@ public enum ConfigSchema {
     guard c.gpioBackend == .gpiod else { return [] }
     var errors: [ConfigError] = []
     var used: [(String, Int)] = [("gpio.relay_line", c.relayLine), ("gpio.buzzer_line", c.buzzerLine)]
-    for (name, offset) in c.door.linesInUse + c.panel.linesInUse where offset >= 0 {
+    for (name, offset) in c.door.linesInUse + c.emergency.linesInUse + c.panel.linesInUse where offset >= 0 {
       if let clash = used.first(where: { $0.1 == offset }) {
         errors.append(ConfigError(key: name, line: line(name), reason: "same line as \(clash.0)"))
       }

@@ -88,7 +88,9 @@ extension Service {
     let (auditLog, fleet) = attachAuditLogAndFleet(config, ring: ring, time: floorKeeper.time, loop: &loop)
     loop.engine.relayGuard = watchdog  // the relay's cap, held off the loop too
     loop.engine.tagger = TagKey.forService(logPath: config.log.path)  // events show keyed tags, never a payload's SHA-256
+    try attachEmergency(config, options: options, clock: clock, ring: ring, loop: &loop)
     let door = try attachDoor(config, options: options, clock: clock, ring: ring, loop: &loop)
+    door?.exitDuringLockdown = config.emergency.settings.exitDuringLockdown
     try attachSchedules(config, clock: clock, ring: ring, notes: notes, time: floorKeeper.time, loop: &loop)
     let wiegand = try attachPanels(config, clock: clock, ring: ring, loop: &loop)
     let printer = EventPrinter(
@@ -120,6 +122,21 @@ extension Service {
     loop.fleetLink = fleet
     if let fleet { loop.register(fleetControl(config, link: fleet, time: time)) }
     return (auditLog, fleet)
+  }
+
+  /// Fire and lockdown: registered before the door and the turnstile, which follow its events.
+  private static func attachEmergency<
+    S: LoopFrameSource & ~Copyable, D: CodeDecoder & ~Copyable, R: OutputLine & ~Copyable, B: OutputLine & ~Copyable
+  >(
+    _ config: ScanConfig, options: Options, clock: SystemMonotonicClock, ring: EventRing,
+    loop: inout RunLoop<S, D, R, B, SystemMonotonicClock, SystemWallClock, SodiumDigester>
+  ) throws(SetupRefused) {
+    do throws(GPIOError) {
+      loop.register(try EmergencySetup.make(config, ring: ring, now: clock.now(), simulated: options.emergencyLines))
+    } catch {
+      writeStandardError("scangate: cannot request emergency lines: \(error.operation): \(SystemError.describe(error.errno))\n")
+      throw SetupRefused()
+    }
   }
 
   /// The door controller and its driver (the demo's script), when a door is configured.

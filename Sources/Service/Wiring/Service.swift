@@ -13,6 +13,8 @@ public enum Service {
     public var handleSignals = true
     /// Drives the door's simulated lines from the loop (the demo): a participant registered after the door.
     public var doorDriver: ((DoorSetup.SimulatedLines, EventRing) -> any PollParticipant)? = nil
+    /// The fire and lockdown inputs with `gpio.backend = "sim"` (nil: not wired).
+    public var emergencyLines: EmergencySetup.SimulatedLines? = nil
     public init() {}
   }
 
