@@ -16,11 +16,14 @@ public struct TurnstileSettings: Equatable, Sendable {
   public var wiring = TurnstileWiring.held
   /// `pulse` wiring: how long each grant's pulse lasts.
   public var pulseMilliseconds = 500
+  /// `pulse` wiring: the pause between two queued grants' pulses, so the controller counts each.
+  public var pulseGapMilliseconds = 100
   /// No passage this long after a grant: relocked, `granted-not-passed`.
   public var passageTimeoutMilliseconds = 7_000
   /// The passage and alarm inputs count once a level has held this long.
   public var debounceMilliseconds: UInt16 = 20
   /// Grants waiting for their passages, per direction (a group shows codes one after another).
+  /// At most `TurnstileMachine.queueMax`.
   public var grantsQueuedMax = 2
   /// How long the alarm line sounds after a forced rotation or the alarm input.
   public var forcedAlarmMilliseconds = 10_000
