@@ -106,6 +106,8 @@ public struct ScanConfig: Equatable, Sendable {
   public var door = DoorConfig()
   // [emergency] (Emergency/Core/EmergencySettings.swift)
   public var emergency = EmergencyConfig()
+  // [turnstile] (Turnstile/Core/TurnstileConfig.swift)
+  public var turnstile = TurnstileConfig()
   // [events]
   public var eventRingCapacity = 4_096
   // [log]

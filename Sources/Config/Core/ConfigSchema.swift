@@ -27,7 +27,7 @@ public enum ConfigSchema {
     ]
     + AuditLogSettings.configKeys.lifted(\.log) + CredentialSettings.configKeys.lifted(\.credentials) + consoleKeys
     + PanelSettings.configKeys.lifted(\.panel) + DoorConfig.configKeys.lifted(\.door)
-    + EmergencyConfig.configKeys.lifted(\.emergency)
+    + EmergencyConfig.configKeys.lifted(\.emergency) + TurnstileConfig.configKeys.lifted(\.turnstile)
     + FleetSettings.configKeys.lifted(\.fleet)
 
   static let cameraKeys: [Key] =
@@ -146,6 +146,7 @@ public enum ConfigSchema {
     errors += config.engine.actuation.configProblems(line: line)
     errors += readerProblems(config, line: line)
     errors += config.door.configProblems(gpiod: config.gpioBackend == .gpiod, line: line)
+    errors += config.turnstile.configProblems(gpiod: config.gpioBackend == .gpiod, line: line)
     errors += config.panel.configProblems(line: line)
     errors += lineClashErrors(config, line: line)
     errors += config.fleet.configProblems(logPath: config.log.path, line: line)
@@ -187,7 +188,9 @@ public enum ConfigSchema {
     guard c.gpioBackend == .gpiod else { return [] }
     var errors: [ConfigError] = []
     var used: [(String, Int)] = [("gpio.relay_line", c.relayLine), ("gpio.buzzer_line", c.buzzerLine)]
-    for (name, offset) in c.door.linesInUse + c.emergency.linesInUse + c.panel.linesInUse where offset >= 0 {
+    for (name, offset) in c.door.linesInUse + c.emergency.linesInUse + c.turnstile.linesInUse + c.panel.linesInUse
+    where offset >= 0
+    {
       if let clash = used.first(where: { $0.1 == offset }) {
         errors.append(ConfigError(key: name, line: line(name), reason: "same line as \(clash.0)"))
       }

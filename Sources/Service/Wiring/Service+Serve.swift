@@ -44,6 +44,7 @@ extension Service {
     let auditLog: AuditLog?
     let fleet: FleetLink?
     let door: DoorController?
+    let turnstile: TurnstileController?
     let wiegand: WiegandLink?
     let printer: EventPrinter
   }
@@ -91,6 +92,7 @@ extension Service {
     try attachEmergency(config, options: options, clock: clock, ring: ring, loop: &loop)
     let door = try attachDoor(config, options: options, clock: clock, ring: ring, loop: &loop)
     door?.exitDuringLockdown = config.emergency.settings.exitDuringLockdown
+    let turnstile = try attachTurnstile(config, options: options, clock: clock, ring: ring, time: floorKeeper.time, loop: &loop)
     try attachSchedules(config, clock: clock, ring: ring, notes: notes, time: floorKeeper.time, loop: &loop)
     let wiegand = try attachPanels(config, clock: clock, ring: ring, loop: &loop)
     let printer = EventPrinter(
@@ -98,7 +100,9 @@ extension Service {
       payloads: config.log.rawPayloads ? .shown : .hidden, notes: notes)
     installCredentials(config, loop: &loop)
     loop.reloadAllowList()  // a refusal's why is a journal note (denying every code until it loads)
-    return Parts(floorKeeper: floorKeeper, auditLog: auditLog, fleet: fleet, door: door, wiegand: wiegand, printer: printer)
+    return Parts(
+      floorKeeper: floorKeeper, auditLog: auditLog, fleet: fleet, door: door, turnstile: turnstile, wiegand: wiegand,
+      printer: printer)
   }
 
   /// The audit log and the fleet link (neither started): the log's identity files, the time its
@@ -137,6 +141,28 @@ extension Service {
       writeStandardError("scangate: cannot request emergency lines: \(error.operation): \(SystemError.describe(error.errno))\n")
       throw SetupRefused()
     }
+  }
+
+  /// The turnstile (its controller the engine's gate) and its driver, when one is configured.
+  private static func attachTurnstile<
+    S: LoopFrameSource & ~Copyable, D: CodeDecoder & ~Copyable, R: OutputLine & ~Copyable, B: OutputLine & ~Copyable
+  >(
+    _ config: ScanConfig, options: Options, clock: SystemMonotonicClock, ring: EventRing, time: TrustedTime,
+    loop: inout RunLoop<S, D, R, B, SystemMonotonicClock, SystemWallClock, SodiumDigester>
+  ) throws(SetupRefused) -> TurnstileController? {
+    let turnstile: TurnstileController?
+    let lines = options.turnstileLines ?? TurnstileSetup.SimulatedLines()
+    do throws(GPIOError) {
+      turnstile = try TurnstileSetup.make(config, ring: ring, time: time, now: clock.now(), simulated: lines)
+    } catch {
+      writeStandardError("scangate: cannot request turnstile lines: \(error.operation): \(SystemError.describe(error.errno))\n")
+      throw SetupRefused()
+    }
+    guard let turnstile else { return nil }
+    loop.engine.gate = turnstile
+    loop.register(turnstile)
+    if config.gpioBackend == .sim, let driver = options.turnstileDriver?(lines, ring) { loop.register(driver) }
+    return turnstile
   }
 
   /// The door controller and its driver (the demo's script), when a door is configured.
@@ -242,6 +268,7 @@ extension Service {
     parts.fleet?.start()
     loop.run()
     parts.door?.release()
+    parts.turnstile?.release()
     parts.wiegand?.stop()  // after the frame it is sending; the lines are released idle
     parts.floorKeeper.persist()
     watchdog.stop()  // disarmed by the loop's release; stopped while the relay line is still open

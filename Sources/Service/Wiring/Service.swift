@@ -15,6 +15,10 @@ public enum Service {
     public var doorDriver: ((DoorSetup.SimulatedLines, EventRing) -> any PollParticipant)? = nil
     /// The fire and lockdown inputs with `gpio.backend = "sim"` (nil: not wired).
     public var emergencyLines: EmergencySetup.SimulatedLines? = nil
+    /// The turnstile's simulated lines (nil: made by the service) and the script that drives them
+    /// (the demo), registered after the turnstile.
+    public var turnstileLines: TurnstileSetup.SimulatedLines? = nil
+    public var turnstileDriver: ((TurnstileSetup.SimulatedLines, EventRing) -> any PollParticipant)? = nil
     public init() {}
   }
 

@@ -163,6 +163,18 @@ public final class AntiPassback {
   /// The record at `slot` (nil: empty), for the durable store.
   public func record(at slot: Int) -> PassbackRecord? { slots[slot] }
 
+  /// The key whose first 8 bytes, read big-endian, are `prefix` (the tag events show, as an
+  /// operator types it into TURNSTILE FORGIVE), or nil. A scan of the table: operators only.
+  public func find(prefix: UInt64) -> Digest? {
+    for i in 0..<slots.count {
+      guard let record = slots[i] else { continue }
+      var value: UInt64 = 0
+      for k in 0..<8 { value = value << 8 | UInt64(record.key.byte(k)) }
+      if value == prefix { return record.key }
+    }
+    return nil
+  }
+
   /// Sets `slot` to `record` (loading the durable file, or an undo). A record whose bucket is not
   /// this slot's (a file written with another table size) is not placed.
   public func restore(slot: Int, _ record: PassbackRecord?) {

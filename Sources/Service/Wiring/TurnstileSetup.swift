@@ -1,0 +1,60 @@
+import ScanCore
+import ScanLinux
+
+/// The turnstile's lines as configured: libgpiod inputs and outputs on `gpio.chip`, or simulated
+/// lines (`gpio.backend = "sim"`, scripted by the demo and tests), its state files in the state
+/// directory, and the controller the loop polls and the engine asks as its gate.
+public enum TurnstileSetup {
+  /// The simulated lines, handed to a script (the demo) before the loop runs.
+  public struct SimulatedLines {
+    public let entryPassage = SimulatedInputLine()
+    public let exitPassage = SimulatedInputLine()
+    public let alarmInput = SimulatedInputLine()
+    public let direction = SimulatedInputLine()
+    public let entryUnlock = SimulatedOutputLine()
+    public let exitUnlock = SimulatedOutputLine()
+    public let alarm = SimulatedOutputLine()
+    public init() {}
+  }
+
+  /// The controller, or nil when no turnstile is configured. Throws when a line cannot be requested.
+  public static func make(
+    _ config: ScanConfig, ring: EventRing, time: TrustedTime, now: Instant, simulated: SimulatedLines?
+  ) throws(GPIOError) -> TurnstileController? {
+    let t = config.turnstile
+    guard t.machine.enabled else { return nil }
+    var inputs = InlineArray<3, (any DoorInputLine)?>(repeating: nil)
+    var outputs = InlineArray<3, (any OutputLine)?>(repeating: nil)
+    var direction: (any DoorInputLine)? = nil
+    var machine = t
+    switch config.gpioBackend {
+    case .sim:
+      let lines = simulated ?? SimulatedLines()
+      inputs = [lines.entryPassage, lines.exitPassage, lines.alarmInput]
+      outputs = [lines.entryUnlock, lines.exitUnlock, lines.alarm]
+      direction = t.direction == .input ? lines.direction : nil
+    case .gpiod:
+      func input(_ c: TurnstileLineConfig, _ name: String) throws(GPIOError) -> GPIODInputLine? {
+        guard c.line >= 0 else { return nil }
+        return try GPIODInputLine(
+          chip: config.gpioChip, offset: UInt32(c.line), activeLow: c.activeLow, bias: .pullUp,
+          debounceMilliseconds: Int(t.machine.debounceMilliseconds), consumer: "scangate-" + name)
+      }
+      func output(_ c: TurnstileLineConfig, _ name: String) throws(GPIOError) -> GPIODOutputBox? {
+        guard c.line >= 0 else { return nil }
+        return GPIODOutputBox(try GPIODOutputLine(chip: config.gpioChip, offset: UInt32(c.line), activeLow: c.activeLow, consumer: "scangate-" + name))
+      }
+      let entry = try input(t.entryPassage, "entry-passage")
+      let exit = try input(t.exitPassage, "exit-passage")
+      let alarm = try input(t.alarmInput, "turnstile-alarm")
+      // The kernel debounces these lines: the machine takes their edges as they come.
+      if entry?.kernelDebounce ?? false { machine.machine.debounceMilliseconds = 0 }
+      inputs = [entry, exit, alarm]
+      direction = t.direction == .input ? try input(t.directionInput, "direction") : nil
+      outputs = [try output(t.entryUnlock, "entry-unlock"), try output(t.exitUnlock, "exit-unlock"), try output(t.alarm, "turnstile-alarm")]
+    }
+    return TurnstileController(
+      config: machine, ring: ring, wall: SystemWallClock(), time: time, now: now, inputs: inputs, direction: direction,
+      outputs: outputs, passbackPath: config.statePath("passback"), occupancyPath: config.statePath("occupancy"))
+  }
+}

@@ -1,0 +1,337 @@
+import ScanConsole
+import ScanCore
+
+/// The turnstile on the loop: a poll participant and the engine's `PassageGate`.
+///
+/// A grant reaches it through `admit` (on the loop's thread, inside the engine's decision):
+/// anti-passback is checked at the trusted time, the credential's record written and synced
+/// (`SlotFile`) before the direction unlocks, and the machine given one passage. The passage
+/// sensors' and the alarm input's edges (libgpiod, or simulated lines) run the
+/// `TurnstileMachine`; its transitions go to the ring with the grant's label and the
+/// credential's tag (console WATCH, journal, audit log, fleet); a passage counts in the area's
+/// occupancy (kept durably), a grant nobody used gives its anti-passback record back. It follows
+/// the ring for the fire release (every direction free). Nothing allocates per grant or edge.
+public final class TurnstileController: PollParticipant, PassageGate {
+  public private(set) var machine: TurnstileMachine
+  public let passback: AntiPassback
+  public private(set) var occupancy = Occupancy()
+  public let config: TurnstileConfig
+  private var inputs: InlineArray<3, (any DoorInputLine)?>
+  private var tokens = InlineArray<4, PollSet.Token>(repeating: .none)
+  private var lastRead = InlineArray<4, LineLevel>(repeating: .inactive)
+  private var moreEdges = InlineArray<4, Bool>(repeating: false)
+  private let directionLine: (any DoorInputLine)?
+  private var directionLevel = LineLevel.inactive
+  private var outputs: InlineArray<3, (any OutputLine)?>
+  private var outputLevels = InlineArray<3, LineLevel>(repeating: .inactive)
+  private let ring: EventRing
+  private var cursor: EventCursor
+  private let wall: any WallClock
+  private let time: TrustedTime
+  private let passbackFile: SlotFile?
+  private let occupancyFile: SlotFile?
+  /// Why state is not kept (STATUS), or nil.
+  public private(set) var problem: String? = nil
+  public private(set) var inputErrors: UInt64 = 0
+  public private(set) var outputErrors: UInt64 = 0
+  public private(set) var resyncs: UInt64 = 0
+  public private(set) var refusedNotDurable: UInt64 = 0
+  public private(set) var refusedQueueFull: UInt64 = 0
+  public private(set) var deniedPassback: UInt64 = 0
+  /// The credential last refused for anti-passback (TURNSTILE FORGIVE LAST).
+  private var lastRefused: Digest? = nil
+  private var fire = false
+
+  /// What a waiting grant carries to its passage (or its timeout): label, tag, and the
+  /// anti-passback record it wrote, to give back when nobody passes.
+  private struct Ticket {
+    var number: UInt32 = 0
+    var tag = Digest.zero
+    var label = InlineArray<64, UInt8>(repeating: 0)
+    var labelCount = 0
+    var slot = -1
+    var previous: PassbackRecord? = nil
+  }
+  private var tickets = InlineArray<8, Ticket>(repeating: Ticket())
+  private var nextTicket: UInt32 = 1
+
+  /// The turnstile on `inputs` (entry passage, exit passage, alarm input) and `outputs` (entry
+  /// unlock, exit unlock, alarm), its state kept at `passbackPath` and `occupancyPath` (nil: no
+  /// state directory; anti-passback then refuses every grant it would have to remember, since a
+  /// restart would forget it, and occupancy restarts at 0).
+  public init(
+    config: TurnstileConfig, ring: EventRing, wall: any WallClock, time: TrustedTime, now: Instant,
+    inputs: InlineArray<3, (any DoorInputLine)?>, direction: (any DoorInputLine)?,
+    outputs: InlineArray<3, (any OutputLine)?>, passbackPath: String?, occupancyPath: String?
+  ) {
+    self.config = config
+    self.inputs = inputs
+    self.outputs = outputs
+    directionLine = direction
+    var levels = InlineArray<3, LineLevel>(repeating: .inactive)
+    for i in 0..<3 {
+      guard let line = inputs[i] else { continue }
+      do throws(GPIOError) { levels[i] = try line.currentLevel() } catch { inputErrors &+= 1 }
+      lastRead[i] = levels[i]
+    }
+    if let direction {
+      do throws(GPIOError) { directionLevel = try direction.currentLevel() } catch { inputErrors &+= 1 }
+      lastRead[3] = directionLevel
+    }
+    machine = TurnstileMachine(settings: config.machine, now: now, levels: levels)
+    let table = AntiPassback(settings: config.passback)
+    passback = table
+    var problems: [String] = []
+    var file: SlotFile? = nil
+    if config.passback.mode != .off, let passbackPath {
+      do {
+        file = try SlotFile(path: passbackPath, slotBytes: PassbackRecord.encodedBytes, slotsMax: table.capacity) { slot, bytes in
+          table.restore(slot: slot, PassbackRecord(decoding: bytes))
+        }
+      } catch { problems.append("\(error); anti-passback refuses every grant") }
+    } else if config.passback.mode != .off {
+      problems.append("no state directory: anti-passback refuses every grant")
+    }
+    passbackFile = file
+    var count = Occupancy()
+    var occupancyFile: SlotFile? = nil
+    if let occupancyPath {
+      do {
+        occupancyFile = try SlotFile(path: occupancyPath, slotBytes: Occupancy.encodedBytes, slotsMax: 1) { _, bytes in
+          if let o = Occupancy(decoding: bytes) { count = o } else { problems.append("\(occupancyPath): damaged; occupancy from 0") }
+        }
+      } catch { problems.append("\(error); occupancy is not kept") }
+    }
+    self.occupancyFile = occupancyFile
+    occupancy = count
+    problem = problems.isEmpty ? nil : problems.joined(separator: "; ")
+    self.ring = ring
+    self.wall = wall
+    self.time = time
+    cursor = EventCursor(next: ring.nextSequence)
+  }
+
+  /// The direction a grant now is for.
+  public var direction: PassageDirection {
+    switch config.direction {
+    case .entry: .entry
+    case .exit: .exit
+    case .input: directionLevel == .active ? .exit : .entry
+    }
+  }
+
+  // MARK: - The gate
+
+  public func admit(identity: Digest?, label: UnsafeRawBufferPointer, tag: Digest, at now: Instant) -> Verdict {
+    machine.advance(to: now)
+    if fire { return .granted }  // free passage: every direction is released anyway
+    let d = direction
+    guard machine.waiting(d) < config.machine.grantsQueuedMax else {
+      refusedQueueFull &+= 1
+      return .deniedUnavailable
+    }
+    var ticket = Ticket()
+    ticket.tag = identity ?? tag
+    ticket.labelCount = min(label.count, 64)
+    for i in 0..<ticket.labelCount { ticket.label[i] = label[i] }
+    if config.passback.mode != .off {
+      // Without a durable record a restart would let the same pass through again: refused.
+      guard let identity, let file = passbackFile else {
+        refusedNotDurable &+= 1
+        return .deniedUnavailable
+      }
+      let judged = time.judged(wall.unixSeconds())
+      guard passback.check(identity, d, now: judged) == .granted else {
+        deniedPassback &+= 1
+        lastRefused = identity
+        return .deniedPassback
+      }
+      let (slot, previous) = passback.record(identity, d, now: judged)
+      let record = passback.record(at: slot)
+      guard file.write(slot, { if let record { record.encode(into: $0) } }) else {
+        passback.undo(slot: slot, previous: previous)
+        refusedNotDurable &+= 1
+        return .deniedUnavailable
+      }
+      ticket.slot = slot
+      ticket.previous = previous
+    }
+    ticket.number = nextTicket
+    nextTicket = nextTicket == UInt32.max ? 1 : nextTicket + 1
+    guard machine.grant(d, ticket: ticket.number, at: now) else {
+      giveBack(ticket)
+      refusedQueueFull &+= 1
+      return .deniedUnavailable
+    }
+    tickets[Int(ticket.number % 8)] = ticket
+    drive(now: now)
+    return .granted
+  }
+
+  /// A grant nobody used: its anti-passback record goes back to what it was (durably).
+  private func giveBack(_ ticket: Ticket) {
+    guard ticket.slot >= 0 else { return }
+    passback.undo(slot: ticket.slot, previous: ticket.previous)
+    let record = passback.record(at: ticket.slot)
+    _ = passbackFile?.write(ticket.slot) { if let record { record.encode(into: $0) } }
+  }
+
+  // MARK: - The loop
+
+  public var pollCapacity: Int { 4 }
+
+  public func prepare(_ poll: PollSet, now: Instant) -> Instant? {
+    follow(now: now)
+    machine.advance(to: now)
+    publish(now: now)
+    var next = machine.nextDeadline(after: now)
+    for i in 0..<3 { tokens[i] = inputs[i]?.add(to: poll, more: moreEdges[i], now: now, next: &next) ?? .none }
+    tokens[3] = directionLine?.add(to: poll, more: moreEdges[3], now: now, next: &next) ?? .none
+    return next
+  }
+
+  public func service(_ poll: PollSet, now: Instant, requests: LoopRequests) {
+    follow(now: now)
+    for i in 0..<3 {
+      guard let line = inputs[i], let input = TurnstileInput(rawValue: i) else { continue }
+      guard line.isDue(poll, tokens[i], more: moreEdges[i], now: now) else { continue }
+      do throws(GPIOError) {
+        moreEdges[i] = try line.readEdgesAndLevel(now: now, last: &lastRead[i], madeUp: &resyncs) { level, at in
+          machine.edge(input, level: level, at: at)
+        }
+      } catch { inputErrors &+= 1 }
+    }
+    if let line = directionLine, line.isDue(poll, tokens[3], more: moreEdges[3], now: now) {
+      do throws(GPIOError) {
+        moreEdges[3] = try line.readEdgesAndLevel(now: now, last: &lastRead[3], madeUp: &resyncs) { level, _ in
+          directionLevel = level
+        }
+      } catch { inputErrors &+= 1 }
+    }
+    machine.advance(to: now)
+    publish(now: now)
+  }
+
+  /// The fire release, from the emergency's events in the ring.
+  private func follow(now: Instant) {
+    cursor.read(ring) { item in
+      guard case .event(let e) = item, e.kind == .fireAlarm else { return }
+      fire = e.code == 1
+      machine.setFree(fire, at: max(e.monotonic, machine.now))
+    }
+  }
+
+  /// Records the machine's transitions (with their grant's label and tag), counts passages,
+  /// gives back unused grants, and drives the lines.
+  private func publish(now: Instant) {
+    let wallNow = wall.unixNanoseconds()
+    while let t = machine.takeTransition() {
+      var e = ScanEvent()
+      e.kind = t.kind
+      e.code = t.code
+      e.monotonic = t.at
+      e.wallNanoseconds = wallNow &- Int64(clamping: now.nanoseconds &- min(now.nanoseconds, t.at.nanoseconds))
+      if t.ticket != 0, tickets[Int(t.ticket % 8)].number == t.ticket {
+        let ticket = tickets[Int(t.ticket % 8)]
+        e.tag = ticket.tag
+        withUnsafeBytes(of: ticket.label) { e.setLabel(UnsafeRawBufferPointer(rebasing: $0[0..<ticket.labelCount])) }
+        if t.kind == .grantedNotPassed { giveBack(ticket) }
+        if t.kind == .passage || t.kind == .grantedNotPassed { tickets[Int(t.ticket % 8)].number = 0 }
+      }
+      if t.kind == .passage {
+        occupancy.passage(PassageCode.direction(t.code))
+        persistOccupancy()
+      }
+      ring.append(e)
+    }
+    cursor = EventCursor(next: max(cursor.next, ring.nextSequence))
+    drive(now: now)
+  }
+
+  private func persistOccupancy() {
+    let o = occupancy
+    _ = occupancyFile?.write(0) { o.encode(into: $0) }
+  }
+
+  /// Drives the entry and exit unlock lines and the alarm line to the machine's levels.
+  private func drive(now: Instant) {
+    let wanted: InlineArray<3, LineLevel> = [
+      machine.outputLevel(.entry, at: now), machine.outputLevel(.exit, at: now), machine.alarmLevel(at: now),
+    ]
+    for i in 0..<3 where outputs[i] != nil && wanted[i] != outputLevels[i] {
+      do throws(GPIOError) {
+        try outputs[i]!.set(wanted[i])
+        outputLevels[i] = wanted[i]
+      } catch { outputErrors &+= 1 }
+    }
+  }
+
+  /// Every output inactive (shutdown): the turnstile locks.
+  public func release() {
+    for i in 0..<3 where outputs[i] != nil {
+      do throws(GPIOError) { try outputs[i]!.set(.inactive) } catch { outputErrors &+= 1 }
+      outputLevels[i] = .inactive
+    }
+  }
+
+  public func level(_ d: PassageDirection) -> LineLevel { outputLevels[Int(d.rawValue)] }
+
+  // MARK: - Operators
+
+  /// TURNSTILE FORGIVE and RESET (console, fleet).
+  public func perform(_ command: OperatorCommand) -> OperatorReply? {
+    guard case .action(let action, _, _) = command else { return nil }
+    let now = machine.now
+    switch action {
+    case .forgiveLast, .forgiveTag:
+      var key: Digest? = nil
+      if case .forgiveTag(let prefix) = action {
+        key = passback.find(prefix: prefix)
+      } else {
+        key = lastRefused
+      }
+      guard let key, let slot = passback.forgive(key) else { return .action(.unknownCredential) }
+      guard passbackFile?.write(slot, { _ in }) ?? true else { return .action(.notDurable) }
+      if key == lastRefused { lastRefused = nil }
+      var e = ScanEvent()
+      e.kind = .passbackForgiven
+      e.tag = key
+      e.monotonic = now
+      e.wallNanoseconds = wall.unixNanoseconds()
+      ring.append(e)
+      return .action(.forgiven)
+    case .resetOccupancy:
+      var reset = occupancy
+      let before = reset.reset()
+      guard occupancyFile?.write(0, { reset.encode(into: $0) }) ?? true else { return .action(.notDurable) }
+      occupancy = reset
+      var e = ScanEvent()
+      e.kind = .occupancyReset
+      e.code = UInt16(clamping: before)
+      e.monotonic = now
+      e.wallNanoseconds = wall.unixNanoseconds()
+      ring.append(e)
+      return .action(.occupancyReset(before: before))
+    default:
+      return nil
+    }
+  }
+
+  /// STATUS and TURNSTILE: each direction, occupancy, anti-passback, problems.
+  public func contribute(to status: inout ReaderStatus, now: Instant, unixSeconds: Int64) {
+    var line = config.machine.wiring.rawValue + ", grants go " + direction.name
+    if fire { line += "; FIRE: free passage" }
+    for d in PassageDirection.allCases {
+      line += "; " + d.name + " " + (outputLevels[Int(d.rawValue)] == .active ? "unlocked" : "locked")
+      line += " \(machine.waiting(d)) waiting \(machine.passageCount(d)) passed"
+    }
+    line += "; \(machine.grantedNotPassedCount) granted-not-passed, \(machine.forcedCount) forced"
+    line += "; occupancy " + config.area + " \(occupancy.count)"
+    line += "; passback " + config.passback.mode.rawValue
+    if config.passback.mode != .off { line += " \(passback.count) kept, \(deniedPassback) refused" }
+    if refusedNotDurable > 0 { line += "; \(refusedNotDurable) refused (state not durable)" }
+    if let problem { line += "; FAULT " + problem }
+    if inputErrors + outputErrors > 0 { line += "; \(inputErrors) input, \(outputErrors) output errors" }
+    status.turnstileLine = line
+  }
+}

@@ -1,3 +1,0 @@
-import ScanCore
-
-// The turnstile's lines on the loop (TurnstileController) live here.
