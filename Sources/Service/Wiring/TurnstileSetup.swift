@@ -23,8 +23,8 @@ public enum TurnstileSetup {
   ) throws(GPIOError) -> TurnstileController? {
     let t = config.turnstile
     guard t.machine.enabled else { return nil }
-    var inputs = InlineArray<3, (any DoorInputLine)?>(repeating: nil)
-    var outputs = InlineArray<3, (any OutputLine)?>(repeating: nil)
+    var inputs: [(any DoorInputLine)?] = [nil, nil, nil]
+    var outputs: [(any OutputLine)?] = [nil, nil, nil]
     var direction: (any DoorInputLine)? = nil
     var machine = t
     switch config.gpioBackend {
@@ -54,7 +54,8 @@ public enum TurnstileSetup {
       outputs = [try output(t.entryUnlock, "entry-unlock"), try output(t.exitUnlock, "exit-unlock"), try output(t.alarm, "turnstile-alarm")]
     }
     return TurnstileController(
-      config: machine, ring: ring, wall: SystemWallClock(), time: time, now: now, inputs: inputs, direction: direction,
-      outputs: outputs, passbackPath: config.statePath("passback"), occupancyPath: config.statePath("occupancy"))
+      config: machine, ring: ring, wall: SystemWallClock(), time: time, now: now, entryPassage: inputs[0],
+      exitPassage: inputs[1], alarmInput: inputs[2], direction: direction, entryUnlock: outputs[0], exitUnlock: outputs[1],
+      alarm: outputs[2], passbackPath: config.statePath("passback"), occupancyPath: config.statePath("occupancy"))
   }
 }

@@ -61,12 +61,15 @@ public final class TurnstileController: PollParticipant, PassageGate {
   /// restart would forget it, and occupancy restarts at 0).
   public init(
     config: TurnstileConfig, ring: EventRing, wall: any WallClock, time: TrustedTime, now: Instant,
-    inputs: InlineArray<3, (any DoorInputLine)?>, direction: (any DoorInputLine)?,
-    outputs: InlineArray<3, (any OutputLine)?>, passbackPath: String?, occupancyPath: String?
+    entryPassage: (any DoorInputLine)?, exitPassage: (any DoorInputLine)?, alarmInput: (any DoorInputLine)?,
+    direction: (any DoorInputLine)?, entryUnlock: (any OutputLine)?, exitUnlock: (any OutputLine)?,
+    alarm: (any OutputLine)?, passbackPath: String?, occupancyPath: String?
   ) {
     self.config = config
-    self.inputs = inputs
-    self.outputs = outputs
+    // Built here from single values (as DoorController does): an InlineArray of optional
+    // existentials passed in as an argument crashed a debug build (Swift 6.3, retain in init).
+    inputs = [entryPassage, exitPassage, alarmInput]
+    outputs = [entryUnlock, exitUnlock, alarm]
     directionLine = direction
     var levels = InlineArray<3, LineLevel>(repeating: .inactive)
     for i in 0..<3 {
