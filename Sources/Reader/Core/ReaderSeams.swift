@@ -54,8 +54,8 @@ public struct DecoderStats: Equatable, Sendable {
 /// instead of pulsing its relay; the gate checks anti-passback, makes what protects the decision
 /// durable, and unlocks one passage.
 public protocol PassageGate: AnyObject {
-  /// A granted decision for `identity` (the keyed form of `AccessPolicies.identity`; nil when the
-  /// decision names nobody): `.granted` once one passage is unlocked, or the verdict that
+  /// A granted decision for `identity` (`AccessPolicies.identity`, unkeyed: the gate keys it
+  /// before it keeps or shows it; nil when the decision names nobody): `.granted` once one passage is unlocked, or the verdict that
   /// refuses it (`.deniedPassback`; `.deniedUnavailable` when its state could not be made
   /// durable or the direction's queue is full). `label` and `tag` go on its passage events.
   func admit(identity: Digest?, label: UnsafeRawBufferPointer, tag: Digest, at now: Instant) -> Verdict

@@ -194,8 +194,7 @@ public struct ScanEngine<
     if verdict.isGranted, let gate {
       // One passage for one person: anti-passback first, durable before the turnstile unlocks.
       let who = policy.identity(decision, digest: digest, digester: digester)
-      let keyed = who.map { tagger?.tag($0) ?? $0 }
-      verdict = e.withLabel { gate.admit(identity: keyed, label: $0, tag: e.tag, at: clock.now()) }
+      verdict = e.withLabel { gate.admit(identity: who, label: $0, tag: e.tag, at: clock.now()) }
     }
     let decided = clock.now()
     if let panel {

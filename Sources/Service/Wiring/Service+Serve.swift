@@ -159,6 +159,7 @@ extension Service {
       throw SetupRefused()
     }
     guard let turnstile else { return nil }
+    turnstile.keyer = loop.engine.tagger  // kept and shown keyed, never as a credential's SHA-256
     loop.engine.gate = turnstile
     loop.register(turnstile)
     if config.gpioBackend == .sim, let driver = options.turnstileDriver?(lines, ring) { loop.register(driver) }

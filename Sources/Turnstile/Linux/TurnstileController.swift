@@ -38,6 +38,9 @@ public final class TurnstileController: PollParticipant, PassageGate {
   public private(set) var refusedNotDurable: UInt64 = 0
   public private(set) var refusedQueueFull: UInt64 = 0
   public private(set) var deniedPassback: UInt64 = 0
+  /// Keys an identity before it is kept (the anti-passback file) or shown (events' tags): the
+  /// reader's tag key (`PayloadTagger`); nil keeps it as it comes (tests).
+  public var keyer: (any PayloadTagger)? = nil
   /// The credential last refused for anti-passback (TURNSTILE FORGIVE LAST).
   private var lastRefused: Digest? = nil
   private var fire = false
@@ -125,7 +128,8 @@ public final class TurnstileController: PollParticipant, PassageGate {
 
   // MARK: - The gate
 
-  public func admit(identity: Digest?, label: UnsafeRawBufferPointer, tag: Digest, at now: Instant) -> Verdict {
+  public func admit(identity raw: Digest?, label: UnsafeRawBufferPointer, tag: Digest, at now: Instant) -> Verdict {
+    let identity = raw.map { keyer?.tag($0) ?? $0 }
     machine.advance(to: now)
     if fire { return .granted }  // free passage: every direction is released anyway
     let d = direction
