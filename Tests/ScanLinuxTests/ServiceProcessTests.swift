@@ -247,4 +247,27 @@ import Testing
     #expect(!output.contains("\u{1b}"))
     #expect(output.contains("edge relay active"))
   }
+
+  @Test("demo --turnstile: an entry, the same pass refused again, a grant nobody used, an exit, and the fire release")
+  func demoTurnstile() {
+    let (status, output) = runCommand([scangateBinary, "demo", "--turnstile", "--fps", "30"], timeoutSeconds: 120)
+    #expect(status == 0, "\(output)")
+    let lines = output.split(separator: "\n").map(String.init)
+    /// The first line after `from` containing every one of `parts`, or nil.
+    func find(_ parts: [String], after from: Int = -1) -> Int? {
+      lines.indices.first { $0 > from && parts.allSatisfy(lines[$0].contains) }
+    }
+    let granted = find(["decision granted", "label=alice"])
+    let entered = find(["passage entry grant label=alice"], after: granted ?? -1)
+    let refused = find(["decision denied-passback", "label=alice"], after: entered ?? -1)
+    let erin = find(["decision granted", "label=erin"], after: refused ?? -1)
+    let unused = find(["granted-not-passed entry grant label=erin"], after: erin ?? -1)
+    let left = find(["passage exit grant label=alice"], after: refused ?? -1)
+    let fire = find(["fire-alarm active"], after: left ?? -1)
+    #expect(granted != nil && entered != nil && refused != nil && erin != nil && unused != nil && left != nil, "\(output)")
+    #expect(fire != nil && find(["turnstile-unlocked exit fire"], after: fire!) != nil && find(["edge relay active"], after: fire!) != nil)
+    let cleared = find(["fire-alarm cleared"], after: fire ?? -1)
+    #expect(cleared != nil && find(["turnstile-locked entry fire"], after: cleared ?? -1) != nil)
+    #expect(find(["edge relay active"]) == nil || find(["edge relay active"])! > (fire ?? .max), "a grant never pulses the relay")
+  }
 }

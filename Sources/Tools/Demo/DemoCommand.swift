@@ -37,7 +37,7 @@ public enum DemoCommand {
 
   public static func run(_ arguments: [String]) -> Int32 {
     do {
-      let options = try Options(arguments, valued: ["config", "fps", "dir", "frames", "snapshot"], known: ["keep", "panel", "bench", "trace"])
+      let options = try Options(arguments, valued: ["config", "fps", "dir", "frames", "snapshot"], known: ["keep", "panel", "bench", "trace", "turnstile"])
       if let prefix = options.value("snapshot") { return try snapshot(prefix: prefix) }
       let fps = try options.integer("fps", default: 15, range: 1...240)
       if options.flag("bench") { return try bench(fps: fps, trace: options.flag("trace")) }
@@ -57,8 +57,12 @@ public enum DemoCommand {
       }
       let width = 640, height = 480
       let demoConsole = options.value("config") == nil
-      let extra = demoConsole ? try DemoCredentials.prepare(in: directory, config: &config) : []
-      let index = try writeScenes(to: directory, fps: fps, width: width, height: height, extra: extra)
+      let turnstile = options.flag("turnstile")
+      let extra = demoConsole && !turnstile ? try DemoCredentials.prepare(in: directory, config: &config) : []
+      let list = turnstile ? DemoTurnstile.scenes : scenes
+      let index = try writeScenes(
+        to: directory, fps: fps, width: width, height: height, extra: extra, list: list,
+        trailingSeconds: turnstile ? 5 : 0)
 
       config.cameraSource = .replay
       config.replayPath = directory
@@ -70,7 +74,7 @@ public enum DemoCommand {
       config.allowListPath = directory + "/allow-list.txt"
       config.allowListWatch = false
       config.log.path = directory + "/audit.db"
-      DemoDoor.configure(&config)
+      if turnstile { DemoTurnstile.configure(&config) } else { DemoDoor.configure(&config) }
       if demoConsole {
         // The console on loopback with an operator secret made for this run only (random,
         // in a 0600 file in the demo's folder), so a newcomer can try every command.
@@ -83,11 +87,11 @@ public enum DemoCommand {
       print(
         "decoder \(ZXingDecoder.engineVersion), views \(config.engine.decode.variantMode.rawValue) over "
           + config.engine.decode.variants.map(\.name).joined(separator: ","))
-      for scene in scenes + extra {
+      for scene in list + extra {
         let shown = scene.payload.count > 32 ? Array(scene.payload.prefix(20)) + Array("...".utf8) : scene.payload
         print("  code " + PayloadEscaping.escaped(shown) + " (\(scene.variant.name)): \(scene.note)")
       }
-      for note in DemoDoor.notes { print("  " + note) }
+      for note in turnstile ? DemoTurnstile.notes : DemoDoor.notes { print("  " + note) }
       if demoConsole {
         print(
           """
@@ -115,6 +119,11 @@ public enum DemoCommand {
       var serviceOptions = Service.Options()
       serviceOptions.maxFrames = UInt64(try options.integer("frames", default: 0, range: 0...Int.max))
       serviceOptions.doorDriver = { DemoDoor.Driver(lines: $0, ring: $1) }
+      if turnstile {
+        let emergency = EmergencySetup.SimulatedLines()
+        serviceOptions.emergencyLines = emergency
+        serviceOptions.turnstileDriver = { DemoTurnstile.Driver(lines: $0, fire: emergency.fire, ring: $1) }
+      }
       let status = Service.run(config, options: serviceOptions)
       if !options.flag("keep") && options.value("dir") == nil { removeDirectory(directory) }
       return status
@@ -129,7 +138,10 @@ public enum DemoCommand {
 
   /// Writes the scenes as PGM frames (each code in view 0.6 s, then 1 s of empty view so it
   /// leaves) and the demo's allow-list into `directory`; returns the frame count.
-  static func writeScenes(to directory: String, fps: Int, width: Int, height: Int, extra: [Scene] = []) throws(FileError) -> Int {
+  static func writeScenes(
+    to directory: String, fps: Int, width: Int, height: Int, extra: [Scene] = [], list: [Scene] = scenes,
+    trailingSeconds: Int = 0
+  ) throws(FileError) -> Int {
     // Each code stays in view for 0.6 s, then the view is empty for 1 s (so it leaves).
     let codeFrames = max(3, fps * 6 / 10), gapFrames = max(2, fps)
     var index = 0
@@ -140,7 +152,7 @@ public enum DemoCommand {
       bytes += pixels
       try writeFileAtomically(name, bytes)
     }
-    let (empty, shown) = sceneFrames(width: width, height: height, extra: extra)
+    let (empty, shown) = sceneFrames(width: width, height: height, extra: extra, list: list)
     for _ in 0..<gapFrames { try emit(empty) }
     for (n, item) in shown.enumerated() {
       // The same code again: past the presence cooldown, so it is a new showing (a replay).
@@ -148,15 +160,18 @@ public enum DemoCommand {
       for _ in 0..<codeFrames { try emit(item.frame) }
       for _ in 0..<gapFrames { try emit(empty) }
     }
+    for _ in 0..<(trailingSeconds * fps) { try emit(empty) }
     try writeFileAtomically(directory + "/allow-list.txt", Array(allowList.utf8))
     return index
   }
 
   /// The empty view and each scene's frame, in the order they are shown.
-  static func sceneFrames(width: Int, height: Int, extra: [Scene] = []) -> (empty: [UInt8], shown: [(scene: Scene, frame: [UInt8])]) {
+  static func sceneFrames(
+    width: Int, height: Int, extra: [Scene] = [], list: [Scene] = scenes
+  ) -> (empty: [UInt8], shown: [(scene: Scene, frame: [UInt8])]) {
     let empty = background(width: width, height: height)
     var shown: [(scene: Scene, frame: [UInt8])] = []
-    for (n, scene) in (scenes + extra).enumerated() {
+    for (n, scene) in (list + extra).enumerated() {
       // Signed passes are longer: alphanumeric mode, smaller modules, so they fit the frame.
       let long = scene.payload.count > 64
       guard
