@@ -8,61 +8,34 @@ import ScanCore
 /// never a symlink, refused unless regular); nothing allocates after `init`.
 public final class CredentialSlotFile {
   public static let slotBytes = 32
-  public let path: String
   /// Every slot the file held at start (it may hold more than the caller keeps).
   public private(set) var loaded: [(slot: Int, id: CredentialID, value: Int64)] = []
-  private let descriptor: Int32
-  private let slot: UnsafeMutableRawBufferPointer
-  public private(set) var writeFailures = 0
+  private let file: SlotFile
 
   /// Opens (or creates) `path`; at most `slotsMax` slots are read.
   public init(path: String, slotsMax: Int) throws(FileError) {
-    self.path = path
-    let (fd, size) = try openSlotFile(path)
-    guard size % Self.slotBytes == 0 else {
-      closeDescriptor(fd)
-      throw FileError(path: path, reason: "\(size) bytes is not a whole number of \(Self.slotBytes)-byte slots: damaged, refused")
-    }
-    descriptor = fd
-    slot = .allocate(byteCount: Self.slotBytes, alignment: 8)
-    let slots = min(size / Self.slotBytes, slotsMax)
-    for i in 0..<slots {
-      var problem: String? = nil
-      do {
-        let got = try syscall("pread \(path)", { pread(fd, slot.baseAddress, Self.slotBytes, off_t(i * Self.slotBytes)) })
-        if got != Self.slotBytes { problem = "\(got) of \(Self.slotBytes) bytes" }
-      } catch { problem = error.code.description }
-      if let problem {
-        closeDescriptor(fd)
-        slot.deallocate()
-        throw FileError(path: path, reason: "cannot read slot \(i): \(problem)")
-      }
+    var loaded: [(slot: Int, id: CredentialID, value: Int64)] = []
+    file = try SlotFile(path: path, slotBytes: Self.slotBytes, slotsMax: slotsMax) { i, slot in
       let n = Int(slot[16])
-      guard n >= 1 && n <= 16 else { continue }  // a slot never written
-      loaded.append((i, CredentialID(UnsafeRawBufferPointer(rebasing: slot[0..<n]))!, Int64(littleEndian: slot.load(fromByteOffset: 24, as: Int64.self))))
+      guard n >= 1 && n <= 16 else { return }  // a slot never written
+      loaded.append((i, CredentialID(UnsafeRawBufferPointer(rebasing: slot[0..<n]))!, Int64(littleEndian: slot.loadUnaligned(fromByteOffset: 24, as: Int64.self))))
     }
+    self.loaded = loaded
   }
-  deinit {
-    closeDescriptor(descriptor)
-    slot.deallocate()
-  }
+
+  public var path: String { file.path }
+  public var writeFailures: Int { file.writeFailures }
 
   /// Writes slot `index` and syncs it; false when it is not durable.
   public func write(_ index: Int, id: CredentialID, value: Int64) -> Bool {
-    slot.initializeMemory(as: UInt8.self, repeating: 0)
-    for k in 0..<8 {
-      slot[k] = UInt8(truncatingIfNeeded: id.high >> (56 - 8 * UInt64(k)))
-      slot[8 + k] = UInt8(truncatingIfNeeded: id.low >> (56 - 8 * UInt64(k)))
+    file.write(index) { slot in
+      for k in 0..<8 {
+        slot[k] = UInt8(truncatingIfNeeded: id.high >> (56 - 8 * UInt64(k)))
+        slot[8 + k] = UInt8(truncatingIfNeeded: id.low >> (56 - 8 * UInt64(k)))
+      }
+      slot[16] = id.count
+      slot.storeBytes(of: value.littleEndian, toByteOffset: 24, as: Int64.self)
     }
-    slot[16] = id.count
-    slot.storeBytes(of: value.littleEndian, toByteOffset: 24, as: Int64.self)
-    let offset = off_t(index * Self.slotBytes)
-    let written = try? syscall("pwrite \(path)", { pwrite(descriptor, slot.baseAddress, Self.slotBytes, offset) })
-    guard written == Self.slotBytes, (try? syscall("fdatasync \(path)", { fdatasync(descriptor) })) != nil else {
-      writeFailures += 1
-      return false
-    }
-    return true
   }
 }
 

@@ -39,9 +39,7 @@ public final class SlotFile {
         try load(i, UnsafeRawBufferPointer(slot))
       }
     } catch {
-      closeDescriptor(fd)
-      slot.deallocate()
-      throw error
+      throw error  // every stored property is set: deinit closes the file and frees the slot
     }
   }
 

@@ -18,7 +18,7 @@ import ScanBase
 /// ```
 /// scangate-command 1
 /// reader <reader id>
-/// command open|reload|status|snapshot
+/// command open|reload|status|snapshot|lockdown-on|lockdown-off
 /// nonce <16 to 64 hex digits, never used before>
 /// expires <unix seconds: at most 300 s ahead>
 /// [pulse_ms <milliseconds>]   (open only)
@@ -106,7 +106,13 @@ public struct FleetBundle: Equatable, Sendable {
 
 /// The parsed command.
 public struct FleetCommand: Equatable, Sendable {
-  public enum Action: String, Sendable, CaseIterable { case open, reload, status, snapshot }
+  /// `lockdown-on`/`lockdown-off`: the fleet latches or lifts a lockdown (docs/turnstiles.md); a
+  /// lockdown the fleet latched is lifted only by the fleet.
+  public enum Action: String, Sendable, CaseIterable {
+    case open, reload, status, snapshot
+    case lockdownOn = "lockdown-on"
+    case lockdownOff = "lockdown-off"
+  }
   public var reader: String
   public var action: Action
   public var nonce: String

@@ -1,4 +1,5 @@
 import Glibc
+import ScanConsole
 import ScanCore
 import Synchronization
 
@@ -173,6 +174,13 @@ public final class FleetControl: FleetInbox {
     case .reload:
       requests.ask { $0.reload = true }
       return .success((command, "reload requested"))
+    case .lockdownOn, .lockdownOff:
+      guard requests.emergency != nil else { return .failure(EnvelopeRefusal("no lockdown on this reader")) }
+      requests.ask {
+        $0.lockdown = command.action == .lockdownOn
+        $0.lockdownBy = "fleet key " + envelope.keyID
+      }
+      return .success((command, (command.action == .lockdownOn ? "lockdown" : "lockdown lift") + " requested by \(envelope.keyID)"))
     case .status:
       var text = ""
       withUnsafeTemporaryAllocation(byteCount: 512, alignment: 1) { buffer in
@@ -345,7 +353,10 @@ public final class FleetRequests: PollParticipant, @unchecked Sendable {
     public var open = false
     public var openMilliseconds: Int? = nil
     public var snapshot = false
-    var any: Bool { reload || open || snapshot }
+    /// A lockdown to latch (true) or lift (false), and the key that signed the command.
+    public var lockdown: Bool? = nil
+    public var lockdownBy = ""
+    var any: Bool { reload || open || snapshot || lockdown != nil }
   }
   private let pending = Mutex<Pending>(Pending())
   /// The link whose offline flag the deny-all-but-static policy follows (nil: keep going).
@@ -353,6 +364,10 @@ public final class FleetRequests: PollParticipant, @unchecked Sendable {
   private var staticOnly = false
   /// Where a snapshot command's frame goes (nil: `fleet.snapshot` is off).
   public let snapshot: FleetSnapshot?
+  /// Who carries out a lockdown command on the loop (the emergency controller; nil: refused).
+  public var emergency: (any PollParticipant)? = nil
+  /// How the last lockdown command ended (STATUS, the journal), or nil.
+  public private(set) var lockdownOutcome: ConsoleActionOutcome? = nil
 
   /// `offlineLink`: the fleet link, when its `offline_policy` is deny-all-but-static.
   public init(offlineLink: FleetLink? = nil, snapshot: FleetSnapshot? = nil) {
@@ -381,5 +396,17 @@ public final class FleetRequests: PollParticipant, @unchecked Sendable {
     if p.reload { requests.post(.reloadAllowList) }
     if p.open { requests.post(.open(milliseconds: p.openMilliseconds)) }
     if p.snapshot, let snapshot { requests.post(.snapshot(snapshot)) }
+    if let on = p.lockdown {
+      // On the loop's thread: the controller writes its latch durably, then the lockdown applies.
+      let command = OperatorCommand.action(on ? .lockdownOn : .lockdownOff, authority: .fleet, who: Array(p.lockdownBy.utf8))
+      if case .action(let outcome) = emergency?.perform(command) {
+        lockdownOutcome = outcome
+        if case .heldBy(let by) = outcome {
+          writeStandardError("scangate: fleet: lockdown-off refused: the lockdown was latched by \(by.name)\n")
+        } else if outcome == .notDurable {
+          writeStandardError("scangate: fleet: lockdown not changed: the latch could not be written durably\n")
+        }
+      }
+    }
   }
 }

@@ -86,10 +86,10 @@ extension Service {
     for (entry, problem) in PathChecks.problems(config) where entry.role != "allow_list.path" {
       writeStandardError("scangate: refused: \(entry.role) \(entry.path): \(problem)\n")
     }
-    let (auditLog, fleet) = attachAuditLogAndFleet(config, ring: ring, time: floorKeeper.time, loop: &loop)
+    let (auditLog, fleet, fleetRequests) = attachAuditLogAndFleet(config, ring: ring, time: floorKeeper.time, loop: &loop)
     loop.engine.relayGuard = watchdog  // the relay's cap, held off the loop too
     loop.engine.tagger = TagKey.forService(logPath: config.log.path)  // events show keyed tags, never a payload's SHA-256
-    try attachEmergency(config, options: options, clock: clock, ring: ring, loop: &loop)
+    fleetRequests?.emergency = try attachEmergency(config, options: options, clock: clock, ring: ring, loop: &loop)
     let door = try attachDoor(config, options: options, clock: clock, ring: ring, loop: &loop)
     door?.exitDuringLockdown = config.emergency.settings.exitDuringLockdown
     let turnstile = try attachTurnstile(config, options: options, clock: clock, ring: ring, time: floorKeeper.time, loop: &loop)
@@ -112,7 +112,7 @@ extension Service {
   >(
     _ config: ScanConfig, ring: EventRing, time: TrustedTime,
     loop: inout RunLoop<S, D, R, B, SystemMonotonicClock, SystemWallClock, SodiumDigester>
-  ) -> (AuditLog?, FleetLink?) {
+  ) -> (AuditLog?, FleetLink?, FleetRequests?) {
     let auditLog = config.log.path.isEmpty ? nil : AuditLog(settings: config.log, ring: ring)
     loop.auditLog = auditLog
     let fleet = config.fleet.isEnabled ? FleetLink(settings: config.fleet, logPath: config.log.path, auditLog: auditLog) : nil
@@ -124,8 +124,9 @@ extension Service {
     }
     loop.fleetTelemetry = fleet?.telemetry
     loop.fleetLink = fleet
-    if let fleet { loop.register(fleetControl(config, link: fleet, time: time)) }
-    return (auditLog, fleet)
+    let requests = fleet.map { fleetControl(config, link: $0, time: time) }
+    if let requests { loop.register(requests) }
+    return (auditLog, fleet, requests)
   }
 
   /// Fire and lockdown: registered before the door and the turnstile, which follow its events.
@@ -134,9 +135,11 @@ extension Service {
   >(
     _ config: ScanConfig, options: Options, clock: SystemMonotonicClock, ring: EventRing,
     loop: inout RunLoop<S, D, R, B, SystemMonotonicClock, SystemWallClock, SodiumDigester>
-  ) throws(SetupRefused) {
+  ) throws(SetupRefused) -> EmergencyController {
     do throws(GPIOError) {
-      loop.register(try EmergencySetup.make(config, ring: ring, now: clock.now(), simulated: options.emergencyLines))
+      let emergency = try EmergencySetup.make(config, ring: ring, now: clock.now(), simulated: options.emergencyLines)
+      loop.register(emergency)
+      return emergency
     } catch {
       writeStandardError("scangate: cannot request emergency lines: \(error.operation): \(SystemError.describe(error.errno))\n")
       throw SetupRefused()
