@@ -158,7 +158,17 @@ def check(out, db, reader, batch, faults, *payloads):
                       and b.get("device", {}).get("identifiers") == [f"scangate_{reader}"]
                       and b.get("availability_topic") == f"scangate/{reader}/status")
     result(ok_binary, "Home Assistant: door contact and tamper binary sensors (the reader has both inputs)")
+    # Fire and lockdown (docs/turnstiles.md): binary sensors every reader announces; "safety" is a
+    # documented binary_sensor device class (on = unsafe); the lockdown has none.
+    fire = configs.get(f"homeassistant/binary_sensor/{reader}/fire/config", {})
+    lockdown = configs.get(f"homeassistant/binary_sensor/{reader}/lockdown/config", {})
+    result(fire.get("device_class") == "safety" and fire.get("value_template") == "{{ value_json.fire }}"
+           and "device_class" not in lockdown and lockdown.get("value_template") == "{{ value_json.lockdown }}"
+           and lockdown.get("payload_on") == "ON" and lockdown.get("availability_topic") == f"scangate/{reader}/status",
+           "Home Assistant: fire (device class safety) and lockdown binary sensors")
     states = [json.loads(l["payload"]) for l in lines if l["topic"] == f"scangate/{reader}/state"]
+    result(any(s.get("fire") == "OFF" and s.get("lockdown") == "OFF" for s in states),
+           "state topic: fire OFF and lockdown OFF, the keys the binary sensors read")
     result(any(s.get("last_decision") == "granted" and float(s.get("fps", 0)) > 0 for s in states),
            f"state topic: the last decision and the frame rate the templates read ({len(states)} messages)")
 

@@ -11,6 +11,8 @@ public struct HomeAssistantDiscovery: Sendable {
   /// Binary sensors from the door inputs (contact, tamper): (object id, name, device class,
   /// state key holding "ON"/"OFF"). Empty until door inputs are configured.
   public var binarySensors: [(object: String, name: String, deviceClass: String, stateKey: String)] = []
+  /// A turnstile's occupancy sensor (people in its area).
+  public var occupancy = false
 
   public init(settings: FleetSettings, version: String) {
     self.settings = settings
@@ -76,10 +78,20 @@ public struct HomeAssistantDiscovery: Sendable {
       common(sensor.object, name: sensor.name, into: &b)
       b.add("state_topic", topics.state)
       b.add("value_template", "{{ value_json.\(sensor.stateKey) }}")
-      b.add("device_class", sensor.deviceClass)
+      if !sensor.deviceClass.isEmpty { b.add("device_class", sensor.deviceClass) }
       b.add("payload_on", "ON")
       b.add("payload_off", "OFF")
       out.append((configTopic("binary_sensor", sensor.object), b.bytes))
+    }
+    if occupancy {
+      var o = JSONObject()
+      common("occupancy", name: "Occupancy", into: &o)
+      o.add("state_topic", topics.state)
+      o.add("value_template", "{{ value_json.occupancy }}")
+      o.add("unit_of_measurement", "people")
+      o.add("state_class", "measurement")
+      o.add("icon", "mdi:account-group")
+      out.append((configTopic("sensor", "occupancy"), o.bytes))
     }
     return out
   }

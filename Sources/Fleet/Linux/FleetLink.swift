@@ -160,6 +160,11 @@ public final class FleetLink: @unchecked Sendable {
       var discovery = HomeAssistantDiscovery(settings: settings, version: ScanGateVersion.string)
       if doorSensors.contact { discovery.binarySensors.append(("door_contact", "Door contact", "door", "door_contact")) }
       if doorSensors.tamper { discovery.binarySensors.append(("tamper", "Tamper", "tamper", "tamper")) }
+      if telemetry.emergency {
+        discovery.binarySensors.append(("fire", "Fire release", "safety", "fire"))
+        discovery.binarySensors.append(("lockdown", "Lockdown", "", "lockdown"))
+      }
+      discovery.occupancy = telemetry.occupancy != nil
       for (topic, payload) in discovery.messages {
         _ = try? client.publish(topic: topic, payload, qos: 1, retain: true)
       }
@@ -250,6 +255,12 @@ public final class FleetTelemetry: @unchecked Sendable {
   private var doorOpen: Bool? = nil
   private var tamperActive: Bool? = nil
   private var unlocked = false
+  /// Fire and lockdown as their records say (nil until the first one; "OFF" is published from
+  /// the start when `emergency` is set), and the turnstile's occupancy (nil: no turnstile).
+  private var fire: Bool? = nil
+  private var lockdown: Bool? = nil
+  public var emergency = false
+  public var occupancy: SharedGauge? = nil
 
   public func noteDoor(_ record: AuditRecord) {
     switch record.kind {
@@ -258,6 +269,9 @@ public final class FleetTelemetry: @unchecked Sendable {
     case .tamper: tamperActive = record.code == 1
     case .doorUnlocked: unlocked = true
     case .doorLocked: unlocked = false
+    case .fireAlarm: fire = record.code == 1
+    case .lockdown: lockdown = record.code & 0xFF == 1
+    case .passage, .occupancyReset: break  // the count is read from the gauge
     default: return
     }
     changed.store(true, ordering: .relaxed)
@@ -278,6 +292,11 @@ public final class FleetTelemetry: @unchecked Sendable {
     o.add("lock", unlocked ? "UNLOCKED" : "LOCKED")
     if let doorOpen { o.add("door_contact", doorOpen ? "ON" : "OFF") }
     if let tamperActive { o.add("tamper", tamperActive ? "ON" : "OFF") }
+    if emergency {
+      o.add("fire", fire == true ? "ON" : "OFF")
+      o.add("lockdown", lockdown == true ? "ON" : "OFF")
+    }
+    if let occupancy { o.add("occupancy", raw: String(occupancy.load())) }
     return o.bytes
   }
 }

@@ -93,6 +93,8 @@ extension Service {
     let door = try attachDoor(config, options: options, clock: clock, ring: ring, loop: &loop)
     door?.exitDuringLockdown = config.emergency.settings.exitDuringLockdown
     let turnstile = try attachTurnstile(config, options: options, clock: clock, ring: ring, time: floorKeeper.time, loop: &loop)
+    fleet?.telemetry.emergency = true  // fire and lockdown on the state topic and in Home Assistant
+    fleet?.telemetry.occupancy = turnstile?.occupancyGauge
     try attachSchedules(config, clock: clock, ring: ring, notes: notes, time: floorKeeper.time, loop: &loop)
     let wiegand = try attachPanels(config, clock: clock, ring: ring, loop: &loop)
     let printer = EventPrinter(

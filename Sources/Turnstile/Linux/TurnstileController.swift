@@ -14,7 +14,11 @@ import ScanCore
 public final class TurnstileController: PollParticipant, PassageGate {
   public private(set) var machine: TurnstileMachine
   public let passback: AntiPassback
-  public private(set) var occupancy = Occupancy()
+  public private(set) var occupancy = Occupancy() {
+    didSet { occupancyGauge.store(occupancy.count) }
+  }
+  /// The occupancy for other threads (the fleet's state topic and Home Assistant's sensor).
+  public let occupancyGauge = SharedGauge()
   public let config: TurnstileConfig
   private var inputs: InlineArray<3, (any DoorInputLine)?>
   private var tokens = InlineArray<4, PollSet.Token>(repeating: .none)
@@ -110,6 +114,7 @@ public final class TurnstileController: PollParticipant, PassageGate {
     }
     self.occupancyFile = occupancyFile
     occupancy = count
+    occupancyGauge.store(count.count)
     problem = problems.isEmpty ? nil : problems.joined(separator: "; ")
     self.ring = ring
     self.wall = wall
