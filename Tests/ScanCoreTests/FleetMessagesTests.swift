@@ -142,3 +142,27 @@ import Testing
     #expect((try? good.get())?.fleet.readerID == "door-1")
   }
 }
+
+/// Home Assistant discovery for a turnstile reader: the keys Home Assistant's MQTT integration
+/// documents for a sensor and a binary sensor, written out here by hand.
+@Suite struct TurnstileDiscoveryTests {
+  @Test("an occupancy sensor and the fire and lockdown binary sensors join the reader's device")
+  func occupancyAndEmergency() throws {
+    var settings = FleetSettings()
+    settings.readerID = "gate-1"
+    settings.homeAssistantPrefix = "homeassistant"
+    var d = HomeAssistantDiscovery(settings: settings, version: "1.0")
+    d.occupancy = true
+    d.binarySensors = [("fire", "Fire release", "safety", "fire"), ("lockdown", "Lockdown", "", "lockdown")]
+    let messages = Dictionary(uniqueKeysWithValues: d.messages.map { ($0.0, String(decoding: $0.1, as: UTF8.self)) })
+    let occupancy = try #require(messages["homeassistant/sensor/gate-1/occupancy/config"])
+    #expect(occupancy.contains(#""state_topic":"scangate/gate-1/state""#))
+    #expect(occupancy.contains(#""value_template":"{{ value_json.occupancy }}""#))
+    #expect(occupancy.contains(#""state_class":"measurement""#))
+    #expect(occupancy.contains(#""unique_id":"scangate_gate-1_occupancy""#))
+    let fire = try #require(messages["homeassistant/binary_sensor/gate-1/fire/config"])
+    #expect(fire.contains(#""device_class":"safety""#) && fire.contains(#""payload_on":"ON""#))
+    let lockdown = try #require(messages["homeassistant/binary_sensor/gate-1/lockdown/config"])
+    #expect(!lockdown.contains("device_class"))
+  }
+}
