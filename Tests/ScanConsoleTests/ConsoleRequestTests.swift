@@ -105,4 +105,25 @@ import Testing
     #expect(gate.admit(PeerKey(high: 0, low: 9), at: clock.now()) != .allowed)
     #expect(gate.admit(PeerKey(high: 0, low: 0), at: clock.now()) == .allowed)
   }
+
+}
+
+extension ConsoleRequestTests {
+  @Test("LOCKDOWN and TURNSTILE: the bare verbs read state; ON/OFF, FORGIVE and RESET are operator actions; bad forms refused")
+  func lockdownAndTurnstile() {
+    #expect(request("lockdown")?.action == .show && request("lockdown")?.needsOperator == false)
+    #expect(request("LOCKDOWN on")?.action == .lockdownOn && request("LOCKDOWN on")?.needsOperator == true)
+    #expect(request("lockdown OFF")?.action == .lockdownOff)
+    #expect(error("LOCKDOWN MAYBE") == .badArgument)
+    #expect(error("LOCKDOWN ON NOW") == .tooManyArguments)
+    #expect(request("turnstile")?.action == .show && request("turnstile")?.needsOperator == false)
+    #expect(request("TURNSTILE RESET")?.action == .resetOccupancy && request("TURNSTILE RESET")?.needsOperator == true)
+    #expect(request("turnstile forgive last")?.action == .forgiveLast)
+    #expect(request("TURNSTILE FORGIVE 7fb7666e5481daa1")?.action == .forgiveTag(0x7fb7_666e_5481_daa1))
+    #expect(request("TURNSTILE FORGIVE 7FB7666E5481DAA1")?.action == .forgiveTag(0x7fb7_666e_5481_daa1))
+    #expect(error("TURNSTILE FORGIVE 7fb7666e5481daa") == .badArgument)  // 15 digits
+    #expect(error("TURNSTILE FORGIVE 7fb7666e5481daag") == .badArgument)
+    #expect(error("TURNSTILE FORGIVE") == .badArgument)
+    #expect(error("TURNSTILE OPEN 5") == .badArgument)
+  }
 }
