@@ -87,6 +87,7 @@ import Testing
       (["door", "schedule"], DoorConfig.configKeys.map(\.name)), (["panel"], PanelSettings.configKeys.map(\.name)),
       (["fleet"], FleetSettings.configKeys.map(\.name)), (["credentials"], CredentialSettings.configKeys.map(\.name)),
       (["log"], AuditLogSettings.configKeys.map(\.name)), (["presence"], EngineSettings.presenceKeys.map(\.name)),
+      (["emergency"], EmergencyConfig.configKeys.map(\.name)), (["turnstile"], TurnstileConfig.configKeys.map(\.name)),
     ]
     let all = ConfigSchema.keyNames
     #expect(Set(all).count == all.count, "no key is listed twice")
