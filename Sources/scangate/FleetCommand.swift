@@ -209,7 +209,7 @@ extension FleetToolCommand {
     let options: Options
     let expiresIn: Int
     do {
-      options = try Options(arguments, valued: signingOptions.union(["command", "pulse-ms", "expires-in"]), known: [])
+      options = try Options(arguments, valued: signingOptions.union(["command", "pulse-ms", "expires-in", "tag"]), known: [])
       expiresIn = try options.integer("expires-in", default: 60, range: 1...Int(FleetCommand.lifetimeSecondsMax))
     } catch {
       writeStandardError("scangate fleet command: \(error)\n")
@@ -217,7 +217,8 @@ extension FleetToolCommand {
     }
     guard let reader = options.value("reader"), let name = options.value("command"), let action = FleetCommand.Action(rawValue: name)
     else {
-      writeStandardError("scangate fleet command: --reader ID and --command open|reload|status|snapshot are needed\n")
+      let actions = FleetCommand.Action.allCases.map(\.rawValue).joined(separator: "|")
+      writeStandardError("scangate fleet command: --reader ID and --command \(actions) are needed\n")
       return 2
     }
     let nonce = SecretBytes.random(16)
@@ -225,6 +226,13 @@ extension FleetToolCommand {
       reader: reader, action: action, nonce: Hex.string(nonce),
       expiresUnixSeconds: SystemWallClock().unixSeconds() + Int64(expiresIn))
     if let ms = options.value("pulse-ms") { command.pulseMilliseconds = Int(ms) }
+    if action == .passbackForgive {
+      guard let tag = options.value("tag"), tag.utf8.count == 16, let value = UInt64(tag.lowercased(), radix: 16) else {
+        writeStandardError("scangate fleet command: passback-forgive needs --tag (the 16 hex digits its passage events show)\n")
+        return 2
+      }
+      command.tag = value
+    }
     guard let envelope = sign(command.bytes, options) else { return 1 }
     return send(envelope, to: "command", reader: reader, retain: false, options)
   }

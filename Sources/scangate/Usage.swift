@@ -74,6 +74,7 @@ enum Usage {
         "                     [--trust FILE] [--schedules FILE] [--retain] [--ca FILE] [--cert FILE] [--key FILE] [--prefix TOPIC] [--wait N]",
         "fleet command --broker URL --issuer-key FILE --kid KID --reader ID --command open|reload|status|snapshot [--pulse-ms N]",
         "              [--expires-in N] [--ca FILE] [--cert FILE] [--key FILE] [--prefix TOPIC] [--wait N]",
+        "              --command lockdown-on|lockdown-off|occupancy-reset | --command passback-forgive --tag HEX16",
         "fleet bench --broker URL --dir DIR [--links N] [--rate N] [--seconds N]",
       ], summary: "the fleet on its MQTT broker: tail events (de-duplicated, gaps reported), sign and send bundles and commands, bench"),
     CommandUsage(name: "version", lines: ["version"], summary: "print versions"),

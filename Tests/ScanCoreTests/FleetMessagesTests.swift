@@ -166,3 +166,29 @@ import Testing
     #expect(!lockdown.contains("device_class"))
   }
 }
+
+/// The fleet's turnstile and lockdown commands, parsed strictly.
+@Suite struct TurnstileCommandParseTests {
+  func parse(_ text: String) -> FleetCommand? {
+    if case .success(let c) = FleetCommand.parse(Array(text.utf8)) { return c }
+    return nil
+  }
+  let head = "scangate-command 1\nreader gate-1\n"
+  let tail = "nonce 0123456789abcdef\nexpires 100\n"
+
+  @Test("lockdown-on/-off and occupancy-reset take no argument; passback-forgive needs exactly one tag line")
+  func forms() {
+    #expect(parse(head + "command lockdown-on\n" + tail)?.action == .lockdownOn)
+    #expect(parse(head + "command lockdown-off\n" + tail)?.action == .lockdownOff)
+    #expect(parse(head + "command occupancy-reset\n" + tail)?.action == .occupancyReset)
+    #expect(parse(head + "command lockdown-on\n" + tail + "tag 7fb7666e5481daa1\n") == nil)
+    let forgive = parse(head + "command passback-forgive\n" + tail + "tag 7fb7666e5481daa1\n")
+    #expect(forgive?.tag == 0x7fb7_666e_5481_daa1)
+    #expect(forgive.map { String(decoding: $0.bytes, as: UTF8.self) } == head + "command passback-forgive\n" + tail + "tag 7fb7666e5481daa1\n")
+    #expect(parse(head + "command passback-forgive\n" + tail) == nil)
+    #expect(parse(head + "command passback-forgive\n" + tail + "tag 7FB7666E5481DAA1\n") == nil)
+    #expect(parse(head + "command passback-forgive\n" + tail + "tag 7fb7666e5481daa\n") == nil)
+    #expect(parse(head + "command passback-forgive\n" + tail + "tag 7fb7666e5481daa1\nextra 1\n") == nil)
+    #expect(parse(head + "command passback-forgive\n" + tail + "tag +fb7666e5481daa1\n") == nil)
+  }
+}

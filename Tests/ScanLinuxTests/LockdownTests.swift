@@ -87,14 +87,14 @@ import Testing
     let ring = EventRing(capacity: 256)
     let c = Self.controller(dir, clock: clock, ring: ring)
     let fleet = FleetRequests()
-    fleet.emergency = c
+    fleet.owners = [c]
     fleet.ask {
       $0.lockdown = true
-      $0.lockdownBy = "fleet key ops-1"
+      $0.by = "fleet key ops-1"
     }
     let requests = LoopRequests()
     fleet.service(PollSet(capacity: 1), now: clock.now(), requests: requests)
-    #expect(fleet.lockdownOutcome == .latched && c.state.latch.authority == .fleet)
+    #expect(fleet.lastOutcome == .latched && c.state.latch.authority == .fleet)
     #expect(Self.act(c, .lockdownOff) == .heldBy(.fleet))
     var lines: [String] = []
     var s: UInt64 = 1

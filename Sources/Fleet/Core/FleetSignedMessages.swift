@@ -18,10 +18,11 @@ import ScanBase
 /// ```
 /// scangate-command 1
 /// reader <reader id>
-/// command open|reload|status|snapshot|lockdown-on|lockdown-off
+/// command open|reload|status|snapshot|lockdown-on|lockdown-off|occupancy-reset|passback-forgive
 /// nonce <16 to 64 hex digits, never used before>
 /// expires <unix seconds: at most 300 s ahead>
 /// [pulse_ms <milliseconds>]   (open only)
+/// tag <16 hex digits>           (passback-forgive only: the credential's tag on its passage events)
 /// ```
 
 /// Why a signed envelope was not accepted.
@@ -112,12 +113,17 @@ public struct FleetCommand: Equatable, Sendable {
     case open, reload, status, snapshot
     case lockdownOn = "lockdown-on"
     case lockdownOff = "lockdown-off"
+    /// The turnstile's occupancy to 0; one credential's anti-passback forgiven (`tag`).
+    case occupancyReset = "occupancy-reset"
+    case passbackForgive = "passback-forgive"
   }
   public var reader: String
   public var action: Action
   public var nonce: String
   public var expiresUnixSeconds: Int64
   public var pulseMilliseconds: Int?
+  /// passback-forgive: the credential's tag (its first 8 bytes, as events show them).
+  public var tag: UInt64?
   /// How far ahead a command may expire: a captured command is useless after this.
   public static let lifetimeSecondsMax: Int64 = 300
 
@@ -140,7 +146,12 @@ public struct FleetCommand: Equatable, Sendable {
     else { return .failure(EnvelopeRefusal("no valid nonce line (16 to 64 lowercase hex digits)")) }
     guard let e = r.field("expires"), let expires = Int64(e), expires > 0 else { return .failure(EnvelopeRefusal("no valid expires line")) }
     var command = FleetCommand(reader: reader, action: action, nonce: nonce, expiresUnixSeconds: expires)
-    if !r.atEnd {
+    if action == .passbackForgive {
+      guard let t = r.field("tag"), t.utf8.count == 16, let tag = UInt64(t, radix: 16),
+        t.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66) })
+      else { return .failure(EnvelopeRefusal("passback-forgive needs a tag line (16 lowercase hex digits)")) }
+      command.tag = tag
+    } else if !r.atEnd {
       guard action == .open, let p = r.field("pulse_ms"), let ms = Int(p), (1...60_000).contains(ms) else {
         return .failure(EnvelopeRefusal("unexpected line after expires"))
       }
@@ -153,6 +164,10 @@ public struct FleetCommand: Equatable, Sendable {
   public var bytes: [UInt8] {
     var s = "scangate-command 1\nreader \(reader)\ncommand \(action.rawValue)\nnonce \(nonce)\nexpires \(expiresUnixSeconds)\n"
     if let pulseMilliseconds { s += "pulse_ms \(pulseMilliseconds)\n" }
+    if let tag {
+      let hex = String(tag, radix: 16)
+      s += "tag " + String(repeating: "0", count: 16 - hex.count) + hex + "\n"
+    }
     return Array(s.utf8)
   }
 }

@@ -174,13 +174,17 @@ public final class FleetControl: FleetInbox {
     case .reload:
       requests.ask { $0.reload = true }
       return .success((command, "reload requested"))
-    case .lockdownOn, .lockdownOff:
-      guard requests.emergency != nil else { return .failure(EnvelopeRefusal("no lockdown on this reader")) }
+    case .lockdownOn, .lockdownOff, .occupancyReset, .passbackForgive:
+      guard !requests.owners.isEmpty else { return .failure(EnvelopeRefusal("no lockdown or turnstile on this reader")) }
       requests.ask {
-        $0.lockdown = command.action == .lockdownOn
-        $0.lockdownBy = "fleet key " + envelope.keyID
+        switch command.action {
+        case .lockdownOn, .lockdownOff: $0.lockdown = command.action == .lockdownOn
+        case .occupancyReset: $0.occupancyReset = true
+        default: $0.forgive = command.tag
+        }
+        $0.by = "fleet key " + envelope.keyID
       }
-      return .success((command, (command.action == .lockdownOn ? "lockdown" : "lockdown lift") + " requested by \(envelope.keyID)"))
+      return .success((command, "\(command.action.rawValue) requested by \(envelope.keyID)"))
     case .status:
       var text = ""
       withUnsafeTemporaryAllocation(byteCount: 512, alignment: 1) { buffer in
@@ -353,10 +357,13 @@ public final class FleetRequests: PollParticipant, @unchecked Sendable {
     public var open = false
     public var openMilliseconds: Int? = nil
     public var snapshot = false
-    /// A lockdown to latch (true) or lift (false), and the key that signed the command.
+    /// A lockdown to latch (true) or lift (false), an occupancy reset, a credential to forgive,
+    /// and the key that signed the command.
     public var lockdown: Bool? = nil
-    public var lockdownBy = ""
-    var any: Bool { reload || open || snapshot || lockdown != nil }
+    public var occupancyReset = false
+    public var forgive: UInt64? = nil
+    public var by = ""
+    var any: Bool { reload || open || snapshot || lockdown != nil || occupancyReset || forgive != nil }
   }
   private let pending = Mutex<Pending>(Pending())
   /// The link whose offline flag the deny-all-but-static policy follows (nil: keep going).
@@ -364,10 +371,11 @@ public final class FleetRequests: PollParticipant, @unchecked Sendable {
   private var staticOnly = false
   /// Where a snapshot command's frame goes (nil: `fleet.snapshot` is off).
   public let snapshot: FleetSnapshot?
-  /// Who carries out a lockdown command on the loop (the emergency controller; nil: refused).
-  public var emergency: (any PollParticipant)? = nil
-  /// How the last lockdown command ended (STATUS, the journal), or nil.
-  public private(set) var lockdownOutcome: ConsoleActionOutcome? = nil
+  /// Who carries out lockdown, occupancy and anti-passback commands on the loop (the emergency
+  /// and turnstile controllers, asked in turn until one answers; none: the command is refused).
+  public var owners: [any PollParticipant] = []
+  /// How the last such command ended (the journal, tests), or nil.
+  public private(set) var lastOutcome: ConsoleActionOutcome? = nil
 
   /// `offlineLink`: the fleet link, when its `offline_policy` is deny-all-but-static.
   public init(offlineLink: FleetLink? = nil, snapshot: FleetSnapshot? = nil) {
@@ -396,17 +404,26 @@ public final class FleetRequests: PollParticipant, @unchecked Sendable {
     if p.reload { requests.post(.reloadAllowList) }
     if p.open { requests.post(.open(milliseconds: p.openMilliseconds)) }
     if p.snapshot, let snapshot { requests.post(.snapshot(snapshot)) }
-    if let on = p.lockdown {
-      // On the loop's thread: the controller writes its latch durably, then the lockdown applies.
-      let command = OperatorCommand.action(on ? .lockdownOn : .lockdownOff, authority: .fleet, who: Array(p.lockdownBy.utf8))
-      if case .action(let outcome) = emergency?.perform(command) {
-        lockdownOutcome = outcome
-        if case .heldBy(let by) = outcome {
-          writeStandardError("scangate: fleet: lockdown-off refused: the lockdown was latched by \(by.name)\n")
-        } else if outcome == .notDurable {
-          writeStandardError("scangate: fleet: lockdown not changed: the latch could not be written durably\n")
-        }
+    if let on = p.lockdown { act(on ? .lockdownOn : .lockdownOff, by: p.by) }
+    if p.occupancyReset { act(.resetOccupancy, by: p.by) }
+    if let tag = p.forgive { act(.forgiveTag(tag), by: p.by) }
+  }
+
+  /// On the loop's thread: the owner writes its state durably, then the change applies. A
+  /// refusal is said in the journal (the command's reply was sent when it was accepted).
+  private func act(_ action: ConsoleAction, by: String) {
+    let command = OperatorCommand.action(action, authority: .fleet, who: Array(by.utf8))
+    for owner in owners {
+      guard case .action(let outcome) = owner.perform(command) else { continue }
+      lastOutcome = outcome
+      switch outcome {
+      case .heldBy(let holder): writeStandardError("scangate: fleet: lockdown-off refused: the lockdown was latched by \(holder.name)\n")
+      case .notDurable: writeStandardError("scangate: fleet: nothing changed: the state could not be written durably\n")
+      case .unknownCredential: writeStandardError("scangate: fleet: passback-forgive: no anti-passback record for that tag\n")
+      default: break
       }
+      return
     }
+    writeStandardError("scangate: fleet: nothing on this reader carries out that command\n")
   }
 }

@@ -89,10 +89,12 @@ extension Service {
     let (auditLog, fleet, fleetRequests) = attachAuditLogAndFleet(config, ring: ring, time: floorKeeper.time, loop: &loop)
     loop.engine.relayGuard = watchdog  // the relay's cap, held off the loop too
     loop.engine.tagger = TagKey.forService(logPath: config.log.path)  // events show keyed tags, never a payload's SHA-256
-    fleetRequests?.emergency = try attachEmergency(config, options: options, clock: clock, ring: ring, loop: &loop)
+    let emergency = try attachEmergency(config, options: options, clock: clock, ring: ring, loop: &loop)
     let door = try attachDoor(config, options: options, clock: clock, ring: ring, loop: &loop)
     door?.exitDuringLockdown = config.emergency.settings.exitDuringLockdown
     let turnstile = try attachTurnstile(config, options: options, clock: clock, ring: ring, time: floorKeeper.time, loop: &loop)
+    // The fleet's lockdown, occupancy and anti-passback commands go to their owners on the loop.
+    fleetRequests?.owners = [emergency] + (turnstile.map { [$0] } ?? [])
     fleet?.telemetry.emergency = true  // fire and lockdown on the state topic and in Home Assistant
     fleet?.telemetry.occupancy = turnstile?.occupancyGauge
     try attachSchedules(config, clock: clock, ring: ring, notes: notes, time: floorKeeper.time, loop: &loop)
