@@ -59,7 +59,7 @@ enum CredentialCommand {
     let o = try Options(
       arguments,
       valued: ["key", "kid", "sub", "label", "zones", "valid", "nbf", "exp", "id", "digits", "site-public", "card", "png", "at"],
-      known: ["single-use", "rotating", "wallet", "json"])
+      known: ["single-use", "lockdown", "rotating", "wallet", "json"])
     guard let keyPath = o.value("key"), let kid = o.value("kid"), let sub = o.value("sub") else {
       throw ParseError(message: "--key FILE --kid KID --sub HOLDER are required")
     }
@@ -75,6 +75,7 @@ enum CredentialCommand {
     claims.label = o.value("label") ?? ""
     claims.zones = o.value("zones").map { $0.split(separator: ",").map(String.init) } ?? []
     claims.singleUse = o.flag("single-use")
+    claims.lockdown = o.flag("lockdown")
     claims.id = try o.value("id").map { try hex($0, "--id") } ?? CredentialIssuer.randomBytes(8)
     if let card = o.value("card") {
       let p = card.split(separator: ":")
@@ -186,7 +187,7 @@ enum CredentialCommand {
         j += ",\"label\":\(jsonString(c.labelText)),\"exp\":\(c.expires)"
         if let nbf = c.notBefore { j += ",\"nbf\":\(nbf)" }
         if let iat = c.issuedAt { j += ",\"iat\":\(iat)" }
-        j += ",\"zones\":[\(c.zones.map(jsonString).joined(separator: ","))],\"single_use\":\(c.singleUse),\"rotating\":\(c.rotates)"
+        j += ",\"zones\":[\(c.zones.map(jsonString).joined(separator: ","))],\"single_use\":\(c.singleUse),\"lockdown\":\(c.lockdown),\"rotating\":\(c.rotates)"
         if c.rotates { j += ",\"digits\":\(c.digits)" }
         if let f = c.cardFacility, let n = c.cardNumber { j += ",\"card\":{\"facility\":\(f),\"number\":\(n)}" }
       }
@@ -199,7 +200,9 @@ enum CredentialCommand {
         print("id       \(c.idHex)")
         print("valid    \(c.notBefore.map(RFC3339.format) ?? "-") .. \(RFC3339.format(c.expires))")
         if c.zoneCount > 0 { print("zones    \(c.zones.joined(separator: ", "))") }
-        print("kind     \(c.rotates ? "rotating, \(c.digits)-digit TOTP" : "static")\(c.singleUse ? ", single use" : "")")
+        print(
+          "kind     \(c.rotates ? "rotating, \(c.digits)-digit TOTP" : "static")\(c.singleUse ? ", single use" : "")"
+            + (c.lockdown ? ", granted during a lockdown" : ""))
         if let f = c.cardFacility, let n = c.cardNumber { print("card     \(f):\(n)") }
       }
     }

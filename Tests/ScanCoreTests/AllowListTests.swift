@@ -207,3 +207,21 @@ import Testing
     #expect(throws: ParseError.self) { try RFC3339.parse(text[...]) }
   }
 }
+
+extension AllowListTests {
+  @Test("lockdown=yes|no on an entry; any other value refuses the whole file with its line")
+  func lockdownKey() {
+    var list = AllowList(limits: AllowListLimits())
+    #expect(load("text:A lockdown=yes\ntext:B lockdown=no\ntext:C\n", into: &list) == nil)
+    let a = Array("A".utf8).withUnsafeBytes { list.decide(digester.sha256($0), nowUnixSeconds: now).1 }
+    let b = Array("B".utf8).withUnsafeBytes { list.decide(digester.sha256($0), nowUnixSeconds: now).1 }
+    let c = Array("C".utf8).withUnsafeBytes { list.decide(digester.sha256($0), nowUnixSeconds: now).1 }
+    let flags = [a, b, c].map { $0.map { list.isLockdown($0) } }
+    #expect(flags == [true, false, false])
+    let bad = load("text:A\ntext:D lockdown=maybe\n", into: &list)
+    #expect(bad?.line == 2 && bad?.reason.contains("lockdown: yes or no") == true, "\(String(describing: bad))")
+    let kept = list.isLockdown(a!)
+    #expect(kept, "the live list is kept")
+    #expect(load("text:E lockdown=yes lockdown=yes\n", into: &list)?.reason.contains("twice") == true)
+  }
+}

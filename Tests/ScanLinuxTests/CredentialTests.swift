@@ -432,3 +432,64 @@ func problem(_ v: CredentialVerifier, _ text: String, at now: Int64) -> Credenti
     #expect(list.load(Array("text:A static=maybe\n".utf8), digester: SodiumDigester(), nowUnixSeconds: 0)?.line == 1)
   }
 }
+
+/// The lockdown in the decision (docs/turnstiles.md, "Lockdown").
+@Suite struct LockdownPolicyTests {
+  @Test("lockdown: lockdown=yes entries and passes with the claim grant; the rest are denied-lockdown and spend nothing")
+  func lockdown() throws {
+    let site = CredentialSite()
+    let path = "/tmp/scangate-used-lockdown-\(getpid())"
+    unlink(path)
+    defer { unlink(path) }
+    var plain = site.claims("visitor", id: [1, 1, 1, 1])
+    plain.singleUse = true
+    let visitorPass = try site.issue(plain)
+    var marked = site.claims("guard", id: [2, 2, 2, 2])
+    marked.lockdown = true
+    let guardPass = try site.issue(marked)
+    var rotating = site.claims("carol", id: [3, 3, 3, 3])
+    rotating.rotatingDigits = 6
+    rotating.sitePublicKey = CredentialIssuer.sitePublicKey(site.siteSecret)!
+    let carol = try site.issue(rotating)
+    let v = site.verifier()
+    v.singleUse = try UsedCredentialFile(path: path, capacity: 16)
+    var policy = AccessPolicies(allowList: AllowList(limits: AllowListLimits()), credentials: v)
+    let digester = SodiumDigester()
+    let list = "text:STAFF label=staff\ntext:KEYHOLDER lockdown=yes\ntext:FIRE-WARDEN lockdown=no\n"
+    #expect(policy.allowList.load(Array(list.utf8), digester: digester, nowUnixSeconds: site.now) == nil)
+    func verdict(_ payload: String, at now: Int64 = site.now) -> Verdict {
+      Array(payload.utf8).withUnsafeBytes {
+        policy.decide($0, digest: digester.sha256($0), nowUnixSeconds: now, mode: .admit).verdict
+      }
+    }
+    policy.lockdown = true
+    #expect(verdict("STAFF") == .deniedLockdown)
+    #expect(verdict("KEYHOLDER") == .granted)
+    #expect(verdict("FIRE-WARDEN") == .deniedLockdown)
+    #expect(verdict(visitorPass.staticText) == .deniedLockdown)
+    #expect(verdict(guardPass.staticText) == .granted)
+    // A rotating code refused during the lockdown is not spent: the same code grants after it.
+    let code = carol.presented(totp: site.totp(carol, at: site.now))
+    #expect(verdict(code) == .deniedLockdown)
+    policy.lockdown = false
+    #expect(verdict(code) == .granted)
+    #expect(verdict(visitorPass.staticText) == .granted, "the single use was not spent during the lockdown")
+    #expect(verdict(visitorPass.staticText) == .deniedUsed)
+    #expect(verdict("STAFF") == .granted)
+  }
+
+  @Test("the lockdown claim is a CBOR boolean, once; anything else is refused whole")
+  func claimForm() throws {
+    let site = CredentialSite()
+    var c = site.claims("guard")
+    c.lockdown = true
+    let pass = try site.issue(c)
+    let v = site.verifier()
+    #expect(decide(v, pass.staticText, at: site.now) == .granted)
+    #expect(v.last.lockdown)
+    var p = site.claims("visitor", id: [5, 5, 5, 5])
+    p.singleUse = false
+    let plain = try site.issue(p)
+    #expect(decide(v, plain.staticText, at: site.now) == .granted && !v.last.lockdown)
+  }
+}

@@ -53,6 +53,7 @@ public struct AccessPolicies: AccessPolicy, ~Copyable {
     didSet {
       credentials?.schedules = schedules
       credentials?.time = time
+      credentials?.lockdown = lockdown
     }
   }
   /// The one time policy every check here judges at (shared with the credentials' verifier).
@@ -64,8 +65,12 @@ public struct AccessPolicies: AccessPolicy, ~Copyable {
   /// `static=yes` grant; signed passes are refused untouched (no step or single use spent), since
   /// their revocations may not have reached an offline reader.
   public var staticOnly = false
-  /// A lockdown is in force: only credentials marked for it grant.
-  public var lockdown = false
+  /// A lockdown is in force (docs/turnstiles.md): only allow-list entries marked `lockdown=yes`
+  /// and signed passes with the lockdown claim grant; the others are `denied-lockdown`, a signed
+  /// pass refused before any rotating step or single use is spent.
+  public var lockdown = false {
+    didSet { credentials?.lockdown = lockdown }
+  }
 
   public init(allowList: consuming AllowList, credentials: CredentialVerifier? = nil) {
     self.allowList = allowList
@@ -88,6 +93,7 @@ public struct AccessPolicies: AccessPolicy, ~Copyable {
       }
     }
     if staticOnly && d.verdict.isGranted, let entry = d.entry, !allowList.isStatic(entry) { d.verdict = .deniedOffline }
+    if lockdown && d.verdict.isGranted, let entry = d.entry, !allowList.isLockdown(entry) { d.verdict = .deniedLockdown }
     if d.source != .none { return d }
     if staticOnly && credentials != nil && CredentialText.isCredential(payload) {
       return AccessDecision(verdict: .deniedOffline, source: .credential)

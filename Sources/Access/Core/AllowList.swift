@@ -42,8 +42,11 @@ public struct AllowListTable: ~Copyable {
   private let labelLengths: UnsafeMutableBufferPointer<UInt8>
   /// The entry's `schedule=` name as `ScheduleKey` (0: none).
   private let scheduleKeys: UnsafeMutableBufferPointer<UInt64>
-  /// `static=yes`: kept under the fleet's deny-all-but-static offline policy.
-  private let statics: UnsafeMutableBufferPointer<Bool>
+  /// Per entry: `static=yes` (bit 0: kept under the fleet's deny-all-but-static offline policy)
+  /// and `lockdown=yes` (bit 1: still granted during a lockdown).
+  private let flags: UnsafeMutableBufferPointer<UInt8>
+  static let staticFlag: UInt8 = 1
+  static let lockdownFlag: UInt8 = 2
   private let cards: UnsafeMutableBufferPointer<CardNumber?>
 
   public init(entriesMax: Int) {
@@ -66,15 +69,15 @@ public struct AllowListTable: ~Copyable {
     labelLengths.initialize(repeating: 0)
     scheduleKeys = .allocate(capacity: entriesMax)
     scheduleKeys.initialize(repeating: 0)
-    statics = .allocate(capacity: entriesMax)
-    statics.initialize(repeating: false)
+    flags = .allocate(capacity: entriesMax)
+    flags.initialize(repeating: 0)
     cards = .allocate(capacity: entriesMax)
     cards.initialize(repeating: nil)
   }
 
   deinit {
     slots.deallocate(); digests.deallocate(); validFrom.deallocate(); validUntil.deallocate()
-    labels.deallocate(); labelLengths.deallocate(); scheduleKeys.deallocate(); cards.deallocate(); statics.deallocate()
+    labels.deallocate(); labelLengths.deallocate(); scheduleKeys.deallocate(); cards.deallocate(); flags.deallocate()
   }
 
   /// Bytes this table holds, for the memory budget.
@@ -104,7 +107,7 @@ public struct AllowListTable: ~Copyable {
   /// Adds an entry; false when the digest is already present. Precondition: not full.
   mutating func insert(
     _ digest: Digest, from: Int64, until: Int64, label: [UInt8], schedule: UInt64 = 0, card: CardNumber? = nil,
-    isStatic: Bool = false
+    isStatic: Bool = false, isLockdown: Bool = false
   ) -> Bool {
     precondition(count < entriesMax)
     if find(digest) != nil { return false }
@@ -113,7 +116,7 @@ public struct AllowListTable: ~Copyable {
     validFrom[index] = from
     validUntil[index] = until
     scheduleKeys[index] = schedule
-    statics[index] = isStatic
+    flags[index] = (isStatic ? Self.staticFlag : 0) | (isLockdown ? Self.lockdownFlag : 0)
     let n = min(label.count, AllowListLimits.labelBytesMax)
     for k in 0..<n { labels[index * AllowListLimits.labelBytesMax + k] = label[k] }
     labelLengths[index] = UInt8(n)
@@ -136,7 +139,9 @@ public struct AllowListTable: ~Copyable {
   /// Entry `index`'s schedule (`ScheduleKey` of its `schedule=` name; 0: none).
   public func scheduleKey(_ index: Int) -> UInt64 { scheduleKeys[index] }
   /// Whether entry `index` is `static=yes`.
-  public func isStatic(_ index: Int) -> Bool { statics[index] }
+  public func isStatic(_ index: Int) -> Bool { flags[index] & Self.staticFlag != 0 }
+  /// Whether entry `index` is `lockdown=yes`.
+  public func isLockdown(_ index: Int) -> Bool { flags[index] & Self.lockdownFlag != 0 }
   /// The card number of entry `index` (`card=`), if it has one.
   public func card(_ index: Int) -> CardNumber? { cards[index] }
 
@@ -173,6 +178,8 @@ public struct AllowList: ~Copyable {
   public func scheduleKey(_ index: Int) -> UInt64 { tables[liveIndex].scheduleKey(index) }
   /// Whether live entry `index` is `static=yes`.
   public func isStatic(_ index: Int) -> Bool { tables[liveIndex].isStatic(index) }
+  /// Whether live entry `index` is `lockdown=yes` (granted during a lockdown).
+  public func isLockdown(_ index: Int) -> Bool { tables[liveIndex].isLockdown(index) }
   /// The card number of live entry `index`, if it has one.
   public func card(_ index: Int) -> CardNumber? { tables[liveIndex].card(index) }
 

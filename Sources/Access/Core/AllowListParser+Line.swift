@@ -34,7 +34,8 @@ extension AllowListParser {
     if entry.from != .min && entry.until != .max && entry.until <= entry.from { return fail("until is not after from") }
     if table.count >= limits.entriesMax { return fail("more than \(limits.entriesMax) entries (allow_list.entries_max)") }
     if !table.insert(
-      digest, from: entry.from, until: entry.until, label: entry.label, schedule: entry.schedule, card: entry.card, isStatic: entry.isStatic)
+      digest, from: entry.from, until: entry.until, label: entry.label, schedule: entry.schedule, card: entry.card, isStatic: entry.isStatic,
+      isLockdown: entry.isLockdown)
     {
       return fail("duplicate entry")
     }
@@ -77,6 +78,7 @@ extension AllowListParser {
     var schedule: UInt64 = 0
     var card: CardNumber? = nil
     var isStatic = false
+    var isLockdown = false
   }
 
   /// Reads the fields after the entry; each known key at most once.
@@ -111,6 +113,9 @@ extension AllowListParser {
       case "static":
         guard value == "yes" || value == "no" else { return fail("static: yes or no") }
         entry.isStatic = value == "yes"
+      case "lockdown":
+        guard value == "yes" || value == "no" else { return fail("lockdown: yes or no") }
+        entry.isLockdown = value == "yes"
       default:
         return fail("unknown key (known: \(knownKeys.joined(separator: ", ")))")
       }
@@ -118,7 +123,7 @@ extension AllowListParser {
     return .success(entry)
   }
 
-  static let knownKeys = ["label", "from", "until", "schedule", "card", "static"]
+  static let knownKeys = ["label", "from", "until", "schedule", "card", "static", "lockdown"]
 
   /// Why an escaped field did not decode, in words that hold no byte of it.
   struct EscapeProblem: Error {

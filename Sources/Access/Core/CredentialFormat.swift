@@ -70,6 +70,7 @@ public enum CredentialProblem: Error, Equatable, Sendable {
   case replayed  // this (pass, step) or a later step was already accepted
   case used  // a single-use pass already used
   case unavailable  // a fixed cache or the single-use store cannot take it: refused, fail-secure
+  case lockdown  // a lockdown is in force and the pass does not carry the lockdown claim
 
   public var verdict: Verdict {
     switch self {
@@ -89,6 +90,7 @@ public enum CredentialProblem: Error, Equatable, Sendable {
     case .replayed: .deniedReplayed
     case .used: .deniedUsed
     case .unavailable: .deniedUnavailable
+    case .lockdown: .deniedLockdown
     }
   }
 
@@ -123,6 +125,7 @@ public enum CredentialProblem: Error, Equatable, Sendable {
     case .replayed: "replayed"
     case .used: "used"
     case .unavailable: "unavailable"
+    case .lockdown: "lockdown"
     }
   }
 }
@@ -139,7 +142,7 @@ public enum CredentialLabel {
   public static let scangate: Int64 = -65_537
   // Keys in the private map.
   public static let label: UInt64 = 1, zones: UInt64 = 2, singleUse: UInt64 = 3, seed: UInt64 = 4, digits: UInt64 = 5,
-    card: UInt64 = 6
+    card: UInt64 = 6, lockdown: UInt64 = 7
 }
 
 /// The verified claims of one credential, in fixed storage (nothing allocated).
@@ -169,6 +172,8 @@ public struct CredentialClaims: Sendable {
   public var zoneEnds = InlineArray<8, UInt8>(repeating: 0)
   public var zoneCount = 0
   public var singleUse = false
+  /// Granted during a lockdown (docs/turnstiles.md).
+  public var lockdown = false
   public var sealedSeed = InlineArray<112, UInt8>(repeating: 0)
   public var sealedSeedCount = 0
   /// TOTP digits (6–8) of a rotating pass; 0 when it does not rotate.

@@ -54,11 +54,11 @@ extension CredentialVerifier {
   }
 
   private static func parsePrivate(_ c: inout CBORCursor, into claims: inout CredentialClaims) throws(CBORProblem) {
-    let pairs = try c.map(max: 6)
+    let pairs = try c.map(max: 7)
     var seen: UInt32 = 0
     for _ in 0..<pairs {
       let key = try c.unsigned(max: 31)
-      guard key >= 1 && key <= 6, seen & (1 << UInt32(key)) == 0 else { throw .unexpected }
+      guard key >= 1 && key <= 7, seen & (1 << UInt32(key)) == 0 else { throw .unexpected }
       seen |= 1 << UInt32(key)
       switch key {
       case CredentialLabel.label:
@@ -77,6 +77,7 @@ extension CredentialVerifier {
         }
         claims.zoneCount = n
       case CredentialLabel.singleUse: claims.singleUse = try c.boolean()
+      case CredentialLabel.lockdown: claims.lockdown = try c.boolean()
       case CredentialLabel.seed:
         let r = try c.bytes(max: CredentialClaims.sealedSeedBytesMax)
         guard r.count > 48 else { throw .unexpected }

@@ -17,6 +17,8 @@ extension CredentialVerifier {
     if revocation.contains(id) { return .revoked }
     if !zoneNames.isEmpty && !zoneMatches() { return .zone }
     if let schedules, let problem = zoneWindows(schedules, now: now, judged: judged) { return problem }
+    // A lockdown refuses a pass without the claim before any step or single use is spent.
+    if lockdown && !last.lockdown { return .lockdown }
 
     var step: Int64? = nil
     if last.rotates {

@@ -164,6 +164,8 @@ public final class CredentialVerifier {
   public var revocationMark: (any VersionMark)?
   /// Access windows: a pass whose zones name schedules is admitted only inside one of them.
   public var schedules: ScheduleStore? = nil
+  /// A lockdown is in force: only passes with the lockdown claim are admitted.
+  public var lockdown = false
   /// Whether the site key is loaded (rotating passes need it).
   public var hasSiteKey = true
   /// False while a configured revocation list has not loaded: every signed pass is refused.

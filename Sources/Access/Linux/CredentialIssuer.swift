@@ -12,6 +12,8 @@ public struct PassClaims: Sendable {
   /// The credential id (`cti`), 1–16 bytes.
   public var id: [UInt8]
   public var singleUse = false
+  /// Granted during a lockdown (the private claim `lockdown`: true).
+  public var lockdown = false
   /// A rotating pass: TOTP digits (6–8); the seed is made here and sealed to `sitePublicKey`.
   public var rotatingDigits = 0
   public var sitePublicKey: [UInt8] = []
@@ -106,6 +108,7 @@ public enum CredentialIssuer {
     if !c.label.isEmpty { privatePairs += 1 }
     if !c.zones.isEmpty { privatePairs += 1 }
     if c.singleUse { privatePairs += 1 }
+    if c.lockdown { privatePairs += 1 }
     if !sealed.isEmpty { privatePairs += 2 }
     if c.card != nil { privatePairs += 1 }
     let claims = encode(1024) { w in
@@ -142,6 +145,10 @@ public enum CredentialIssuer {
       }
       if c.singleUse {
         w.head(.unsigned, CredentialLabel.singleUse)
+        w.boolean(true)
+      }
+      if c.lockdown {
+        w.head(.unsigned, CredentialLabel.lockdown)
         w.boolean(true)
       }
       if !sealed.isEmpty {
