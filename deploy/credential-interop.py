@@ -99,6 +99,15 @@ def pycose_pass(claims, kid=b"hq-2026", seed=issuer_seed, alg=EdDSA, uhdr=None, 
 good = {2: "bob", 4: now + 600, 5: now - 60, 6: now - 60, 7: b"\x01\x02\x03\x04", -65537: {1: "Bob"}}
 r = show("SG1:" + b45encode(pycose_pass(good)))
 check("a pycose-made pass is granted", r["verdict"] == "granted" and r.get("label") == "Bob", str(r))
+r = show("SG1:" + b45encode(pycose_pass({**good, -65537: {1: "Warden", 7: True}})))
+check("a pycose-made pass with the lockdown claim (7: true) is granted and read as such",
+      r["verdict"] == "granted" and r.get("lockdown") is True, str(r))
+r = show("SG1:" + b45encode(pycose_pass({**good, -65537: {1: "Warden", 7: 1}})))
+check("a lockdown claim that is not a CBOR boolean: denied-malformed", r["verdict"] == "denied-malformed", str(r))
+p = run("credential", "issue", "--key", f"{W}/issuer.key", "--kid", "hq-2026", "--sub", "warden", "--valid", "1h", "--lockdown")
+m = Sign1Message.decode(b45decode(p.stdout.strip()[4:]))
+check("credential issue --lockdown writes the claim 7: true (read by cbor2)",
+      cbor2.loads(m.payload).get(-65537, {}).get(7) is True, str(cbor2.loads(m.payload).get(-65537)))
 r = show("SG1:" + b45encode(pycose_pass(good, tagged=False)))
 check("an untagged pycose-made pass is granted", r["verdict"] == "granted", str(r))
 r = show("SG1:" + b45encode(pycose_pass({**good, 4: now - 3600})))
