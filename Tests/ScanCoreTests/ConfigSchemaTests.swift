@@ -112,3 +112,22 @@ import Testing
         + "raw_payloads, retain_bytes, chain_key_file)")
   }
 }
+
+extension ConfigSchemaTests {
+  @Test("a turnstile with a door or in panel mode is refused, naming the key; a turnstile on gpiod needs its lines")
+  func turnstileConflicts() {
+    func errors(_ entries: [ConfigEntry]) -> [String] {
+      if case .failure(let e) = ConfigSchema.build(entries) { return e.errors.map { "\($0.key): \($0.reason)" } }
+      return []
+    }
+    let on = ConfigEntry(key: "turnstile.enabled", value: .boolean(true), line: 3)
+    let sim = ConfigEntry(key: "gpio.backend", value: .string("sim"), line: 1)
+    #expect(errors([sim, on]).isEmpty)
+    #expect(errors([sim, on, ConfigEntry(key: "door.enabled", value: .boolean(true), line: 4)])
+      == ["turnstile.enabled: a reader drives a door or a turnstile: turn door.enabled off"])
+    let gpiod = errors([on])
+    #expect(gpiod.contains("turnstile.entry_unlock_line: turnstile.enabled needs it"))
+    #expect(gpiod.contains("turnstile.entry_passage_line: turnstile.enabled needs it"))
+    #expect(!gpiod.contains { $0.hasPrefix("turnstile.exit_") }, "an entry-only turnstile needs no exit lines")
+  }
+}

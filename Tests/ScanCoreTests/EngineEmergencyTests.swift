@@ -16,6 +16,11 @@ import Testing
       asked.append((identity, String(decoding: label, as: UTF8.self)))
       return answer
     }
+    var opened = 0
+    func openOnce(at now: Instant) -> Bool {
+      opened += 1
+      return true
+    }
   }
 
   @Test("the fire release holds the strike past the pulse cap; a pulse meanwhile changes nothing; its end locks at once")

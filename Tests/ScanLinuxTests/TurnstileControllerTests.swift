@@ -236,4 +236,16 @@ import Testing
     w.run(ms: 5)
     #expect(w.entry.edges.map(\.level) == [.active, .inactive] && w.exit.edges.map(\.level) == [.active, .inactive])
   }
+
+  @Test("OPEN on a turnstile lets one person through the current direction, with no anti-passback record")
+  func operatorOpen() {
+    let dir = temporaryDirectory("turnstile")
+    defer { removeTree(dir) }
+    let w = World(dir: dir)
+    #expect(w.turnstile.openOnce(at: w.clock.now()))
+    w.rotate(w.entryPassage, in: 300)
+    w.run(ms: 600)
+    #expect(w.events() == ["turnstile-unlocked entry grant", "passage entry grant operator", "turnstile-locked entry"])
+    #expect(w.turnstile.passback.count == 0)
+  }
 }

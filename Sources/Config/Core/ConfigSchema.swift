@@ -147,6 +147,15 @@ public enum ConfigSchema {
     errors += readerProblems(config, line: line)
     errors += config.door.configProblems(gpiod: config.gpioBackend == .gpiod, line: line)
     errors += config.turnstile.configProblems(gpiod: config.gpioBackend == .gpiod, line: line)
+    // A grant is a door's strike pulse, a turnstile's passage or a panel's card read: one of them.
+    if config.turnstile.machine.enabled && config.door.machine.enabled {
+      errors.append(
+        ConfigError(key: "turnstile.enabled", line: line("turnstile.enabled"), reason: "a reader drives a door or a turnstile: turn door.enabled off"))
+    }
+    if config.turnstile.machine.enabled && config.panel.mode == .panel {
+      errors.append(
+        ConfigError(key: "turnstile.enabled", line: line("turnstile.enabled"), reason: "in panel mode the panel drives the turnstile: turn one off"))
+    }
     errors += config.panel.configProblems(line: line)
     errors += lineClashErrors(config, line: line)
     errors += config.fleet.configProblems(logPath: config.log.path, line: line)

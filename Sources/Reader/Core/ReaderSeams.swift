@@ -59,6 +59,9 @@ public protocol PassageGate: AnyObject {
   /// refuses it (`.deniedPassback`; `.deniedUnavailable` when its state could not be made
   /// durable or the direction's queue is full). `label` and `tag` go on its passage events.
   func admit(identity: Digest?, label: UnsafeRawBufferPointer, tag: Digest, at now: Instant) -> Verdict
+  /// An operator's OPEN (console, fleet): one passage in the current direction, no anti-passback;
+  /// false when the direction's queue is full.
+  func openOnce(at now: Instant) -> Bool
 }
 
 /// Where a validated pass goes in panel mode: the engine asks it instead of driving its relay.

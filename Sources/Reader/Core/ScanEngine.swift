@@ -358,7 +358,12 @@ public struct ScanEngine<
   @discardableResult
   public mutating func openManually(milliseconds: Int?) -> Bool {
     let now = clock.now()
-    guard actuator.pulseRelay(at: now, milliseconds: milliseconds) else { return false }
+    // A turnstile lets one person through instead (the pulse length is the turnstile's own).
+    if let gate {
+      guard gate.openOnce(at: now) else { return false }
+    } else {
+      guard actuator.pulseRelay(at: now, milliseconds: milliseconds) else { return false }
+    }
     stats.manualOpens &+= 1
     actuator.play(settings.actuation.grantPattern, at: now)
     var e = ScanEvent()

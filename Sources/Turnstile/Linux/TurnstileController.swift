@@ -180,6 +180,22 @@ public final class TurnstileController: PollParticipant, PassageGate {
     return .granted
   }
 
+  /// OPEN: one passage in the current direction, labelled `console`, with no anti-passback record.
+  public func openOnce(at now: Instant) -> Bool {
+    machine.advance(to: now)
+    let d = direction
+    guard machine.waiting(d) < config.machine.grantsQueuedMax else { return false }
+    var ticket = Ticket()
+    for (i, b) in "operator".utf8.enumerated() { ticket.label[i] = b }
+    ticket.labelCount = 8
+    ticket.number = nextTicket
+    nextTicket = nextTicket == UInt32.max ? 1 : nextTicket + 1
+    guard machine.grant(d, ticket: ticket.number, at: now) else { return false }
+    tickets[Int(ticket.number % 8)] = ticket
+    drive(now: now)
+    return true
+  }
+
   /// A grant nobody used: its anti-passback record goes back to what it was (durably).
   private func giveBack(_ ticket: Ticket) {
     guard ticket.slot >= 0 else { return }
