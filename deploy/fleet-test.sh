@@ -7,7 +7,8 @@
 # packets vanish), the reader killed with SIGKILL and started again. Then the stream is checked
 # against the audit database: every record delivered (gaps = 0), each as the log says,
 # duplicates only within an unacknowledged batch per fault; the last will, and Home Assistant
-# discovery. Needs root (network namespace).
+# discovery; then site-wide anti-passback between two readers (deploy/fleet-passback.sh). Needs
+# root (network namespace).
 # Prints PASS/FAIL lines and "fleet: N passed, M failed"; exits non-zero unless all passed.
 #
 # Usage: deploy/fleet-test.sh [path/to/scangate]   (default: .build/debug/scangate)
@@ -288,4 +289,9 @@ sleep 6
 kill -TERM $READER; wait $READER 2>/dev/null; READER=""
 grep -q "decision denied-offline qr.* label=fleet" "$D/journal-offline" && grep -q "decision granted qr.* label=static" "$D/journal-offline"
 check $? "restarted an hour after the last contact with no broker: deny-all-but-static at once ($(grep -c denied-offline "$D/journal-offline") denied-offline in 6 s)"
+# Site-wide anti-passback: two readers on a broker of their own (deploy/fleet-passback.sh).
+deploy/fleet-passback.sh "$BIN" > "$D/passback.out" 2>&1
+cat "$D/passback.out"
+pass=$((pass + $(grep -c '^PASS' "$D/passback.out"))); fail=$((fail + $(grep -c '^FAIL' "$D/passback.out")))
+grep -q '^PASS\|^FAIL' "$D/passback.out" || bad "site-wide anti-passback said nothing: $(tail -3 "$D/passback.out")"
 finish

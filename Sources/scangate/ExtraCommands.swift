@@ -29,11 +29,13 @@ enum ExtraCommands {
 enum RunCommand {
   static func run(_ arguments: [String]) -> Int32 {
     do {
-      let options = try Options(arguments, valued: ["config", "frames"], known: ["quiet-edges"])
+      let options = try Options(arguments, valued: ["config", "frames"], known: ["quiet-edges", "sim-passages"])
       guard let config = loadConfig(options) else { return 1 }
       var serviceOptions = Service.Options()
       serviceOptions.maxFrames = UInt64(try options.integer("frames", default: 0, range: 0...Int.max))
       if options.flag("quiet-edges") { serviceOptions.skipping = [.edge] }
+      // gpio.backend = "sim": every grant's passage is reported (a service process test's turnstile).
+      if options.flag("sim-passages") { serviceOptions.turnstileDriver = { SimulatedPassages(lines: $0, ring: $1) } }
       return Service.run(config, options: serviceOptions)
     } catch {
       writeStandardError("scangate run: \(error)\n")

@@ -12,7 +12,7 @@ struct CommandUsage {
 enum Usage {
   static let commands: [CommandUsage] = [
     CommandUsage(
-      name: "run", lines: ["run [--config FILE] [--frames N] [--quiet-edges]"],
+      name: "run", lines: ["run [--config FILE] [--frames N] [--quiet-edges] [--sim-passages]"],
       summary: "run the reader service (camera, GPIO, console, log); --frames stops after N frames"),
     CommandUsage(
       name: "demo",

@@ -60,6 +60,15 @@ public final class TagKey: PayloadTagger, CustomStringConvertible, @unchecked Se
     return raw.withUnsafeBytes { TagKey(bytes: $0) }
   }
 
+  /// A site key (`turnstile.site_key_file`, the same file on every reader of a site): a secret
+  /// file (`SecretFile` rules) holding exactly 32 random bytes, or 64 hex digits and a newline.
+  public static func loadSiteKey(_ path: String) throws(FileError) -> TagKey {
+    var raw = try SecretFile.read(path)
+    defer { raw.withUnsafeMutableBytes { sg_memzero($0.baseAddress, $0.count) } }
+    if raw.count == byteCount { return raw.withUnsafeBytes { TagKey(bytes: $0) } }
+    return try load(path)
+  }
+
   /// Makes a new key and writes it to `path` (0600); fails if the file exists.
   public static func generate(_ path: String) throws(FileError) -> TagKey {
     var raw = try SecretKeyFile.create(path, byteCount: byteCount)

@@ -58,7 +58,9 @@ struct FleetLinkRun {
           return
         }
         if case .wait(let until) = action {
-          pump(for: until.milliseconds(since: now))
+          // Site passages go out within 100 ms of the loop queuing them.
+          let wait = until.milliseconds(since: now)
+          pump(for: link.sitePassages == nil ? wait : min(wait, 100))
           break
         }
         perform(action, now: now, writer: writer)
@@ -128,7 +130,11 @@ struct FleetLinkRun {
       drop(reason, now: now)
     }
     guard session.receivesMessages, let c = client else { return }
-    while let message = c.takeMessage() { link.inbox?.received(message, link: link, client: c) }
+    while let message = c.takeMessage() {
+      if link.sitePassages?.received(message) == true { continue }
+      link.inbox?.received(message, link: link, client: c)
+    }
+    link.sitePassages?.publishPending(c)
   }
 
   private func connectionUp(_ c: MQTTClient) {

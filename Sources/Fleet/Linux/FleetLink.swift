@@ -47,6 +47,8 @@ public final class FleetLink: @unchecked Sendable {
   /// The allow-list, revocation list, trust and schedule files a bundle may replace, and the
   /// handler for commands (set before `start`).
   public var inbox: (any FleetInbox)? = nil
+  /// Site-wide anti-passback's exchange (set before `start`; nil: passages are not shared).
+  public var sitePassages: SitePassages? = nil
   weak var auditLog: (any AuditLogProgress)?
   let worker = WorkerThread()
   let ackedSequence = Atomic<Int64>(0)
@@ -156,6 +158,7 @@ public final class FleetLink: @unchecked Sendable {
   func announce(_ client: MQTTClient) {
     _ = try? client.publish(topic: topics.status, Array("online".utf8), qos: 1, retain: true)
     inbox?.connected(client, link: self)
+    sitePassages?.subscribe(client)
     if !settings.homeAssistantPrefix.isEmpty {
       var discovery = HomeAssistantDiscovery(settings: settings, version: ScanGateVersion.string)
       if doorSensors.contact { discovery.binarySensors.append(("door_contact", "Door contact", "door", "door_contact")) }

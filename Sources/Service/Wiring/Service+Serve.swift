@@ -92,7 +92,8 @@ extension Service {
     let emergency = try attachEmergency(config, options: options, clock: clock, ring: ring, loop: &loop)
     let door = try attachDoor(config, options: options, clock: clock, ring: ring, loop: &loop)
     door?.exitDuringLockdown = config.emergency.settings.exitDuringLockdown
-    let turnstile = try attachTurnstile(config, options: options, clock: clock, ring: ring, time: floorKeeper.time, loop: &loop)
+    let turnstile = try attachTurnstile(
+      config, options: options, clock: clock, ring: ring, time: floorKeeper.time, fleet: fleet, loop: &loop)
     // The fleet's lockdown, occupancy and anti-passback commands go to their owners on the loop.
     fleetRequests?.owners = [emergency] + (turnstile.map { [$0] } ?? [])
     fleet?.telemetry.emergency = true  // fire and lockdown on the state topic and in Home Assistant
@@ -154,9 +155,21 @@ extension Service {
   private static func attachTurnstile<
     S: LoopFrameSource & ~Copyable, D: CodeDecoder & ~Copyable, R: OutputLine & ~Copyable, B: OutputLine & ~Copyable
   >(
-    _ config: ScanConfig, options: Options, clock: SystemMonotonicClock, ring: EventRing, time: TrustedTime,
+    _ config: ScanConfig, options: Options, clock: SystemMonotonicClock, ring: EventRing, time: TrustedTime, fleet: FleetLink?,
     loop: inout RunLoop<S, D, R, B, SystemMonotonicClock, SystemWallClock, SodiumDigester>
   ) throws(SetupRefused) -> TurnstileController? {
+    // Site-wide anti-passback: the site key and the fleet link, or the reader does not start.
+    var siteKey: TagKey? = nil
+    if config.turnstile.machine.enabled && config.turnstile.site.enabled {
+      guard fleet != nil else {
+        writeStandardError("scangate: refused: turnstile.passback_site = true needs the fleet link ([fleet] brokers)\n")
+        throw SetupRefused()
+      }
+      do { siteKey = try TagKey.loadSiteKey(config.turnstile.site.keyFile) } catch {
+        writeStandardError("scangate: refused: turnstile.passback_site = true, and the site key cannot be read: \(error)\n")
+        throw SetupRefused()
+      }
+    }
     let turnstile: TurnstileController?
     let lines = options.turnstileLines ?? TurnstileSetup.SimulatedLines()
     do throws(GPIOError) {
@@ -167,6 +180,15 @@ extension Service {
     }
     guard let turnstile else { return nil }
     turnstile.keyer = loop.engine.tagger  // kept and shown keyed, never as a credential's SHA-256
+    if let siteKey, let fleet {
+      // Keyed the same on every reader of the site, so that their passages can be shared.
+      turnstile.keyer = siteKey
+      let exchange = SitePassages(link: fleet, siteKey: siteKey)
+      exchange.turnstile = turnstile
+      turnstile.site = exchange
+      fleet.sitePassages = exchange
+      loop.register(exchange)
+    }
     loop.engine.gate = turnstile
     loop.register(turnstile)
     if config.gpioBackend == .sim, let driver = options.turnstileDriver?(lines, ring) { loop.register(driver) }

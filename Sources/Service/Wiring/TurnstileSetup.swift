@@ -59,3 +59,31 @@ public enum TurnstileSetup {
       alarm: outputs[2], passbackPath: config.statePath("passback"), occupancyPath: config.statePath("occupancy"))
   }
 }
+
+/// `scangate run --sim-passages` with `gpio.backend = "sim"`: someone always walks through. Each
+/// grant's unlock is followed 300 ms later by its direction's passage sensor (150 ms active),
+/// so a real service process completes passages without hardware (deploy/fleet-passback.sh).
+public final class SimulatedPassages: PollParticipant {
+  private let lines: TurnstileSetup.SimulatedLines
+  private let ring: EventRing
+  private var cursor: EventCursor
+
+  public init(lines: TurnstileSetup.SimulatedLines, ring: EventRing) {
+    self.lines = lines
+    self.ring = ring
+    cursor = EventCursor(next: ring.nextSequence)
+  }
+
+  public var pollCapacity: Int { 0 }
+  public func prepare(_ poll: PollSet, now: Instant) -> Instant? { nil }
+
+  public func service(_ poll: PollSet, now: Instant, requests: LoopRequests) {
+    cursor.read(ring) { item in
+      guard case .event(let e) = item, e.kind == .turnstileUnlocked, PassageCode.reason(e.code) == .grant else { return }
+      let sensor = PassageCode.direction(e.code) == .entry ? lines.entryPassage : lines.exitPassage
+      let at = max(now, e.monotonic)
+      sensor.schedule(.active, at: at.adding(milliseconds: 300))
+      sensor.schedule(.inactive, at: at.adding(milliseconds: 450))
+    }
+  }
+}

@@ -111,9 +111,14 @@ public final class AntiPassback {
 
   /// `.granted` or `.deniedPassback` for `key` passing `direction` at `now` (wall seconds).
   public func check(_ key: Digest, _ direction: PassageDirection, now: Int64) -> Verdict {
+    check(key, direction, now: now, mode: settings.mode)
+  }
+
+  /// `check` in `mode` instead of the configured one (the site's offline rule `timed`).
+  public func check(_ key: Digest, _ direction: PassageDirection, now: Int64, mode: PassbackMode) -> Verdict {
     let at = judged(now)
-    guard settings.mode != .off, let slot = find(key), let last = slots[slot] else { return .granted }
-    switch settings.mode {
+    guard mode != .off, let slot = find(key), let last = slots[slot] else { return .granted }
+    switch mode {
     case .off: return .granted
     case .timed:
       return last.direction == direction && at - last.unixSeconds < settings.timedSeconds ? .deniedPassback : .granted
@@ -146,6 +151,18 @@ public final class AntiPassback {
     }
     let previous = slots[slot]
     slots[slot] = PassbackRecord(key: key, direction: direction, unixSeconds: at)
+    return (slot, previous)
+  }
+
+  /// Records a passage another reader of the site made at `unixSeconds` (its time, never later
+  /// than this reader's judged `now`, and never moving the floor): the slot written, or nil when
+  /// this table already holds the credential's passage at that time or later (a late or replayed
+  /// message never overwrites a newer passage).
+  public func merge(_ key: Digest, _ direction: PassageDirection, at unixSeconds: Int64, now: Int64) -> (slot: Int, previous: PassbackRecord?)? {
+    let at = min(unixSeconds, judged(now))
+    if let found = find(key), let existing = slots[found], existing.unixSeconds >= at { return nil }
+    let (slot, previous) = record(key, direction, now: at)
+    slots[slot]!.unixSeconds = at
     return (slot, previous)
   }
 

@@ -20,6 +20,8 @@ public struct TurnstileLineConfig: Equatable, Sendable {
 public struct TurnstileConfig: Equatable, Sendable {
   public var machine = TurnstileSettings()
   public var passback = PassbackSettings()
+  /// Site-wide anti-passback over the fleet link (docs/turnstiles.md "Site-wide anti-passback").
+  public var site = SitePassbackSettings()
   public var direction = DirectionSource.entry
   /// The area whose occupancy this turnstile counts (entries minus exits).
   public var area = "site"
@@ -70,6 +72,11 @@ extension TurnstileConfig {
       },
       Key(name: "turnstile.passback_minutes", kind: .integer(1...10_080)) { $0.passback.timedSeconds = Int64($1.asInt) * 60 },
       Key(name: "turnstile.passback_entries", kind: .integer(16...1_048_576)) { $0.passback.entriesMax = $1.asInt },
+      Key(name: "turnstile.passback_site", kind: .boolean) { $0.site.enabled = $1.asBool },
+      Key(name: "turnstile.site_key_file", kind: .string) { $0.site.keyFile = $1.asString },
+      Key(name: "turnstile.passback_offline", kind: .choice(PassbackOffline.allCases.map(\.rawValue))) {
+        $0.site.offline = PassbackOffline(rawValue: $1.asString)!
+      },
     ] + lineKeys("entry_unlock", \.entryUnlock) + lineKeys("exit_unlock", \.exitUnlock) + lineKeys("alarm", \.alarm)
     + lineKeys("entry_passage", \.entryPassage) + lineKeys("exit_passage", \.exitPassage)
     + lineKeys("alarm_input", \.alarmInput) + lineKeys("direction_input", \.directionInput)
@@ -77,8 +84,17 @@ extension TurnstileConfig {
   /// An enabled turnstile on real GPIO needs the unlock line and the passage sensor of each
   /// direction it grants: without the sensor a grant could never be seen used.
   package func configProblems(gpiod: Bool, line: ConfigLineLookup) -> [ConfigError] {
-    guard machine.enabled, gpiod else { return [] }
     var errors: [ConfigError] = []
+    // Sharing passages needs the site key (identities keyed the same on every reader) and a mode.
+    if machine.enabled && site.enabled {
+      if site.keyFile.isEmpty {
+        errors.append(ConfigError(key: "turnstile.site_key_file", line: line("turnstile.passback_site"), reason: "turnstile.passback_site needs it"))
+      }
+      if passback.mode == .off {
+        errors.append(ConfigError(key: "turnstile.passback", line: line("turnstile.passback_site"), reason: "turnstile.passback_site needs timed or hard"))
+      }
+    }
+    guard machine.enabled, gpiod else { return errors }
     let directions: [PassageDirection] =
       direction == .input ? [.entry, .exit] : [direction == .entry ? .entry : .exit]
     for d in directions {

@@ -42,6 +42,16 @@ public final class TurnstileController: PollParticipant, PassageGate {
   public private(set) var refusedNotDurable: UInt64 = 0
   public private(set) var refusedQueueFull: UInt64 = 0
   public private(set) var deniedPassback: UInt64 = 0
+  /// Site-wide: grants refused while the fleet link was down (offline rule `deny`), grants
+  /// decided on this reader's records alone while it was down, and passages learned from others.
+  public private(set) var deniedOffline: UInt64 = 0
+  public private(set) var grantedOffline: UInt64 = 0
+  public private(set) var remoteRecorded: UInt64 = 0
+  public private(set) var remoteNotDurable: UInt64 = 0
+  /// Site-wide anti-passback (`turnstile.passback_site`): the link's state and where this
+  /// reader's passages go. With it set, `keyer` is the site key (identities keyed the same on
+  /// every reader of the site).
+  public var site: (any SitePassageSink)? = nil
   /// Keys an identity before it is kept (the anti-passback file) or shown (events' tags): the
   /// reader's tag key (`PayloadTagger`); nil keeps it as it comes (tests).
   public var keyer: (any PayloadTagger)? = nil
@@ -146,14 +156,21 @@ public final class TurnstileController: PollParticipant, PassageGate {
     ticket.tag = identity ?? tag
     ticket.labelCount = min(label.count, 64)
     for i in 0..<ticket.labelCount { ticket.label[i] = label[i] }
-    if config.passback.mode != .off {
+    let linkUp = site?.linkConnected ?? false
+    let judgement = config.site.judgement(mode: config.passback.mode, linkConnected: linkUp)
+    if judgement != .off {
       // Without a durable record a restart would let the same pass through again: refused.
       guard let identity, let file = passbackFile else {
         refusedNotDurable &+= 1
         return .deniedUnavailable
       }
+      // Site-wide with the link down: the offline rule (`turnstile.passback_offline`).
+      guard case .check(let mode) = judgement else {
+        deniedOffline &+= 1
+        return .deniedOffline
+      }
       let judged = time.judged(wall.unixSeconds())
-      guard passback.check(identity, d, now: judged) == .granted else {
+      guard passback.check(identity, d, now: judged, mode: mode) == .granted else {
         deniedPassback &+= 1
         lastRefused = identity
         return .deniedPassback
@@ -167,6 +184,10 @@ public final class TurnstileController: PollParticipant, PassageGate {
       }
       ticket.slot = slot
       ticket.previous = previous
+      if config.site.enabled && !linkUp {
+        grantedOffline &+= 1
+        writeStandardError("scangate: turnstile: fleet link down: anti-passback granted on this reader's records alone (passback_offline)\n")
+      }
     }
     ticket.number = nextTicket
     nextTicket = nextTicket == UInt32.max ? 1 : nextTicket + 1
@@ -193,6 +214,25 @@ public final class TurnstileController: PollParticipant, PassageGate {
     guard machine.grant(d, ticket: ticket.number, at: now) else { return false }
     tickets[Int(ticket.number % 8)] = ticket
     drive(now: now)
+    return true
+  }
+
+  /// A passage another reader of the site made (its message checked by `SitePassages`, handed
+  /// over on the loop): recorded in the anti-passback table and its file, unless the table holds
+  /// a later passage of the credential. False when not recorded (older, or not durable).
+  @discardableResult
+  public func recordRemote(identity: Digest, direction: PassageDirection, unixSeconds: Int64) -> Bool {
+    guard config.passback.mode != .off, let file = passbackFile else { return false }
+    guard let (slot, previous) = passback.merge(identity, direction, at: unixSeconds, now: time.judged(wall.unixSeconds())) else {
+      return false
+    }
+    let record = passback.record(at: slot)
+    guard file.write(slot, { if let record { record.encode(into: $0) } }) else {
+      passback.undo(slot: slot, previous: previous)
+      remoteNotDurable &+= 1
+      return false
+    }
+    remoteRecorded &+= 1
     return true
   }
 
@@ -264,6 +304,10 @@ public final class TurnstileController: PollParticipant, PassageGate {
         e.tag = ticket.tag
         withUnsafeBytes(of: ticket.label) { e.setLabel(UnsafeRawBufferPointer(rebasing: $0[0..<ticket.labelCount])) }
         if t.kind == .grantedNotPassed { giveBack(ticket) }
+        if t.kind == .passage, ticket.slot >= 0, let site {
+          // A passage with an identity (keyed under the site key): the site's other readers learn it.
+          site.send(identity: ticket.tag, direction: PassageCode.direction(t.code), unixSeconds: time.judged(wall.unixSeconds()))
+        }
         if t.kind == .passage || t.kind == .grantedNotPassed { tickets[Int(t.ticket % 8)].number = 0 }
       }
       if t.kind == .passage {
@@ -357,6 +401,10 @@ public final class TurnstileController: PollParticipant, PassageGate {
     line += "; occupancy " + config.area + " \(occupancy.count)"
     line += "; passback " + config.passback.mode.rawValue
     if config.passback.mode != .off { line += " \(passback.count) kept, \(deniedPassback) refused" }
+    if config.site.enabled {
+      line += "; site-wide (offline rule " + config.site.offline.rawValue + ", link " + ((site?.linkConnected ?? false) ? "up" : "DOWN")
+      line += ") \(remoteRecorded) learned, \(deniedOffline) refused offline, \(grantedOffline) granted offline"
+    }
     if refusedNotDurable > 0 { line += "; \(refusedNotDurable) refused (state not durable)" }
     if let problem { line += "; FAULT " + problem }
     if inputErrors + outputErrors > 0 { line += "; \(inputErrors) input, \(outputErrors) output errors" }

@@ -1,0 +1,156 @@
+#!/bin/bash
+# Site-wide anti-passback on a real broker (docs/turnstiles.md "Site-wide anti-passback"): its
+# own mosquitto on loopback (ACL: the site topic and each reader's own topics), two real
+# `scangate run` readers (replayed QR frames, gpio.backend = "sim" with --sim-passages, the
+# turnstile in hard anti-passback, passback_site = true, the same site key). A pass that entered
+# at gate-north is refused entry (denied-passback) at gate-south; then the broker stopped:
+# passback_offline = "deny" refuses (denied-offline), "allow" grants and logs it. Run by
+# deploy/fleet-test.sh (the fleet stage); no root needed.
+# Prints PASS/FAIL lines and "fleet-passback: N passed, M failed"; exits non-zero unless all passed.
+#
+# Usage: deploy/fleet-passback.sh [path/to/scangate]   (default: .build/debug/scangate)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+BIN=$(realpath "${1:-.build/debug/scangate}")
+pass=0; fail=0
+ok() { echo "PASS fleet-passback: $*"; pass=$((pass + 1)); }
+bad() { echo "FAIL fleet-passback: $*"; fail=$((fail + 1)); }
+check() { if [ "$1" = 0 ]; then ok "$2"; else bad "$2"; fi; }
+finish() { echo "fleet-passback: $pass passed, $fail failed"; [ $fail = 0 ] && exit 0 || exit 1; }
+die() { bad "$*"; finish; }
+[ -x "$BIN" ] || die "no scangate binary at $BIN (build first)"
+for t in mosquitto qrencode; do command -v $t >/dev/null || die "$t is not installed"; done
+
+D=$(mktemp -d /tmp/scangate-passback.XXXXXX)
+BROKER=""; NORTH=""; SOUTH=""
+cleanup() {
+  for p in $NORTH $SOUTH $BROKER; do kill -9 "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+  [ -n "${KEEP:-}" ] && echo "kept $D" || rm -rf "$D"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM HUP
+
+# ---------------------------------------------------------------- the broker (loopback, a free port)
+PORT=$(( 20000 + $$ % 20000 ))
+cat > "$D/acl" <<EOF
+# Every reader may publish and read the site's passages, and only its own topics otherwise
+# (anonymous here; a site uses certificates: docs/fleet.md).
+topic readwrite scangate/site/passages
+pattern readwrite scangate/%c/#
+EOF
+cat > "$D/mosquitto.conf" <<EOF
+user $(id -un)
+per_listener_settings false
+allow_anonymous true
+listener $PORT 127.0.0.1
+acl_file $D/acl
+log_dest file $D/mosquitto.log
+log_type error
+log_type warning
+log_type notice
+EOF
+mosquitto -c "$D/mosquitto.conf" 2> "$D/mosquitto.err" &
+BROKER=$!
+for _ in $(seq 50); do (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null && break; sleep 0.1; done
+(exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null || die "mosquitto did not start: $(tail -3 "$D/mosquitto.err")"
+
+# ---------------------------------------------------------------- two readers of one site
+head -c 32 /dev/urandom > "$D/site.key"; chmod 600 "$D/site.key"
+mkdir -p "$D/frames-north" "$D/frames-south" "$D/north" "$D/south"
+qrencode -s 8 -m 4 -o "$D/frames-north/p1.png" "SITE-PASS-1" || die "qrencode"
+cp "$D/frames-north/p1.png" "$D/frames-south/p1.png"
+qrencode -s 8 -m 4 -o "$D/frames-south/p2.png" "SITE-PASS-2" || die "qrencode"
+printf 'text:SITE-PASS-1 label=p1\n' > "$D/north/allow-list.txt"
+printf 'text:SITE-OTHER label=other\n' > "$D/south/allow-list.txt"  # south knows neither pass yet
+config() {  # reader offline-rule
+  cat > "$D/$1/config.toml" <<EOF
+[camera]
+source = "replay"
+replay_path = "$D/frames-$1"
+replay_fps = 20
+[presence]
+repeat_ms = 300
+[allow_list]
+path = "$D/$1/allow-list.txt"
+[gpio]
+backend = "sim"
+[turnstile]
+enabled = true
+passback = "hard"
+passback_site = true
+site_key_file = "$D/site.key"
+passback_offline = "$2"
+passage_timeout_ms = 2000
+[log]
+path = "$D/$1/audit.db"
+commit_interval_ms = 100
+[console]
+listen = []
+[fleet]
+brokers = ["mqtt://127.0.0.1:$PORT"]
+reader_id = "gate-$1"
+keepalive_s = 5
+max_offline_s = 2
+EOF
+}
+start() {  # reader: sets PID; returns once it said it started
+  local before
+  before=$(grep -c "state started" "$D/$1/journal" 2>/dev/null)
+  "$BIN" run --config "$D/$1/config.toml" --quiet-edges --sim-passages >> "$D/$1/journal" 2>&1 &
+  PID=$!
+  for _ in $(seq 300); do [ "$(grep -c "state started" "$D/$1/journal" 2>/dev/null)" -gt "${before:-0}" ] && return 0; sleep 0.2; done
+}
+waitfor() {  # file pattern seconds
+  for _ in $(seq $(($3 * 5))); do grep -qE "$2" "$1" 2>/dev/null && return 0; sleep 0.2; done; return 1
+}
+
+config north deny; config south deny
+# A site key others can read: the reader refuses to start, and says why.
+cp "$D/site.key" "$D/open.key"; chmod 644 "$D/open.key"
+sed "s|$D/site.key|$D/open.key|" "$D/north/config.toml" > "$D/open.toml"
+timeout 20 "$BIN" run --config "$D/open.toml" > "$D/open.out" 2>&1
+status=$?
+[ $status != 0 ] && [ $status != 124 ] && grep -q "passback_site = true, and the site key cannot be read: .*open.key: is readable by group or others" "$D/open.out"
+check $? "passback_site with a site key mode 0644: refused at startup (exit $status: $(grep -m1 -o 'site key cannot be read.*' "$D/open.out"))"
+start south; SOUTH=$PID
+waitfor "$D/mosquitto.log" "as gate-south " 10; check $? "gate-south connected to the broker"
+sleep 0.5
+start north; NORTH=$PID
+waitfor "$D/north/journal" "passage entry.*p1" 20
+check $? "gate-north: SITE-PASS-1 granted and passed ($(grep -m1 -oE 'decision granted [^ ]+' "$D/north/journal"))"
+sleep 1
+# South learns the pass now: the next decisions about it.
+printf 'text:SITE-OTHER label=other\ntext:SITE-PASS-1 label=p1\n' > "$D/south/allow-list.txt.new"
+mv "$D/south/allow-list.txt.new" "$D/south/allow-list.txt"
+waitfor "$D/south/journal" "decision [a-z-]+ .*label=p1" 10
+first=$(grep -m1 -oE "decision [a-z-]+ .*label=p1" "$D/south/journal" | awk '{print $2}')
+[ "$first" = denied-passback ] && ! grep -q "decision granted .*label=p1" "$D/south/journal"
+check $? "gate-south: the pass that entered at gate-north is refused entry (first decision: $first)"
+
+# ---------------------------------------------------------------- the broker down: offline rule deny
+kill -9 $BROKER; wait $BROKER 2>/dev/null; BROKER=""
+waitfor "$D/south/journal" "fleet: .*(lost|cannot connect)" 10; check $? "gate-south noticed the broker gone"
+mark=$(wc -l < "$D/south/journal")
+printf 'text:SITE-OTHER label=other\ntext:SITE-PASS-1 label=p1\ntext:SITE-PASS-2 label=p2\n' > "$D/south/allow-list.txt.new"
+mv "$D/south/allow-list.txt.new" "$D/south/allow-list.txt"
+sleep 3
+after() { tail -n +"$((mark + 1))" "$1"; }
+denied=$(after "$D/south/journal" | grep -c "decision denied-offline .*label=p2")
+[ "$denied" -gt 0 ] && [ "$(after "$D/south/journal" | grep -c "decision granted")" = 0 ]
+check $? "broker down, passback_offline = deny: gate-south refuses a pass it never saw ($denied denied-offline, none granted)"
+kill -TERM $SOUTH; wait $SOUTH 2>/dev/null; SOUTH=""
+
+# ---------------------------------------------------------------- offline rule allow (broker still down)
+config south allow
+mark=$(wc -l < "$D/south/journal")
+start south; SOUTH=$PID
+sleep 3
+granted=$(after "$D/south/journal" | grep -c "decision granted .*label=p2")
+logged=$(after "$D/south/journal" | grep -c "fleet link down: anti-passback granted on this reader's records alone")
+[ "$granted" -gt 0 ] && [ "$logged" -gt 0 ]
+check $? "broker down, passback_offline = allow: gate-south grants on its own records and logs it ($granted granted, $logged logged)"
+still=$(after "$D/south/journal" | grep -oE "decision [a-z-]+ .*label=p1" | awk '{print $2}' | sort -u | tr '\n' ' ')
+[ "$still" = "denied-passback " ]
+check $? "broker down, allow: the entry learned from gate-north is kept durably across the restart (p1: $still)"
+kill -TERM $SOUTH $NORTH; wait $SOUTH $NORTH 2>/dev/null; SOUTH=""; NORTH=""
+finish
