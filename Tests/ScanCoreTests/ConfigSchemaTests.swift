@@ -123,8 +123,9 @@ extension ConfigSchemaTests {
     let on = ConfigEntry(key: "turnstile.enabled", value: .boolean(true), line: 3)
     let sim = ConfigEntry(key: "gpio.backend", value: .string("sim"), line: 1)
     #expect(errors([sim, on]).isEmpty)
-    #expect(errors([sim, on, ConfigEntry(key: "door.enabled", value: .boolean(true), line: 4)])
-      == ["turnstile.enabled: a reader drives a door or a turnstile: turn door.enabled off"])
+    #expect(
+      errors([sim, on, ConfigEntry(key: "door.enabled", value: .boolean(true), line: 4)])
+        == ["turnstile.enabled: a reader drives a door or a turnstile: turn door.enabled off"])
     let gpiod = errors([on])
     #expect(gpiod.contains("turnstile.entry_unlock_line: turnstile.enabled needs it"))
     #expect(gpiod.contains("turnstile.entry_passage_line: turnstile.enabled needs it"))

@@ -9,7 +9,9 @@ import Testing
 /// damaged latch file failing secure, the authorities, a fleet command through FleetRequests, and
 /// what it asks of the loop.
 @Suite(.serialized) struct LockdownTests {
-  static func controller(_ dir: String, clock: ManualClock, ring: EventRing = EventRing(capacity: 256), lockdown: SimulatedInputLine? = nil)
+  static func controller(
+    _ dir: String, clock: ManualClock, ring: EventRing = EventRing(capacity: 256), lockdown: SimulatedInputLine? = nil
+  )
     -> EmergencyController
   {
     EmergencyController(

@@ -208,9 +208,10 @@ import Testing
     w.rotate(w.exitPassage, in: 100)
     w.rotate(w.entryPassage, in: 500)  // nobody was granted entry
     w.run(ms: 2_000)
-    #expect(w.events() == [
-      "turnstile-unlocked exit grant", "passage exit grant gina", "turnstile-locked exit", "turnstile-forced entry no-grant",
-    ])
+    #expect(
+      w.events() == [
+        "turnstile-unlocked exit grant", "passage exit grant gina", "turnstile-locked exit", "turnstile-forced entry no-grant",
+      ])
     #expect(w.alarm.activePeriodsMilliseconds == [1_000])
     #expect(w.turnstile.occupancy.count == 0 && w.turnstile.occupancy.underflows == 1)
   }

@@ -18,7 +18,8 @@ public final class CredentialSlotFile {
     file = try SlotFile(path: path, slotBytes: Self.slotBytes, slotsMax: slotsMax) { i, slot in
       let n = Int(slot[16])
       guard n >= 1 && n <= 16 else { return }  // a slot never written
-      loaded.append((i, CredentialID(UnsafeRawBufferPointer(rebasing: slot[0..<n]))!, Int64(littleEndian: slot.loadUnaligned(fromByteOffset: 24, as: Int64.self))))
+      let value = Int64(littleEndian: slot.loadUnaligned(fromByteOffset: 24, as: Int64.self))
+      loaded.append((i, CredentialID(UnsafeRawBufferPointer(rebasing: slot[0..<n]))!, value))
     }
     self.loaded = loaded
   }

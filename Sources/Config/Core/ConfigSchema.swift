@@ -198,8 +198,7 @@ public enum ConfigSchema {
     var errors: [ConfigError] = []
     var used: [(String, Int)] = [("gpio.relay_line", c.relayLine), ("gpio.buzzer_line", c.buzzerLine)]
     for (name, offset) in c.door.linesInUse + c.emergency.linesInUse + c.turnstile.linesInUse + c.panel.linesInUse
-    where offset >= 0
-    {
+    where offset >= 0 {
       if let clash = used.first(where: { $0.1 == offset }) {
         errors.append(ConfigError(key: name, line: line(name), reason: "same line as \(clash.0)"))
       }
