@@ -255,10 +255,11 @@ waits_for_progress "$(acked)" 15
 sleep 1
 c0=$(connects); a0=$(acked)
 grew=$(oversize 3.1.1)
-# The bound is what the property needs, not a speed: how much arrives before the link's next look
-# depends on the machine's load (12 MB idle, 13.3 MB seen on a loaded 2-core CI machine); whole
-# buffering is 150-328 MB.
-[ "$grew" -lt 49152 ]; check $? "MQTT 3.1.1: a 150 MB publish to the bundle topic: the reader's VmHWM grew $grew kB (not 300 MB)"
+# The bound is what the guard can promise: the packet is never held whole (150 MiB; libmosquitto
+# holding it reached 328 MB). The guard looks between read steps, and one of libmosquitto's read
+# steps reads until the socket is drained: how much that is depends on how fast the broker refills
+# it (12-13.5 MB on a loaded 2-core machine, 78 MiB seen on an idle one).
+[ "$grew" -lt 153600 ]; check $? "MQTT 3.1.1: a 150 MB publish to the bundle topic: the reader's VmHWM grew $grew kB (not 300 MB)"
 grep -q "dropped the connection: a packet over" "$D/journal"; check $? "MQTT 3.1.1: the reader dropped the connection ($(grep -o 'dropped the connection: [^(]*' "$D/journal" | tail -1))"
 waits_for_progress "$a0" 20
 [ "$(connects)" -gt "$c0" ] && [ "$(acked)" -gt "$a0" ]; check $? "MQTT 3.1.1: it reconnected and kept publishing (acked $a0 -> $(acked))"
