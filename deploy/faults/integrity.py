@@ -160,6 +160,8 @@ def damaged_page():
     moved = m.group(1).rstrip(":,;") if m else ""
     check(f"{name}: the damaged file is kept whole at its new name",
           bool(moved) and os.path.exists(moved) and open(moved, "rb").read() == damaged, moved)
+    # The event reaches the journal through the event printer, after STATUS already says it: waited for.
+    journal = wait_for(lambda: (lambda j: j if re.search(r"fault log-write-failed", j) else None)(r.journal()), 6) or r.journal()
     check(f"{name}: a fault event follows in the journal", bool(re.search(r"fault log-write-failed", journal)),
           notices(journal))
     cleared = wait_for(lambda: (lambda s: s if "FAULT" not in s else None)(status(r)), 6)
