@@ -57,6 +57,8 @@ public struct LockdownLatch: Equatable, Sendable {
     let n = Int(bytes[2])
     for i in (16 + n)..<Self.encodedBytes where bytes[i] != 0 { return nil }
     if bytes[1] == 0 {
+      // No lockdown: nothing else may be set (a record is whole and exact, or refused).
+      for i in 8..<16 where bytes[i] != 0 { return nil }
       guard n == 0 else { return nil }
       self.init()
       return
