@@ -134,9 +134,12 @@ enum CheckConfigCommand {
 
 /// What `check-config` names as the frame source: the device, the libcamera camera or the replay.
 func sourceName(_ config: ScanConfig) -> String {
-  switch config.cameraSource {
-  case .v4l2: config.cameraDevice
-  case .libcamera: config.libcamera.camera.isEmpty ? "(the first libcamera camera)" : config.libcamera.camera
-  case .replay: config.replayPath
-  }
+  let first =
+    switch config.cameraSource {
+    case .v4l2: config.cameraDevice
+    case .libcamera: config.libcamera.camera.isEmpty ? "(the first libcamera camera)" : config.libcamera.camera
+    case .replay: config.replayPath
+    }
+  // A turnstile's exit camera (turnstile.direction = "camera").
+  return config.cameraSecond.isEmpty ? first : first + " (entry) and " + config.cameraSecond + " (exit)"
 }

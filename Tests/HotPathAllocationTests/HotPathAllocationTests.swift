@@ -220,6 +220,67 @@ import Testing
     #expect(watchdog.arms > 0 && watchdog.trips == 0)
   }
 
+  @Test("two cameras in one loop (a turnstile's entry and exit: frames in turn, the real decoder, grants by camera) allocate nothing per iteration")
+  func twoCamerasDoNotAllocate() throws {
+    let directory = "/tmp/scangate-alloc-pair-\(getpid())"
+    mkdir(directory, 0o755)
+    defer {
+      for name in (try? listDirectory(directory)) ?? [] { unlink(directory + "/" + name) }
+      rmdir(directory)
+    }
+    // Camera 1 plays the script (ALICE, MALLORY, DAVE among empty frames); camera 2 the same
+    // scenes in another order, so each camera's codes come and go on their own.
+    let frames = Self.frames()
+    var raw: [UInt8] = [], rawExit: [UInt8] = []
+    for step in Self.script { if case .frame(let i) = step { raw += frames[i] } }
+    for step in Self.script.reversed() { if case .frame(let i) = step { rawExit += frames[i] } }
+    try writeFileAtomically(directory + "/entry.gray", raw)
+    try writeFileAtomically(directory + "/exit.gray", rawExit)
+    let clock = SystemMonotonicClock()
+    var settings = Self.settings()
+    settings.presence.leaveAfterMilliseconds = 50
+    let ring = EventRing(capacity: 1024)
+    let engine = ScanEngine(
+      settings: settings, decoder: try ZXingDecoder(arenaBytes: 16 << 20, capacity: 8),
+      relay: RecordingOutputLine(name: "relay", clock: clock, capacity: 1_000),
+      buzzer: RecordingOutputLine(name: "buzzer", clock: clock, capacity: 100_000), clock: clock, wall: SystemWallClock(),
+      digester: SodiumDigester(), events: ring, maxWidth: Self.width, maxHeight: Self.height)
+    var loopSettings = LoopSettings()
+    loopSettings.allowListPath = nil
+    loopSettings.handleSignals = false
+    let origin = FrameOrigin()
+    func camera(_ name: String) throws(CaptureError) -> ReplayFrameSource {
+      try ReplayFrameSource(path: directory + "/" + name, width: Self.width, height: Self.height, framesPerSecond: 0, loops: true, clock: clock)
+    }
+    var loop = RunLoop(engine: engine, settings: loopSettings) { () throws(CaptureError) in
+      try CameraPair(first: camera("entry.gray"), second: camera("exit.gray"), staleAfterMilliseconds: 5_000, origin: origin)
+    }
+    _ = loop.engine.allowList.load(
+      Array("text:ALICE-0001\ntext:DAVE-0004\n".utf8), digester: SodiumDigester(), nowUnixSeconds: SystemWallClock().unixSeconds())
+    var config = TurnstileConfig()
+    config.machine.enabled = true
+    config.machine.passageTimeoutMilliseconds = 300
+    config.machine.grantsQueuedMax = 4
+    config.direction = .camera
+    let entry = RecordingOutputLine(name: "entry", clock: clock, capacity: 100_000)
+    let exit = RecordingOutputLine(name: "exit", clock: clock, capacity: 100_000)
+    let turnstile = TurnstileController(
+      config: config, ring: ring, wall: SystemWallClock(), time: TrustedTime(), now: clock.now(), entryPassage: nil,
+      exitPassage: nil, alarmInput: nil, direction: nil, entryUnlock: entry, exitUnlock: exit, alarm: nil, passbackPath: nil,
+      occupancyPath: nil)
+    turnstile.frameOrigin = origin
+    loop.engine.gate = turnstile
+    loop.register(turnstile)
+    for _ in 0..<240 { loop.runOnce(maximumWaitMilliseconds: 5) }
+    let framesBefore = loop.engine.stats.frames, entryBefore = entry.edgeCount, exitBefore = exit.edgeCount
+    alloc_counter_reset()
+    for _ in 0..<1_200 { loop.runOnce(maximumWaitMilliseconds: 5) }
+    let allocations = alloc_counter_mallocs()
+    #expect(allocations == 0, "\(allocations) allocations in 1,200 loop iterations with two cameras")
+    #expect(loop.engine.stats.frames - framesBefore >= 1_000)
+    #expect(entry.edgeCount > entryBefore && exit.edgeCount > exitBefore, "both directions unlocked while measured")
+  }
+
   typealias EmptyFrameLoop = RunLoop<
     ScriptedFrameSource, ZXingDecoder, RecordingOutputLine, RecordingOutputLine, SystemMonotonicClock, SystemWallClock, SodiumDigester
   >

@@ -56,6 +56,13 @@ import Testing
     config.engine.allowList.entriesMax = 100_000
     #expect(MemoryBudget(config).totalBytes > small)
     #expect(MemoryBudget(config).lines.allSatisfy { $0.bytes > 0 })
+    // A second camera: its own driver buffers (4 × 640 × 480 × 2 bytes of YUYV by default), gray plane and MJPEG arena.
+    let one = MemoryBudget(config).totalBytes
+    config.cameraSecond = "/dev/video2"
+    let frame = 640 * 480
+    #expect(
+      MemoryBudget(config).totalBytes - one
+        == 4 * frame * config.cameraFormat.bufferBytesPerPixel + frame + MemoryBudget.mjpegArenaBytes(width: 640))
   }
 
   @Test("each domain's keys land in its own section of ScanConfig, named under that section")

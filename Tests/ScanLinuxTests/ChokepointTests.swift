@@ -47,10 +47,10 @@ import Testing
   static let checked: [String: Set<Int>] = {
     var table: [String: Set<Int>] = [:]
     func add(_ names: String, _ counts: Set<Int>) { for name in names.split(separator: " ") { table[String(name)] = counts } }
-    add("sg_signalfd_open sg_sock_diag_open fork", [0])
+    add("sg_signalfd_open sg_sock_diag_open sg_epoll_open fork", [0])
     add("close unlink rmdir fsync fdatasync dup pipe tcdrain epoll_create1 inotify_init1 sg_signalfd_read sg_tty_rs485_enable", [1])
     add("rename link symlink mkdir ftruncate truncate listen shutdown fchmod chmod fstat dup2 pipe2 kill munmap", [2])
-    add("eventfd timerfd_create memfd_create tcflush sg_tty_configure_raw sg_open_pty", [2])
+    add("eventfd timerfd_create memfd_create tcflush sg_tty_configure_raw sg_open_pty sg_epoll_add_readable", [2])
     add("read write readv writev recvmsg sendmsg poll accept connect bind socket fchown chown lseek unlinkat mkdirat", [3])
     add("waitpid getsockname getpeername dup3 tcsetattr inotify_add_watch execve", [3])
     add("sg_open sg_fcntl_int sg_ioctl sg_accept_nonblocking sg_tcp_peer_owner", [3])

@@ -270,4 +270,62 @@ import Testing
     #expect(cleared != nil && find(["turnstile-locked entry fire"], after: cleared ?? -1) != nil)
     #expect(find(["edge relay active"]) == nil || find(["edge relay active"])! > (fire ?? .max), "a grant never pulses the relay")
   }
+
+  @Test(
+    "two cameras on one reader (camera.second, a turnstile's direction by camera): the first's code enters, the second's exits, decoded by the worker processes"
+  )
+  func twoCameras() {
+    let dir = temporaryDirectory("svc-cameras")
+    defer { removeTree(dir) }
+    for (folder, payload) in [("entry", "ALICE-0001"), ("exit", "BOB-0002")] {
+      _ = mkdir(dir + "/" + folder, 0o755)
+      _ = writePNG(path: dir + "/\(folder)/1.png", pixels: qrFrame(payload).pixels, width: 640, height: 480, components: 1)
+    }
+    writeFile(dir + "/allow-list.txt", "text:ALICE-0001 label=alice\ntext:BOB-0002 label=bob\n")
+    writeFile(
+      dir + "/config.toml",
+      """
+      [camera]
+      source = "replay"
+      replay_path = "\(dir)/entry"
+      second = "\(dir)/exit"
+      replay_fps = 10
+      [allow_list]
+      path = "\(dir)/allow-list.txt"
+      [gpio]
+      backend = "sim"
+      [state]
+      directory = "\(dir)"
+      [turnstile]
+      enabled = true
+      direction = "camera"
+      passback = "off"
+      """)
+    let (status, output) = runCommand([scangateBinary, "run", "--config", dir + "/config.toml", "--frames", "40"], timeoutSeconds: 60)
+    #expect(status == 0, "\(output)")
+    let lines = output.split(separator: "\n").map(String.init)
+    /// The first `turnstile-unlocked` line after `who`'s granted decision.
+    func unlockAfter(_ who: String) -> String? {
+      guard let granted = lines.firstIndex(where: { $0.contains("decision granted") && $0.contains("label=" + who) }) else { return nil }
+      return lines[(granted + 1)...].first { $0.contains("turnstile-unlocked") }
+    }
+    #expect(unlockAfter("alice")?.contains("turnstile-unlocked entry grant") == true, "\(output)")
+    #expect(unlockAfter("bob")?.contains("turnstile-unlocked exit grant") == true, "\(output)")
+    #expect(!lines.contains { $0.contains("camera-lost") }, "\(output)")
+  }
+
+  @Test("check-config: a second camera needs a turnstile's camera direction, and libcamera takes one camera per reader")
+  func secondCameraRefused() {
+    let dir = temporaryDirectory("svc-second")
+    defer { removeTree(dir) }
+    writeFile(dir + "/a.toml", "[camera]\nsecond = \"/dev/video2\"\n")
+    var (status, output) = runCommand([scangateBinary, "check-config", "--config", dir + "/a.toml"])
+    #expect(status != 0 && output.contains("camera.second") && output.contains("turnstile.direction = \"camera\""), "\(output)")
+    writeFile(dir + "/b.toml", "[camera]\nsource = \"libcamera\"\nsecond = \"cam2\"\n[turnstile]\nenabled = true\ndirection = \"camera\"\n")
+    (status, output) = runCommand([scangateBinary, "check-config", "--config", dir + "/b.toml"])
+    #expect(status != 0 && output.contains("run a reader per camera"), "\(output)")
+    writeFile(dir + "/c.toml", "[turnstile]\nenabled = true\ndirection = \"camera\"\n")
+    (status, output) = runCommand([scangateBinary, "check-config", "--config", dir + "/c.toml"])
+    #expect(status != 0 && output.contains("needs camera.second"), "\(output)")
+  }
 }

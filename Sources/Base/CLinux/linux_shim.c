@@ -4,6 +4,7 @@
 #include <sodium.h>
 #include <stdarg.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <time.h>
 #include <stdlib.h>
@@ -37,6 +38,13 @@ void sg_set_errno(int value) { errno = value; }
 int sg_open(const char *path, int flags, unsigned mode) { return open(path, flags, (mode_t)mode); }
 int sg_fcntl_int(int fd, int command, int argument) { return fcntl(fd, command, argument); }
 int sg_ioctl(int fd, unsigned long request, void *argument) { return ioctl(fd, request, argument); }
+
+int sg_epoll_open(void) { return epoll_create1(EPOLL_CLOEXEC); }
+
+int sg_epoll_add_readable(int set, int fd) {
+  struct epoll_event event = {.events = EPOLLIN, .data = {.fd = fd}};
+  return epoll_ctl(set, EPOLL_CTL_ADD, fd, &event);
+}
 
 int sg_signalfd_open(void) {
   sigset_t mask;

@@ -106,6 +106,9 @@ public enum PathChecks {
     if config.cameraSource == .replay && !config.replayPath.isEmpty {
       list.append(Entry(role: "camera.replay_path", path: config.replayPath, kind: .replay))
     }
+    if config.cameraSource == .replay && !config.cameraSecond.isEmpty {
+      list.append(Entry(role: "camera.second", path: config.cameraSecond, kind: .replay))
+    }
     if let directory = config.stateDirectory { list.append(Entry(role: "state.directory", path: directory, kind: .directory)) }
     let c = config.credentials
     file("credentials.trust_file", c.trustFile, CredentialFiles.trustBytesMax)

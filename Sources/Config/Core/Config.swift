@@ -46,6 +46,9 @@ public struct ScanConfig: Equatable, Sendable {
   public var replayPath = ""
   public var replayFPS = 0
   public var replayLoop = true
+  /// `camera.second`: a second camera decoded in turn with the first (a turnstile's exit
+  /// camera): a device path, a libcamera id or a replay path, as `camera.source` says ("": none).
+  public var cameraSecond = ""
   /// Frame timeout and reopen backoff (`camera.frame_timeout_ms`, `camera.reopen_backoff_ms_max`).
   public var cameraSupervision = CameraSupervisor.Settings()
   /// `source = "libcamera"`: which camera, exposure and focus (`camera.libcamera_id`, ...).

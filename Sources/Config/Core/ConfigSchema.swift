@@ -47,6 +47,7 @@ public enum ConfigSchema {
       Key(name: "camera.replay_path", kind: .string) { $0.replayPath = $1.asString },
       Key(name: "camera.replay_fps", kind: .integer(0...1000)) { $0.replayFPS = $1.asInt },
       Key(name: "camera.replay_loop", kind: .boolean) { $0.replayLoop = $1.asBool },
+      Key(name: "camera.second", kind: .string) { $0.cameraSecond = $1.asString },
     ] + CameraSupervisor.Settings.configKeys.lifted(\.cameraSupervision) + LibcameraSettings.configKeys.lifted(\.libcamera)
 
   /// `[decoder]`: the engine's decode settings and the worker processes' (ScanConfig's own).
@@ -151,6 +152,24 @@ public enum ConfigSchema {
     if config.turnstile.machine.enabled && config.door.machine.enabled {
       errors.append(
         ConfigError(key: "turnstile.enabled", line: line("turnstile.enabled"), reason: "a reader drives a door or a turnstile: turn door.enabled off"))
+    }
+    // A second camera is a turnstile's exit camera, and a turnstile's "camera" direction needs it.
+    let cameraDirection = config.turnstile.machine.enabled && config.turnstile.direction == .camera
+    if !config.cameraSecond.isEmpty && !cameraDirection {
+      errors.append(
+        ConfigError(
+          key: "camera.second", line: line("camera.second"),
+          reason: "a second camera is a turnstile's exit camera: it needs turnstile.enabled and turnstile.direction = \"camera\""))
+    }
+    if !config.cameraSecond.isEmpty && config.cameraSource == .libcamera {
+      // libcamera allows one camera manager per process (a second aborts it): not yet shared.
+      errors.append(
+        ConfigError(
+          key: "camera.second", line: line("camera.second"),
+          reason: "camera.source = \"libcamera\" opens one camera per reader: run a reader per camera (docs/turnstiles.md)"))
+    }
+    if cameraDirection && config.cameraSecond.isEmpty {
+      errors.append(ConfigError(key: "turnstile.direction", line: line("turnstile.direction"), reason: "direction = \"camera\" needs camera.second"))
     }
     if config.turnstile.machine.enabled && config.panel.mode == .panel {
       errors.append(

@@ -15,13 +15,16 @@ public struct MemoryBudget: Sendable {
   public init(_ c: ScanConfig) {
     let frame = c.cameraWidth * c.cameraHeight
     let e = c.engine
+    // Each camera has its own buffers, gray plane and MJPEG arena (`camera.second`: two).
+    let cameras = c.cameraSecond.isEmpty ? 1 : 2
+    let each = cameras == 1 ? "" : " × 2 cameras"
     var lines = [
       (
-        "camera buffers (driver mmap, \(c.cameraFormat.bufferCase))",
-        c.cameraBuffers * frame * c.cameraFormat.bufferBytesPerPixel
+        "camera buffers (driver mmap, \(c.cameraFormat.bufferCase))" + each,
+        cameras * c.cameraBuffers * frame * c.cameraFormat.bufferBytesPerPixel
       ),
-      ("gray plane (MJPEG decode target)", frame),
-      ("MJPEG decoder arena (libjpeg's per-frame memory)", Self.mjpegArenaBytes(width: c.cameraWidth)),
+      ("gray plane (MJPEG decode target)" + each, cameras * frame),
+      ("MJPEG decoder arena (libjpeg's per-frame memory)" + each, cameras * Self.mjpegArenaBytes(width: c.cameraWidth)),
       (
         "decoder scratch plane (the strategy's largest view)",
         DecodePipeline<NoDecoder>.bytes(maxWidth: c.cameraWidth, maxHeight: c.cameraHeight, attempts: e.decode.attempts)

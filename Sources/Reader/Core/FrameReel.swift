@@ -50,4 +50,19 @@ public protocol LoopFrameSource: FrameSource, ~Copyable {
   func millisecondsUntilReady(at now: Instant) -> Int
   /// One line for STATUS: device or path, format and size.
   var summary: String { get }
+  /// Which camera lent the last frame, for a source of more than one (`CameraPair`); nil: one camera.
+  var origin: FrameOrigin? { get }
+}
+
+extension LoopFrameSource where Self: ~Copyable {
+  public var origin: FrameOrigin? { nil }
+}
+
+/// Which of a reader's cameras the frame being decided came from: 0 the first, 1 the second.
+/// Set on the loop's thread (by the source as it lends a frame, and by the loop when a decoder
+/// worker's reply is decided), read there by whoever acts on the decision (a turnstile's
+/// direction): one reference shared by the source, the loop and the gate, no allocation per frame.
+public final class FrameOrigin {
+  public var camera = 0
+  public init() {}
 }

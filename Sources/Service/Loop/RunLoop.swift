@@ -90,6 +90,10 @@ public struct RunLoop<
   public private(set) var decoders: DecoderWorkers? = nil
   /// Stopping: a decode in flight is waited for, no new frame is taken.
   private var draining = false
+  /// Which camera lent the frame being decided (a source of two cameras: `CameraPair`), and the
+  /// camera of the frame a decoder worker has now: its reply is decided as that camera's.
+  private var frameOrigin: FrameOrigin? = nil
+  private var inFlightCamera = 0
 
   /// Room in the poll table for participants registered after init.
   public static var extraPollCapacity: Int { 16 }
@@ -267,7 +271,9 @@ public struct RunLoop<
         if let decoders {
           // The worker decodes; the loop goes on. A frame that finds it busy is skipped.
           engine.beginFrame(frame)
-          decoders.submit(frame, allViews: engine.wantsAllViews, now: engine.clock.now())
+          if decoders.submit(frame, allViews: engine.wantsAllViews, now: engine.clock.now()) {
+            inFlightCamera = frameOrigin?.camera ?? 0
+          }
         } else {
           engine.process(frame)
         }
@@ -298,6 +304,7 @@ public struct RunLoop<
       if !recovered { engine.play(engine.settings.actuation.faultPattern) }
     }
     guard let reply = decoders.takeReply(into: &engine.results) else { return }
+    frameOrigin?.camera = inFlightCamera
     engine.completeFrame(
       reply.frame, report: reply.report, decodeStarted: reply.sent, decoded: reply.decoded, elsewhere: true,
       allViews: reply.allViews)
@@ -314,6 +321,7 @@ public struct RunLoop<
     do throws(CaptureError) {
       let source = try openSource()
       cameraSummary = source.summary
+      frameOrigin = source.origin
       camera = consume source
       lastCameraNote = ""
       apply(supervisor.opened(at: engine.clock.now()))

@@ -189,6 +189,7 @@ extension Service {
       fleet.sitePassages = exchange
       loop.register(exchange)
     }
+    turnstile.frameOrigin = options.cameraOrigin  // direction = "camera": the camera that saw the code
     loop.engine.gate = turnstile
     loop.register(turnstile)
     if config.gpioBackend == .sim, let driver = options.turnstileDriver?(lines, ring) { loop.register(driver) }

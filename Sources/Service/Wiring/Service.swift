@@ -19,6 +19,8 @@ public enum Service {
     /// (the demo), registered after the turnstile.
     public var turnstileLines: TurnstileSetup.SimulatedLines? = nil
     public var turnstileDriver: ((TurnstileSetup.SimulatedLines, EventRing) -> any PollParticipant)? = nil
+    /// Which camera a decision came from, with `camera.second` (set by `withSource`; the turnstile reads it).
+    public var cameraOrigin: FrameOrigin? = nil
     public init() {}
   }
 
@@ -57,11 +59,24 @@ public enum Service {
   public static func withSource<R: OutputLine & ~Copyable, B: OutputLine & ~Copyable>(
     _ config: ScanConfig, options: Options, relay: consuming R, buzzer: consuming B, watchdog: RelayWatchdog
   ) -> Int32 {
+    // `camera.second`: the same kind of source twice, decoded in turn (a turnstile's exit camera).
+    let second = config.cameraSecond.isEmpty ? nil : config.cameraSecond
+    var options = options
+    let origin = FrameOrigin()
+    if second != nil { options.cameraOrigin = origin }
+    let stale = config.cameraSupervision.frameTimeoutMilliseconds
     switch config.cameraSource {
     case .v4l2:
       let settings = cameraSettings(config)
+      guard let second else {
+        return serve(config, options: options, relay: relay, buzzer: buzzer, watchdog: watchdog) { () throws(CaptureError) in
+          try V4L2FrameSource(settings)
+        }
+      }
+      var exit = settings
+      exit.path = second
       return serve(config, options: options, relay: relay, buzzer: buzzer, watchdog: watchdog) { () throws(CaptureError) in
-        try V4L2FrameSource(settings)
+        try CameraPair(first: V4L2FrameSource(settings), second: V4L2FrameSource(exit), staleAfterMilliseconds: stale, origin: origin)
       }
     case .libcamera:
       if let reason = LibcameraFrameSource.unavailableReason {
@@ -71,15 +86,24 @@ public enum Service {
       let settings = LibcameraSourceSettings(
         width: config.cameraWidth, height: config.cameraHeight, fps: config.cameraFPS, buffers: config.cameraBuffers,
         camera: config.libcamera)
+      // One libcamera camera per process (the configuration refuses `camera.second` with it).
       return serve(config, options: options, relay: relay, buzzer: buzzer, watchdog: watchdog) { () throws(CaptureError) in
         try LibcameraFrameSource(settings)
       }
     case .replay:
       let clock = SystemMonotonicClock()
-      return serve(config, options: options, relay: relay, buzzer: buzzer, watchdog: watchdog) { () throws(CaptureError) in
+      let replay = { (path: String) throws(CaptureError) -> ReplayFrameSource in
         try ReplayFrameSource(
-          path: config.replayPath, width: config.cameraWidth, height: config.cameraHeight,
-          framesPerSecond: config.replayFPS, loops: config.replayLoop, clock: clock)
+          path: path, width: config.cameraWidth, height: config.cameraHeight, framesPerSecond: config.replayFPS,
+          loops: config.replayLoop, clock: clock)
+      }
+      guard let second else {
+        return serve(config, options: options, relay: relay, buzzer: buzzer, watchdog: watchdog) { () throws(CaptureError) in
+          try replay(config.replayPath)
+        }
+      }
+      return serve(config, options: options, relay: relay, buzzer: buzzer, watchdog: watchdog) { () throws(CaptureError) in
+        try CameraPair(first: replay(config.replayPath), second: replay(second), staleAfterMilliseconds: stale, origin: origin)
       }
     }
   }

@@ -7,6 +7,9 @@ public enum DirectionSource: String, Sendable, CaseIterable {
   /// One camera for both ways, the direction chosen by an input (a button, a second sensor):
   /// `direction_line` active = exit.
   case input
+  /// Two cameras on one reader (`camera.second`): codes the first camera sees enter, codes
+  /// the second sees exit.
+  case camera
 }
 
 /// One turnstile line (`line` -1: not wired).
@@ -96,7 +99,7 @@ extension TurnstileConfig {
     }
     guard machine.enabled, gpiod else { return errors }
     let directions: [PassageDirection] =
-      direction == .input ? [.entry, .exit] : [direction == .entry ? .entry : .exit]
+      direction == .input || direction == .camera ? [.entry, .exit] : [direction == .entry ? .entry : .exit]
     for d in directions {
       let (unlock, passage) = d == .entry ? (entryUnlock, entryPassage) : (exitUnlock, exitPassage)
       if unlock.line < 0 {

@@ -26,6 +26,8 @@ public final class TurnstileController: PollParticipant, PassageGate {
   private var moreEdges = InlineArray<4, Bool>(repeating: false)
   private let directionLine: (any DoorInputLine)?
   private var directionLevel = LineLevel.inactive
+  /// With `direction = "camera"`: which camera the decision came from (the loop's source sets it).
+  public var frameOrigin: FrameOrigin? = nil
   private var outputs: InlineArray<3, (any OutputLine)?>
   private var outputLevels = InlineArray<3, LineLevel>(repeating: .inactive)
   private let ring: EventRing
@@ -138,6 +140,7 @@ public final class TurnstileController: PollParticipant, PassageGate {
     case .entry: .entry
     case .exit: .exit
     case .input: directionLevel == .active ? .exit : .entry
+    case .camera: frameOrigin?.camera == 1 ? .exit : .entry
     }
   }
 
@@ -204,7 +207,8 @@ public final class TurnstileController: PollParticipant, PassageGate {
   /// OPEN: one passage in the current direction, labelled `console`, with no anti-passback record.
   public func openOnce(at now: Instant) -> Bool {
     machine.advance(to: now)
-    let d = direction
+    // With a camera per direction no frame says which way: an operator's OPEN lets one in.
+    let d = config.direction == .camera ? .entry : direction
     guard machine.waiting(d) < config.machine.grantsQueuedMax else { return false }
     var ticket = Ticket()
     for (i, b) in "operator".utf8.enumerated() { ticket.label[i] = b }
@@ -391,7 +395,7 @@ public final class TurnstileController: PollParticipant, PassageGate {
 
   /// STATUS and TURNSTILE: each direction, occupancy, anti-passback, problems.
   public func contribute(to status: inout ReaderStatus, now: Instant, unixSeconds: Int64) {
-    var line = config.machine.wiring.rawValue + ", grants go " + direction.name
+    var line = config.machine.wiring.rawValue + ", grants go " + (config.direction == .camera ? "by camera (1 entry, 2 exit)" : direction.name)
     if fire { line += "; FIRE: free passage" }
     for d in PassageDirection.allCases {
       line += "; " + d.name + " " + (outputLevels[Int(d.rawValue)] == .active ? "unlocked" : "locked")

@@ -44,6 +44,12 @@ int sg_signalfd_open(void);
 /// Reads one pending signal from a signalfd: returns the signal number, 0 if none, -1 on error.
 int sg_signalfd_read(int fd);
 
+/// An epoll set (close-on-exec) for descriptors polled as one (two cameras): returns it, or -1 with errno.
+int sg_epoll_open(void);
+/// Adds `fd` to epoll set `set`, level-triggered for input (epoll_event is packed on x86-64: kept in C).
+/// Returns 0, or -1 with errno.
+int sg_epoll_add_readable(int set, int fd);
+
 /// CLOCK_MONOTONIC in nanoseconds.
 uint64_t sg_monotonic_ns(void);
 /// CLOCK_REALTIME in seconds since the epoch, and nanoseconds since the epoch.
