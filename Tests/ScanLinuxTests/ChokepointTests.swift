@@ -50,7 +50,7 @@ import Testing
     add("sg_signalfd_open sg_sock_diag_open sg_epoll_open fork", [0])
     add("close unlink rmdir fsync fdatasync dup pipe tcdrain epoll_create1 inotify_init1 sg_signalfd_read sg_tty_rs485_enable", [1])
     add("rename link symlink mkdir ftruncate truncate listen shutdown fchmod chmod fstat dup2 pipe2 kill munmap", [2])
-    add("eventfd timerfd_create memfd_create tcflush sg_tty_configure_raw sg_open_pty sg_epoll_add_readable", [2])
+    add("eventfd timerfd_create memfd_create tcflush sg_tty_configure_raw sg_open_pty sg_epoll_add_readable sg_reserve_blocks", [2])
     add("read write readv writev recvmsg sendmsg poll accept connect bind socket fchown chown lseek unlinkat mkdirat", [3])
     add("waitpid getsockname getpeername dup3 tcsetattr inotify_add_watch execve", [3])
     add("sg_open sg_fcntl_int sg_ioctl sg_accept_nonblocking sg_tcp_peer_owner", [3])

@@ -91,4 +91,37 @@ import Testing
     var buffer = [UInt8](repeating: 0, count: 4)
     #expect(try readSome(ends[0], into: &buffer) == 0)
   }
+
+  @Test("a slot file reserving its slots has their blocks allocated at open, its size still 0; on a full disk those slots are still written")
+  func slotFileReserves() throws {
+    let dir = temporaryDirectory("slots")
+    defer { removeTree(dir) }
+    let path = dir + "/passback"
+    let file = try SlotFile(path: path, slotBytes: 48, slotsMax: 4096, reservingSlots: 4096) { _, _ in }
+    #expect(file.reserved)
+    var st = stat()
+    #expect(stat(path, &st) == 0)
+    #expect(st.st_size == 0, "the size is unchanged: slots are read back only as written")
+    #expect(Int(st.st_blocks) * 512 >= 48 * 4096, "\(st.st_blocks) blocks of 512 bytes")
+    let plain = try SlotFile(path: dir + "/plain", slotBytes: 48, slotsMax: 4096) { _, _ in }
+    #expect(!plain.reserved)
+
+    // On a 1 MiB tmpfs filled to the last block: a reserved slot file's last slot is still
+    // written (and synced); an unreserved one's first write past its end is refused.
+    let mount = dir + "/small"
+    _ = mkdir(mount, 0o700)
+    guard Glibc.mount("tmpfs", mount, "tmpfs", 0, "size=1m") == 0 else {
+      Issue.record("cannot mount a tmpfs here (needs root): \(Errno.current)")
+      return
+    }
+    defer { _ = umount2(mount, Int32(MNT_DETACH)) }
+    let reserved = try SlotFile(path: mount + "/reserved", slotBytes: 48, slotsMax: 4096, reservingSlots: 4096) { _, _ in }
+    let unreserved = try SlotFile(path: mount + "/unreserved", slotBytes: 48, slotsMax: 4096) { _, _ in }
+    let filler = open(mount + "/filler", O_WRONLY | O_CREAT, 0o600)
+    let block = [UInt8](repeating: 1, count: 4096)
+    while write(filler, block, block.count) == block.count {}
+    close(filler)
+    #expect(reserved.write(4095) { $0[0] = 7 })
+    #expect(!unreserved.write(4095) { $0[0] = 7 })
+  }
 }

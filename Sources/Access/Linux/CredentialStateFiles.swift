@@ -12,10 +12,11 @@ public final class CredentialSlotFile {
   public private(set) var loaded: [(slot: Int, id: CredentialID, value: Int64)] = []
   private let file: SlotFile
 
-  /// Opens (or creates) `path`; at most `slotsMax` slots are read.
-  public init(path: String, slotsMax: Int) throws(FileError) {
+  /// Opens (or creates) `path`; at most `slotsMax` slots are read; the blocks of the first
+  /// `reservingSlots` are allocated now (`SlotFile`: a disk that fills later cannot refuse them).
+  public init(path: String, slotsMax: Int, reservingSlots: Int) throws(FileError) {
     var loaded: [(slot: Int, id: CredentialID, value: Int64)] = []
-    file = try SlotFile(path: path, slotBytes: Self.slotBytes, slotsMax: slotsMax) { i, slot in
+    file = try SlotFile(path: path, slotBytes: Self.slotBytes, slotsMax: slotsMax, reservingSlots: reservingSlots) { i, slot in
       let n = Int(slot[16])
       guard n >= 1 && n <= 16 else { return }  // a slot never written
       let value = Int64(littleEndian: slot.loadUnaligned(fromByteOffset: 24, as: Int64.self))
@@ -51,7 +52,7 @@ public final class UsedCredentialFile: SingleUseStore {
 
   public init(path: String, capacity: Int) throws(FileError) {
     self.capacity = capacity
-    file = try CredentialSlotFile(path: path, slotsMax: capacity)
+    file = try CredentialSlotFile(path: path, slotsMax: capacity, reservingSlots: capacity)
     ids = Array(repeating: CredentialID(), count: capacity)
     expiries = Array(repeating: .min, count: capacity)
     for (i, id, expires) in file.loaded {
@@ -96,7 +97,7 @@ public final class ReplayStepFile: ReplayStore {
   /// Opens `path` and restores what it holds into `cache` (slots beyond its capacity raise the
   /// cache's step floor).
   public init(path: String, cache: ReplayCache) throws(FileError) {
-    file = try CredentialSlotFile(path: path, slotsMax: 1 << 20)
+    file = try CredentialSlotFile(path: path, slotsMax: 1 << 20, reservingSlots: cache.capacity)
     for (i, id, step) in file.loaded { cache.restore(slot: i, id: id, step: step) }
   }
 

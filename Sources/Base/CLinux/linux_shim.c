@@ -4,6 +4,8 @@
 #include <sodium.h>
 #include <stdarg.h>
 #include <string.h>
+#include <fcntl.h>
+#include <linux/falloc.h>
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <time.h>
@@ -38,6 +40,8 @@ void sg_set_errno(int value) { errno = value; }
 int sg_open(const char *path, int flags, unsigned mode) { return open(path, flags, (mode_t)mode); }
 int sg_fcntl_int(int fd, int command, int argument) { return fcntl(fd, command, argument); }
 int sg_ioctl(int fd, unsigned long request, void *argument) { return ioctl(fd, request, argument); }
+
+int sg_reserve_blocks(int fd, int64_t length) { return fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, (off_t)length); }
 
 int sg_epoll_open(void) { return epoll_create1(EPOLL_CLOEXEC); }
 

@@ -1,3 +1,4 @@
+import CLinux
 import Glibc
 import ScanCore
 
@@ -13,10 +14,18 @@ public final class SlotFile {
   private let descriptor: Int32
   private let slot: UnsafeMutableRawBufferPointer
   public private(set) var writeFailures = 0
+  /// Whether the first `reservingSlots` slots' blocks are allocated: a disk that fills later
+  /// cannot refuse their writes. False when not asked, or the file system could not (the disk
+  /// was already full, or no fallocate): writes then need blocks as they go.
+  public private(set) var reserved = false
 
   /// Opens (or creates) `path` and hands each slot it holds (at most `slotsMax`) to `load`.
+  /// `reservingSlots`: allocate the blocks of that many slots now (the file's size unchanged), so
+  /// that the state keeps being written, and what it protects keeps working, on a disk that
+  /// fills up later (anti-passback and occupancy, the lockdown latch, rotating steps, used passes).
   public init(
-    path: String, slotBytes: Int, slotsMax: Int, load: (Int, UnsafeRawBufferPointer) throws(FileError) -> Void
+    path: String, slotBytes: Int, slotsMax: Int, reservingSlots: Int = 0,
+    load: (Int, UnsafeRawBufferPointer) throws(FileError) -> Void
   ) throws(FileError) {
     precondition(slotBytes > 0 && slotsMax > 0)
     self.path = path
@@ -25,6 +34,10 @@ public final class SlotFile {
     let (fd, size) = try openSlotFile(path)
     descriptor = fd
     slot = .allocate(byteCount: slotBytes, alignment: 8)
+    if reservingSlots > 0 {
+      let length = Int64(slotBytes * min(reservingSlots, slotsMax))
+      reserved = (try? syscall("fallocate \(path)", { sg_reserve_blocks(fd, length) })) != nil
+    }
     do throws(FileError) {
       guard size % slotBytes == 0 else {
         throw FileError(path: path, reason: "\(size) bytes is not a whole number of \(slotBytes)-byte slots: damaged, refused")

@@ -45,7 +45,7 @@ public final class EmergencyController: PollParticipant {
     if let latchPath {
       do {
         var damaged = false
-        file = try SlotFile(path: latchPath, slotBytes: LockdownLatch.encodedBytes, slotsMax: 1) { _, bytes in
+        file = try SlotFile(path: latchPath, slotBytes: LockdownLatch.encodedBytes, slotsMax: 1, reservingSlots: 1) { _, bytes in
           if let l = LockdownLatch(decoding: bytes) { latch = l } else { damaged = true }
         }
         if damaged {

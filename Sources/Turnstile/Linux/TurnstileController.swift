@@ -107,7 +107,7 @@ public final class TurnstileController: PollParticipant, PassageGate {
     var file: SlotFile? = nil
     if config.passback.mode != .off, let passbackPath {
       do {
-        file = try SlotFile(path: passbackPath, slotBytes: PassbackRecord.encodedBytes, slotsMax: table.capacity) { slot, bytes in
+        file = try SlotFile(path: passbackPath, slotBytes: PassbackRecord.encodedBytes, slotsMax: table.capacity, reservingSlots: table.capacity) { slot, bytes in
           table.restore(slot: slot, PassbackRecord(decoding: bytes))
         }
       } catch { problems.append("\(error); anti-passback refuses every grant") }
@@ -119,7 +119,7 @@ public final class TurnstileController: PollParticipant, PassageGate {
     var occupancyFile: SlotFile? = nil
     if let occupancyPath {
       do {
-        occupancyFile = try SlotFile(path: occupancyPath, slotBytes: Occupancy.encodedBytes, slotsMax: 1) { _, bytes in
+        occupancyFile = try SlotFile(path: occupancyPath, slotBytes: Occupancy.encodedBytes, slotsMax: 1, reservingSlots: 1) { _, bytes in
           if let o = Occupancy(decoding: bytes) { count = o } else { problems.append("\(occupancyPath): damaged; occupancy from 0") }
         }
       } catch { problems.append("\(error); occupancy is not kept") }
@@ -410,6 +410,8 @@ public final class TurnstileController: PollParticipant, PassageGate {
       line += ") \(remoteRecorded) learned, \(deniedOffline) refused offline, \(grantedOffline) granted offline"
     }
     if refusedNotDurable > 0 { line += "; \(refusedNotDurable) refused (state not durable)" }
+    if let file = passbackFile, !file.reserved { line += "; passback file's blocks not reserved: a full disk refuses new grants" }
+    if let file = occupancyFile, file.writeFailures > 0 { line += "; occupancy not durable (\(file.writeFailures) failed writes)" }
     if let problem { line += "; FAULT " + problem }
     if inputErrors + outputErrors > 0 { line += "; \(inputErrors) input, \(outputErrors) output errors" }
     status.turnstileLine = line

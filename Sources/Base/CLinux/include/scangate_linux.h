@@ -50,6 +50,10 @@ int sg_epoll_open(void);
 /// Returns 0, or -1 with errno.
 int sg_epoll_add_readable(int set, int fd);
 
+/// Allocates a file's blocks for its first `length` bytes without changing its size
+/// (fallocate FALLOC_FL_KEEP_SIZE): later writes there need no new blocks. 0, or -1 with errno.
+int sg_reserve_blocks(int fd, int64_t length);
+
 /// CLOCK_MONOTONIC in nanoseconds.
 uint64_t sg_monotonic_ns(void);
 /// CLOCK_REALTIME in seconds since the epoch, and nanoseconds since the epoch.
