@@ -107,7 +107,8 @@ public final class TurnstileController: PollParticipant, PassageGate {
     var file: SlotFile? = nil
     if config.passback.mode != .off, let passbackPath {
       do {
-        file = try SlotFile(path: passbackPath, slotBytes: PassbackRecord.encodedBytes, slotsMax: table.capacity, reservingSlots: table.capacity) { slot, bytes in
+        file = try SlotFile(path: passbackPath, slotBytes: PassbackRecord.encodedBytes, slotsMax: table.capacity, reservingSlots: table.capacity) {
+          slot, bytes in
           table.restore(slot: slot, PassbackRecord(decoding: bytes))
         }
       } catch { problems.append("\(error); anti-passback refuses every grant") }
