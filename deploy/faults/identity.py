@@ -71,7 +71,8 @@ try:
     took = time.time() - gone_at
     check(f"(a) STATUS shows FAULT log-missing within 5 s of the deletion ({took:.1f} s)",
           "FAULT log-missing" in status and (old or "") in status, a.status())
-    check("(a) the journal says the log went missing", "FAULT log-missing" in a.journal(), a.journal()[-1500:])
+    check("(a) the journal says the log went missing", wait_for(lambda: "FAULT log-missing" in a.journal(), 5),
+          a.journal()[-1500:])
     wait_for(lambda: a.decisions() >= d0 + 4, 15)
     new = wait_for(lambda: (lambda i: i if i and i != old else None)(log_id(a.log_path)), 5)
     check("(a) the state directory is made again and a new log (a new log id) is written there",
