@@ -12,8 +12,8 @@ import ScanCore
 /// producer. Nothing allocates per edge or per iteration.
 public final class DoorController: PollParticipant {
   public private(set) var machine: DoorMachine
-  private var lines: InlineArray<3, (any DoorInputLine)?>
-  private var tokens = InlineArray<3, PollSet.Token>(repeating: .none)
+  /// Contact, exit button, tamper (`DoorInput`'s order).
+  private let lines: InputLines
   private var alarm: (any OutputLine)?
   public private(set) var alarmLevel = LineLevel.inactive
   private var auxRelay: (any OutputLine)?
@@ -23,14 +23,10 @@ public final class DoorController: PollParticipant {
   private let wall: any WallClock
   /// Why the next strike release happens (the last grant, OPEN or exit request before it).
   private var pendingReason: UnlockReason? = nil
-  public private(set) var inputErrors: UInt64 = 0
+  public var inputErrors: UInt64 { lines.errors }
   public private(set) var alarmErrors: UInt64 = 0
-  /// The level of each line's last edge as read (or its level at start).
-  private var lastRead = InlineArray<3, LineLevel>(repeating: .inactive)
   /// Lost edges made up for from a line's level (`readEdgesAndLevel`).
-  public private(set) var resyncs: UInt64 = 0
-  /// A line's last read was a full one: read it again next time, ready or not.
-  private var moreEdges = InlineArray<3, Bool>(repeating: false)
+  public var resyncs: UInt64 { lines.resyncs }
   public let backend: String
   /// Exit buttons release the strike during a lockdown (`emergency.exit_during_lockdown`).
   public var exitDuringLockdown = true
@@ -46,22 +42,17 @@ public final class DoorController: PollParticipant {
     contact: (any DoorInputLine)?, exitButton: (any DoorInputLine)?, tamper: (any DoorInputLine)?,
     alarm: (any OutputLine)?, auxRelay: (any OutputLine)? = nil
   ) {
-    lines = [contact, exitButton, tamper]
+    let lines = InputLines([contact, exitButton, tamper])
+    self.lines = lines
     var levels = InlineArray<3, LineLevel>(repeating: .inactive)
-    var errors: UInt64 = 0
-    for i in 0..<3 {
-      guard let line = lines[i] else { continue }
-      do throws(GPIOError) { levels[i] = try line.currentLevel() } catch { errors += 1 }
-    }
+    for i in 0..<3 { levels[i] = lines.levels[i] }
     machine = DoorMachine(settings: settings, now: now, levels: levels)
-    lastRead = levels
-    inputErrors = errors
     self.alarm = alarm
     self.auxRelay = auxRelay
     self.ring = ring
     self.wall = wall
     cursor = EventCursor(next: ring.nextSequence)
-    backend = contact?.backend ?? exitButton?.backend ?? tamper?.backend ?? "none"
+    backend = lines.backend
   }
 
   public var pollCapacity: Int { 3 }
@@ -71,23 +62,15 @@ public final class DoorController: PollParticipant {
     followStrike()
     publish(now: now)
     var next = machine.nextDeadline(after: now)
-    for i in 0..<3 { tokens[i] = lines[i]?.add(to: poll, more: moreEdges[i], now: now, next: &next) ?? .none }
+    lines.prepare(poll, now: now, next: &next)
     return next
   }
 
   public func service(_ poll: PollSet, now: Instant, requests: LoopRequests) {
     machine.learn(at: now)  // the edges read below may be older: what they cause is learned of now
     followStrike()
-    for i in 0..<3 {
-      guard let line = lines[i], let input = DoorInput(rawValue: i) else { continue }
-      guard line.isDue(poll, tokens[i], more: moreEdges[i], now: now) else { continue }
-      // A level that differs from the last edge read is a lost edge: debounced like any other.
-      do throws(GPIOError) {
-        moreEdges[i] = try line.readEdgesAndLevel(now: now, last: &lastRead[i], madeUp: &resyncs) { level, at in
-          machine.edge(input, level: level, at: at)
-        }
-      } catch { inputErrors &+= 1 }
-    }
+    // A level that differs from the last edge read is a lost edge: debounced like any other.
+    lines.service(poll, now: now) { i, level, at in machine.edge(DoorInput(rawValue: i)!, level: level, at: at) }
     machine.advance(to: now)
     if machine.wantsStrikePulse {
       machine.wantsStrikePulse = false

@@ -110,3 +110,53 @@ public final class SimulatedInputLine: DoorInputLine {
     return n
   }
 }
+
+/// A participant's input lines, read one way (the door's, the emergency inputs', the
+/// turnstile's): each line's current level at start, its descriptor in the poll table (or its
+/// next simulated edge as a deadline), and, when due, its edges and then its level handed on
+/// oldest first (`readEdgesAndLevel`: a level that differs from the last edge read is a lost
+/// edge, made up at once). Tables are made at init; nothing allocates per iteration.
+public final class InputLines {
+  private let lines: [(any DoorInputLine)?]
+  private var tokens: [PollSet.Token]
+  private var more: [Bool]
+  /// The level each line was last read at (its current level at start).
+  public private(set) var levels: [LineLevel]
+  /// Reads that failed (a line's level at start, its edges later).
+  public private(set) var errors: UInt64 = 0
+  /// Edges made up from a level that differed from the last edge read (lost edges).
+  public private(set) var resyncs: UInt64 = 0
+
+  /// `lines` in the participant's order (nil: not wired), each read for its level now.
+  public init(_ lines: [(any DoorInputLine)?]) {
+    self.lines = lines
+    tokens = Array(repeating: .none, count: lines.count)
+    more = Array(repeating: false, count: lines.count)
+    levels = Array(repeating: .inactive, count: lines.count)
+    for i in 0..<lines.count {
+      guard let line = lines[i] else { continue }
+      do throws(GPIOError) { levels[i] = try line.currentLevel() } catch { errors &+= 1 }
+    }
+  }
+
+  public var count: Int { lines.count }
+  /// Whether line `index` is wired.
+  public func isWired(_ index: Int) -> Bool { lines[index] != nil }
+  /// How the first wired line is read ("gpiod v2", "sim", ...; "none").
+  public var backend: String { lines.lazy.compactMap { $0?.backend }.first ?? "none" }
+
+  /// Adds every wired line to `poll` and folds when one next needs reading into `next`.
+  public func prepare(_ poll: PollSet, now: Instant, next: inout Instant?) {
+    for i in 0..<lines.count { tokens[i] = lines[i]?.add(to: poll, more: more[i], now: now, next: &next) ?? .none }
+  }
+
+  /// Reads every line that is due and hands its edges to `edge` as (line index, level, time).
+  public func service(_ poll: PollSet, now: Instant, _ edge: (Int, LineLevel, Instant) -> Void) {
+    for i in 0..<lines.count {
+      guard let line = lines[i], line.isDue(poll, tokens[i], more: more[i], now: now) else { continue }
+      do throws(GPIOError) {
+        more[i] = try line.readEdgesAndLevel(now: now, last: &levels[i], madeUp: &resyncs) { level, at in edge(i, level, at) }
+      } catch { errors &+= 1 }
+    }
+  }
+}

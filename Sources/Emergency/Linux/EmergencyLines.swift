@@ -9,17 +9,15 @@ import ScanCore
 /// through `LoopRequests`. Runs on the loop's thread; nothing allocates per edge.
 public final class EmergencyController: PollParticipant {
   public private(set) var state: EmergencyState
-  private var lines: InlineArray<2, (any DoorInputLine)?>
-  private var tokens = InlineArray<2, PollSet.Token>(repeating: .none)
-  private var lastRead = InlineArray<2, LineLevel>(repeating: .inactive)
-  private var moreEdges = InlineArray<2, Bool>(repeating: false)
+  /// Fire, lockdown (`EmergencyInput`'s order).
+  private let lines: InputLines
   private let ring: EventRing
   private let wall: any WallClock
   private let latchFile: SlotFile?
   /// Why a lockdown could not be kept durably (STATUS), or nil.
   public private(set) var problem: String? = nil
-  public private(set) var inputErrors: UInt64 = 0
-  public private(set) var resyncs: UInt64 = 0
+  public var inputErrors: UInt64 { lines.errors }
+  public var resyncs: UInt64 { lines.resyncs }
   /// What the loop was last asked to apply (nil: not yet asked).
   private var appliedFire: Bool? = nil
   private var appliedLockdown: Bool? = nil
@@ -32,13 +30,10 @@ public final class EmergencyController: PollParticipant {
     settings: EmergencySettings, ring: EventRing, wall: any WallClock, now: Instant,
     fire: (any DoorInputLine)?, lockdown: (any DoorInputLine)?, latchPath: String?
   ) {
-    lines = [fire, lockdown]
+    let lines = InputLines([fire, lockdown])
+    self.lines = lines
     var levels = InlineArray<2, LineLevel>(repeating: .inactive)
-    for i in 0..<2 {
-      guard let line = lines[i] else { continue }
-      do throws(GPIOError) { levels[i] = try line.currentLevel() } catch { inputErrors &+= 1 }
-    }
-    lastRead = levels
+    for i in 0..<2 { levels[i] = lines.levels[i] }
     var latch = LockdownLatch()
     var file: SlotFile? = nil
     var problem: String? = nil
@@ -70,21 +65,13 @@ public final class EmergencyController: PollParticipant {
     state.advance(to: now)
     publish(now: now)
     var next = state.nextDeadline(after: now)
-    for i in 0..<2 { tokens[i] = lines[i]?.add(to: poll, more: moreEdges[i], now: now, next: &next) ?? .none }
+    lines.prepare(poll, now: now, next: &next)
     return next
   }
 
   public func service(_ poll: PollSet, now: Instant, requests: LoopRequests) {
     state.unixSeconds = wall.unixSeconds()
-    for i in 0..<2 {
-      guard let line = lines[i], let input = EmergencyInput(rawValue: i) else { continue }
-      guard line.isDue(poll, tokens[i], more: moreEdges[i], now: now) else { continue }
-      do throws(GPIOError) {
-        moreEdges[i] = try line.readEdgesAndLevel(now: now, last: &lastRead[i], madeUp: &resyncs) { level, at in
-          state.edge(input, level: level, at: at)
-        }
-      } catch { inputErrors &+= 1 }
-    }
+    lines.service(poll, now: now) { i, level, at in state.edge(EmergencyInput(rawValue: i)!, level: level, at: at) }
     state.advance(to: now)
     publish(now: now)
     if appliedFire != state.fireActive {

@@ -20,11 +20,9 @@ public final class TurnstileController: PollParticipant, PassageGate {
   /// The occupancy for other threads (the fleet's state topic and Home Assistant's sensor).
   public let occupancyGauge = SharedGauge()
   public let config: TurnstileConfig
-  private var inputs: InlineArray<3, (any DoorInputLine)?>
-  private var tokens = InlineArray<4, PollSet.Token>(repeating: .none)
-  private var lastRead = InlineArray<4, LineLevel>(repeating: .inactive)
-  private var moreEdges = InlineArray<4, Bool>(repeating: false)
-  private let directionLine: (any DoorInputLine)?
+  /// Entry passage, exit passage, the turnstile's alarm (`TurnstileInput`'s order), then the
+  /// direction input.
+  private let inputs: InputLines
   private var directionLevel = LineLevel.inactive
   /// With `direction = "camera"`: which camera the decision came from (the loop's source sets it).
   public var frameOrigin: FrameOrigin? = nil
@@ -38,9 +36,9 @@ public final class TurnstileController: PollParticipant, PassageGate {
   private let occupancyFile: SlotFile?
   /// Why state is not kept (STATUS), or nil.
   public private(set) var problem: String? = nil
-  public private(set) var inputErrors: UInt64 = 0
+  public var inputErrors: UInt64 { inputs.errors }
   public private(set) var outputErrors: UInt64 = 0
-  public private(set) var resyncs: UInt64 = 0
+  public var resyncs: UInt64 { inputs.resyncs }
   public private(set) var refusedNotDurable: UInt64 = 0
   public private(set) var refusedQueueFull: UInt64 = 0
   public private(set) var deniedPassback: UInt64 = 0
@@ -87,19 +85,12 @@ public final class TurnstileController: PollParticipant, PassageGate {
     self.config = config
     // Built here from single values (as DoorController does): an InlineArray of optional
     // existentials passed in as an argument crashed a debug build (Swift 6.3, retain in init).
-    inputs = [entryPassage, exitPassage, alarmInput]
+    let inputs = InputLines([entryPassage, exitPassage, alarmInput, direction])
+    self.inputs = inputs
     outputs = [entryUnlock, exitUnlock, alarm]
-    directionLine = direction
     var levels = InlineArray<3, LineLevel>(repeating: .inactive)
-    for i in 0..<3 {
-      guard let line = inputs[i] else { continue }
-      do throws(GPIOError) { levels[i] = try line.currentLevel() } catch { inputErrors &+= 1 }
-      lastRead[i] = levels[i]
-    }
-    if let direction {
-      do throws(GPIOError) { directionLevel = try direction.currentLevel() } catch { inputErrors &+= 1 }
-      lastRead[3] = directionLevel
-    }
+    for i in 0..<3 { levels[i] = inputs.levels[i] }
+    directionLevel = inputs.levels[3]
     machine = TurnstileMachine(settings: config.machine, now: now, levels: levels)
     let table = AntiPassback(settings: config.passback)
     passback = table
@@ -258,28 +249,14 @@ public final class TurnstileController: PollParticipant, PassageGate {
     machine.advance(to: now)
     publish(now: now)
     var next = machine.nextDeadline(after: now)
-    for i in 0..<3 { tokens[i] = inputs[i]?.add(to: poll, more: moreEdges[i], now: now, next: &next) ?? .none }
-    tokens[3] = directionLine?.add(to: poll, more: moreEdges[3], now: now, next: &next) ?? .none
+    inputs.prepare(poll, now: now, next: &next)
     return next
   }
 
   public func service(_ poll: PollSet, now: Instant, requests: LoopRequests) {
     follow(now: now)
-    for i in 0..<3 {
-      guard let line = inputs[i], let input = TurnstileInput(rawValue: i) else { continue }
-      guard line.isDue(poll, tokens[i], more: moreEdges[i], now: now) else { continue }
-      do throws(GPIOError) {
-        moreEdges[i] = try line.readEdgesAndLevel(now: now, last: &lastRead[i], madeUp: &resyncs) { level, at in
-          machine.edge(input, level: level, at: at)
-        }
-      } catch { inputErrors &+= 1 }
-    }
-    if let line = directionLine, line.isDue(poll, tokens[3], more: moreEdges[3], now: now) {
-      do throws(GPIOError) {
-        moreEdges[3] = try line.readEdgesAndLevel(now: now, last: &lastRead[3], madeUp: &resyncs) { level, _ in
-          directionLevel = level
-        }
-      } catch { inputErrors &+= 1 }
+    inputs.service(poll, now: now) { i, level, at in
+      if let input = TurnstileInput(rawValue: i) { machine.edge(input, level: level, at: at) } else { directionLevel = level }
     }
     machine.advance(to: now)
     publish(now: now)
