@@ -87,17 +87,8 @@ public struct DebounceTimes: Equatable, Sendable, ExpressibleByArrayLiteral {
   }
 }
 
-/// One transition, as the ring records it: an event kind in the door range (20–29) and its code.
-public struct DoorTransition: Equatable, Sendable {
-  public var kind: EventKind
-  public var code: UInt16
-  public var at: Instant
-  public init(kind: EventKind, code: UInt16, at: Instant) {
-    self.kind = kind
-    self.code = code
-    self.at = at
-  }
-}
+/// A door transition (an event kind in the door range, 20–29, and its code).
+public typealias DoorTransition = Transition
 
 /// The door, free of I/O, on the monotonic clock: debounced inputs in, transitions and output
 /// levels out.
@@ -115,11 +106,8 @@ public struct DoorMachine: Sendable {
   /// A schedule's unlock window holds the strike: the door may stand open (held-open is not
   /// timed) and is not relocked when it closes.
   public private(set) var unlockWindow = false
-  /// The debounced level of each input.
-  private var stable = InlineArray<3, LineLevel>(repeating: .inactive)
-  /// The last raw level seen and when it was seen.
-  private var raw = InlineArray<3, LineLevel>(repeating: .inactive)
-  private var rawSince = InlineArray<3, Instant>(repeating: Instant(nanoseconds: 0))
+  /// Contact, exit button, tamper, debounced (`DoorInput`'s order).
+  private var inputs: DebouncedInputs
   private var openedAt = Instant(nanoseconds: 0)
   private var heldOpenSince: Instant? = nil
   private var forcedAlarmUntil = Instant(nanoseconds: 0)
@@ -137,17 +125,14 @@ public struct DoorMachine: Sendable {
   public private(set) var heldOpenCount: UInt64 = 0
   public private(set) var exitRequests: UInt64 = 0
   /// Transitions that did not fit the queue (the owner takes them every loop iteration).
-  public private(set) var droppedTransitions: UInt64 = 0
+  public var droppedTransitions: UInt64 { queue.dropped }
   /// Set when the exit button asks for the strike; the owner pulses it and clears this.
   public var wantsStrikePulse = false
   /// Set when the door closed while the strike was still released and `relockOnClose` holds.
   public var wantsRelock = false
 
-  public static let queueCapacity = 16
-  private var queue = InlineArray<16, DoorTransition>(
-    repeating: DoorTransition(kind: .doorClosed, code: 0, at: Instant(nanoseconds: 0)))
-  private var queueHead = 0
-  private var queueCount = 0
+  public static var queueCapacity: Int { TransitionQueue.capacity }
+  private var queue = TransitionQueue()
 
   /// A machine whose inputs read `levels` (contact, exit button, tamper) at `now`, the strike locked.
   public init(
@@ -156,9 +141,7 @@ public struct DoorMachine: Sendable {
   ) {
     self.settings = settings
     self.now = now
-    stable = levels
-    raw = levels
-    rawSince = .init(repeating: now)
+    inputs = DebouncedInputs(count: 3, levels: { levels[$0] }, at: now)
     tamperActive = levels[DoorInput.tamper.rawValue] == .active
     if levels[DoorInput.contact.rawValue] == .active {
       // Open at start without an unlock: treated as forced only once it is seen opening; a door
@@ -169,7 +152,7 @@ public struct DoorMachine: Sendable {
   }
 
   /// The debounced level of `input`.
-  public func level(_ input: DoorInput) -> LineLevel { stable[input.rawValue] }
+  public func level(_ input: DoorInput) -> LineLevel { inputs.level(input.rawValue) }
 
   // MARK: - Inputs
 
@@ -178,12 +161,10 @@ public struct DoorMachine: Sendable {
   public mutating func edge(_ input: DoorInput, level: LineLevel, at time: Instant) {
     settle(upTo: time)  // an edge read late is in the past: `learn(at:)` says when it was read
     rawEdges &+= 1
-    let i = input.rawValue
-    raw[i] = level
     // The kernel's timestamp, even when the loop reads the edge late: a level's duration is
     // measured where it happened.
-    rawSince[i] = time
-    if settings.debounceMilliseconds[i] == 0 { settle(input, at: time) }
+    inputs.edge(input.rawValue, level: level, at: time)
+    if settings.debounceMilliseconds[input.rawValue] == 0 { settle(input, at: time) }
   }
 
   /// The strike went to `level` (the engine drove it); `reason` says why, for an unlock.
@@ -239,13 +220,10 @@ public struct DoorMachine: Sendable {
 
   /// The earliest pending settle: the input and its instant.
   private func nextSettle() -> (DoorInput, Instant)? {
-    // By index: `allCases` would build an array on every call.
-    var best: (DoorInput, Instant)? = nil
-    for i in 0..<3 where raw[i] != stable[i] {
-      let at = rawSince[i].adding(milliseconds: Int(settings.debounceMilliseconds[i]))
-      if best == nil || at < best!.1, let input = DoorInput(rawValue: i) { best = (input, at) }
-    }
-    return best
+    let debounce = settings.debounceMilliseconds
+    guard let next = inputs.nextSettle(debounceMilliseconds: { Int(debounce[$0]) }), let input = DoorInput(rawValue: next.index)
+    else { return nil }
+    return (input, next.at)
   }
 
   private mutating func runTimers(to time: Instant) {
@@ -262,10 +240,8 @@ public struct DoorMachine: Sendable {
   }
 
   private mutating func settle(_ input: DoorInput, at time: Instant) {
-    let i = input.rawValue
-    guard raw[i] != stable[i] else { return }
-    stable[i] = raw[i]
-    let active = stable[i] == .active
+    guard inputs.settle(input.rawValue) else { return }
+    let active = inputs.level(input.rawValue) == .active
     switch input {
     case .contact: active ? doorOpened(at: time) : doorClosed(at: time)
     case .exitButton:
@@ -312,20 +288,11 @@ public struct DoorMachine: Sendable {
 
   /// Takes the oldest transition not yet taken.
   public mutating func takeTransition() -> DoorTransition? {
-    guard queueCount > 0 else { return nil }
-    let t = queue[queueHead]
-    queueHead = (queueHead + 1) % Self.queueCapacity
-    queueCount -= 1
-    return t
+    queue.take()
   }
 
   private mutating func record(_ kind: EventKind, code: UInt16, at time: Instant? = nil) {
-    guard queueCount < Self.queueCapacity else {
-      droppedTransitions &+= 1
-      return
-    }
-    queue[(queueHead + queueCount) % Self.queueCapacity] = DoorTransition(kind: kind, code: code, at: time ?? now)
-    queueCount += 1
+    queue.append(DoorTransition(kind: kind, code: code, at: time ?? now))
   }
 
   /// The alarm line's level at `time`: steady after a forced door (for `forcedAlarmMilliseconds`)

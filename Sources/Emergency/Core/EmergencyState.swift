@@ -69,17 +69,8 @@ public struct LockdownLatch: Equatable, Sendable {
   }
 }
 
-/// One emergency transition, as the ring records it (`fire-alarm`, `lockdown`).
-public struct EmergencyTransition: Equatable, Sendable {
-  public var kind: EventKind
-  public var code: UInt16
-  public var at: Instant
-  public init(kind: EventKind, code: UInt16, at: Instant) {
-    self.kind = kind
-    self.code = code
-    self.at = at
-  }
-}
+/// An emergency transition (`fire-alarm`, `lockdown`).
+public typealias EmergencyTransition = Transition
 
 /// The emergencies, free of I/O, on the monotonic clock: the fire input's release and the
 /// latched lockdown.
@@ -95,18 +86,14 @@ public struct EmergencyState: Sendable {
   public let settings: EmergencySettings
   public private(set) var latch: LockdownLatch
   public private(set) var fireActive = false
-  private var stable = InlineArray<2, LineLevel>(repeating: .inactive)
-  private var raw = InlineArray<2, LineLevel>(repeating: .inactive)
-  private var rawSince = InlineArray<2, Instant>(repeating: Instant(nanoseconds: 0))
+  /// Fire, lockdown, debounced (`EmergencyInput`'s order).
+  private var inputs: DebouncedInputs
   public private(set) var now: Instant
   /// Wall seconds the owner last gave (when the input latched a lockdown).
   public var unixSeconds: Int64 = 0
-  public private(set) var droppedTransitions: UInt64 = 0
-  public static let queueCapacity = 8
-  private var queue = InlineArray<8, EmergencyTransition>(
-    repeating: EmergencyTransition(kind: .fireAlarm, code: 0, at: Instant(nanoseconds: 0)))
-  private var queueHead = 0
-  private var queueCount = 0
+  public var droppedTransitions: UInt64 { queue.dropped }
+  public static var queueCapacity: Int { TransitionQueue.capacity }
+  private var queue = TransitionQueue()
 
   /// The state with the inputs at `levels` (fire, lockdown) at `now` and `latch` from the durable
   /// file. A fire input found active at start is a fire (recorded); a lockdown input found active
@@ -119,8 +106,9 @@ public struct EmergencyState: Sendable {
     self.now = now
     self.latch = latch
     self.unixSeconds = unixSeconds
-    raw = levels
-    rawSince = .init(repeating: now)
+    // Debounced levels start inactive: an input found active settles at once, below (recorded).
+    inputs = DebouncedInputs(count: 2, levels: { _ in .inactive }, at: now)
+    for i in 0..<2 { inputs.edge(i, level: levels[i], at: now) }
     if levels[EmergencyInput.fire.rawValue] == .active { settle(.fire, at: now) }
     if levels[EmergencyInput.lockdown.rawValue] == .active {
       settle(.lockdown, at: now)
@@ -135,15 +123,14 @@ public struct EmergencyState: Sendable {
   /// The exit button releases the strike now.
   public var exitAllowed: Bool { !latch.isActive || settings.exitDuringLockdown || fireActive }
 
-  public func level(_ input: EmergencyInput) -> LineLevel { stable[input.rawValue] }
+  public func level(_ input: EmergencyInput) -> LineLevel { inputs.level(input.rawValue) }
 
   // MARK: - Inputs
 
   /// A raw edge (the kernel's timestamp): a level counts once it has held `debounceMilliseconds`.
   public mutating func edge(_ input: EmergencyInput, level: LineLevel, at time: Instant) {
     advance(to: time)
-    raw[input.rawValue] = level
-    rawSince[input.rawValue] = time
+    inputs.edge(input.rawValue, level: level, at: time)
     if settings.debounceMilliseconds == 0 { settle(input, at: time) }
   }
 
@@ -157,19 +144,16 @@ public struct EmergencyState: Sendable {
   public func nextDeadline(after time: Instant) -> Instant? { nextSettle().map { max($0.1, time) } }
 
   private func nextSettle() -> (EmergencyInput, Instant)? {
-    var best: (EmergencyInput, Instant)? = nil
-    for i in 0..<2 where raw[i] != stable[i] {
-      let at = rawSince[i].adding(milliseconds: Int(settings.debounceMilliseconds))
-      if best == nil || at < best!.1, let input = EmergencyInput(rawValue: i) { best = (input, at) }
-    }
-    return best
+    let debounce = Int(settings.debounceMilliseconds)
+    guard let next = inputs.nextSettle(debounceMilliseconds: { _ in debounce }), let input = EmergencyInput(rawValue: next.index)
+    else { return nil }
+    return (input, next.at)
   }
 
   private mutating func settle(_ input: EmergencyInput, at time: Instant) {
-    let i = input.rawValue
-    stable[i] = raw[i]
+    _ = inputs.settle(input.rawValue)  // an edge to the level it had (a made-up one) acts again: harmless
     if time > now { now = time }
-    let active = stable[i] == .active
+    let active = inputs.level(input.rawValue) == .active
     switch input {
     case .fire:
       guard active != fireActive else { return }
@@ -226,19 +210,10 @@ public struct EmergencyState: Sendable {
   // MARK: - Transitions
 
   public mutating func takeTransition() -> EmergencyTransition? {
-    guard queueCount > 0 else { return nil }
-    let t = queue[queueHead]
-    queueHead = (queueHead + 1) % Self.queueCapacity
-    queueCount -= 1
-    return t
+    queue.take()
   }
 
   private mutating func record(_ kind: EventKind, code: UInt16, at time: Instant) {
-    guard queueCount < Self.queueCapacity else {
-      droppedTransitions &+= 1
-      return
-    }
-    queue[(queueHead + queueCount) % Self.queueCapacity] = EmergencyTransition(kind: kind, code: code, at: time)
-    queueCount += 1
+    queue.append(EmergencyTransition(kind: kind, code: code, at: time))
   }
 }

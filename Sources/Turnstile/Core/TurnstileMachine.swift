@@ -16,20 +16,8 @@ public enum TurnstileInput: Int, Sendable, CaseIterable {
   }
 }
 
-/// One transition, as the ring records it: a turnstile kind, its `PassageCode`, and the ticket of
-/// the grant it ends (`passage`, `granted-not-passed`; 0 otherwise).
-public struct TurnstileTransition: Equatable, Sendable {
-  public var kind: EventKind
-  public var code: UInt16
-  public var at: Instant
-  public var ticket: UInt32
-  public init(kind: EventKind, code: UInt16, at: Instant, ticket: UInt32 = 0) {
-    self.kind = kind
-    self.code = code
-    self.at = at
-    self.ticket = ticket
-  }
-}
+/// A turnstile transition, with the grant's ticket where one is meant.
+public typealias TurnstileTransition = Transition
 
 /// The turnstile, free of I/O, on the monotonic clock: grants and debounced sensor edges in,
 /// transitions and output levels out. One passage per grant, per direction.
@@ -44,16 +32,15 @@ public struct TurnstileMachine: Sendable {
   public let settings: TurnstileSettings
   /// The most grants a direction can queue (`grantsQueuedMax` is clamped to 1...queueMax).
   public static let queueMax = 8
-  public static let queueCapacity = 16
+  public static var queueCapacity: Int { TransitionQueue.capacity }
   /// Fire release: both directions free.
   public private(set) var free = false
   /// The newest instant the machine has been advanced to.
   public private(set) var now: Instant
   private var learnedAt = Instant(nanoseconds: 0)
 
-  private var stable = InlineArray<3, LineLevel>(repeating: .inactive)
-  private var raw = InlineArray<3, LineLevel>(repeating: .inactive)
-  private var rawSince = InlineArray<3, Instant>(repeating: Instant(nanoseconds: 0))
+  /// Entry passage, exit passage, alarm, debounced (`TurnstileInput`'s order).
+  private var inputs: DebouncedInputs
 
   /// Per direction: the waiting grants' tickets (a ring), its head and count, and when the head
   /// grant's passage timer started.
@@ -73,12 +60,9 @@ public struct TurnstileMachine: Sendable {
   public private(set) var grantedNotPassedCount: UInt64 = 0
   public private(set) var forcedCount: UInt64 = 0
   /// Transitions that did not fit the queue (the owner takes them every loop iteration).
-  public private(set) var droppedTransitions: UInt64 = 0
+  public var droppedTransitions: UInt64 { queue.dropped }
 
-  private var queue = InlineArray<16, TurnstileTransition>(
-    repeating: TurnstileTransition(kind: .turnstileLocked, code: 0, at: Instant(nanoseconds: 0)))
-  private var queueHead = 0
-  private var queueCount = 0
+  private var queue = TransitionQueue()
 
   /// A machine whose inputs read `levels` (entry passage, exit passage, alarm) at `now`, both
   /// directions locked. A sensor found active is not a passage: only its rising edge is.
@@ -87,15 +71,13 @@ public struct TurnstileMachine: Sendable {
   ) {
     self.settings = settings
     self.now = now
-    stable = levels
-    raw = levels
-    rawSince = .init(repeating: now)
+    inputs = DebouncedInputs(count: 3, levels: { levels[$0] }, at: now)
   }
 
   private var queuedMax: Int { min(max(settings.grantsQueuedMax, 1), Self.queueMax) }
 
   /// The debounced level of `input`.
-  public func level(_ input: TurnstileInput) -> LineLevel { stable[input.rawValue] }
+  public func level(_ input: TurnstileInput) -> LineLevel { inputs.level(input.rawValue) }
   /// Grants waiting in `direction`.
   public func waiting(_ direction: PassageDirection) -> Int { grantCount[Int(direction.rawValue)] }
   /// Passages counted in `direction` (granted and free ones; forced rotations are `forcedCount`).
@@ -136,9 +118,7 @@ public struct TurnstileMachine: Sendable {
   public mutating func edge(_ input: TurnstileInput, level: LineLevel, at time: Instant) {
     settle(upTo: time)  // an edge read late is in the past: `learn(at:)` says when it was read
     rawEdges &+= 1
-    let i = input.rawValue
-    raw[i] = level
-    rawSince[i] = time
+    inputs.edge(input.rawValue, level: level, at: time)
     if settings.debounceMilliseconds == 0 { settle(input, at: time) }
   }
 
@@ -186,12 +166,10 @@ public struct TurnstileMachine: Sendable {
   }
 
   private func nextSettle() -> (TurnstileInput, Instant)? {
-    var best: (TurnstileInput, Instant)? = nil
-    for i in 0..<3 where raw[i] != stable[i] {
-      let at = rawSince[i].adding(milliseconds: Int(settings.debounceMilliseconds))
-      if best == nil || at < best!.1, let input = TurnstileInput(rawValue: i) { best = (input, at) }
-    }
-    return best
+    let debounce = Int(settings.debounceMilliseconds)
+    guard let next = inputs.nextSettle(debounceMilliseconds: { _ in debounce }), let input = TurnstileInput(rawValue: next.index)
+    else { return nil }
+    return (input, next.at)
   }
 
   private var timeout: Int { settings.passageTimeoutMilliseconds }
@@ -223,10 +201,7 @@ public struct TurnstileMachine: Sendable {
   }
 
   private mutating func settle(_ input: TurnstileInput, at time: Instant) {
-    let i = input.rawValue
-    guard raw[i] != stable[i] else { return }
-    stable[i] = raw[i]
-    guard stable[i] == .active else { return }
+    guard inputs.settle(input.rawValue), inputs.level(input.rawValue) == .active else { return }
     switch input {
     case .entryPassage: passage(.entry, at: time)
     case .exitPassage: passage(.exit, at: time)
@@ -263,21 +238,11 @@ public struct TurnstileMachine: Sendable {
 
   /// Takes the oldest transition not yet taken.
   public mutating func takeTransition() -> TurnstileTransition? {
-    guard queueCount > 0 else { return nil }
-    let t = queue[queueHead]
-    queueHead = (queueHead + 1) % Self.queueCapacity
-    queueCount -= 1
-    return t
+    queue.take()
   }
 
   private mutating func record(_ kind: EventKind, code: UInt16, at time: Instant, ticket: UInt32 = 0) {
-    guard queueCount < Self.queueCapacity else {
-      droppedTransitions &+= 1
-      return
-    }
-    queue[(queueHead + queueCount) % Self.queueCapacity] = TurnstileTransition(
-      kind: kind, code: code, at: time, ticket: ticket)
-    queueCount += 1
+    queue.append(TurnstileTransition(kind: kind, code: code, at: time, ticket: ticket))
   }
 
   private var pulsePeriodNanoseconds: UInt64 {
