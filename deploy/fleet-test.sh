@@ -8,8 +8,8 @@
 # against the audit database: every record delivered (gaps = 0), each as the log says,
 # duplicates only within an unacknowledged batch per fault; the last will; Home Assistant
 # discovery against the keys Home Assistant documents and its decision events against the log
-# (deploy/ha-schema.py); then site-wide anti-passback between two readers (deploy/fleet-passback.sh). Needs
-# root (network namespace).
+# (deploy/ha-schema.py); then site-wide anti-passback between two readers
+# (deploy/fleet-passback.sh). Needs root (network namespace).
 # Prints PASS/FAIL lines and "fleet: N passed, M failed"; exits non-zero unless all passed.
 #
 # Usage: deploy/fleet-test.sh [path/to/scangate]   (default: .build/debug/scangate)
@@ -248,7 +248,7 @@ cat "$D/check.out"
 pass=$((pass + $(grep -c '^PASS' "$D/check.out"))); fail=$((fail + $(grep -c '^FAIL' "$D/check.out")))
 grep -q '^PASS\|^FAIL' "$D/check.out" || bad "the checker said nothing: $(tail -3 "$D/check.out")"
 # Home Assistant: every discovery payload against the documented keys, an event per decision.
-"$PY" deploy/ha-schema.py "$D/seen.jsonl" "$D/audit.db" door-1 Sources/Base/Core/Verdict.swift FLEET-PASS-1 FLEET-STATIC-1 \
+HA_BATCH=$BATCH "$PY" deploy/ha-schema.py "$D/seen.jsonl" "$D/audit.db" door-1 Sources/Base/Core/Verdict.swift FLEET-PASS-1 FLEET-STATIC-1 \
   > "$D/ha.out" 2>&1
 cat "$D/ha.out"
 pass=$((pass + $(grep -c '^PASS' "$D/ha.out"))); fail=$((fail + $(grep -c '^FAIL' "$D/ha.out")))
