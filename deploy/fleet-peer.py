@@ -1,7 +1,8 @@
 """The fleet tests' independent MQTT client (paho-mqtt, not ScanGate code).
 
-  watch OUT CA CERT KEY HOST PORT   subscribe to every reader's events, status and state and
-                                    Home Assistant discovery; append one JSON line per message
+  watch OUT CA CERT KEY HOST PORT   subscribe to every reader's events, status, state and
+                                    decision (Home Assistant's event entity) and Home Assistant
+                                    discovery; append one JSON line per message
                                     to OUT (flushed), until killed
   control CA CERT KEY HOST PORT SEED KID ALLOWLIST
                                     signed and unsigned bundles and commands (pycose signs):
@@ -37,7 +38,7 @@ def watch(out, ca, cert, key, host, port):
 
     def on_connect(client, userdata, flags, reason, props):
         client.subscribe([("scangate/+/events", 1), ("scangate/+/status", 1), ("scangate/+/state", 1),
-                          ("homeassistant/#", 1)])
+                          ("scangate/+/decision", 1), ("homeassistant/#", 1)])
 
     def on_message(client, userdata, m):
         f.write(json.dumps({"t": time.time(), "topic": m.topic, "retain": bool(m.retain),
@@ -132,40 +133,7 @@ def check(out, db, reader, batch, faults, *payloads):
     result("offline" in status and status.index("offline") < len(status) - 1 and "online" in status[status.index("offline"):],
            f"availability: offline (the last will) then online again ({' '.join(status)})")
 
-    # Home Assistant discovery: the keys Home Assistant's MQTT integration documents.
-    configs = {l["topic"]: json.loads(l["payload"]) for l in lines if l["topic"].startswith("homeassistant/")}
-    lock = configs.get(f"homeassistant/lock/{reader}/door/config", {})
-    dev = lock.get("device", {})
-    result(lock.get("command_topic") == f"scangate/{reader}/lock/set" and lock.get("payload_open") == "OPEN"
-           and lock.get("availability_topic") == f"scangate/{reader}/status"
-           and lock.get("payload_available") == "online" and lock.get("payload_not_available") == "offline"
-           and lock.get("unique_id") and lock.get("state_topic") == f"scangate/{reader}/state"
-           and dev.get("identifiers") == [f"scangate_{reader}"] and dev.get("name"),
-           "Home Assistant: a lock with command_topic, payload_open, availability and a device")
-    ok_sensors = True
-    for obj in ("last_decision", "fps"):
-        s = configs.get(f"homeassistant/sensor/{reader}/{obj}/config", {})
-        ok_sensors &= (s.get("state_topic") == f"scangate/{reader}/state" and "value_json" in s.get("value_template", "")
-                       and s.get("device", {}).get("identifiers") == [f"scangate_{reader}"]
-                       and s.get("availability_topic") == f"scangate/{reader}/status")
-    result(ok_sensors, "Home Assistant: last-decision and fps sensors on the same device and availability")
-    ok_binary = True
-    for obj, device_class in (("door_contact", "door"), ("tamper", "tamper")):
-        b = configs.get(f"homeassistant/binary_sensor/{reader}/{obj}/config", {})
-        ok_binary &= (b.get("device_class") == device_class and b.get("state_topic") == f"scangate/{reader}/state"
-                      and b.get("value_template") == "{{ value_json.%s }}" % obj
-                      and b.get("payload_on") == "ON" and b.get("payload_off") == "OFF"
-                      and b.get("device", {}).get("identifiers") == [f"scangate_{reader}"]
-                      and b.get("availability_topic") == f"scangate/{reader}/status")
-    result(ok_binary, "Home Assistant: door contact and tamper binary sensors (the reader has both inputs)")
-    # Fire and lockdown (docs/turnstiles.md): binary sensors every reader announces; "safety" is a
-    # documented binary_sensor device class (on = unsafe); the lockdown has none.
-    fire = configs.get(f"homeassistant/binary_sensor/{reader}/fire/config", {})
-    lockdown = configs.get(f"homeassistant/binary_sensor/{reader}/lockdown/config", {})
-    result(fire.get("device_class") == "safety" and fire.get("value_template") == "{{ value_json.fire }}"
-           and "device_class" not in lockdown and lockdown.get("value_template") == "{{ value_json.lockdown }}"
-           and lockdown.get("payload_on") == "ON" and lockdown.get("availability_topic") == f"scangate/{reader}/status",
-           "Home Assistant: fire (device class safety) and lockdown binary sensors")
+    # Home Assistant's discovery and decision events: deploy/ha-schema.py.
     states = [json.loads(l["payload"]) for l in lines if l["topic"] == f"scangate/{reader}/state"]
     result(any(s.get("fire") == "OFF" and s.get("lockdown") == "OFF" for s in states),
            "state topic: fire OFF and lockdown OFF, the keys the binary sensors read")

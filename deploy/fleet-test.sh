@@ -6,9 +6,10 @@
 # killed (SIGKILL) and restarted, the link cut (the broker's side of the veth pair down, so
 # packets vanish), the reader killed with SIGKILL and started again. Then the stream is checked
 # against the audit database: every record delivered (gaps = 0), each as the log says,
-# duplicates only within an unacknowledged batch per fault; the last will, and Home Assistant
-# discovery; then site-wide anti-passback between two readers (deploy/fleet-passback.sh). Needs
-# root (network namespace).
+# duplicates only within an unacknowledged batch per fault; the last will; Home Assistant
+# discovery against the keys Home Assistant documents and its decision events against the log
+# (deploy/ha-schema.py); then site-wide anti-passback between two readers
+# (deploy/fleet-passback.sh). Needs root (network namespace).
 # Prints PASS/FAIL lines and "fleet: N passed, M failed"; exits non-zero unless all passed.
 #
 # Usage: deploy/fleet-test.sh [path/to/scangate]   (default: .build/debug/scangate)
@@ -67,9 +68,9 @@ topic write scangate/door-1/status
 topic write scangate/door-1/state
 topic write scangate/door-1/reply
 topic write scangate/door-1/snapshot
+topic write scangate/door-1/decision
 topic read scangate/door-1/command
 topic read scangate/door-1/bundle
-topic read scangate/door-1/lock/set
 topic write homeassistant/+/door-1/#
 user watcher
 topic read scangate/#
@@ -246,6 +247,12 @@ sleep 2
 cat "$D/check.out"
 pass=$((pass + $(grep -c '^PASS' "$D/check.out"))); fail=$((fail + $(grep -c '^FAIL' "$D/check.out")))
 grep -q '^PASS\|^FAIL' "$D/check.out" || bad "the checker said nothing: $(tail -3 "$D/check.out")"
+# Home Assistant: every discovery payload against the documented keys, an event per decision.
+HA_BATCH=$BATCH "$PY" deploy/ha-schema.py "$D/seen.jsonl" "$D/audit.db" door-1 Sources/Base/Core/Verdict.swift FLEET-PASS-1 FLEET-STATIC-1 \
+  > "$D/ha.out" 2>&1
+cat "$D/ha.out"
+pass=$((pass + $(grep -c '^PASS' "$D/ha.out"))); fail=$((fail + $(grep -c '^FAIL' "$D/ha.out")))
+grep -q '^PASS\|^FAIL' "$D/ha.out" || bad "the Home Assistant checker said nothing: $(tail -3 "$D/ha.out")"
 # MQTT 3.1.1 has no Maximum Packet Size: the same publish is sent to the reader in full.
 # libmosquitto would buffer all of it (twice: 328 MB VmHWM); the reader drops the connection once
 # more than a packet's worth arrived without a whole packet, and reconnects.

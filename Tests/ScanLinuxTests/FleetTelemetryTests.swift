@@ -3,7 +3,7 @@ import ScanLinux
 import ScanService
 import Testing
 
-/// What the state topic says of the door (Home Assistant's binary sensors and lock read it),
+/// What the state topic says of the door (Home Assistant's binary sensors read it),
 /// following the door records the link publishes.
 @Suite struct FleetTelemetryTests {
   func record(_ kind: EventKind, code: Int64 = 0) -> AuditRecord {
@@ -12,22 +12,29 @@ import Testing
 
   func state(_ link: FleetLink) -> String { String(decoding: link.telemetry.stateJSON(link: link), as: UTF8.self) }
 
-  @Test("door contact, tamper and the strike follow the door records; unknown before the first")
+  @Test("door contact and tamper follow the door records; the lock says LOCKED only with the strike engaged and the door closed")
   func doorState() {
     var settings = FleetSettings()
     settings.brokers = ["mqtt://127.0.0.1:1"]
     settings.readerID = "door-1"
     let link = FleetLink(settings: settings, logPath: "/nonexistent/audit.db", auditLog: nil)
     let t = link.telemetry
-    #expect(!state(link).contains("door_contact") && !state(link).contains("tamper") && state(link).contains(#""lock":"LOCKED""#))
+    // Nothing known before the first door record: no key at all (Home Assistant shows unknown).
+    #expect(!state(link).contains("door_contact") && !state(link).contains("tamper") && !state(link).contains(#""lock""#))
+    // The strike alone (no contact record) says nothing about whether the door is locked.
+    t.noteDoor(record(.doorUnlocked))
+    t.noteDoor(record(.doorLocked))
+    #expect(!state(link).contains(#""lock""#))
     t.noteDoor(record(.doorUnlocked))
     t.noteDoor(record(.doorOpened))
     #expect(state(link).contains(#""door_contact":"ON""#) && state(link).contains(#""lock":"UNLOCKED""#))
     t.noteDoor(record(.doorClosed))
+    #expect(state(link).contains(#""door_contact":"OFF""#) && state(link).contains(#""lock":"UNLOCKED""#))
     t.noteDoor(record(.doorLocked))
     #expect(state(link).contains(#""door_contact":"OFF""#) && state(link).contains(#""lock":"LOCKED""#))
+    // Forced open with the strike engaged: the door is not locked.
     t.noteDoor(record(.doorForced))
-    #expect(state(link).contains(#""door_contact":"ON""#) && state(link).contains(#""lock":"LOCKED""#))
+    #expect(state(link).contains(#""door_contact":"ON""#) && state(link).contains(#""lock":"UNLOCKED""#))
     t.noteDoor(record(.tamper, code: 1))
     #expect(state(link).contains(#""tamper":"ON""#))
     t.noteDoor(record(.tamper, code: 0))

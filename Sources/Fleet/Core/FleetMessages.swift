@@ -19,8 +19,9 @@ public struct FleetTopics: Sendable, Equatable {
   public var reply: String { base + "/reply" }
   /// A snapshot command's PNG, QoS 1, not retained.
   public var snapshot: String { base + "/snapshot" }
-  /// Home Assistant's lock: OPEN from a dashboard.
-  public var lockSet: String { base + "/lock/set" }
+  /// Home Assistant's decision event entity: one message per decision (not retained: Home
+  /// Assistant ignores a retained event), `AuditRecord.homeAssistantEventJSON`.
+  public var decision: String { base + "/decision" }
 }
 
 /// A JSON object written field by field (keys are ours; values are escaped per RFC 8259).

@@ -1,18 +1,39 @@
+import ScanAudit
+import ScanBase
+
 /// Home Assistant MQTT discovery for one reader: retained config messages under the
 /// discovery prefix (`<prefix>/<component>/<reader id>/<object>/config`) that make the reader
-/// a device with a lock (OPEN), a last-decision sensor and a frame-rate sensor, all available
-/// while the reader's status topic says "online" (the last will says "offline").
+/// a device whose entities report only what the reader knows, all available while the reader's
+/// status topic says "online" (the last will says "offline"):
+/// - `event` "Decision": one event per decision (`event_types` = every verdict's name), its
+///   message published by the link on the `decision` topic as each decision record goes out
+///   (`AuditRecord.homeAssistantEventJSON`);
+/// - `sensor` "Last decision" (the verdict of the last decision published since the link
+///   started) and "Frame rate";
+/// - `binary_sensor`s from the door inputs, the emergency inputs and, with a door contact, the
+///   lock (device class `lock`: on = unlocked), each reading one key of the state topic, unknown
+///   until the reader knows it;
+/// - with a turnstile, an "Occupancy" sensor.
 ///
-/// Door contact and tamper binary sensors join through `binarySensors` when the reader has
-/// door inputs: each names its object id, its device class and the state JSON key it reads.
+/// No command entity (lock, button) is announced: nothing unsigned opens a door, and the reader
+/// acts on no Home Assistant command topic. A PIN-protected remote open is a later step; until
+/// then a dashboard open goes through a signed fleet command.
 public struct HomeAssistantDiscovery: Sendable {
   public let settings: FleetSettings
   public let version: String
-  /// Binary sensors from the door inputs (contact, tamper): (object id, name, device class,
-  /// state key holding "ON"/"OFF"). Empty until door inputs are configured.
+  /// Binary sensors from the door inputs (contact, tamper) and the emergency inputs (fire,
+  /// lockdown): (object id, name, device class, state key holding "ON"/"OFF").
   public var binarySensors: [(object: String, name: String, deviceClass: String, stateKey: String)] = []
   /// A turnstile's occupancy sensor (people in its area).
   public var occupancy = false
+  /// The lock as a read-only binary sensor: only with a door contact, whose state it needs to
+  /// say "locked" (the strike engaged and the door closed).
+  public var lock = false
+
+  /// The optional entities a reader may announce: a config topic of one of them not announced
+  /// now is cleared (an empty retained message removes the entity from Home Assistant), and so
+  /// is the command lock earlier versions announced.
+  static let optionalBinarySensors = ["door_contact", "tamper", "fire", "lockdown", "lock"]
 
   public init(settings: FleetSettings, version: String) {
     self.settings = settings
@@ -25,11 +46,28 @@ public struct HomeAssistantDiscovery: Sendable {
     "\(settings.homeAssistantPrefix)/\(component)/\(settings.readerID)/\(object)/config"
   }
 
-  /// The shared part of every entity: device, availability, unique id.
-  func common(_ object: String, name: String, into o: inout JSONObject) {
+  /// `<component>.scangate_<reader>_<object>` in the form Home Assistant accepts for an entity
+  /// id: lower-case letters, digits and single underscores inside (a reader id may hold '-'
+  /// and capitals).
+  public static func defaultEntityID(component: String, readerID: String, object: String) -> String {
+    var slug: [UInt8] = []
+    for b in "scangate_\(readerID)_\(object)".utf8 {
+      let lower = (b >= 0x41 && b <= 0x5A) ? b + 0x20 : b
+      if (lower >= 0x61 && lower <= 0x7A) || (lower >= 0x30 && lower <= 0x39) {
+        slug.append(lower)
+      } else if let last = slug.last, last != 0x5F {
+        slug.append(0x5F)  // one underscore for any run of others, none leading
+      }
+    }
+    if slug.last == 0x5F { slug.removeLast() }
+    return component + "." + String(decoding: slug, as: UTF8.self)
+  }
+
+  /// The shared part of every entity: device, availability, unique id, default entity id.
+  func common(_ component: String, _ object: String, name: String, into o: inout JSONObject) {
     o.add("name", name)
     o.add("unique_id", "scangate_\(settings.readerID)_\(object)")
-    o.add("object_id", "scangate_\(settings.readerID)_\(object)")
+    o.add("default_entity_id", Self.defaultEntityID(component: component, readerID: settings.readerID, object: object))
     o.add("availability_topic", topics.status)
     o.add("payload_available", "online")
     o.add("payload_not_available", "offline")
@@ -42,30 +80,42 @@ public struct HomeAssistantDiscovery: Sendable {
     o.add("device", raw: device.json)
   }
 
+  /// A binary sensor reading `stateKey` ("ON"/"OFF", or the given payloads); the key is absent
+  /// from the state topic until the reader knows it, and the template then renders "None",
+  /// which Home Assistant shows as unknown.
+  func binarySensor(
+    _ object: String, name: String, deviceClass: String, stateKey: String, on: String = "ON", off: String = "OFF"
+  ) -> (String, [UInt8]) {
+    var b = JSONObject()
+    common("binary_sensor", object, name: name, into: &b)
+    b.add("state_topic", topics.state)
+    b.add("value_template", "{{ value_json.\(stateKey) | default('None') }}")
+    if !deviceClass.isEmpty { b.add("device_class", deviceClass) }
+    b.add("payload_on", on)
+    b.add("payload_off", off)
+    return (configTopic("binary_sensor", object), b.bytes)
+  }
+
   /// (topic, retained payload) for every entity.
   public var messages: [(String, [UInt8])] {
     var out: [(String, [UInt8])] = []
-    var lock = JSONObject()
-    common("door", name: "Door", into: &lock)
-    lock.add("command_topic", topics.lockSet)
-    lock.add("payload_open", "OPEN")
-    lock.add("payload_lock", "LOCK")
-    lock.add("payload_unlock", "UNLOCK")
-    lock.add("state_topic", topics.state)
-    lock.add("value_template", "{{ value_json.lock }}")
-    lock.add("state_locked", "LOCKED")
-    lock.add("state_unlocked", "UNLOCKED")
-    out.append((configTopic("lock", "door"), lock.bytes))
+    var event = JSONObject()
+    common("event", "decision", name: "Decision", into: &event)
+    event.add("state_topic", topics.decision)
+    event.add("event_types", raw: "[" + Verdict.all.map { JSONObject.string($0.name) }.joined(separator: ",") + "]")
+    event.add("qos", 1)
+    event.add("icon", "mdi:qrcode-scan")
+    out.append((configTopic("event", "decision"), event.bytes))
 
     var decision = JSONObject()
-    common("last_decision", name: "Last decision", into: &decision)
+    common("sensor", "last_decision", name: "Last decision", into: &decision)
     decision.add("state_topic", topics.state)
     decision.add("value_template", "{{ value_json.last_decision }}")
     decision.add("icon", "mdi:qrcode-scan")
     out.append((configTopic("sensor", "last_decision"), decision.bytes))
 
     var fps = JSONObject()
-    common("fps", name: "Frame rate", into: &fps)
+    common("sensor", "fps", name: "Frame rate", into: &fps)
     fps.add("state_topic", topics.state)
     fps.add("value_template", "{{ value_json.fps }}")
     fps.add("unit_of_measurement", "fps")
@@ -74,18 +124,14 @@ public struct HomeAssistantDiscovery: Sendable {
     out.append((configTopic("sensor", "fps"), fps.bytes))
 
     for sensor in binarySensors {
-      var b = JSONObject()
-      common(sensor.object, name: sensor.name, into: &b)
-      b.add("state_topic", topics.state)
-      b.add("value_template", "{{ value_json.\(sensor.stateKey) }}")
-      if !sensor.deviceClass.isEmpty { b.add("device_class", sensor.deviceClass) }
-      b.add("payload_on", "ON")
-      b.add("payload_off", "OFF")
-      out.append((configTopic("binary_sensor", sensor.object), b.bytes))
+      out.append(binarySensor(sensor.object, name: sensor.name, deviceClass: sensor.deviceClass, stateKey: sensor.stateKey))
+    }
+    if lock {
+      out.append(binarySensor("lock", name: "Lock", deviceClass: "lock", stateKey: "lock", on: "UNLOCKED", off: "LOCKED"))
     }
     if occupancy {
       var o = JSONObject()
-      common("occupancy", name: "Occupancy", into: &o)
+      common("sensor", "occupancy", name: "Occupancy", into: &o)
       o.add("state_topic", topics.state)
       o.add("value_template", "{{ value_json.occupancy }}")
       o.add("unit_of_measurement", "people")
@@ -94,5 +140,38 @@ public struct HomeAssistantDiscovery: Sendable {
       out.append((configTopic("sensor", "occupancy"), o.bytes))
     }
     return out
+  }
+
+  /// Config topics to clear with an empty retained message: the command lock of earlier
+  /// versions and every optional entity not announced now.
+  public var retiredTopics: [String] {
+    var out = [configTopic("lock", "door")]
+    let announced = Set(binarySensors.map(\.object) + (lock ? ["lock"] : []))
+    for object in Self.optionalBinarySensors where !announced.contains(object) {
+      out.append(configTopic("binary_sensor", object))
+    }
+    if !occupancy { out.append(configTopic("sensor", "occupancy")) }
+    return out
+  }
+}
+
+extension AuditRecord {
+  /// The message of Home Assistant's decision event entity (nil unless a decision): its
+  /// `event_type` (the verdict's name), the entry's label, which rule decided (`by`:
+  /// allow-list, credential, or none), the reader, the keyed tag, the record's sequence and
+  /// time. Never the payload nor any unkeyed digest of it, whatever `log.raw_payloads` says.
+  /// A turnstile's direction is not on a decision record (the passage records carry it), so it
+  /// is not here either.
+  public func homeAssistantEventJSON(readerID: String) -> [UInt8]? {
+    guard kind == .decision, let verdict else { return nil }
+    var o = JSONObject()
+    o.add("event_type", verdict.name)
+    if !label.isEmpty { o.add("label", label) }
+    o.add("by", detail.isEmpty ? "none" : detail)
+    o.add("reader", readerID)
+    if tag.count == PayloadTag.shownBytes * 2 { o.add("tag", tag) }
+    o.add("seq", sequence)
+    o.add("time", RFC3339.format(wallNanoseconds / 1_000_000_000))
+    return o.bytes
   }
 }

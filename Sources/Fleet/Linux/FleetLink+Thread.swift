@@ -212,8 +212,24 @@ struct FleetLinkRun {
         return
       }
       link.publishedCount.wrappingAdd(1, ordering: .relaxed)
-      if record.kind == .decision { link.telemetry.noteDecision(record) } else { link.telemetry.noteDoor(record) }
+      if record.kind == .decision {
+        link.telemetry.noteDecision(record)
+        publishDecisionEvent(record, client: c)
+      } else {
+        link.telemetry.noteDoor(record)
+      }
     }
+  }
+
+  /// Home Assistant's decision event, right behind the record's event message: one per decision
+  /// record published (so one per decision, repeats included, paced and batched with the records;
+  /// a record published again after a lost connection is announced again). Not retained (Home
+  /// Assistant ignores a retained event); QoS 1, its PUBACK is not the record's.
+  private func publishDecisionEvent(_ record: AuditRecord, client c: MQTTClient) {
+    guard !link.settings.homeAssistantPrefix.isEmpty,
+      let payload = record.homeAssistantEventJSON(readerID: link.settings.readerID)
+    else { return }
+    _ = try? c.publish(topic: topics.decision, payload, qos: 1, retain: false)
   }
 
   private func finish(sayOffline: Bool) {

@@ -67,7 +67,8 @@ public final class FleetLink: @unchecked Sendable {
   /// topic and Home Assistant's sensors).
   public let telemetry = FleetTelemetry()
   /// The door inputs this reader has (set before `start`): each becomes a Home Assistant
-  /// binary sensor reading the state topic, which follows the door records of the log.
+  /// binary sensor reading the state topic, which follows the door records of the log (with a
+  /// contact, so does the lock's).
   public var doorSensors: (contact: Bool, tamper: Bool) = (false, false)
 
   public init(settings: FleetSettings, logPath: String, auditLog: (any AuditLogProgress)?) {
@@ -168,6 +169,10 @@ public final class FleetLink: @unchecked Sendable {
         discovery.binarySensors.append(("lockdown", "Lockdown", "", "lockdown"))
       }
       discovery.occupancy = telemetry.occupancy != nil
+      discovery.lock = doorSensors.contact
+      for topic in discovery.retiredTopics {
+        _ = try? client.publish(topic: topic, [], qos: 1, retain: true)
+      }
       for (topic, payload) in discovery.messages {
         _ = try? client.publish(topic: topic, payload, qos: 1, retain: true)
       }
@@ -292,7 +297,9 @@ public final class FleetTelemetry: @unchecked Sendable {
     o.add("fps", raw: "\(f / 100).\(f % 100 < 10 ? "0" : "")\(f % 100)")
     o.add("acked_seq", link.acknowledgedThrough)
     o.add("offline_policy_active", link.isOffline)
-    o.add("lock", unlocked ? "UNLOCKED" : "LOCKED")
+    // Locked only as far as the reader can tell: the strike engaged and the door contact saying
+    // closed. Without a contact (or before its first record) the key is absent: unknown.
+    if let doorOpen { o.add("lock", unlocked || doorOpen ? "UNLOCKED" : "LOCKED") }
     if let doorOpen { o.add("door_contact", doorOpen ? "ON" : "OFF") }
     if let tamperActive { o.add("tamper", tamperActive ? "ON" : "OFF") }
     if emergency {
