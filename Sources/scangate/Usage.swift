@@ -56,7 +56,10 @@ enum Usage {
       lines: [
         "log [--config FILE | --db FILE] [--since TIME] [--limit N] [--json | --csv]",
         "log verify [--config FILE | --db FILE] [--key FILE] [--head SEQ:HEX]",
-      ], summary: "read the audit log (--csv: RFC 4180 for auditors); verify: check its keyed chain and sequence, and with a published chain head that nothing was cut or re-chained"),
+      ],
+      summary:
+        "read the audit log (--csv: RFC 4180 for auditors); verify: check its keyed chain and sequence, "
+        + "and with a published chain head that nothing was cut or re-chained"),
     CommandUsage(
       name: "allow-list",
       lines: [
