@@ -62,6 +62,13 @@ import Testing
     #expect(!file(dir + "/allow-list.txt").contains("bob"))
     (status, reply) = console("ENROL LAST label=alice")
     #expect(status == 1 && reply.contains("ERR 409") && reply.contains("label alice is used"), "\(reply)")
+    // A file that cannot be written (a directory where the durable write's temporary goes):
+    // refused, the file and the live list as they were.
+    #expect(mkdir(dir + "/allow-list.txt.tmp", 0o755) == 0)
+    (status, reply) = console("ENROL LAST label=bob")
+    #expect(status == 1 && reply.contains("ERR 503 the allow-list file cannot be written"), "\(reply)")
+    #expect(file(dir + "/allow-list.txt") == comment + "\ntext:ALICE-0001 label=alice\n")
+    rmdir(dir + "/allow-list.txt.tmp")
     (status, reply) = console("ENROL LAST label=bob")
     #expect(status == 0 && reply.contains(" enrolled bob tag=") && reply.contains(" allow-list version "), "\(reply)")
     #expect(!reply.contains("sha256") && !reply.contains("BOB-0002"), "only the keyed tag leaves the reader: \(reply)")
