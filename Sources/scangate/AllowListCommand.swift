@@ -136,7 +136,7 @@ enum AllowListCommand {
       return 0
     }
     var status = stat()
-    let mode = (try? syscall("stat", { stat(path, &status) })) != nil ? UInt32(status.st_mode & 0o7777) : 0o640
+    let mode = (try? syscall("stat", { stat(path, &status) })) != nil ? UInt32(status.st_mode & 0o777) : 0o640
     do { try writeFileAtomically(path, text, mode: mode) } catch { return refuse("\(error)") }
     print("\(path): \(summary); the reader reloads it (allow_list.watch, systemctl reload scangate or RELOAD)")
     return 0

@@ -105,9 +105,11 @@ extension RunLoop where Source: ~Copyable, Decoder: ~Copyable, Relay: ~Copyable,
       return .refused(code: 409, reason: "the edited allow-list would not load (\(error)): nothing written")
     }
     var status = stat()
-    let mode = (try? syscall("stat", { stat(path, &status) })) != nil ? UInt32(status.st_mode & 0o7777) : 0o640
+    let mode = (try? syscall("stat", { stat(path, &status) })) != nil ? UInt32(status.st_mode & 0o777) : 0o640
     do { try writeFileAtomically(path, edited, mode: mode) } catch {
-      return .refused(code: 503, reason: "the allow-list file cannot be written (\(error.reason)): nothing changed")
+      return .refused(
+        code: 503,
+        reason: "the allow-list file cannot be written (\(error.reason)): nothing changed (the service writes only under its state directory: docs/admin.md)")
     }
     if let error = reloadAllowList() {
       return .refused(code: 500, reason: "the file was written but did not reload (\(error)); the live list stays")
