@@ -147,6 +147,11 @@ import Testing
     let text = file(dir + "/allow-list.txt")
     #expect(text.hasPrefix(comment + "\ntext:ALICE-0001 label=alice until=2027-06-01T00:00:00Z\nsha256:"), "\(text)")
     #expect(!text.contains("CAROL") && !text.contains("DAVE") && text.contains(" label=dave schedule=evenings\n"))
+    // The payload with a quote, a comma and a line break is what Python wrote: its SHA-256 by hashlib.
+    let (_, digest) = runCommand([
+      "/usr/bin/python3", "-c", "import hashlib; print(hashlib.sha256(b'CAROL, \"the\" 3rd\\nline').hexdigest())",
+    ])
+    #expect(digest.count == 65 && text.contains("sha256:\(digest.dropLast()) label=carol until=2027-01-01T00:00:00Z\n"), "\(digest) \(text)")
     (status, output) = runCommand([scangateBinary, "allow-list", "export", "--csv", "--config", dir + "/config.toml"])
     #expect(status == 0)
     writeFile(dir + "/export.csv", output.split(separator: "\n", omittingEmptySubsequences: false).filter { !$0.hasPrefix("scangate") }.joined(separator: "\n"))
@@ -162,5 +167,14 @@ import Testing
       ], "\(rows)")
     #expect(!output.contains("ALICE-0001") && !output.contains("CAROL"), "export never shows a payload")
     #expect(!output.contains(try! Regex("[0-9a-f]{64}")), "nor a digest: \(output)")
+    // --remove-missing: labelled entries no row names go; a hand-written entry without a label stays.
+    writeFile(dir + "/allow-list.txt", file(dir + "/allow-list.txt") + "text:NOLABEL-9\n")
+    writeFile(dir + "/dave.csv", "label,schedule\r\ndave,evenings\r\n")
+    (status, output) = runCommand([
+      scangateBinary, "allow-list", "import", "--csv", dir + "/dave.csv", "--remove-missing", "--config", dir + "/config.toml",
+    ])
+    #expect(status == 0 && output.contains("removed alice") && output.contains("removed carol") && output.contains("1 unchanged"), "\(output)")
+    let left = file(dir + "/allow-list.txt")
+    #expect(left.hasPrefix(comment + "\nsha256:") && left.hasSuffix(" label=dave schedule=evenings\ntext:NOLABEL-9\n"), "\(left)")
   }
 }
