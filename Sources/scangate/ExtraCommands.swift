@@ -19,6 +19,7 @@ enum ExtraCommands {
     case "snapshot": return SnapshotCommand.run(arguments)
     case "probe": return ProbeCommand.run(arguments)
     case "fleet": return FleetToolCommand.run(arguments)
+    case "allow-list": return AllowListCommand.run(arguments)
     default: return nil
     }
   }

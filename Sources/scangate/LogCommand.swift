@@ -13,7 +13,7 @@ enum LogCommand {
       var arguments = arguments
       let verify = arguments.first == "verify"
       if verify { arguments.removeFirst() }
-      let options = try Options(arguments, valued: ["config", "db", "since", "limit", "key", "head"], known: ["json"])
+      let options = try Options(arguments, valued: ["config", "db", "since", "limit", "key", "head"], known: ["json", "csv"])
       var path = options.value("db")
       var keyPath = options.value("key")
       var fleetStatePath: String? = nil
@@ -49,10 +49,14 @@ enum LogCommand {
         since = ns
       }
       let limit = Int64(try options.integer("limit", default: Int.max, range: 1...Int.max))
-      let json = options.flag("json")
+      let json = options.flag("json"), csv = options.flag("csv")
+      guard !(json && csv) else { throw ParseError(message: "give --json or --csv, not both") }
+      if csv { print(CSV.record(csvColumns), terminator: "") }
       do {
         try store.read(sinceNanoseconds: since, limit: limit) { r in
-          if json {
+          if csv {
+            print(CSV.record(csvRow(r)), terminator: "")
+          } else if json {
             print(
               "{\"seq\":\(r.sequence),\"run\":\(r.run),\"event\":\(r.eventSequence),\"time\":\(jsonString(RFC3339.format(r.wallNanoseconds / 1_000_000_000))),"
                 + "\"time_ns\":\(r.wallNanoseconds),\"kind\":\(jsonString(r.kind.name)),\"verdict\":\(jsonString(r.verdict?.name ?? "")),"
@@ -72,6 +76,23 @@ enum LogCommand {
       writeStandardError("scangate log: \(error)\n")
       return 2
     }
+  }
+
+  /// `--csv`'s columns: the JSON form's keys, in its order.
+  static let csvColumns = [
+    "seq", "run", "event", "time", "time_ns", "kind", "verdict", "format", "variant", "tag", "label", "payload", "code",
+    "detail", "decode_us", "decide_us", "edge_us",
+  ]
+
+  /// One record as `--csv` writes it. Text a person or a printed code chose (label, payload,
+  /// detail) is made inert for spreadsheets (`CSV.inert`: a leading `'` before `=`, `+`, `-`, `@`).
+  static func csvRow(_ r: AuditRecord) -> [String] {
+    [
+      String(r.sequence), String(r.run), String(r.eventSequence), RFC3339.format(r.wallNanoseconds / 1_000_000_000),
+      String(r.wallNanoseconds), r.kind.name, r.verdict?.name ?? "", r.format, r.variant, r.tag, CSV.inert(r.label),
+      CSV.inert(r.payload), String(r.code), CSV.inert(r.detail), String(r.decodeMicroseconds), String(r.decideMicroseconds),
+      String(r.edgeMicroseconds),
+    ]
   }
 
   /// 0 only for a keyed chain that verifies (and contains the published head, if one is given).

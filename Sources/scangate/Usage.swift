@@ -54,9 +54,21 @@ enum Usage {
     CommandUsage(
       name: "log",
       lines: [
-        "log [--config FILE | --db FILE] [--since TIME] [--limit N] [--json]",
+        "log [--config FILE | --db FILE] [--since TIME] [--limit N] [--json | --csv]",
         "log verify [--config FILE | --db FILE] [--key FILE] [--head SEQ:HEX]",
-      ], summary: "read the audit log; verify: check its keyed chain and sequence, and with a published chain head that nothing was cut or re-chained"),
+      ],
+      summary:
+        "read the audit log (--csv: RFC 4180 for auditors); verify: check its keyed chain and sequence, "
+        + "and with a published chain head that nothing was cut or re-chained"),
+    CommandUsage(
+      name: "allow-list",
+      lines: [
+        "allow-list import --csv FILE [--dry-run] [--keep-text] [--remove-missing] [--config FILE]",
+        "allow-list export --csv [--config FILE] [--key FILE]",
+      ],
+      summary:
+        "people from a CSV (payload or sha256, label, schedule, from, until, card, static, lockdown): added or changed by label, "
+        + "hand-written lines kept; export: labels, keyed tags and flags, never payloads or digests"),
     CommandUsage(
       name: "tag", lines: ["tag [--config FILE | --key FILE] (PAYLOAD | - | --sha256 HEX)"],
       summary: "the keyed tag a payload has on this reader (as LAST, WATCH, the log and fleet events show it); needs the tag key: run as root"),

@@ -57,8 +57,10 @@ import Testing
 
   @Test("operator verbs are marked")
   func operatorVerbs() {
-    // Acting on the door, or showing a credential (log bodies, frames, CHECK's answers).
-    #expect(Set(ConsoleVerb.allCases.filter(\.needsOperator)) == [.open, .reload, .selftest, .log, .snapshot, .check])
+    // Acting on the door, or showing a credential (log bodies, frames, CHECK's answers), or
+    // managing the people on the allow-list.
+    #expect(
+      Set(ConsoleVerb.allCases.filter(\.needsOperator)) == [.open, .reload, .selftest, .log, .snapshot, .check, .enrol, .remove, .list])
   }
 }
 

@@ -53,7 +53,11 @@ import Testing
   @Test("scangate --help lists every subcommand; scangate with no command is an error")
   func overview() {
     let names = Set(Self.advertisedLines().compactMap { Self.words($0).first })
-    #expect(names == ["run", "demo", "decode", "check-config", "probe", "console", "log", "tag", "snapshot", "soak", "credential", "fleet", "version"])
+    #expect(
+      names == [
+        "run", "demo", "decode", "check-config", "probe", "console", "log", "allow-list", "tag", "snapshot", "soak",
+        "credential", "fleet", "version",
+      ])
     for flag in ["-h", "help"] {
       let (status, output) = runCommand([scangateBinary, flag], timeoutSeconds: 30)
       #expect(status == 0 && output.hasPrefix("usage: scangate <command>"), "\(flag): \(output)")

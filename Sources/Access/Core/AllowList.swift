@@ -145,6 +145,12 @@ public struct AllowListTable: ~Copyable {
   /// The card number of entry `index` (`card=`), if it has one.
   public func card(_ index: Int) -> CardNumber? { cards[index] }
 
+  /// Entry `index`'s digest (the SHA-256 of its payload): for tagging inside the reader only,
+  /// never shown (a short payload's SHA-256 can be searched offline).
+  package func digest(_ index: Int) -> Digest { digests[index] }
+  /// Whether entry `index` has a validity window (`from=` or `until=`).
+  public func hasWindow(_ index: Int) -> Bool { validFrom[index] != .min || validUntil[index] != .max }
+
   /// The label bytes (escaped form, as written in the file) of entry `index`.
   public func label(_ index: Int) -> UnsafeRawBufferPointer {
     UnsafeRawBufferPointer(rebasing: labels[(index * AllowListLimits.labelBytesMax)..<(index * AllowListLimits.labelBytesMax + Int(labelLengths[index]))])
@@ -182,6 +188,21 @@ public struct AllowList: ~Copyable {
   public func isLockdown(_ index: Int) -> Bool { tables[liveIndex].isLockdown(index) }
   /// The card number of live entry `index`, if it has one.
   public func card(_ index: Int) -> CardNumber? { tables[liveIndex].card(index) }
+
+  /// Live entry `index`'s digest (inside the reader only: see `AllowListTable.digest`).
+  package func digest(_ index: Int) -> Digest { tables[liveIndex].digest(index) }
+  /// Whether live entry `index` has a `from=`/`until=` window.
+  public func hasWindow(_ index: Int) -> Bool { tables[liveIndex].hasWindow(index) }
+  /// Whether live entry `index` names a schedule.
+  public func hasSchedule(_ index: Int) -> Bool { tables[liveIndex].scheduleKey(index) != 0 }
+  /// Live entry `index`'s label bytes (as written in the file).
+  public func withLabel<R>(_ index: Int, _ body: (UnsafeRawBufferPointer) -> R) -> R { body(tables[liveIndex].label(index)) }
+
+  /// Whether `text` would load, parsed into the spare table (the live list is untouched, and
+  /// nothing is recorded): an edit is checked before it is written.
+  public mutating func validate(_ text: [UInt8], digester: some PayloadDigester) -> AllowListError? {
+    AllowListParser.parse(text, limits: limits, digester: digester, into: &tables[1 - liveIndex])
+  }
 
   /// Copies entry `index`'s label into `out`; returns the byte count.
   public func copyLabel(_ index: Int, into out: UnsafeMutableRawBufferPointer) -> Int {

@@ -83,6 +83,9 @@ public struct AuditRecord: Equatable, Sendable {
     case .command, .authFailure:
       payload = e.withPayload { PayloadEscaping.escaped($0) }
       code = Int64(e.code)
+      // ENROL and REMOVE name the entry they changed: its label and keyed tag.
+      if e.tag != .zero { tag = PayloadTag.hex(e.tag) }
+      label = e.withLabel { String(decoding: $0, as: UTF8.self) }
     case .fault, .state:
       code = Int64(e.code)
       detail = FaultCode(rawValue: e.code)?.name ?? "code-\(e.code)"

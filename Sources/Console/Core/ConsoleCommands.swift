@@ -239,6 +239,16 @@ public final class ConsoleCommands<Clock: MonotonicClock> {
         w.write(sequence)
         w.write(" selftest: grant, deny and fault patterns, relay 200 ms\n")
       }
+    case .enrol, .remove: changeAllowList(request, argument: argument, slot: slot, host: &host, output: output)
+    case .list:
+      output.send(slot) { w in
+        let (shown, total) = host.writeEntries(min(request.number ?? 50, 200), into: &w)
+        w.write("OK list ")
+        w.write(shown)
+        w.write(" of ")
+        w.write(total)
+        w.write(" entries\n")
+      }
     case .snapshot:
       switch host.startSnapshot(for: ticket(slot), text: request.flag) {
       case .started: break  // the host replies when the frame is in
@@ -412,6 +422,40 @@ public final class ConsoleCommands<Clock: MonotonicClock> {
         w.write(": only it lifts it")
       case .unknownCredential: w.write("ERR 404 no anti-passback record for that credential")
       case .notDurable: w.write("ERR 503 could not be written durably: nothing changed")
+      }
+      w.newline()
+    }
+  }
+
+  /// ENROL LAST / REMOVE (operator): the host edits the file, reloads and records who did it.
+  private func changeAllowList<Host: ConsoleHost & ~Copyable>(
+    _ request: ConsoleRequest, argument: UnsafeRawBufferPointer, slot: Int, host: inout Host, output: some ConsoleOutput
+  ) {
+    let peer = sessions[slot].peer
+    let label = UnsafeRawBufferPointer(rebasing: argument[0..<request.labelCount])
+    let schedule = UnsafeRawBufferPointer(rebasing: argument[request.labelCount...])
+    let change = withUnsafeTemporaryAllocation(byteCount: 48, alignment: 1) { buffer in
+      var w = ByteWriter(buffer)
+      Self.writePeer(peer, into: &w)
+      return request.verb == .enrol
+        ? host.enrolLast(label: label, schedule: schedule, who: w.written) : host.removeEntry(label: label, who: w.written)
+    }
+    output.send(slot) { w in
+      switch change {
+      case .enrolled(let tag, let version, let sequence), .removed(let tag, let version, let sequence):
+        w.write("OK #")
+        w.write(sequence)
+        w.write(request.verb == .enrol ? " enrolled " : " removed ")
+        w.write(bytes: label)
+        w.write(" tag=")
+        w.write(tag)
+        w.write(" allow-list version ")
+        w.write(version)
+      case .refused(let code, let reason):
+        w.write("ERR ")
+        w.write(code)
+        w.write(" ")
+        ConsoleText.writeSanitized(reason, into: &w)
       }
       w.newline()
     }

@@ -36,6 +36,25 @@ public protocol ConsoleHost: ~Copyable {
   /// LOCKDOWN ON/OFF, TURNSTILE FORGIVE/RESET by an operator (`who`: the session, as records
   /// name it): carried out by the participant that owns it; nil when none does (not configured).
   mutating func perform(_ action: ConsoleAction, who: UnsafeRawBufferPointer) -> ConsoleActionOutcome?
+  /// ENROL LAST (operator `who`): the last decision's code, when it was denied as unknown, is
+  /// added to the allow-list file as a digest entry with `label` and `schedule` (empty: none),
+  /// written durably and reloaded; recorded with who once done.
+  mutating func enrolLast(label: UnsafeRawBufferPointer, schedule: UnsafeRawBufferPointer, who: UnsafeRawBufferPointer) -> AllowListChange
+  /// REMOVE label=... (operator `who`): that entry's line is taken out of the file the same way.
+  mutating func removeEntry(label: UnsafeRawBufferPointer, who: UnsafeRawBufferPointer) -> AllowListChange
+  /// LIST: up to `count` live entries as `| ` lines (label, tag, flags; never a payload or a
+  /// digest); returns how many were written and how many there are.
+  func writeEntries(_ count: Int, into w: inout ByteWriter) -> (shown: Int, total: Int)
+}
+
+/// What became of ENROL or REMOVE.
+public enum AllowListChange: Equatable, Sendable {
+  /// The entry is in the file and live: its keyed tag's shown digits, the list's version, the
+  /// record's sequence.
+  case enrolled(tag: String, version: Int, sequence: UInt64)
+  case removed(tag: String, version: Int, sequence: UInt64)
+  /// Nothing changed (the file and the live list are as they were): the console's code and why.
+  case refused(code: Int, reason: String)
 }
 
 /// What became of a LOCKDOWN or TURNSTILE action.
@@ -57,6 +76,13 @@ extension ConsoleHost where Self: ~Copyable {
   public func clockReport() -> ClockReport? { nil }
   public mutating func resetClockFloor() -> (before: Int64, after: Int64)? { nil }
   public mutating func perform(_ action: ConsoleAction, who: UnsafeRawBufferPointer) -> ConsoleActionOutcome? { nil }
+  public mutating func enrolLast(
+    label: UnsafeRawBufferPointer, schedule: UnsafeRawBufferPointer, who: UnsafeRawBufferPointer
+  ) -> AllowListChange { .refused(code: 503, reason: "this reader does not edit its allow-list") }
+  public mutating func removeEntry(label: UnsafeRawBufferPointer, who: UnsafeRawBufferPointer) -> AllowListChange {
+    .refused(code: 503, reason: "this reader does not edit its allow-list")
+  }
+  public func writeEntries(_ count: Int, into w: inout ByteWriter) -> (shown: Int, total: Int) { (0, 0) }
 }
 
 /// The clock as CLOCK and STATUS show it (docs/credentials.md, "Time").

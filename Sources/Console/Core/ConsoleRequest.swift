@@ -7,6 +7,7 @@ public enum ConsoleVerb: UInt8, CaseIterable, Sendable {
   case door
   case clock
   case lockdown, turnstile
+  case enrol, remove, list
 
   public var name: String {
     switch self {
@@ -28,14 +29,18 @@ public enum ConsoleVerb: UInt8, CaseIterable, Sendable {
     case .clock: "CLOCK"
     case .lockdown: "LOCKDOWN"
     case .turnstile: "TURNSTILE"
+    case .enrol: "ENROL"
+    case .remove: "REMOVE"
+    case .list: "LIST"
     }
   }
 
   /// Commands that need AUTH: they act on the door or change state (OPEN, RELOAD, SELFTEST),
-  /// or they would show a credential (LOG bodies, SNAPSHOT frames, CHECK answers guesses).
+  /// or they would show a credential (LOG bodies, SNAPSHOT frames, CHECK answers guesses);
+  /// ENROL, REMOVE and LIST manage the people on the allow-list.
   public var needsOperator: Bool {
     switch self {
-    case .open, .reload, .selftest, .log, .snapshot, .check: true
+    case .open, .reload, .selftest, .log, .snapshot, .check, .enrol, .remove, .list: true
     case .help, .version, .status, .stats, .last, .watch, .auth, .quit, .door, .clock, .lockdown, .turnstile: false
     }
   }
@@ -43,10 +48,10 @@ public enum ConsoleVerb: UInt8, CaseIterable, Sendable {
   /// Commands recorded in the audit log when an operator runs them (the rest are counted).
   public var isAuditedForOperator: Bool {
     switch self {
-    case .open, .reload, .selftest, .log, .snapshot, .check, .last, .watch: true
+    case .open, .reload, .selftest, .log, .snapshot, .check, .last, .watch, .list: true
     // CLOCK FLOOR RESET records itself once done, with the floor before and after and who.
-    // LOCKDOWN ON/OFF, TURNSTILE FORGIVE/RESET record themselves once done, with who.
-    case .help, .version, .status, .stats, .auth, .quit, .door, .clock, .lockdown, .turnstile: false
+    // LOCKDOWN ON/OFF, TURNSTILE FORGIVE/RESET, ENROL and REMOVE record themselves once done, with who.
+    case .help, .version, .status, .stats, .auth, .quit, .door, .clock, .lockdown, .turnstile, .enrol, .remove: false
     }
   }
 
@@ -72,6 +77,9 @@ public enum ConsoleVerb: UInt8, CaseIterable, Sendable {
     case .lockdown: "LOCKDOWN [ON|OFF]   fire and lockdown; operator: latch or lift a lockdown (only its own)"
     case .turnstile:
       "TURNSTILE [FORGIVE LAST|<tag>|RESET] the turnstile; operator: forgive anti-passback, reset occupancy"
+    case .enrol: "ENROL LAST label=<label> [schedule=<name>] operator: put the last denied code on the allow-list"
+    case .remove: "REMOVE label=<label>  operator: take that entry off the allow-list"
+    case .list: "LIST [n]            operator: the allow-list's labels, tags and flags (default 50, max 200)"
     }
   }
 }
@@ -95,6 +103,11 @@ public struct ConsoleError: Error, Equatable, Sendable {
   public static let needsAuth = ConsoleError(401, "operator command: AUTH first")
   public static let lineTooLong = ConsoleError(413, "line too long (max 512 bytes)")
   public static let throttled = ConsoleError(429, "too many lines; slow down (lines are dropped)")
+  public static let badLabel = ConsoleError(
+    400, "label=: 1 to 48 of letters, digits, '.', '_', '-', '@', '+' (ENROL LAST label=<label> [schedule=<name>])")
+  public static let badSchedule = ConsoleError(400, "schedule=: names are 1 to 32 of a-z, 0-9, '-', '_'")
+  public static let noZones = ConsoleError(
+    400, "zones=: allow-list entries have no zones (zones are for signed passes); use schedule=")
 }
 
 /// What LOCKDOWN and TURNSTILE are asked to do.
@@ -118,6 +131,9 @@ public struct ConsoleRequest: Sendable {
   public var flag = false
   /// What LOCKDOWN or TURNSTILE is asked to do (`.show`: only report).
   public var action = ConsoleAction.show
+  /// ENROL: the label is the argument's first `labelCount` bytes, the schedule name (if any) the rest.
+  /// REMOVE: the label is the whole argument.
+  public var labelCount = 0
 
   /// Whether this request needs AUTH: an operator verb, or a state change of CLOCK, LOCKDOWN or
   /// TURNSTILE (the bare verbs are read-only).
@@ -132,15 +148,16 @@ public struct ConsoleRequest: Sendable {
   ) -> Result<ConsoleRequest, ConsoleError>? {
     argumentCount = 0
     for b in line where (b < 0x20 && b != 0x09) || b >= 0x7F { return .failure(.malformed) }
-    // Words: at most three (verb and two arguments), split on spaces and tabs.
-    var starts = InlineArray<3, Int>(repeating: 0)
-    var ends = InlineArray<3, Int>(repeating: 0)
+    // Words: at most five (verb and four arguments: ENROL's; three for every other verb), split
+    // on spaces and tabs.
+    var starts = InlineArray<5, Int>(repeating: 0)
+    var ends = InlineArray<5, Int>(repeating: 0)
     var words = 0
     var i = 0
     while i < line.count {
       while i < line.count && (line[i] == 0x20 || line[i] == 0x09) { i += 1 }
       guard i < line.count else { break }
-      guard words < 3 else { return .failure(.tooManyArguments) }
+      guard words < 5 else { return .failure(.tooManyArguments) }
       starts[words] = i
       while i < line.count && line[i] != 0x20 && line[i] != 0x09 { i += 1 }
       ends[words] = i
@@ -151,11 +168,23 @@ public struct ConsoleRequest: Sendable {
     guard let verb = ConsoleVerb.allCases.first(where: { equalsIgnoringCase(word(0), $0.name) }) else {
       return .failure(.unknownVerb)
     }
+    guard words <= 3 || verb == .enrol else { return .failure(.tooManyArguments) }
     var request = ConsoleRequest(verb: verb)
     switch verb {
     case .help, .version, .status, .stats, .quit, .reload, .selftest, .door:
       guard words == 1 else { return .failure(.tooManyArguments) }
-    case .last, .log, .open:
+    case .enrol:
+      guard words >= 3, equalsIgnoringCase(word(1), "LAST") else { return .failure(.badArgument) }
+      return parseEnrol(words: words, word, argument: argument, argumentCount: &argumentCount)
+    case .remove:
+      guard words == 2 else { return .failure(.badArgument) }
+      guard let label = value(word(1), key: "label="), label.count > 0, label.count <= LabelLimits.bytesMax,
+        label.allSatisfy({ AllowListEdit.isLabelByte($0) })
+      else { return .failure(.badLabel) }
+      argument.copyMemory(from: label)
+      argumentCount = label.count
+      request.labelCount = label.count
+    case .last, .log, .open, .list:
       guard words <= 2 else { return .failure(.tooManyArguments) }
       if words == 2 {
         guard let n = parseNumber(word(1)), n > 0 else { return .failure(.badArgument) }
@@ -220,6 +249,51 @@ public struct ConsoleRequest: Sendable {
       argumentCount = n
     }
     return .success(request)
+  }
+
+  /// ENROL LAST's fields: `label=` (required), `schedule=`; `zones=` is refused by name.
+  private static func parseEnrol(
+    words: Int, _ word: (Int) -> UnsafeRawBufferPointer, argument: UnsafeMutableRawBufferPointer, argumentCount: inout Int
+  ) -> Result<ConsoleRequest, ConsoleError>? {
+    var request = ConsoleRequest(verb: .enrol)
+    var label: UnsafeRawBufferPointer? = nil
+    var schedule: UnsafeRawBufferPointer? = nil
+    for k in 2..<words {
+      if let v = value(word(k), key: "label=") {
+        guard label == nil, v.count > 0, v.count <= LabelLimits.bytesMax, v.allSatisfy({ AllowListEdit.isLabelByte($0) }) else {
+          return .failure(.badLabel)
+        }
+        label = v
+      } else if let v = value(word(k), key: "schedule=") {
+        guard schedule == nil, v.count > 0, v.count <= 32, v.allSatisfy({ isScheduleByte($0) }) else { return .failure(.badSchedule) }
+        schedule = v
+      } else if value(word(k), key: "zones=") != nil {
+        return .failure(.noZones)
+      } else {
+        return .failure(.badArgument)
+      }
+    }
+    guard let label else { return .failure(.badLabel) }
+    argument.copyMemory(from: label)
+    request.labelCount = label.count
+    argumentCount = label.count
+    if let schedule {
+      UnsafeMutableRawBufferPointer(rebasing: argument[label.count...]).copyMemory(from: schedule)
+      argumentCount += schedule.count
+    }
+    return .success(request)
+  }
+
+  /// The bytes after `key` (matched exactly, lowercase) in `word`, or nil.
+  static func value(_ word: UnsafeRawBufferPointer, key: StaticString) -> UnsafeRawBufferPointer? {
+    let k = UnsafeRawBufferPointer(start: key.utf8Start, count: key.utf8CodeUnitCount)
+    guard word.count >= k.count, word.starts(with: k) else { return nil }
+    return UnsafeRawBufferPointer(rebasing: word[k.count...])
+  }
+
+  /// A byte of a schedule name (ScheduleSet.validName: a-z, 0-9, '-', '_').
+  static func isScheduleByte(_ b: UInt8) -> Bool {
+    (b >= 0x61 && b <= 0x7A) || (b >= 0x30 && b <= 0x39) || b == 0x2D || b == 0x5F
   }
 
   static func equalsIgnoringCase(_ word: UnsafeRawBufferPointer, _ name: String) -> Bool {

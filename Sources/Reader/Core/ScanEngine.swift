@@ -48,6 +48,9 @@ public struct ScanEngine<
   private var pendingEdgeFrom: Instant? = nil
   /// The last decision, for STATUS and snapshots.
   public private(set) var lastDecision: ScanEvent? = nil
+  /// The SHA-256 of the last decision's payload (the event keeps at most 64 bytes of it), for
+  /// the console's ENROL LAST. Never shown: only its keyed tag leaves the reader.
+  package private(set) var lastDecisionDigest = Digest.zero
   /// Exposure of a recent frame (sampled every 16 frames).
   public private(set) var exposure = ExposureMetrics()
   /// Size and sharpness of the last code decided on (aiming hints).
@@ -232,6 +235,7 @@ public struct ScanEngine<
     for i in 0..<heldEdgeCount { events.append(heldEdges[i]) }
     heldEdgeCount = 0
     lastDecision = e
+    lastDecisionDigest = digest
   }
 
   private var lastEdgeMicroseconds: UInt32? = nil
