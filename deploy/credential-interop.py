@@ -108,6 +108,25 @@ p = run("credential", "issue", "--key", f"{W}/issuer.key", "--kid", "hq-2026", "
 m = Sign1Message.decode(b45decode(p.stdout.strip()[4:]))
 check("credential issue --lockdown writes the claim 7: true (read by cbor2)",
       cbor2.loads(m.payload).get(-65537, {}).get(7) is True, str(cbor2.loads(m.payload).get(-65537)))
+# Guest passes: the claims cbor2 reads from `credential issue --guest`, and pycose-made ones.
+p = run("credential", "issue", "--key", f"{W}/issuer.key", "--kid", "hq-2026", "--guest", "Bob", "--uses", "3", "--valid", "1d",
+        "--first-use-window", "12h")
+m = Sign1Message.decode(b45decode(p.stdout.strip()[4:]))
+gc = cbor2.loads(m.payload)
+check("credential issue --guest Bob --uses 3 --first-use-window 12h: label, 8: 3, 9: 43200 (read by cbor2)",
+      gc.get(-65537) == {1: "Bob", 8: 3, 9: 43200} and gc.get(2) == "guest" and abs(gc.get(4) - now - 86400) < 60, str(gc))
+p = run("credential", "issue", "--key", f"{W}/issuer.key", "--kid", "hq-2026", "--guest", "Bob")
+check("a guest pass without --uses or --first-use-window is refused", p.returncode == 2 and "--uses" in p.stderr, p.stderr)
+p = run("credential", "issue", "--key", f"{W}/issuer.key", "--kid", "hq-2026", "--guest", "Bob", "--valid", "1h",
+        "--first-use-window", "2h")
+check("a first-use window longer than the validity is refused", p.returncode == 2, p.stdout + p.stderr)
+r = show("SG1:" + b45encode(pycose_pass({**good, -65537: {1: "Guest", 8: 3, 9: 3600}})))
+check("a pycose-made guest pass (8: 3, 9: 3600) is granted and read as such",
+      r["verdict"] == "granted" and r.get("uses") == 3 and r.get("first_use_window") == 3600, str(r))
+for bad, why in (({8: 3, 3: True}, "uses with single use"), ({8: 0}, "0 uses"), ({8: 65536}, "65536 uses"),
+                 ({9: 59}, "a 59 s window"), ({8: "3"}, "uses as text"), ({10: 1}, "an unknown key 10")):
+    r = show("SG1:" + b45encode(pycose_pass({**good, -65537: {1: "Guest", **bad}})))
+    check(f"a pycose-made pass with {why}: denied-malformed", r["verdict"] == "denied-malformed", str(r))
 r = show("SG1:" + b45encode(pycose_pass(good, tagged=False)))
 check("an untagged pycose-made pass is granted", r["verdict"] == "granted", str(r))
 r = show("SG1:" + b45encode(pycose_pass({**good, 4: now - 3600})))

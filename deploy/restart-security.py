@@ -162,5 +162,33 @@ open(db + ".fleet", "w").write(f"scangate-fleet acked {last}\n")
 v = run("log", "verify", "--db", db)
 check("log verify: a broker acknowledged records past the end: CUT", v.returncode == 1 and "acknowledged" in v.stdout, v.stdout)
 
+# 5. Guest passes on the real reader, restarted (SIGKILL right after each grant) between uses:
+#    --uses 3 opens three times, then denied-used; a day ticket's window starts at its first use.
+for f in os.listdir(W):
+    if f.startswith("audit.db") or f == "used-passes":
+        os.unlink(f"{W}/{f}")
+guest = run("credential", "issue", "--key", f"{W}/issuer.key", "--kid", "hq", "--guest", "Bob", "--uses", "3", "--valid", "1d").stdout.strip()
+gcfg = config(frame("guest", guest))
+verdicts = []
+for i in range(4):
+    journal = serve(gcfg, 3)
+    verdicts.append(re.findall(r"decision (\S+) qr label=Bob", journal))
+check("a guest pass with --uses 3, the reader killed after each scan: granted 3 times, then denied-used",
+      verdicts == [["granted"], ["granted"], ["granted"], ["denied-used"]], str(verdicts))
+shown = json.loads(run("credential", "show", "--config", gcfg, "--json", guest).stdout or "{}")
+check("credential show --config on the reader's state: used 3 of 3, denied-used",
+      shown.get("uses") == 3 and shown.get("used") == 3 and shown.get("verdict") == "denied-used", str(shown))
+ticket = run("credential", "issue", "--key", f"{W}/issuer.key", "--kid", "hq", "--guest", "Eve", "--valid", "2d",
+             "--first-use-window", "1h").stdout.strip()
+unused = run("credential", "issue", "--key", f"{W}/issuer.key", "--kid", "hq", "--guest", "Ann", "--valid", "2d",
+             "--first-use-window", "1h").stdout.strip()
+journal = serve(config(frame("ticket", ticket)), 3)
+check("a day ticket (--first-use-window 1h) is granted at its first use", "decision granted qr label=Eve" in journal, journal[-600:])
+journal = serve(config(frame("ticket", ticket)), 3, env=faked(7200), kill=signal.SIGTERM)
+check("two hours later (the clock moved on): denied-expired", "decision denied-expired qr label=Eve" in journal, journal[-600:])
+journal = serve(config(frame("unused", unused)), 3, env=faked(7200), kill=signal.SIGTERM)
+check("an unused ticket two hours after issue is still granted: its hour starts at its first use",
+      "decision granted qr label=Ann" in journal, journal[-600:])
+
 print(f"restart-security: {failures} failure(s)")
 sys.exit(1 if failures else 0)

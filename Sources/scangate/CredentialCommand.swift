@@ -58,10 +58,14 @@ enum CredentialCommand {
   static func issue(_ arguments: [String]) throws -> Int32 {
     let o = try Options(
       arguments,
-      valued: ["key", "kid", "sub", "label", "zones", "valid", "nbf", "exp", "id", "digits", "site-public", "card", "png", "at"],
+      valued: [
+        "key", "kid", "sub", "label", "zones", "valid", "nbf", "exp", "id", "digits", "site-public", "card", "png", "at", "guest", "uses",
+        "first-use-window",
+      ],
       known: ["single-use", "lockdown", "rotating", "wallet", "json"])
-    guard let keyPath = o.value("key"), let kid = o.value("kid"), let sub = o.value("sub") else {
-      throw ParseError(message: "--key FILE --kid KID --sub HOLDER are required")
+    let guest = o.value("guest")
+    guard let keyPath = o.value("key"), let kid = o.value("kid"), let sub = o.value("sub") ?? guest.map({ _ in "guest" }) else {
+      throw ParseError(message: "--key FILE --kid KID and --sub HOLDER (or --guest NAME) are required")
     }
     let now = try o.value("at").map(time) ?? Int64(Glibc.time(nil))
     var claims = PassClaims(subject: sub, expires: 0, id: [])
@@ -72,7 +76,21 @@ enum CredentialCommand {
     } else {
       claims.expires = (claims.notBefore ?? now) + (try duration(o.value("valid") ?? "1d"))
     }
-    claims.label = o.value("label") ?? ""
+    claims.label = o.value("label") ?? guest ?? ""
+    if let guest {
+      // A guest pass limits itself: it needs a number of uses or a first-use window (or both).
+      guard !guest.isEmpty, o.value("label") == nil else { throw ParseError(message: "--guest NAME is the pass's label: give one, not --label too") }
+      guard o.value("uses") != nil || o.value("first-use-window") != nil else {
+        throw ParseError(message: "a guest pass needs --uses N or --first-use-window DURATION (or both)")
+      }
+    }
+    claims.uses = try o.integer("uses", default: 0, range: 1...CredentialClaims.usesMax)
+    if let window = o.value("first-use-window") {
+      claims.firstUseWindow = try duration(window)
+      guard claims.firstUseWindow <= claims.expires - (claims.notBefore ?? now) else {
+        throw ParseError(message: "--first-use-window is longer than the pass's validity (--valid or --exp)")
+      }
+    }
     claims.zones = o.value("zones").map { $0.split(separator: ",").map(String.init) } ?? []
     claims.singleUse = o.flag("single-use")
     claims.lockdown = o.flag("lockdown")
@@ -129,9 +147,11 @@ enum CredentialCommand {
     let o = try Options(
       arguments, valued: ["config", "trust", "site-key", "revocation", "at", "zones", "time-policy", "repeat"], known: ["json"])
     var settings = CredentialSettings()
+    var usedPath: String? = nil
     if o.value("trust") == nil {
       guard let config = loadConfig(o) else { return 1 }
       settings = config.credentials
+      usedPath = settings.usedFile ?? config.statePath("used-passes")
     }
     if let t = o.value("trust") { settings.trustFile = t }
     if let k = o.value("site-key") { settings.siteKeyFile = k }
@@ -157,7 +177,8 @@ enum CredentialCommand {
         try CredentialFiles.parseRevocation(b, sign1: sign1, now: now, current: 0)
       }
     }
-    if let u = settings.usedFile, fileExists(u) { verifier.singleUse = try UsedCredentialFile(path: u, capacity: settings.singleUseEntries) }
+    // The reader's counted uses, when it is this reader's configuration (read, never counted here).
+    if let u = usedPath, fileExists(u) { verifier.useStore = try UsedCredentialFile(path: u, capacity: settings.singleUseEntries) }
     // A tool judging a pass has no clock state of its own: it trusts the time it is given.
     verifier.clock = .trusted
     let bytes = Array(text.utf8)
@@ -180,6 +201,7 @@ enum CredentialCommand {
     let c = verifier.last
     let verdict = problem?.verdict ?? .granted
     let parsed = c.idCount > 0
+    let used = parsed ? withUnsafeBytes(of: c.id) { CredentialID(UnsafeRawBufferPointer(rebasing: $0[0..<c.idCount])) }.flatMap { verifier.useStore?.usage($0) } : nil
     if o.flag("json") {
       var j = "{\"verdict\":\(jsonString(verdict.name)),\"reason\":\(jsonString(problem?.name ?? "ok"))"
       if parsed {
@@ -188,6 +210,9 @@ enum CredentialCommand {
         if let nbf = c.notBefore { j += ",\"nbf\":\(nbf)" }
         if let iat = c.issuedAt { j += ",\"iat\":\(iat)" }
         j += ",\"zones\":[\(c.zones.map(jsonString).joined(separator: ","))],\"single_use\":\(c.singleUse),\"lockdown\":\(c.lockdown),\"rotating\":\(c.rotates)"
+        if c.uses > 0 { j += ",\"uses\":\(c.uses)" }
+        if c.firstUseWindow > 0 { j += ",\"first_use_window\":\(c.firstUseWindow)" }
+        if let used { j += ",\"used\":\(used.uses)" + (used.firstUse > 0 ? ",\"first_use\":\(used.firstUse)" : "") }
         if c.rotates { j += ",\"digits\":\(c.digits)" }
         if let f = c.cardFacility, let n = c.cardNumber { j += ",\"card\":{\"facility\":\(f),\"number\":\(n)}" }
       }
@@ -202,7 +227,9 @@ enum CredentialCommand {
         if c.zoneCount > 0 { print("zones    \(c.zones.joined(separator: ", "))") }
         print(
           "kind     \(c.rotates ? "rotating, \(c.digits)-digit TOTP" : "static")\(c.singleUse ? ", single use" : "")"
+            + (c.uses > 0 ? ", \(c.uses) uses" : "") + (c.firstUseWindow > 0 ? ", valid for \(c.firstUseWindow) s from its first use" : "")
             + (c.lockdown ? ", granted during a lockdown" : ""))
+        if let used { print("used     \(used.uses) time(s)" + (used.firstUse > 0 ? ", first at \(RFC3339.format(used.firstUse))" : "")) }
         if let f = c.cardFacility, let n = c.cardNumber { print("card     \(f):\(n)") }
       }
     }

@@ -87,7 +87,7 @@ enum CheckConfigCommand {
           + "(max \(config.engine.actuation.relayPulseMillisecondsMax) ms)")
       // Where the state that protects decisions lives (docs/credentials.md, "What survives a restart").
       if let directory = config.stateDirectory {
-        let refused = config.credentials.enabled ? ": rotating and single-use passes are refused until it exists" : ""
+        let refused = config.credentials.enabled ? ": rotating, single-use and counted passes are refused until it exists" : ""
         let missing = isDirectory(directory) ? "" : " (MISSING\(refused))"
         print("state: \(directory): rotating steps, used passes, clock floor, revocation version\(missing)")
       } else {

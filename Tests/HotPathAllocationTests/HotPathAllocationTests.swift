@@ -144,7 +144,7 @@ import Testing
     #expect(engine.policy.credentials!.lastProblem == .replayed || engine.policy.credentials!.lastProblem == nil)
   }
 
-  @Test("accepted rotating steps and used passes are made durable without allocating")
+  @Test("accepted rotating steps and used or counted passes are made durable without allocating")
   func durableCredentialStateDoesNotAllocate() throws {
     let cache = ReplayCache(capacity: 64)
     let steps = "/tmp/scangate-alloc-replay-\(getpid())", used = "/tmp/scangate-alloc-used-\(getpid())"
@@ -156,14 +156,17 @@ import Testing
     let usedFile = try UsedCredentialFile(path: used, capacity: 64)
     let ids = (0..<32).map { i in [UInt8(i), 7, 7].withUnsafeBytes { CredentialID($0)! } }
     _ = store.persist(slot: 0, id: ids[0], step: 1)  // warm-up of both paths
-    _ = usedFile.markUsed(ids[0], expires: 1, now: 0)
+    _ = usedFile.recordUse([9, 9].withUnsafeBytes { CredentialID($0)! }, expires: 1, now: 0)
     var ok = true
     var i = 0
     alloc_counter_reset()
-    while i < ids.count {
+    while i < 2 * ids.count {
+      let id = ids[i % ids.count]
       let step = Int64(100 + i)
-      if let slot = cache.record(ids[i], step: step, expiredBefore: 0) { ok = store.persist(slot: slot, id: ids[i], step: step) && ok }
-      ok = usedFile.markUsed(ids[i], expires: 2_000_000_000, now: 1_000) && ok
+      if let slot = cache.record(id, step: step, expiredBefore: 0) { ok = store.persist(slot: slot, id: id, step: step) && ok }
+      // The second round counts a second use of each (a guest pass), in the slot of its first.
+      ok = usedFile.recordUse(id, expires: 2_000_000_000, now: 1_000) && ok
+      ok = usedFile.usage(id)?.uses == 1 + i / ids.count && ok
       i += 1
     }
     let allocations = alloc_counter_mallocs()

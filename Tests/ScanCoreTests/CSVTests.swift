@@ -73,6 +73,16 @@ import Testing
     }
   }
 
+  @Test("a first field starting with U+FEFF is quoted: read back whole, not taken for the byte order mark (found by the fuzz harness)")
+  func byteOrderMarkField() throws {
+    let fields = ["\u{FEFF}66", "x"]
+    let written = CSV.record(fields)
+    #expect(written.hasPrefix("\""))
+    #expect(try parse(written).get() == [fields])
+    // A real byte order mark before the first record is still dropped.
+    #expect(try parse("\u{FEFF}a,b\r\n").get() == [["a", "b"]])
+  }
+
   @Test("inert: a cell a spreadsheet would run as a formula gets a leading quote")
   func inert() {
     #expect(CSV.inert("=HYPERLINK(\"x\")") == "'=HYPERLINK(\"x\")")

@@ -217,13 +217,13 @@ func problem(_ v: CredentialVerifier, _ text: String, at now: Int64) -> Credenti
     do {
       let v = site.verifier()
       #expect(decide(v, pass.staticText, at: site.now) == .deniedUnavailable)  // no store: refused
-      v.singleUse = try UsedCredentialFile(path: path, capacity: 16)
+      v.useStore = try UsedCredentialFile(path: path, capacity: 16)
       #expect(decide(v, pass.staticText, at: site.now, mode: .inspect) == .granted)
       #expect(decide(v, pass.staticText, at: site.now) == .granted)
       #expect(decide(v, pass.staticText, at: site.now + 1) == .deniedUsed)
     }
     let restarted = site.verifier()
-    restarted.singleUse = try UsedCredentialFile(path: path, capacity: 16)
+    restarted.useStore = try UsedCredentialFile(path: path, capacity: 16)
     #expect(decide(restarted, pass.staticText, at: site.now + 60) == .deniedUsed)
     var st = stat()
     #expect(stat(path, &st) == 0 && st.st_size == 32 && st.st_mode & 0o077 == 0)
@@ -384,7 +384,7 @@ func problem(_ v: CredentialVerifier, _ text: String, at now: Int64) -> Credenti
     c.singleUse = true
     let pass = try site.issue(c)
     let v = site.verifier()
-    v.singleUse = try UsedCredentialFile(path: path, capacity: 16)
+    v.useStore = try UsedCredentialFile(path: path, capacity: 16)
     v.schedules = store()
     #expect(decide(v, pass.staticText, at: site.now - 4 * 3_600) == .deniedOutsideSchedule)
     #expect(decide(v, pass.staticText, at: site.now) == .granted)
@@ -404,7 +404,7 @@ func problem(_ v: CredentialVerifier, _ text: String, at now: Int64) -> Credenti
     c.singleUse = true
     let pass = try site.issue(c)
     let v = site.verifier()
-    v.singleUse = try UsedCredentialFile(path: path, capacity: 16)
+    v.useStore = try UsedCredentialFile(path: path, capacity: 16)
     var policy = AccessPolicies(allowList: AllowList(limits: AllowListLimits()), credentials: v)
     let digester = SodiumDigester()
     let list = "text:MASTER label=master static=yes\ntext:VISITOR label=visitor\n"
@@ -452,7 +452,7 @@ func problem(_ v: CredentialVerifier, _ text: String, at now: Int64) -> Credenti
     rotating.sitePublicKey = CredentialIssuer.sitePublicKey(site.siteSecret)!
     let carol = try site.issue(rotating)
     let v = site.verifier()
-    v.singleUse = try UsedCredentialFile(path: path, capacity: 16)
+    v.useStore = try UsedCredentialFile(path: path, capacity: 16)
     var policy = AccessPolicies(allowList: AllowList(limits: AllowListLimits()), credentials: v)
     let digester = SodiumDigester()
     let list = "text:STAFF label=staff\ntext:KEYHOLDER lockdown=yes\ntext:FIRE-WARDEN lockdown=no\n"

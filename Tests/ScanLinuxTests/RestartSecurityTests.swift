@@ -115,7 +115,7 @@ import Testing
     c.id = [0x7F, 0xFF]
     let pass = try site.issue(c)
     let v = site.verifier()
-    v.singleUse = try UsedCredentialFile(path: site.stateDirectory + "/used-max", capacity: 16)
+    v.useStore = try UsedCredentialFile(path: site.stateDirectory + "/used-max", capacity: 16)
     #expect(decide(v, pass.staticText, at: site.now) == .granted)
     #expect(decide(v, pass.staticText, at: site.now + 1) == .deniedUsed)
     // Not-before at the other end, and the leeway added to it (saturating, never a trap).

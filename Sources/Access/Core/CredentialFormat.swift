@@ -142,7 +142,7 @@ public enum CredentialLabel {
   public static let scangate: Int64 = -65_537
   // Keys in the private map.
   public static let label: UInt64 = 1, zones: UInt64 = 2, singleUse: UInt64 = 3, seed: UInt64 = 4, digits: UInt64 = 5,
-    card: UInt64 = 6, lockdown: UInt64 = 7
+    card: UInt64 = 6, lockdown: UInt64 = 7, uses: UInt64 = 8, firstUseWindow: UInt64 = 9
 }
 
 /// The verified claims of one credential, in fixed storage (nothing allocated).
@@ -155,6 +155,11 @@ public struct CredentialClaims: Sendable {
   public static let zoneStorageBytes = 128
   /// A sealed box (32 + 16 bytes) around a seed of at most 64 bytes.
   public static let sealedSeedBytesMax = 112
+  /// A counted pass opens at most this often (the use count is kept in 16 bits).
+  public static let usesMax = 65_535
+  /// A first-use window: from a minute to a year.
+  public static let firstUseWindowMin: Int64 = 60
+  public static let firstUseWindowMax: Int64 = 366 * 86_400
 
   public var kid = InlineArray<16, UInt8>(repeating: 0)
   public var kidCount = 0
@@ -172,6 +177,10 @@ public struct CredentialClaims: Sendable {
   public var zoneEnds = InlineArray<8, UInt8>(repeating: 0)
   public var zoneCount = 0
   public var singleUse = false
+  /// How many times the pass opens (a guest pass: `credential issue --uses N`); 0: not counted.
+  public var uses = 0
+  /// Seconds the pass stays valid from its first use (a day ticket); 0: none.
+  public var firstUseWindow: Int64 = 0
   /// Granted during a lockdown (docs/turnstiles.md).
   public var lockdown = false
   public var sealedSeed = InlineArray<112, UInt8>(repeating: 0)
@@ -184,6 +193,10 @@ public struct CredentialClaims: Sendable {
   public init() {}
 
   public var rotates: Bool { sealedSeedCount > 0 }
+  /// Its uses are counted durably (single use, a number of uses, or a first-use window).
+  public var counted: Bool { singleUse || uses > 0 || firstUseWindow > 0 }
+  /// How many times it opens: 1 for single use, 0 for no limit.
+  public var usesAllowed: Int { singleUse ? 1 : uses }
 
   public func withZone<R>(_ i: Int, _ body: (UnsafeRawBufferPointer) -> R) -> R {
     let start = i == 0 ? 0 : Int(zoneEnds[i - 1])

@@ -175,12 +175,15 @@ public protocol ReplayStore: AnyObject {
   func persist(slot: Int, id: CredentialID, step: Int64) -> Bool
 }
 
-/// Where single-use passes are remembered across restarts (a file, synced before the door opens).
-public protocol SingleUseStore: AnyObject {
-  func isUsed(_ id: CredentialID) -> Bool
-  /// Persists `id` as used until `expires` (after which it cannot verify anyway). False when it
-  /// could not be made durable: the pass is then refused.
-  func markUsed(_ id: CredentialID, expires: Int64, now: Int64) -> Bool
+/// Where counted passes (single use, a number of uses, a first-use window) are remembered across
+/// restarts: a file, synced before the door opens.
+public protocol UseStore: AnyObject {
+  /// How many times `id` has opened the door and when it first did (Unix seconds, 0 when the
+  /// record predates first-use times); nil when it never has.
+  func usage(_ id: CredentialID) -> (uses: Int, firstUse: Int64)?
+  /// Records one more use of `id` (its first at `now`), kept until `expires` (after which it
+  /// cannot verify anyway). False when it could not be made durable: the pass is then refused.
+  func recordUse(_ id: CredentialID, expires: Int64, now: Int64) -> Bool
 }
 
 /// What to do with time-bound passes while the clock is not known to be right.

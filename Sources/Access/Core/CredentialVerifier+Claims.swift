@@ -54,11 +54,11 @@ extension CredentialVerifier {
   }
 
   private static func parsePrivate(_ c: inout CBORCursor, into claims: inout CredentialClaims) throws(CBORProblem) {
-    let pairs = try c.map(max: 7)
+    let pairs = try c.map(max: 9)
     var seen: UInt32 = 0
     for _ in 0..<pairs {
       let key = try c.unsigned(max: 31)
-      guard key >= 1 && key <= 7, seen & (1 << UInt32(key)) == 0 else { throw .unexpected }
+      guard key >= 1 && key <= 9, seen & (1 << UInt32(key)) == 0 else { throw .unexpected }
       seen |= 1 << UInt32(key)
       switch key {
       case CredentialLabel.label:
@@ -78,6 +78,14 @@ extension CredentialVerifier {
         claims.zoneCount = n
       case CredentialLabel.singleUse: claims.singleUse = try c.boolean()
       case CredentialLabel.lockdown: claims.lockdown = try c.boolean()
+      case CredentialLabel.uses:
+        let n = try c.unsigned(max: UInt64(CredentialClaims.usesMax))
+        guard n >= 1 else { throw .unexpected }
+        claims.uses = Int(n)
+      case CredentialLabel.firstUseWindow:
+        let s = try c.unsigned(max: UInt64(CredentialClaims.firstUseWindowMax))
+        guard s >= UInt64(CredentialClaims.firstUseWindowMin) else { throw .unexpected }
+        claims.firstUseWindow = Int64(s)
       case CredentialLabel.seed:
         let r = try c.bytes(max: CredentialClaims.sealedSeedBytesMax)
         guard r.count > 48 else { throw .unexpected }
@@ -93,5 +101,7 @@ extension CredentialVerifier {
         claims.cardNumber = try c.unsigned()
       }
     }
+    // Single use and a number of uses say the same thing two ways: a pass says it once.
+    guard !(claims.singleUse && claims.uses > 0) else { throw .unexpected }
   }
 }

@@ -3,7 +3,7 @@ import ScanBase
 // MARK: The policy on verified claims
 
 extension CredentialVerifier {
-  /// Time, revocation, zone, TOTP, replay and single use, for verified claims in `last`.
+  /// Time, revocation, zone, TOTP, replay and counted uses, for verified claims in `last`.
   /// Arithmetic on the pass's own values saturates: a claim of 2^63−1 is a verdict, never a trap.
   func judge(_ text: CredentialText.Parsed, now: Int64, judged: Int64, mode: DecideMode) -> CredentialProblem? {
     // Time: against the later of the clock and its floor, or refused while untrusted.
@@ -34,9 +34,18 @@ extension CredentialVerifier {
     } else if text.totp != nil {
       return .totpUnexpected
     }
-    if last.singleUse {
-      guard let store = singleUse else { return .unavailable }
-      if store.isUsed(id) { return .used }
+    if last.counted {
+      // Uses are counted, and a first use starts the window, only where they are kept durably
+      // (a tool inspecting a pass without the reader's store judges the rest).
+      guard useStore != nil || mode == .inspect else { return .unavailable }
+      if let seen = useStore?.usage(id) {
+        if last.usesAllowed > 0 && seen.uses >= last.usesAllowed { return .used }
+        if last.firstUseWindow > 0 && seen.firstUse > 0
+          && judged.saturatingAdd(-leeway) > seen.firstUse.saturatingAdd(last.firstUseWindow)
+        {
+          return .expired
+        }
+      }
     }
     guard mode == .admit else { return nil }
     if let step {
@@ -46,8 +55,8 @@ extension CredentialVerifier {
         replayStore!.persist(slot: slot, id: id, step: replay.entry(slot).step)
       else { return .unavailable }
     }
-    if last.singleUse {
-      guard singleUse!.markUsed(id, expires: last.expires.saturatingAdd(leeway), now: judged) else { return .unavailable }
+    if last.counted {
+      guard useStore!.recordUse(id, expires: last.expires.saturatingAdd(leeway), now: judged) else { return .unavailable }
     }
     return nil
   }

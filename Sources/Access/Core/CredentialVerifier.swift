@@ -158,7 +158,8 @@ public final class CredentialVerifier {
   public let replay: ReplayCache
   /// Where accepted rotating steps are made durable (nil: rotating passes are refused).
   public var replayStore: (any ReplayStore)?
-  public var singleUse: (any SingleUseStore)?
+  /// Where counted passes' uses are made durable (nil: counted passes are refused).
+  public var useStore: (any UseStore)?
   /// The highest revocation list version ever accepted (nil: no durable state: with a revocation
   /// file configured, every signed pass is refused).
   public var revocationMark: (any VersionMark)?

@@ -12,6 +12,10 @@ public struct PassClaims: Sendable {
   /// The credential id (`cti`), 1–16 bytes.
   public var id: [UInt8]
   public var singleUse = false
+  /// A guest pass: how many times it opens (0: not counted), and how long it stays valid from
+  /// its first use (0: no window).
+  public var uses = 0
+  public var firstUseWindow: Int64 = 0
   /// Granted during a lockdown (the private claim `lockdown`: true).
   public var lockdown = false
   /// A rotating pass: TOTP digits (6–8); the seed is made here and sealed to `sitePublicKey`.
@@ -94,6 +98,11 @@ public enum CredentialIssuer {
       c.zones.allSatisfy({ (1...CredentialClaims.zoneBytesMax).contains($0.utf8.count) }),
       c.zones.reduce(0, { $0 + $1.utf8.count }) <= CredentialClaims.zoneStorageBytes
     else { throw IssueError("at most 8 zones of 1–32 bytes (128 in all)") }
+    guard c.uses == 0 || (1...CredentialClaims.usesMax).contains(c.uses) else { throw IssueError("uses must be 1–65535") }
+    guard !(c.singleUse && c.uses > 0) else { throw IssueError("a single-use pass is counted already: give --single-use or --uses, not both") }
+    guard c.firstUseWindow == 0 || (CredentialClaims.firstUseWindowMin...CredentialClaims.firstUseWindowMax).contains(c.firstUseWindow) else {
+      throw IssueError("a first-use window must be a minute to 366 days")
+    }
     var seed: [UInt8] = []
     var sealed: [UInt8] = []
     if c.rotatingDigits != 0 {
@@ -108,6 +117,8 @@ public enum CredentialIssuer {
     if !c.label.isEmpty { privatePairs += 1 }
     if !c.zones.isEmpty { privatePairs += 1 }
     if c.singleUse { privatePairs += 1 }
+    if c.uses > 0 { privatePairs += 1 }
+    if c.firstUseWindow > 0 { privatePairs += 1 }
     if c.lockdown { privatePairs += 1 }
     if !sealed.isEmpty { privatePairs += 2 }
     if c.card != nil { privatePairs += 1 }
@@ -150,6 +161,14 @@ public enum CredentialIssuer {
       if c.lockdown {
         w.head(.unsigned, CredentialLabel.lockdown)
         w.boolean(true)
+      }
+      if c.uses > 0 {
+        w.head(.unsigned, CredentialLabel.uses)
+        w.head(.unsigned, UInt64(c.uses))
+      }
+      if c.firstUseWindow > 0 {
+        w.head(.unsigned, CredentialLabel.firstUseWindow)
+        w.head(.unsigned, UInt64(c.firstUseWindow))
       }
       if !sealed.isEmpty {
         w.head(.unsigned, CredentialLabel.seed)

@@ -2,25 +2,36 @@ import CLinux
 import Glibc
 import ScanCore
 
-/// Fixed 32-byte slots in a file (credential id 16 bytes, its length, 7 zero bytes, a 64-bit
-/// little-endian value), loaded at start and written one slot at a time with `fdatasync`
-/// before the decision it protects takes effect. The file is the reader's own (mode 0600,
-/// never a symlink, refused unless regular); nothing allocates after `init`.
+/// Fixed 32-byte slots in a file (credential id 16 bytes, its length, a 16-bit use count, a
+/// 40-bit first-use time, a 64-bit value; little-endian), loaded at start and written one slot
+/// at a time with `fdatasync` before the decision it protects takes effect. Files written before
+/// use counts hold zeros there (a single-use pass used once). The file is the reader's own (mode
+/// 0600, never a symlink, refused unless regular); nothing allocates after `init`.
 public final class CredentialSlotFile {
   public static let slotBytes = 32
+  public struct Slot {
+    public var slot: Int
+    public var id: CredentialID
+    public var value: Int64
+    public var uses: Int
+    public var firstUse: Int64
+  }
   /// Every slot the file held at start (it may hold more than the caller keeps).
-  public private(set) var loaded: [(slot: Int, id: CredentialID, value: Int64)] = []
+  public private(set) var loaded: [Slot] = []
   private let file: SlotFile
 
   /// Opens (or creates) `path`; at most `slotsMax` slots are read; the blocks of the first
   /// `reservingSlots` are allocated now (`SlotFile`: a disk that fills later cannot refuse them).
   public init(path: String, slotsMax: Int, reservingSlots: Int) throws(FileError) {
-    var loaded: [(slot: Int, id: CredentialID, value: Int64)] = []
+    var loaded: [Slot] = []
     file = try SlotFile(path: path, slotBytes: Self.slotBytes, slotsMax: slotsMax, reservingSlots: reservingSlots) { i, slot in
       let n = Int(slot[16])
       guard n >= 1 && n <= 16 else { return }  // a slot never written
       let value = Int64(littleEndian: slot.loadUnaligned(fromByteOffset: 24, as: Int64.self))
-      loaded.append((i, CredentialID(UnsafeRawBufferPointer(rebasing: slot[0..<n]))!, value))
+      let uses = Int(slot[17]) | Int(slot[18]) << 8
+      var firstUse: Int64 = 0
+      for k in 0..<5 { firstUse |= Int64(slot[19 + k]) << (8 * Int64(k)) }
+      loaded.append(Slot(slot: i, id: CredentialID(UnsafeRawBufferPointer(rebasing: slot[0..<n]))!, value: value, uses: uses, firstUse: firstUse))
     }
     self.loaded = loaded
   }
@@ -28,26 +39,33 @@ public final class CredentialSlotFile {
   public var path: String { file.path }
   public var writeFailures: Int { file.writeFailures }
 
-  /// Writes slot `index` and syncs it; false when it is not durable.
-  public func write(_ index: Int, id: CredentialID, value: Int64) -> Bool {
-    file.write(index) { slot in
+  /// Writes slot `index` and syncs it; false when it is not durable. `firstUse` is kept to 40
+  /// bits (Unix seconds: beyond the year 36,000).
+  public func write(_ index: Int, id: CredentialID, value: Int64, uses: UInt16 = 0, firstUse: Int64 = 0) -> Bool {
+    let first = UInt64(clamping: max(0, firstUse)) & 0xFF_FFFF_FFFF
+    return file.write(index) { slot in
       for k in 0..<8 {
         slot[k] = UInt8(truncatingIfNeeded: id.high >> (56 - 8 * UInt64(k)))
         slot[8 + k] = UInt8(truncatingIfNeeded: id.low >> (56 - 8 * UInt64(k)))
       }
       slot[16] = id.count
+      slot[17] = UInt8(truncatingIfNeeded: uses)
+      slot[18] = UInt8(truncatingIfNeeded: uses >> 8)
+      for k in 0..<5 { slot[19 + k] = UInt8(truncatingIfNeeded: first >> (8 * UInt64(k))) }
       slot.storeBytes(of: value.littleEndian, toByteOffset: 24, as: Int64.self)
     }
   }
 }
 
-/// Single-use passes remembered across restarts: a slot (id, expiry) written and synced before
-/// the pass opens the door. Expired slots are reused.
-public final class UsedCredentialFile: SingleUseStore {
+/// Counted passes remembered across restarts: a slot (id, uses, first use, expiry) written and
+/// synced before the pass opens the door. Expired slots are reused.
+public final class UsedCredentialFile: UseStore {
   public let capacity: Int
   private let file: CredentialSlotFile
   private var ids: [CredentialID]
   private var expiries: [Int64]
+  private var uses: [UInt16]
+  private var firstUses: [Int64]
   public private(set) var count = 0
 
   public init(path: String, capacity: Int) throws(FileError) {
@@ -55,34 +73,48 @@ public final class UsedCredentialFile: SingleUseStore {
     file = try CredentialSlotFile(path: path, slotsMax: capacity, reservingSlots: capacity)
     ids = Array(repeating: CredentialID(), count: capacity)
     expiries = Array(repeating: .min, count: capacity)
-    for (i, id, expires) in file.loaded {
-      ids[i] = id
-      expiries[i] = expires
-      count = max(count, i + 1)
+    uses = Array(repeating: 0, count: capacity)
+    firstUses = Array(repeating: 0, count: capacity)
+    for s in file.loaded {
+      ids[s.slot] = s.id
+      expiries[s.slot] = s.value
+      uses[s.slot] = UInt16(max(1, s.uses))  // 0: written before use counts, by a single-use pass
+      firstUses[s.slot] = s.firstUse
+      count = max(count, s.slot + 1)
     }
   }
 
   public var path: String { file.path }
   public var writeFailures: Int { file.writeFailures }
 
-  public func isUsed(_ id: CredentialID) -> Bool {
-    for i in 0..<count where ids[i] == id { return true }
-    return false
+  public func usage(_ id: CredentialID) -> (uses: Int, firstUse: Int64)? {
+    for i in 0..<count where ids[i] == id { return (Int(uses[i]), firstUses[i]) }
+    return nil
   }
 
-  public func markUsed(_ id: CredentialID, expires: Int64, now: Int64) -> Bool {
+  public func recordUse(_ id: CredentialID, expires: Int64, now: Int64) -> Bool {
     var index = -1
-    for i in 0..<count where expiries[i] < now {
-      index = i
-      break
+    var free = -1
+    for i in 0..<count {
+      if ids[i] == id {
+        index = i
+        break
+      }
+      if free < 0 && expiries[i] < now { free = i }
     }
-    if index < 0 {
-      guard count < capacity else { return false }
-      index = count
+    let seen = index >= 0
+    if !seen {
+      index = free >= 0 ? free : count
+      guard index < capacity else { return false }
     }
-    guard file.write(index, id: id, value: expires) else { return false }
+    let n = seen ? uses[index] &+ (uses[index] == .max ? 0 : 1) : 1
+    let first = seen ? firstUses[index] : now
+    let until = seen ? max(expiries[index], expires) : expires
+    guard file.write(index, id: id, value: until, uses: n, firstUse: first) else { return false }
     ids[index] = id
-    expiries[index] = expires
+    expiries[index] = until
+    uses[index] = n
+    firstUses[index] = first
     if index == count { count += 1 }
     return true
   }
@@ -98,7 +130,7 @@ public final class ReplayStepFile: ReplayStore {
   /// cache's step floor).
   public init(path: String, cache: ReplayCache) throws(FileError) {
     file = try CredentialSlotFile(path: path, slotsMax: 1 << 20, reservingSlots: cache.capacity)
-    for (i, id, step) in file.loaded { cache.restore(slot: i, id: id, step: step) }
+    for s in file.loaded { cache.restore(slot: s.slot, id: s.id, step: s.value) }
   }
 
   public var path: String { file.path }
@@ -156,11 +188,11 @@ public enum CredentialState {
       report("\(none): rotating passes are refused")
     }
     if let path = c.usedFile ?? config.statePath("used-passes") {
-      do { verifier.singleUse = try UsedCredentialFile(path: path, capacity: c.singleUseEntries) } catch {
-        report("\(error); single-use passes are refused")
+      do { verifier.useStore = try UsedCredentialFile(path: path, capacity: c.singleUseEntries) } catch {
+        report("\(error); single-use and counted passes are refused")
       }
     } else {
-      report("\(none): single-use passes are refused")
+      report("\(none): single-use and counted passes are refused")
     }
     guard c.revocationFile != nil else { return }
     if let path = config.statePath("revocation-version") {

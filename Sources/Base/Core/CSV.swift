@@ -156,12 +156,13 @@ public enum CSV {
     }
   }
 
-  /// One field as written: quoted (quotes doubled) when it holds a comma, a quote, CR or LF, or
-  /// starts or ends with a space.
+  /// One field as written: quoted (quotes doubled) when it holds a comma, a quote, CR or LF,
+  /// starts or ends with a space, or starts with U+FEFF (unquoted at the start of a file the
+  /// reader would take it for the byte order mark and drop it: found by the fuzz harness).
   public static func field(_ text: String) -> String {
     let needsQuotes =
       text.utf8.contains { $0 == 0x2C || $0 == 0x22 || $0 == 0x0D || $0 == 0x0A }
-      || text.utf8.first == 0x20 || text.utf8.last == 0x20
+      || text.utf8.first == 0x20 || text.utf8.last == 0x20 || text.unicodeScalars.first == "\u{FEFF}"
     guard needsQuotes else { return text }
     var out = "\""
     for c in text.unicodeScalars {
