@@ -201,7 +201,8 @@ enum CredentialCommand {
     let c = verifier.last
     let verdict = problem?.verdict ?? .granted
     let parsed = c.idCount > 0
-    let used = parsed ? withUnsafeBytes(of: c.id) { CredentialID(UnsafeRawBufferPointer(rebasing: $0[0..<c.idCount])) }.flatMap { verifier.useStore?.usage($0) } : nil
+    let id = parsed ? withUnsafeBytes(of: c.id) { CredentialID(UnsafeRawBufferPointer(rebasing: $0[0..<c.idCount])) } : nil
+    let used = id.flatMap { verifier.useStore?.usage($0) }
     if o.flag("json") {
       var j = "{\"verdict\":\(jsonString(verdict.name)),\"reason\":\(jsonString(problem?.name ?? "ok"))"
       if parsed {
