@@ -39,6 +39,8 @@ let package = Package(
     .target(name: "ScanTurnstile", dependencies: ["ScanBase"], path: "Sources/Turnstile/Core", swiftSettings: swiftSettings),
     // Emergency: the fire panel's release and the latched lockdown, and [emergency].
     .target(name: "ScanEmergency", dependencies: ["ScanBase"], path: "Sources/Emergency/Core", swiftSettings: swiftSettings),
+    // Keypad: a PIN as a second factor after the pass (keys, entry, attempts) and [keypad].
+    .target(name: "ScanKeypad", dependencies: ["ScanBase"], path: "Sources/Keypad/Core", swiftSettings: swiftSettings),
     // Audit: the audit log's record and [log].
     .target(name: "ScanAudit", dependencies: ["ScanBase"], path: "Sources/Audit/Core", swiftSettings: swiftSettings),
     // Reader: the engine, the decode pipeline and strategy, presence, the actuator, camera and
@@ -52,16 +54,16 @@ let package = Package(
     .target(
       name: "ScanConfig",
       dependencies: [
-        "ScanBase", "ScanAccess", "ScanDoor", "ScanTurnstile", "ScanEmergency", "ScanAudit", "ScanReader", "ScanPanels",
-        "ScanFleet",
+        "ScanBase", "ScanAccess", "ScanDoor", "ScanTurnstile", "ScanEmergency", "ScanKeypad", "ScanAudit", "ScanReader",
+        "ScanPanels", "ScanFleet",
       ],
       path: "Sources/Config/Core", swiftSettings: swiftSettings),
     // ScanCore: every core above, re-exported (`import ScanCore` is the whole pure product).
     .target(
       name: "ScanCore",
       dependencies: [
-        "ScanBase", "ScanAccess", "ScanDoor", "ScanTurnstile", "ScanEmergency", "ScanAudit", "ScanReader", "ScanPanels",
-        "ScanFleet", "ScanConfig",
+        "ScanBase", "ScanAccess", "ScanDoor", "ScanTurnstile", "ScanEmergency", "ScanKeypad", "ScanAudit", "ScanReader",
+        "ScanPanels", "ScanFleet", "ScanConfig",
       ],
       path: "Sources/ScanCore", swiftSettings: swiftSettings),
     // Console: the line protocol (framer, commands, sessions, AUTH) for serial and TCP.
@@ -110,7 +112,7 @@ let package = Package(
       ],
       path: "Sources",
       sources: [
-        "Base/Linux", "Access/Linux", "Reader/Linux", "Door/Linux", "Turnstile/Linux", "Emergency/Linux", "Panels/Linux",
+        "Base/Linux", "Access/Linux", "Reader/Linux", "Door/Linux", "Turnstile/Linux", "Emergency/Linux", "Keypad/Linux", "Panels/Linux",
         "Fleet/Linux", "Audit/Linux", "Console/Linux", "Config/Linux",
       ],
       swiftSettings: swiftSettings),

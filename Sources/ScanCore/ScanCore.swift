@@ -5,6 +5,7 @@
 @_exported import ScanDoor
 @_exported import ScanTurnstile
 @_exported import ScanEmergency
+@_exported import ScanKeypad
 @_exported import ScanAudit
 @_exported import ScanReader
 @_exported import ScanPanels
