@@ -58,7 +58,7 @@ enum CredentialCommand {
   static func issue(_ arguments: [String]) throws -> Int32 {
     let o = try Options(
       arguments,
-      valued: ["key", "kid", "sub", "label", "zones", "valid", "nbf", "exp", "id", "digits", "site-public", "card", "png", "at"],
+      valued: ["key", "kid", "sub", "label", "zones", "valid", "nbf", "exp", "id", "digits", "site-public", "card", "png", "sheet", "at"],
       known: ["single-use", "lockdown", "rotating", "wallet", "json"])
     guard let keyPath = o.value("key"), let kid = o.value("kid"), let sub = o.value("sub") else {
       throw ParseError(message: "--key FILE --kid KID --sub HOLDER are required")
@@ -99,6 +99,7 @@ enum CredentialCommand {
       }
       writeStandardError("scangate credential issue: \(png): QR version \((qr.modules - 17) / 4), \(qr.modules)×\(qr.modules) modules\n")
     }
+    try writePassSheets(o.value("sheet"), text: shown, claims: claims, rotating: pass.digits > 0, guest: o.value("guest"))
     if o.flag("json") {
       var j = "{\"id\":\(jsonString(Hex.string(claims.id))),\"text\":\(jsonString(shown))"
       if pass.digits > 0 {

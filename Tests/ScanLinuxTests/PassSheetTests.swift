@@ -145,4 +145,32 @@ import Testing
     try good.write(to: dir + "/BOB.PDF")
     #expect(try listDirectory(dir) == ["BOB.PDF"])
   }
+
+  @Test("scangate credential issue --sheet writes both kinds for the printed text; rotating passes and other names are refused")
+  func commandLine() throws {
+    let dir = temporaryDirectory("sheet")
+    defer { removeTree(dir) }
+    let key = dir + "/issuer.key"
+    #expect(runCommand([scangateBinary, "credential", "keygen", "--issuer", key, "--kid", "hq"]).0 == 0)
+    let issue = [scangateBinary, "credential", "issue", "--key", key, "--kid", "hq", "--sub", "emp-7", "--label", "Bob Example"]
+    let (status, output) = runCommand(issue + ["--nbf", "2026-12-03T09:00:00Z", "--valid", "2d", "--sheet", "\(dir)/bob.pdf,\(dir)/bob.png"])
+    #expect(status == 0, "\(output)")
+    let text = try #require(output.split(separator: "\n").first { $0.hasPrefix("SG1:") }.map(String.init))
+    #expect(try Self.zbar(dir + "/bob.png") == text + "\n")
+    let (_, words) = try Self.tool("pdftotext '\(dir)/bob.pdf' -")
+    #expect(words.contains("Bob Example") && words.contains("Valid from 2026-12-03T09:00:00Z to 2026-12-05T09:00:00Z (UTC)"), "\(words)")
+    #expect(words.contains(Self.instructions[1]), "\(words)")
+
+    let site = CredentialIssuer.sitePublicKey(CredentialIssuer.randomBytes(32))!
+    let refusals = [
+      ["--rotating", "--site-public", Hex.string(site), "--sheet", "\(dir)/rot.pdf"],
+      ["--sheet", "\(dir)/bob2.pdf,\(dir)/bob2.txt"],
+      ["--sheet", "\(dir)/bob2.pdf,"],
+    ]
+    for extra in refusals {
+      let (status, output) = runCommand(issue + extra)
+      #expect(status == 2 && output.contains("--sheet") && !output.contains("SG1:"), "\(extra): \(output)")
+    }
+    #expect(try listDirectory(dir) == ["bob.pdf", "bob.png", "issuer.key"])
+  }
 }
