@@ -98,6 +98,7 @@ let package = Package(
     .target(
       name: "CCredential", path: "Sources/Access/CCredential",
       linkerSettings: [.linkedLibrary("cbor"), .linkedLibrary("nettle"), .linkedLibrary("sodium")]),
+    .target(name: "CSheet", path: "Sources/Access/CSheet", linkerSettings: [.linkedLibrary("cairo"), .linkedLibrary("m")]),
     .target(
       name: "CToml", path: "Sources/Config/CToml",
       cxxSettings: [.define("TOML_HEADER_ONLY", to: "0"), .define("TOML_SHARED_LIB", to: "1")],
@@ -108,7 +109,7 @@ let package = Package(
       name: "ScanLinux",
       dependencies: [
         "ScanCore", "ScanConsole", "CZXing", "CImageIO", "CV4L2", "CCamera", "CGPIOD", "CLinux", "CToml", "CSQLite", "CTLS", "CCredential", "CMosquitto",
-        "CSandbox",
+        "CSandbox", "CSheet",
       ],
       path: "Sources",
       sources: [

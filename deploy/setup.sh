@@ -28,11 +28,13 @@ PACKAGES=(
   openssl              # tests: the test CA and certificates, s_client as an independent TLS client
   libcbor-dev          # signed credentials: CBOR (COSE_Sign1, CWT claims)
   nettle-dev           # signed credentials: HMAC-SHA1 for TOTP (no allocation per call)
+  libcairo2-dev        # a pass's printable sheet (PDF and PNG from one drawing, credential issue --sheet)
   tzdata               # schedules in the reader's local time zone
   libmosquitto-dev     # the fleet link (MQTT client library)
   mosquitto            # tests: a real broker, started per test run
   mosquitto-clients    # tests: mosquitto_sub/pub beside the independent client
-  zbar-tools           # tests: zbarimg, an independent decoder, reads the fleet's snapshot PNGs
+  zbar-tools           # tests: zbarimg, an independent decoder, reads the fleet's snapshot PNGs and the pass sheets
+  poppler-utils        # tests: pdftoppm, pdftotext, pdfinfo read the pass sheets' PDFs (PassSheetTests)
   libcamera-dev        # the libcamera frame source (Pi camera modules); optional at build time
   python3-venv         # tests: the PyPI peers' venv (deploy/peers.sh)
 )

@@ -59,7 +59,8 @@ enum CredentialCommand {
     let o = try Options(
       arguments,
       valued: [
-        "key", "kid", "sub", "label", "zones", "valid", "nbf", "exp", "id", "digits", "site-public", "card", "png", "at", "guest", "uses",
+        "key", "kid", "sub", "label", "zones", "valid", "nbf", "exp", "id", "digits", "site-public", "card", "png", "sheet", "at", "guest",
+        "uses",
         "first-use-window",
       ],
       known: ["single-use", "lockdown", "rotating", "wallet", "json"])
@@ -117,6 +118,7 @@ enum CredentialCommand {
       }
       writeStandardError("scangate credential issue: \(png): QR version \((qr.modules - 17) / 4), \(qr.modules)×\(qr.modules) modules\n")
     }
+    try writePassSheets(o.value("sheet"), text: shown, claims: claims, rotating: pass.digits > 0, guest: o.value("guest"))
     if o.flag("json") {
       var j = "{\"id\":\(jsonString(Hex.string(claims.id))),\"text\":\(jsonString(shown))"
       if pass.digits > 0 {

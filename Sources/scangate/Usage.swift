@@ -47,10 +47,12 @@ enum Usage {
       lines: [
         "credential keygen --issuer FILE [--kid KID] | --site FILE",
         "credential issue --key FILE --kid KID (--sub HOLDER [--label L] | --guest NAME) [--zones A,B] [--valid 1d | --exp TIME] [--nbf TIME]",
-        "                 [--id HEX] [--single-use | --uses N] [--first-use-window DUR] [--guest NAME] [--lockdown] [--rotating --site-public HEX [--digits 6]] [--card F:N] [--png FILE] [--wallet] [--json]",
+        "                 [--id HEX] [--single-use | --uses N] [--first-use-window DUR] [--lockdown] [--rotating --site-public HEX [--digits 6]]",
+        "                 [--card F:N] [--png FILE] [--sheet FILE.pdf[,FILE.png]] [--wallet] [--json]",
         "credential show [--config FILE | --trust FILE [--site-key FILE] [--revocation FILE] [--zones A,B]] [--at TIME] [--json] TEXT|-",
         "credential revoke --key FILE --kid KID --out FILE [--version N] [--from FILE --trust FILE] ID...",
-      ], summary: "signed passes: make keys, issue (text, PNG, Google Wallet rotatingBarcode), verify as a reader would, revoke"),
+      ],
+      summary: "signed passes: make keys, issue (text, PNG, a printable sheet as PDF or PNG, Google Wallet rotatingBarcode), verify as a reader would, revoke"),
     CommandUsage(
       name: "log",
       lines: [

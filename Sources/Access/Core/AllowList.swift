@@ -47,7 +47,10 @@ public struct AllowListTable: ~Copyable {
   private let flags: UnsafeMutableBufferPointer<UInt8>
   static let staticFlag: UInt8 = 1
   static let lockdownFlag: UInt8 = 2
+  static let pinFlag: UInt8 = 4
   private let cards: UnsafeMutableBufferPointer<CardNumber?>
+  /// The entry's `pin=` verifier (a keyed hash of its PIN: docs/admin.md, "PIN"), when bit 2 is set.
+  private let pins: UnsafeMutableBufferPointer<Digest>
 
   public init(entriesMax: Int) {
     precondition(entriesMax > 0 && entriesMax <= 1_000_000)
@@ -73,18 +76,21 @@ public struct AllowListTable: ~Copyable {
     flags.initialize(repeating: 0)
     cards = .allocate(capacity: entriesMax)
     cards.initialize(repeating: nil)
+    pins = .allocate(capacity: entriesMax)
+    pins.initialize(repeating: .zero)
   }
 
   deinit {
     slots.deallocate(); digests.deallocate(); validFrom.deallocate(); validUntil.deallocate()
     labels.deallocate(); labelLengths.deallocate(); scheduleKeys.deallocate(); cards.deallocate(); flags.deallocate()
+    pins.deallocate()
   }
 
   /// Bytes this table holds, for the memory budget.
   public static func bytes(entriesMax: Int) -> Int {
     var slotCount = 16
     while slotCount < entriesMax * 2 { slotCount <<= 1 }
-    return slotCount * 4 + entriesMax * (32 + 8 + 8 + AllowListLimits.labelBytesMax + 1 + 8 + MemoryLayout<CardNumber?>.stride + 1)
+    return slotCount * 4 + entriesMax * (32 + 8 + 8 + AllowListLimits.labelBytesMax + 1 + 8 + MemoryLayout<CardNumber?>.stride + 1 + 32)
   }
 
   public mutating func removeAll() {
@@ -107,7 +113,7 @@ public struct AllowListTable: ~Copyable {
   /// Adds an entry; false when the digest is already present. Precondition: not full.
   mutating func insert(
     _ digest: Digest, from: Int64, until: Int64, label: [UInt8], schedule: UInt64 = 0, card: CardNumber? = nil,
-    isStatic: Bool = false, isLockdown: Bool = false
+    isStatic: Bool = false, isLockdown: Bool = false, pin: Digest? = nil
   ) -> Bool {
     precondition(count < entriesMax)
     if find(digest) != nil { return false }
@@ -116,7 +122,8 @@ public struct AllowListTable: ~Copyable {
     validFrom[index] = from
     validUntil[index] = until
     scheduleKeys[index] = schedule
-    flags[index] = (isStatic ? Self.staticFlag : 0) | (isLockdown ? Self.lockdownFlag : 0)
+    flags[index] = (isStatic ? Self.staticFlag : 0) | (isLockdown ? Self.lockdownFlag : 0) | (pin != nil ? Self.pinFlag : 0)
+    pins[index] = pin ?? .zero
     let n = min(label.count, AllowListLimits.labelBytesMax)
     for k in 0..<n { labels[index * AllowListLimits.labelBytesMax + k] = label[k] }
     labelLengths[index] = UInt8(n)
@@ -144,6 +151,8 @@ public struct AllowListTable: ~Copyable {
   public func isLockdown(_ index: Int) -> Bool { flags[index] & Self.lockdownFlag != 0 }
   /// The card number of entry `index` (`card=`), if it has one.
   public func card(_ index: Int) -> CardNumber? { cards[index] }
+  /// Entry `index`'s PIN verifier (`pin=`), if it has one.
+  public func pin(_ index: Int) -> Digest? { flags[index] & Self.pinFlag != 0 ? pins[index] : nil }
 
   /// Entry `index`'s digest (the SHA-256 of its payload): for tagging inside the reader only,
   /// never shown (a short payload's SHA-256 can be searched offline).

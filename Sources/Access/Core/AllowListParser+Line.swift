@@ -35,7 +35,7 @@ extension AllowListParser {
     if table.count >= limits.entriesMax { return fail("more than \(limits.entriesMax) entries (allow_list.entries_max)") }
     if !table.insert(
       digest, from: entry.from, until: entry.until, label: entry.label, schedule: entry.schedule, card: entry.card, isStatic: entry.isStatic,
-      isLockdown: entry.isLockdown)
+      isLockdown: entry.isLockdown, pin: entry.pin)
     {
       return fail("duplicate entry")
     }
@@ -79,6 +79,7 @@ extension AllowListParser {
     var card: CardNumber? = nil
     var isStatic = false
     var isLockdown = false
+    var pin: Digest? = nil
   }
 
   /// Reads the fields after the entry; each known key at most once.
@@ -116,6 +117,10 @@ extension AllowListParser {
       case "lockdown":
         guard value == "yes" || value == "no" else { return fail("lockdown: yes or no") }
         entry.isLockdown = value == "yes"
+      case "pin":
+        // A keyed hash (`scangate keypad pin`), never a PIN: 64 hex digits.
+        guard let pin = Digest(hex: value) else { return fail("pin: 64 hex digits (made by scangate keypad pin), never the PIN itself") }
+        entry.pin = pin
       default:
         return fail("unknown key (known: \(knownKeys.joined(separator: ", ")))")
       }
@@ -123,7 +128,7 @@ extension AllowListParser {
     return .success(entry)
   }
 
-  static let knownKeys = ["label", "from", "until", "schedule", "card", "static", "lockdown"]
+  static let knownKeys = ["label", "from", "until", "schedule", "card", "static", "lockdown", "pin"]
 
   /// Why an escaped field did not decode, in words that hold no byte of it.
   struct EscapeProblem: Error {

@@ -178,6 +178,17 @@ public struct Digest: Hashable, Sendable {
     }
     words = (word(0), word(1), word(2), word(3))
   }
+  /// The digest 64 hex digits spell; nil for anything else.
+  public init?(hex: some StringProtocol) {
+    let text = Array(hex.utf8)
+    guard text.count == 64 else { return nil }
+    var bytes = InlineArray<32, UInt8>(repeating: 0)
+    let decoded = text.withUnsafeBytes { t in
+      withUnsafeMutableBytes(of: &bytes) { out in (try? Hex.decode(t, into: out)) == 32 }
+    }
+    guard decoded else { return nil }
+    self = withUnsafeBytes(of: bytes) { Digest(bytes: $0) }
+  }
   /// Byte `index` (0..<32), in the order the digest was built from.
   public func byte(_ index: Int) -> UInt8 {
     let w: UInt64

@@ -26,6 +26,13 @@ public enum Verdict: UInt8, Sendable, Equatable {
   case deniedPassback = 22
   /// A lockdown is in force and the credential is not marked for it.
   case deniedLockdown = 23
+  /// The pass is good and a PIN is asked for on the keypad (docs/admin.md, "PIN"): the
+  /// decision that follows is `granted` or a `denied-pin…`. Neither a grant nor a denial.
+  case pinRequired = 24
+  /// The PIN was wrong, not entered in time, or the credential has none where one is required.
+  case deniedPin = 25
+  /// Too many wrong PINs for this credential: refused until its lockout ends.
+  case deniedPinLocked = 26
 
   public var isGranted: Bool { self == .granted }
 
@@ -34,7 +41,7 @@ public enum Verdict: UInt8, Sendable, Equatable {
     .granted, .deniedUnknown, .deniedExpired, .deniedNotYetValid,
     .deniedMalformed, .deniedSignature, .deniedUnknownIssuer, .deniedAlgorithm, .deniedRevoked, .deniedReplayed,
     .deniedTOTP, .deniedZone, .deniedClock, .deniedIssuerKey, .deniedUsed, .deniedUnavailable,
-    .deniedOutsideSchedule, .deniedOffline, .deniedPassback, .deniedLockdown,
+    .deniedOutsideSchedule, .deniedOffline, .deniedPassback, .deniedLockdown, .pinRequired, .deniedPin, .deniedPinLocked,
   ]
 
   /// The verdict whose `name` is `name` (the audit log's stored text), or nil.
@@ -66,6 +73,9 @@ public enum Verdict: UInt8, Sendable, Equatable {
     case .deniedOffline: "denied-offline"
     case .deniedPassback: "denied-passback"
     case .deniedLockdown: "denied-lockdown"
+    case .pinRequired: "pin-required"
+    case .deniedPin: "denied-pin"
+    case .deniedPinLocked: "denied-pin-locked"
     }
   }
 }
