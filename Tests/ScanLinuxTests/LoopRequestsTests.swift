@@ -25,6 +25,7 @@ import Testing
     case .fireRelease(let on): "fire \(on)"
     case .lockdown(let on): "lockdown \(on)"
     case .accessStaticOnly(let on): "static-only \(on)"
+    case .secondFactor(let id, let verdict): "second-factor \(id) \(verdict.name)"
     case .play(let pattern): "play \(pattern.totalMilliseconds)"
     case .holdBuzzer(let on): "hold-buzzer \(on)"
     case .snapshot: "snapshot"
@@ -45,14 +46,16 @@ import Testing
     #expect(queue.post(.play(BuzzerPattern([70, 30, 70]))))
     #expect(queue.post(.endStrikeHold))
     #expect(queue.post(.relockStrike))
+    #expect(queue.post(.secondFactor(id: 7, verdict: .granted)))
     #expect(queue.post(.accessStaticOnly(true)))
     #expect(queue.post(.open(milliseconds: 500)))
     #expect(queue.post(.reloadAllowList))
     #expect(queue.post(.stop))
-    #expect(queue.count == 9)
+    #expect(queue.count == 10)
     #expect(
       Self.drain(queue) == [
-        "stop", "open 500", "reload", "relock", "end-hold", "static-only true", "play 170", "hold-buzzer true", "snapshot",
+        "stop", "open 500", "reload", "relock", "end-hold", "static-only true", "second-factor 7 granted", "play 170",
+        "hold-buzzer true", "snapshot",
       ])
     #expect(queue.count == 0 && queue.next() == nil)
   }

@@ -111,4 +111,11 @@ public struct AccessPolicies: AccessPolicy, ~Copyable {
     case .none: 0
     }
   }
+
+  /// The PIN verifier of the rule that made `decision`: an allow-list entry's `pin=`; nil for
+  /// an entry without one and for signed passes (they carry none yet).
+  public func pinVerifier(_ decision: AccessDecision) -> Digest? {
+    guard decision.source == .allowList, let entry = decision.entry else { return nil }
+    return allowList.pin(entry)
+  }
 }

@@ -197,6 +197,8 @@ public struct AllowList: ~Copyable {
   public func isLockdown(_ index: Int) -> Bool { tables[liveIndex].isLockdown(index) }
   /// The card number of live entry `index`, if it has one.
   public func card(_ index: Int) -> CardNumber? { tables[liveIndex].card(index) }
+  /// The PIN verifier of live entry `index` (`pin=`), if it has one.
+  public func pin(_ index: Int) -> Digest? { tables[liveIndex].pin(index) }
 
   /// Live entry `index`'s digest (inside the reader only: see `AllowListTable.digest`).
   package func digest(_ index: Int) -> Digest { tables[liveIndex].digest(index) }

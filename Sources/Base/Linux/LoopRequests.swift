@@ -25,6 +25,8 @@ public enum LoopRequest {
   case lockdown(Bool)
   /// The fleet's deny-all-but-static offline policy came into force (true) or ended (false).
   case accessStaticOnly(Bool)
+  /// The grant `id` waiting for its second factor (a PIN) ends with `verdict`.
+  case secondFactor(id: UInt64, verdict: Verdict)
   /// A buzzer pattern to play (a panel's BUZ or LED command).
   case play(BuzzerPattern)
   /// Hold the buzzer sounding (true) or let it go (false) (a panel's beeper wire): patterns
@@ -39,7 +41,7 @@ public enum LoopRequest {
   /// its end, a pattern before the buzzer's hold. A new kind goes where it must apply.
   public enum Kind: Int, CaseIterable, Sendable {
     case stop, open, reloadAllowList, releaseStrikeForExit, relockStrike, holdStrike, endStrikeHold, fireRelease
-    case lockdown, accessStaticOnly, play, holdBuzzer, snapshot
+    case lockdown, accessStaticOnly, secondFactor, play, holdBuzzer, snapshot
   }
 
   public var kind: Kind {
@@ -54,6 +56,7 @@ public enum LoopRequest {
     case .fireRelease: .fireRelease
     case .lockdown: .lockdown
     case .accessStaticOnly: .accessStaticOnly
+    case .secondFactor: .secondFactor
     case .play: .play
     case .holdBuzzer: .holdBuzzer
     case .snapshot: .snapshot

@@ -2,6 +2,7 @@ import ScanAccess
 import ScanAudit
 import ScanDoor
 import ScanEmergency
+import ScanKeypad
 import ScanTurnstile
 import ScanFleet
 import ScanPanels
@@ -111,6 +112,8 @@ public struct ScanConfig: Equatable, Sendable {
   public var emergency = EmergencyConfig()
   // [turnstile] (Turnstile/Core/TurnstileConfig.swift)
   public var turnstile = TurnstileConfig()
+  // [keypad] (Keypad/Core/KeypadSettings.swift)
+  public var keypad = KeypadSettings()
   // [events]
   public var eventRingCapacity = 4_096
   // [log]

@@ -3,6 +3,7 @@ import ScanAudit
 import ScanBase
 import ScanDoor
 import ScanEmergency
+import ScanKeypad
 import ScanTurnstile
 import ScanFleet
 import ScanPanels
@@ -28,7 +29,7 @@ public enum ConfigSchema {
     + AuditLogSettings.configKeys.lifted(\.log) + CredentialSettings.configKeys.lifted(\.credentials) + consoleKeys
     + PanelSettings.configKeys.lifted(\.panel) + DoorConfig.configKeys.lifted(\.door)
     + EmergencyConfig.configKeys.lifted(\.emergency) + TurnstileConfig.configKeys.lifted(\.turnstile)
-    + FleetSettings.configKeys.lifted(\.fleet)
+    + KeypadSettings.configKeys.lifted(\.keypad) + FleetSettings.configKeys.lifted(\.fleet)
 
   static let cameraKeys: [Key] =
     [
@@ -148,6 +149,13 @@ public enum ConfigSchema {
     errors += readerProblems(config, line: line)
     errors += config.door.configProblems(gpiod: config.gpioBackend == .gpiod, line: line)
     errors += config.turnstile.configProblems(gpiod: config.gpioBackend == .gpiod, line: line)
+    errors += config.keypad.configProblems(line: line)
+    if config.keypad.enabled && config.panel.mode == .panel {
+      errors.append(
+        ConfigError(
+          key: "keypad.device", line: line("keypad.device"),
+          reason: "in panel mode the panel checks PINs: its keypad is the panel's (osdp_KEYPAD is not sent yet)"))
+    }
     // A grant is a door's strike pulse, a turnstile's passage or a panel's card read: one of them.
     if config.turnstile.machine.enabled && config.door.machine.enabled {
       errors.append(

@@ -214,5 +214,7 @@ public struct ReaderStatus: Sendable {
   public var emergencyLine: String? = nil
   /// The turnstile (`turnstile entry locked 0 waiting, exit …; occupancy 12`), when configured.
   public var turnstileLine: String? = nil
+  /// The PIN keypad (`keypad /dev/input/… ok, PIN for entries with pin=, 3 granted, …`), when configured.
+  public var keypadLine: String? = nil
   public init() {}
 }

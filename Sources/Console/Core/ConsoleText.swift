@@ -120,6 +120,11 @@ public enum ConsoleText {
       writeSanitized(turnstile, into: &w)
       w.newline(); lines += 1
     }
+    if let keypad = s.keypadLine {
+      w.write("| keypad ")
+      writeSanitized(keypad, into: &w)
+      w.newline(); lines += 1
+    }
     if let fleet = s.fleetLine {
       w.write("| fleet ")
       writeSanitized(fleet, into: &w)

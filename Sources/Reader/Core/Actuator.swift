@@ -19,6 +19,8 @@ public struct BuzzerPattern: Equatable, Sendable {
   }
   public static let grant = BuzzerPattern([120])
   public static let deny = BuzzerPattern([80, 80, 80, 80, 80])
+  /// The pass is good: now the PIN (two short chirps).
+  public static let pinPrompt = BuzzerPattern([40, 60, 40])
   public static let fault = BuzzerPattern([600, 200, 600])
 
   /// `a`, a pause, then `b` (clipped to 16 steps): for the console's SELFTEST.

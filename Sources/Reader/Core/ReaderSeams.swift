@@ -64,6 +64,24 @@ public protocol PassageGate: AnyObject {
   func openOnce(at now: Instant) -> Bool
 }
 
+/// A second factor after the pass (a PIN on a keypad): asked before a grant takes effect.
+public protocol SecondFactor: AnyObject {
+  /// A granted decision for the credential whose payload's SHA-256 is `digest` (inside the
+  /// reader only), tagged `tag`, with PIN verifier `pin` (nil: none set). Returns nil when no
+  /// second factor is needed (the grant stands), `.pinRequired` when an entry began — its outcome
+  /// comes back as `ScanEngine.completeSecondFactor(id:verdict:)` — or the verdict that refuses it
+  /// (`.deniedPin`: none set where one is required, or no keypad; `.deniedPinLocked`).
+  func begin(id: UInt64, pin: Digest?, digest: Digest, tag: Digest, at now: Instant) -> Verdict?
+}
+
+/// A grant waiting for its second factor: the decision as it will be logged.
+struct PendingGrant {
+  var id: UInt64
+  var event: ScanEvent
+  var decision: AccessDecision
+  var digest: Digest
+}
+
 /// Where a validated pass goes in panel mode: the engine asks it instead of driving its relay.
 public protocol PanelForwarder: AnyObject {
   /// Forwards a granted decision's card to the panel; false when it could not (no card number

@@ -33,6 +33,11 @@ public struct ScanEngine<
   /// Turnstile mode: a grant is admitted by the gate (anti-passback) and unlocks one passage;
   /// the relay is not driven.
   public var gate: (any PassageGate)? = nil
+  /// A PIN after the pass (nil: a good pass grants at once).
+  public var secondFactor: (any SecondFactor)? = nil
+  /// The grant waiting for its second factor, and the id the last one was asked under.
+  private var pendingGrant: PendingGrant? = nil
+  private var secondFactorSequence: UInt64 = 0
   private(set) var relayGuardArmed = false
   public private(set) var buzzerLevel = LineLevel.inactive
   public var stats = ScanStats()
@@ -194,6 +199,54 @@ public struct ScanEngine<
         e.setLabel(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
       }
     }
+    e.kind = .decision
+    e.format = symbol.format
+    e.variant = symbol.variant
+    e.decodeMicroseconds = UInt32(clamping: decoded.microseconds(since: captured))
+    e.setPayload(payload)
+    e.code = UInt16(decision.source.rawValue)
+    if verdict.isGranted, let second = secondFactor {
+      // A PIN after the pass: the grant waits for it (a pass still waiting before this one is refused).
+      secondFactorSequence &+= 1
+      let pin = policy.pinVerifier(decision)
+      if let asked = second.begin(id: secondFactorSequence, pin: pin, digest: digest, tag: e.tag, at: clock.now()) { verdict = asked }
+      if verdict == .pinRequired {
+        completeSecondFactor(id: pendingGrant?.id ?? 0, verdict: .deniedPin)
+        askSecondFactor(e, decision: decision, digest: digest)
+        return
+      }
+    }
+    complete(&e, decision: decision, verdict: verdict, digest: digest, captured: captured)
+  }
+
+  /// The grant `id` waiting for its second factor ends with `verdict` (`.granted`, or a
+  /// `.deniedPin…`); nothing when that grant is no longer waiting.
+  public mutating func completeSecondFactor(id: UInt64, verdict: Verdict) {
+    guard let waiting = pendingGrant, waiting.id == id else { return }
+    pendingGrant = nil
+    var e = waiting.event
+    complete(&e, decision: waiting.decision, verdict: verdict, digest: waiting.digest, captured: nil)
+  }
+
+  /// A good pass that needs a PIN: the decision says so, the buzzer asks, the grant waits.
+  private mutating func askSecondFactor(_ event: ScanEvent, decision: AccessDecision, digest: Digest) {
+    var e = event
+    let now = clock.now()
+    actuator.play(.pinPrompt, at: now)
+    e.verdict = .pinRequired
+    e.monotonic = now
+    e.wallNanoseconds = wall.unixNanoseconds()
+    events.append(e)
+    lastDecision = e
+    lastDecisionDigest = digest
+    pendingGrant = PendingGrant(id: secondFactorSequence, event: e, decision: decision, digest: digest)
+  }
+
+  /// A decision takes effect: the turnstile's gate, the panel or the relay, the buzzer, the
+  /// event. `captured`: the frame's capture time (nil when a second factor ended it: no
+  /// frame-to-decision time to record).
+  private mutating func complete(_ e: inout ScanEvent, decision: AccessDecision, verdict: Verdict, digest: Digest, captured: Instant?) {
+    var verdict = verdict
     if verdict.isGranted, let gate {
       // One passage for one person: anti-passback first, durable before the turnstile unlocks.
       let who = policy.identity(decision, digest: digest, digester: digester)
@@ -212,18 +265,13 @@ public struct ScanEngine<
       stats.denies &+= 1
       actuator.play(settings.actuation.denyPattern, at: decided)
     }
-    stats.frameToDecision.record(microseconds: decided.microseconds(since: captured))
-    pendingEdgeFrom = captured
-    e.kind = .decision
+    let from = captured ?? decided
+    if let captured { stats.frameToDecision.record(microseconds: decided.microseconds(since: captured)) }
+    pendingEdgeFrom = from
     e.verdict = verdict
-    e.format = symbol.format
-    e.variant = symbol.variant
     e.monotonic = decided
     e.wallNanoseconds = wall.unixNanoseconds()
-    e.decodeMicroseconds = UInt32(clamping: decoded.microseconds(since: captured))
-    e.decideMicroseconds = UInt32(clamping: decided.microseconds(since: captured))
-    e.setPayload(payload)
-    e.code = UInt16(decision.source.rawValue)
+    e.decideMicroseconds = UInt32(clamping: decided.microseconds(since: from))
     // Drive the first edge now, so the event can carry frame-to-edge latency; the edge events
     // are held back so the log reads decision first, then its edges.
     holdingEdges = true

@@ -24,6 +24,7 @@ extension RunLoop where Source: ~Copyable, Decoder: ~Copyable, Relay: ~Copyable,
     case .fireRelease(let on): engine.setFireRelease(on)
     case .lockdown(let on): engine.policy.lockdown = on
     case .accessStaticOnly(let staticOnly): engine.policy.staticOnly = staticOnly
+    case .secondFactor(let id, let verdict): engine.completeSecondFactor(id: id, verdict: verdict)
     case .play(let pattern): engine.play(pattern)
     case .holdBuzzer(let hold): engine.holdBuzzer(hold)
     case .snapshot(let sink): snapshotSink = sink

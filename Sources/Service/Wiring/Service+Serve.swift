@@ -36,7 +36,7 @@ extension Service {
   // MARK: - serve's steps
 
   /// A part that could not start; why is already on standard error (serve exits 1).
-  private struct SetupRefused: Error {}
+  struct SetupRefused: Error {}
 
   /// What serve starts around the loop and stops after it.
   private struct Parts {
@@ -100,6 +100,7 @@ extension Service {
     fleet?.telemetry.occupancy = turnstile?.occupancyGauge
     try attachSchedules(config, clock: clock, ring: ring, notes: notes, time: floorKeeper.time, loop: &loop)
     let wiegand = try attachPanels(config, clock: clock, ring: ring, loop: &loop)
+    try attachKeypad(config, options: options, time: floorKeeper.time, loop: &loop)
     let printer = EventPrinter(
       ring: ring, start: loop.startedAt, clock: clock, skipping: options.skipping,
       payloads: config.log.rawPayloads ? .shown : .hidden, notes: notes)

@@ -21,6 +21,8 @@ public enum Service {
     public var turnstileDriver: ((TurnstileSetup.SimulatedLines, EventRing) -> any PollParticipant)? = nil
     /// Which camera a decision came from, with `camera.second` (set by `withSource`; the turnstile reads it).
     public var cameraOrigin: FrameOrigin? = nil
+    /// The PIN keypad's keys (nil: the configured input device; tests give their own).
+    public var keySource: (any KeySource)? = nil
     public init() {}
   }
 

@@ -1,0 +1,49 @@
+import ScanCore
+import ScanLinux
+
+/// The PIN keypad on the loop (docs/admin.md, "PIN"): the engine's second factor.
+public enum KeypadSetup {
+  /// Opens a keypad's input device (the Linux input device; tests give their own).
+  public nonisolated(unsafe) static var openDevice: (String) throws(FileError) -> any KeySource = { path throws(FileError) in
+    throw FileError(path: path, reason: "no input-device support in this build")
+  }
+}
+
+extension Service {
+  /// The keypad, when `[keypad] device` is set: a keypad that cannot be opened now is a fault on
+  /// STATUS and the journal (every PIN refused until it is back); a PIN key that cannot be read
+  /// refuses the start.
+  static func attachKeypad<S: LoopFrameSource & ~Copyable, D: CodeDecoder & ~Copyable, R: OutputLine & ~Copyable, B: OutputLine & ~Copyable>(
+    _ config: ScanConfig, options: Options, time: TrustedTime,
+    loop: inout RunLoop<S, D, R, B, SystemMonotonicClock, SystemWallClock, SodiumDigester>
+  ) throws(SetupRefused) {
+    let settings = config.keypad
+    guard settings.enabled else { return }
+    var key: [UInt8]
+    do { key = try CredentialFiles.readSecretKey(settings.pinKeyFile) } catch {
+      writeStandardError("scangate: refused: keypad.pin_key_file: \(error)\n")
+      throw SetupRefused()
+    }
+    defer { SecretBytes.wipe(&key) }
+    let open: () -> (any KeySource)? = {
+      if let injected = options.keySource { return injected }
+      return try? KeypadSetup.openDevice(settings.device)
+    }
+    var source = options.keySource
+    if source == nil {
+      do { source = try KeypadSetup.openDevice(settings.device) } catch {
+        writeStandardError("scangate: keypad: \(error); every PIN is refused until it is back\n")
+      }
+    }
+    do {
+      let keypad = try KeypadController(
+        settings: settings, source: source, sourceName: settings.device, reopen: options.keySource == nil ? open : nil, pinKey: key,
+        wall: SystemWallClock(), time: time, attemptPath: config.statePath("pin-attempts"))
+      loop.engine.secondFactor = keypad
+      loop.register(keypad)
+    } catch {
+      writeStandardError("scangate: refused: keypad: \(error)\n")
+      throw SetupRefused()
+    }
+  }
+}

@@ -1,0 +1,230 @@
+import Glibc
+import ScanCore
+import ScanLinux
+import ScanService
+import ScanSim
+import Testing
+
+/// Keys from a pipe: '0'–'9' digits, '#' enter, '*' clear (the keypad's place in a test).
+final class PipeKeys: KeySource {
+  let readEnd: Int32
+  let writeEnd: Int32
+  var gone = false
+  init() {
+    var fds: [Int32] = [0, 0]
+    precondition(pipe(&fds) == 0)
+    _ = fcntl(fds[0], F_SETFL, O_NONBLOCK)
+    readEnd = fds[0]
+    writeEnd = fds[1]
+  }
+  deinit {
+    close(readEnd)
+    close(writeEnd)
+  }
+  var descriptor: Int32 { readEnd }
+  func type(_ keys: String) { _ = keys.utf8.withContiguousStorageIfAvailable { write(writeEnd, $0.baseAddress, $0.count) } }
+  func read(_ body: (KeypadKey) -> Void) -> Bool {
+    var byte: UInt8 = 0
+    while Glibc.read(readEnd, &byte, 1) == 1 {
+      switch byte {
+      case UInt8(ascii: "0")...UInt8(ascii: "9"): body(.digit(byte - 0x30))
+      case UInt8(ascii: "#"): body(.enter)
+      case UInt8(ascii: "*"): body(.clear)
+      default: break
+      }
+    }
+    return !gone
+  }
+}
+
+/// A PIN after the pass on the real loop: the engine's second factor, the keypad participant,
+/// the allow-list's `pin=` made by Python's hmac (an implementation that is not ours), the relay.
+@Suite(.serialized) struct KeypadTests {
+  typealias Loop = RunLoop<
+    ScriptedFrameSource, FixtureDecoder, RecordingOutputLine, RecordingOutputLine, ManualClock, ManualClock, SodiumDigester
+  >
+  static let keyHex = String(repeating: "5a", count: 16) + String(repeating: "c3", count: 16)
+  static let key = [UInt8](repeating: 0x5A, count: 16) + [UInt8](repeating: 0xC3, count: 16)
+
+  /// The allow-list's `pin=` for `payload` and `pin`, computed by Python's hmac and hashlib.
+  static func pinHash(_ payload: String, _ pin: String) -> String {
+    let script =
+      "import hmac,hashlib,sys; k=bytes.fromhex(sys.argv[1]); d=hashlib.sha256(sys.argv[2].encode()).digest(); "
+      + "print(hmac.new(k, b'scangate-pin-v1\\x00'+d+sys.argv[3].encode(), hashlib.sha256).hexdigest())"
+    let (status, out) = runCommand(["/usr/bin/python3", "-c", script, keyHex, payload, pin])
+    precondition(status == 0, out)
+    return String(out.prefix(64))
+  }
+
+  final class World {
+    let clock = ManualClock()
+    let ring = EventRing(capacity: 1024)
+    let relay: RecordingOutputLine
+    let keys = PipeKeys()
+    var loop: Loop
+    let keypad: KeypadController
+
+    /// Frames: 1 ALICE (pin 2468), 2 BOB (no pin), 3 CAROL (pin 1357), 0 none; 10 ms a step.
+    init(script: [Int], dir: String, require: Bool = false, keypad present: Bool = true, attemptsMax: Int = 3) throws {
+      relay = RecordingOutputLine(name: "relay", clock: clock)
+      var settings = EngineSettings()
+      settings.presence.leaveAfterMilliseconds = 100
+      settings.presence.cooldownMilliseconds = 0
+      let engine = ScanEngine(
+        settings: settings, decoder: FixtureDecoder(payloads: [Array("ALICE".utf8), Array("BOB".utf8), Array("CAROL".utf8)]), relay: relay,
+        buzzer: RecordingOutputLine(name: "buzzer", clock: clock), clock: clock, wall: clock, digester: SodiumDigester(),
+        events: ring, maxWidth: 64, maxHeight: 48)
+      var loopSettings = LoopSettings()
+      loopSettings.handleSignals = false
+      loopSettings.allowListPath = nil
+      let frames = (0..<4).map { FixtureDecoder.frame(width: 64, height: 48, naming: $0) }
+      let clock = self.clock
+      loop = Loop(engine: engine, settings: loopSettings) { () throws(CaptureError) in
+        var s = ScriptedFrameSource(width: 64, height: 48, frames: frames, script: script.map { .frame($0) }, loops: false, clock: clock)
+        s.advanceMicrosecondsPerStep = 10_000
+        return s
+      }
+      let list =
+        "text:ALICE label=alice pin=\(KeypadTests.pinHash("ALICE", "2468"))\ntext:BOB label=bob\n"
+        + "text:CAROL label=carol pin=\(KeypadTests.pinHash("CAROL", "1357"))\n"
+      _ = loop.engine.allowList.load(Array(list.utf8), digester: SodiumDigester(), nowUnixSeconds: clock.unixSeconds())
+      loop.engine.tagger = TestTagger()
+      var k = KeypadSettings()
+      k.device = "/dev/input/test-keypad"
+      k.requirePin = require
+      k.attemptsMax = attemptsMax
+      k.lockoutSeconds = 300
+      keypad = try KeypadController(
+        settings: k, source: present ? keys : nil, sourceName: k.device, pinKey: KeypadTests.key, wall: clock,
+        time: TrustedTime(), attemptPath: dir + "/pin-attempts")
+      loop.engine.secondFactor = keypad
+      loop.register(keypad)
+    }
+
+    func run(_ iterations: Int) { for _ in 0..<iterations { loop.runOnce(maximumWaitMilliseconds: 0) } }
+
+    /// Decisions in the ring, as "verdict label".
+    func decisions() -> [String] {
+      var out: [String] = []
+      var s: UInt64 = 1
+      while case .event(let e) = ring.read(s) {
+        if e.kind == .decision { out.append(e.verdict.name + " " + e.withLabel { String(decoding: $0, as: UTF8.self) }) }
+        s += 1
+      }
+      return out
+    }
+    var pulses: Int { relay.edges.filter { $0.level == .active }.count }
+  }
+
+  /// Keys a tag by the payload's digest (the service keys it with its tag key).
+  final class TestTagger: PayloadTagger {
+    func tag(_ digest: Digest) -> Digest { digest }
+  }
+
+  @Test("the right PIN after the pass opens the door; the pass alone does not")
+  func rightPin() throws {
+    let dir = temporaryDirectory("keypad")
+    defer { removeTree(dir) }
+    let w = try World(script: [1] + Array(repeating: 0, count: 300), dir: dir)
+    w.run(20)
+    #expect(w.decisions() == ["pin-required alice"])
+    #expect(w.pulses == 0)
+    w.keys.type("2468#")
+    w.run(5)
+    #expect(w.decisions() == ["pin-required alice", "granted alice"])
+    #expect(w.pulses == 1)
+  }
+
+  @Test("a wrong PIN is denied-pin; a typo cleared with * and then the right PIN opens")
+  func wrongPin() throws {
+    let dir = temporaryDirectory("keypad")
+    defer { removeTree(dir) }
+    let w = try World(script: [1] + Array(repeating: 0, count: 50) + [1] + Array(repeating: 0, count: 300), dir: dir)
+    w.run(10)
+    w.keys.type("1357#")
+    w.run(60)
+    #expect(w.decisions() == ["pin-required alice", "denied-pin alice", "pin-required alice"])
+    w.keys.type("99*2468#")
+    w.run(5)
+    #expect(w.decisions().last == "granted alice")
+    #expect(w.pulses == 1)
+  }
+
+  @Test("three wrong PINs lock the credential out: denied-pin-locked at once, still after a restart")
+  func lockout() throws {
+    let dir = temporaryDirectory("keypad")
+    defer { removeTree(dir) }
+    let shown = [1] + Array(repeating: 0, count: 30)
+    do {
+      let w = try World(script: shown + shown + shown + shown + Array(repeating: 0, count: 100), dir: dir)
+      for _ in 0..<3 {
+        w.run(10)
+        w.keys.type("0000#")
+        w.run(25)
+      }
+      w.run(30)
+      #expect(
+        w.decisions() == [
+          "pin-required alice", "denied-pin alice", "pin-required alice", "denied-pin alice", "pin-required alice",
+          "denied-pin-locked alice", "denied-pin-locked alice",
+        ])
+      #expect(w.pulses == 0)
+    }
+    // A restart keeps the count (the attempts file); the right PIN is not even asked for.
+    let w = try World(script: shown, dir: dir)
+    w.run(20)
+    #expect(w.decisions() == ["denied-pin-locked alice"])
+  }
+
+  @Test("no key for the entry timeout: denied-pin; BOB (no pin=) is granted without one unless require_pin")
+  func timeoutAndRequire() throws {
+    let dir = temporaryDirectory("keypad")
+    defer { removeTree(dir) }
+    let w = try World(script: [1] + Array(repeating: 0, count: 1_200) + [2] + Array(repeating: 0, count: 30), dir: dir)
+    w.run(1_300)
+    #expect(w.decisions() == ["pin-required alice", "denied-pin alice", "granted bob"])
+    let required = try World(script: [2] + Array(repeating: 0, count: 30), dir: dir, require: true)
+    required.run(30)
+    #expect(required.decisions() == ["denied-pin bob"])
+  }
+
+  @Test("no keypad (unplugged, or never opened): a pass that needs a PIN is denied-pin, never granted")
+  func noKeypad() throws {
+    let dir = temporaryDirectory("keypad")
+    defer { removeTree(dir) }
+    let w = try World(script: [1, 0, 0, 0, 0, 2] + Array(repeating: 0, count: 30), dir: dir, keypad: false)
+    w.run(40)
+    #expect(w.decisions() == ["denied-pin alice", "granted bob"])
+  }
+
+  @Test("a refused pass while a PIN is awaited leaves the entry; a second PIN pass replaces it (the first refused)")
+  func superseded() throws {
+    let dir = temporaryDirectory("keypad")
+    defer { removeTree(dir) }
+    let w = try World(script: [1, 0, 0, 0, 2] + Array(repeating: 0, count: 200), dir: dir, require: true)
+    w.run(13)
+    // BOB has no pin=: with require_pin he is refused, which ends nothing of ALICE's entry.
+    #expect(w.decisions() == ["pin-required alice", "denied-pin bob"])
+    w.keys.type("2468#")
+    w.run(5)
+    #expect(w.decisions().last == "granted alice")
+
+    let v = try World(script: [1, 0, 0, 0, 3] + Array(repeating: 0, count: 200), dir: dir)
+    v.run(13)
+    #expect(v.decisions() == ["pin-required alice", "denied-pin alice", "pin-required carol"])
+    v.keys.type("1357#")
+    v.run(5)
+    #expect(v.decisions().last == "granted carol")
+    #expect(v.pulses == 1)
+  }
+
+  @Test("the verifier is HMAC-SHA-256 under the PIN key over the label, the payload's SHA-256 and the PIN (Python's hmac)")
+  func verifier() throws {
+    let key = Self.key
+    let digest = Array("ALICE".utf8).withUnsafeBytes { SodiumDigester().sha256($0) }
+    let ours = key.withUnsafeBytes { k in Array("2468".utf8).withUnsafeBytes { KeypadController.verifier(key: k, digest: digest, pin: $0) } }
+    let hex = Hex.string((0..<32).map { ours.byte($0) })
+    #expect(hex == Self.pinHash("ALICE", "2468"))
+    #expect(hex != Self.pinHash("ALICE", "2469") && hex != Self.pinHash("ALICF", "2468"))
+  }
+}
