@@ -12,9 +12,9 @@ import ScanTools
 enum AllowListCommand {
   /// The columns import reads (`tag` and `kind` are export's, accepted and ignored).
   static let importColumns = [
-    "payload", "sha256", "label", "zones", "schedule", "from", "until", "card", "static", "lockdown", "tag", "kind",
+    "payload", "sha256", "label", "zones", "schedule", "from", "until", "card", "static", "lockdown", "tag", "kind", "pin",
   ]
-  static let exportColumns = ["label", "tag", "kind", "schedule", "from", "until", "card", "static", "lockdown"]
+  static let exportColumns = ["label", "tag", "kind", "schedule", "from", "until", "card", "static", "lockdown", "pin"]
 
   static func run(_ arguments: [String]) -> Int32 {
     var arguments = arguments
@@ -32,8 +32,10 @@ enum AllowListCommand {
         guard options.flag("csv") else { throw ParseError(message: "export writes CSV only: give --csv") }
         guard let config = loadConfig(options) else { return 1 }
         return exportCSV(config: config, keyPath: options.value("key"))
+      case "pin-key": return try pinKey(arguments)
+      case "pin": return try pin(arguments)
       default:
-        throw ParseError(message: "give import or export (scangate allow-list --help)")
+        throw ParseError(message: "give import, export, pin or pin-key (scangate allow-list --help)")
       }
     } catch {
       writeStandardError("scangate allow-list: \(error)\n")
@@ -96,7 +98,11 @@ enum AllowListCommand {
         continue
       }
       // The same code keeps the form it has in the file (a text: entry is not turned into a digest).
-      if row.digest == nil || row.digest == existingDigests[at] { entry.match = existing[at].match }
+      if row.digest == nil || row.digest == existingDigests[at] {
+        entry.match = existing[at].match
+        // A PIN is bound to its code: the same code keeps its pin= (a CSV never drops a second factor).
+        if entry.pin.isEmpty, let pin = existing[at].fields.first(where: { $0.hasPrefix("pin=") }) { entry.pin = String(pin.dropFirst(4)) }
+      }
       let old = Set([existing[at].match] + existing[at].fields)
       let new = Set(entry.line.split(separator: " ").map(String.init))
       if old == new {
@@ -185,6 +191,7 @@ enum AllowListCommand {
       }
       entry.isStatic = cell("static") == "yes"
       entry.isLockdown = cell("lockdown") == "yes"
+      entry.pin = cell("pin").lowercased()
       // The entry's line, read by the file's own parser (a placeholder digest when the row only
       // updates fields): its errors name the rule, never the text.
       let probe = entry.match.isEmpty ? "sha256:" + String(repeating: "0", count: 64) : entry.match

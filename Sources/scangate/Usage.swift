@@ -67,6 +67,8 @@ enum Usage {
       lines: [
         "allow-list import --csv FILE [--dry-run] [--keep-text] [--remove-missing] [--config FILE]",
         "allow-list export --csv [--config FILE] [--key FILE]",
+        "allow-list pin-key FILE",
+        "allow-list pin [--config FILE] [--pin-key FILE] (--label NAME | --text PAYLOAD | --sha256 HEX)   (the PIN on standard input)",
       ],
       summary:
         "people from a CSV (payload or sha256, label, schedule, from, until, card, static, lockdown): added or changed by label, "

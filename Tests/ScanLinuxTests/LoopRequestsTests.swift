@@ -85,7 +85,8 @@ import Testing
     #expect(queue.capacity == LoopRequest.Kind.allCases.count)
     let all: [LoopRequest] = [
       .stop, .open(milliseconds: nil), .reloadAllowList, .releaseStrikeForExit, .relockStrike, .holdStrike,
-      .endStrikeHold, .fireRelease(true), .lockdown(true), .accessStaticOnly(false), .play(.grant), .holdBuzzer(true),
+      .endStrikeHold, .fireRelease(true), .lockdown(true), .accessStaticOnly(false), .secondFactor(id: 1, verdict: .deniedPin),
+      .play(.grant), .holdBuzzer(true),
       .snapshot(Sink()),
     ]
     #expect(Set(all.map { $0.kind }).count == LoopRequest.Kind.allCases.count)

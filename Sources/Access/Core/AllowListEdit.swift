@@ -29,6 +29,8 @@ public enum AllowListEdit {
     public var card = ""
     public var isStatic = false
     public var isLockdown = false
+    /// The `pin=` verifier (64 hex digits), or empty.
+    public var pin = ""
     public init(match: String, label: String) {
       self.match = match
       self.label = label
@@ -43,6 +45,7 @@ public enum AllowListEdit {
       if !card.isEmpty { s += " card=" + card }
       if isStatic { s += " static=yes" }
       if isLockdown { s += " lockdown=yes" }
+      if !pin.isEmpty { s += " pin=" + pin }
       return s
     }
   }
