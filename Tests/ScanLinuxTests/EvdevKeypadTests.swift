@@ -48,6 +48,13 @@ import Testing
     #expect(KeypadKey(linuxCode: 0xffff) == nil)
   }
 
+  @Test("the device's name (from outside: the USB device's) is bounded and has no control characters")
+  func printableName() {
+    #expect(EvdevKeypad.printable("Acme USB Keypad") == "Acme USB Keypad")
+    #expect(EvdevKeypad.printable("a\u{1b}[2Jb\nc\u{202e}d") == "a?[2Jb?c?d")
+    #expect(EvdevKeypad.printable(String(repeating: "k", count: 300)).count == EvdevKeypad.nameCharactersMax)
+  }
+
   /// The reason a refused open gives.
   static func refusal(_ path: String) -> String? {
     do {

@@ -34,7 +34,7 @@ public final class EvdevKeypad: KeySource {
     device = handle
     self.path = path
     descriptor = fd
-    name = String(cString: sg_evdev_name(handle))
+    name = Self.printable(String(cString: sg_evdev_name(handle)))
     codes = .allocate(capacity: Self.batch)
     codes.initialize(repeating: 0)
   }
@@ -59,6 +59,19 @@ public final class EvdevKeypad: KeySource {
       if Int(count) < Self.batch { return true }
     }
     return true
+  }
+
+  /// The longest device name kept (the kernel's own limit is larger).
+  public static let nameCharactersMax = 80
+
+  /// The device's name as the USB device gave it, made safe for a terminal, STATUS and the
+  /// journal: control characters become "?", and it is cut at `nameCharactersMax`.
+  public static func printable(_ name: String) -> String {
+    var kept = String.UnicodeScalarView()
+    for scalar in name.unicodeScalars.prefix(nameCharactersMax) {
+      kept.append(scalar.properties.generalCategory == .control || scalar.properties.generalCategory == .format ? "?" : scalar)
+    }
+    return String(kept)
   }
 
   /// The reason a person reads for a refused open.
