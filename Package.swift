@@ -91,6 +91,10 @@ let package = Package(
         + [.linkedLibrary("stdc++")]),
     .target(name: "CSandbox", path: "Sources/Reader/CSandbox", linkerSettings: [.linkedLibrary("seccomp")]),
     .target(name: "CGPIOD", path: "Sources/Door/CGPIOD", linkerSettings: [.linkedLibrary("gpiod")]),
+    .target(
+      name: "CEvdev", path: "Sources/Keypad/CEvdev",
+      cSettings: [.unsafeFlags(["-I/usr/include/libevdev-1.0"])],
+      linkerSettings: [.linkedLibrary("evdev")]),
     .target(name: "CLinux", path: "Sources/Base/CLinux", linkerSettings: [.linkedLibrary("sodium")]),
     .target(name: "CTLS", path: "Sources/Base/CTLS", linkerSettings: [.linkedLibrary("ssl"), .linkedLibrary("crypto")]),
     .target(name: "CSQLite", path: "Sources/Audit/CSQLite", linkerSettings: [.linkedLibrary("sqlite3")]),
@@ -109,7 +113,7 @@ let package = Package(
       name: "ScanLinux",
       dependencies: [
         "ScanCore", "ScanConsole", "CZXing", "CImageIO", "CV4L2", "CCamera", "CGPIOD", "CLinux", "CToml", "CSQLite", "CTLS", "CCredential", "CMosquitto",
-        "CSandbox", "CSheet",
+        "CSandbox", "CSheet", "CEvdev",
       ],
       path: "Sources",
       sources: [

@@ -9,6 +9,7 @@ PACKAGES=(
   libzxing-dev         # the barcode engine (zxing-cpp 1.4 on bookworm)
   libv4l-dev           # camera capture (libv4l2)
   libgpiod-dev         # GPIO character device (libgpiod 1.6, v1 API)
+  libevdev-dev         # the PIN keypad: Linux input event devices (libevdev)
   libturbojpeg0-dev    # JPEG files (and the tests' JPEG encoder)
   libjpeg62-turbo-dev  # MJPEG camera frames (libjpeg API, per-frame memory from an arena)
   libstb-dev           # PNG/PNM/GIF files, PNG snapshots

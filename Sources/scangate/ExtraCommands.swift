@@ -20,6 +20,7 @@ enum ExtraCommands {
     case "probe": return ProbeCommand.run(arguments)
     case "fleet": return FleetToolCommand.run(arguments)
     case "allow-list": return AllowListCommand.run(arguments)
+    case "keypad": return KeypadCommand.run(arguments)
     default: return nil
     }
   }

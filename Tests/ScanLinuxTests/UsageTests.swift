@@ -56,7 +56,7 @@ import Testing
     #expect(
       names == [
         "run", "demo", "decode", "check-config", "probe", "console", "log", "allow-list", "tag", "snapshot", "soak",
-        "credential", "fleet", "version",
+        "credential", "fleet", "keypad", "version",
       ])
     for flag in ["-h", "help"] {
       let (status, output) = runCommand([scangateBinary, flag], timeoutSeconds: 30)

@@ -187,6 +187,7 @@ gcc -O2 -shared -fPIC -pthread -o "$RUN/alloc-count.so" "$ROOT/deploy/hil/alloc-
 g++ -O0 -pthread -o "$RUN/alloc-count-check" "$ROOT/deploy/hil/alloc-count-check.cpp" -ldl \
   || die "building the allocation counter's check (deploy/hil/alloc-count-check.cpp)"
 gcc -O2 -o "$RUN/gpio-chatter" "$ROOT/deploy/hil/gpio-chatter.c" || die "building deploy/hil/gpio-chatter.c"
+gcc -O2 -o "$RUN/uinput-keypad" "$ROOT/deploy/hil/uinput-keypad.c" || die "building deploy/hil/uinput-keypad.c"
 
 # ---------------------------------------------------------------- libcamera on vimc (cached; guest-camera.sh)
 # Debian's kernel ships no vimc.ko: built out of tree from linux-source like gpio-sim. libcamera's
@@ -218,7 +219,7 @@ prepare() {  # userland binary
   mkdir -p "$w/bin"
   cp "$RUN"/*.grey "$RUN"/*.yuyv "$RUN"/*.mjpeg "$RUN/allow-list.txt" "$w/" 2>/dev/null
   cp "$ROOT"/deploy/hil/guest-*.sh "$ROOT"/deploy/hil/{stall-thread,frames,wiegand-trace}.py "$w/"
-  cp "$RUN/alloc-count.so" "$RUN/alloc-count-check" "$RUN/gpio-chatter" "$w/bin/"
+  cp "$RUN/alloc-count.so" "$RUN/alloc-count-check" "$RUN/gpio-chatter" "$RUN/uinput-keypad" "$w/bin/"
   local libpath="" exe=$w/bin/scangate
   if [ "$1" = bookworm ]; then
     cp "$2" "$exe" || die "copying $2"

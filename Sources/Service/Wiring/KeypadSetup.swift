@@ -3,10 +3,8 @@ import ScanLinux
 
 /// The PIN keypad on the loop (docs/admin.md, "PIN"): the engine's second factor.
 public enum KeypadSetup {
-  /// Opens a keypad's input device (the Linux input device; tests give their own).
-  public nonisolated(unsafe) static var openDevice: (String) throws(FileError) -> any KeySource = { path throws(FileError) in
-    throw FileError(path: path, reason: "no input-device support in this build")
-  }
+  /// Opens a keypad's Linux input device, grabbed (tests give their own source instead).
+  static func openDevice(_ path: String) throws(FileError) -> any KeySource { try EvdevKeypad(path: path) }
 }
 
 extension Service {
