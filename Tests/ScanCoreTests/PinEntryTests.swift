@@ -49,19 +49,23 @@ import Testing
   @Test("three wrong in a row lock out for the lockout; a right PIN clears the count; others are counted apart")
   func attempts() {
     var a = PinAttempts(capacity: 4, attemptsMax: 3, lockoutSeconds: 300)
-    #expect(!a.isLocked(Self.alice, now: 1_000))
-    #expect(a.fail(Self.alice, now: 1_000).locked == false)
-    #expect(a.fail(Self.alice, now: 1_001).locked == false)
+    let lockedAtFirst = a.isLocked(Self.alice, now: 1_000)
+    let first = a.fail(Self.alice, now: 1_000).locked
+    let second = a.fail(Self.alice, now: 1_001).locked
     _ = a.succeed(Self.alice)  // the right PIN: the count starts again
-    #expect(a.fail(Self.alice, now: 1_002).locked == false)
-    #expect(a.fail(Self.bob, now: 1_003).locked == false)
-    #expect(a.fail(Self.alice, now: 1_004).locked == false)
+    let afterRight = a.fail(Self.alice, now: 1_002).locked
+    let bob = a.fail(Self.bob, now: 1_003).locked
+    let fourth = a.fail(Self.alice, now: 1_004).locked
     let third = a.fail(Self.alice, now: 1_005)
-    #expect(third.locked && a.entry(third.slot).lockedUntil == 1_305)
-    #expect(a.isLocked(Self.alice, now: 1_304) && !a.isLocked(Self.alice, now: 1_305))
-    #expect(!a.isLocked(Self.bob, now: 1_100) && a.lockedCount(now: 1_100) == 1)
-    // After the lockout the count starts from nothing.
-    #expect(a.fail(Self.alice, now: 1_400).locked == false)
+    let until = a.entry(third.slot).lockedUntil
+    let during = a.isLocked(Self.alice, now: 1_304), after = a.isLocked(Self.alice, now: 1_305)
+    let bobLocked = a.isLocked(Self.bob, now: 1_100), lockedCount = a.lockedCount(now: 1_100)
+    let again = a.fail(Self.alice, now: 1_400).locked  // after the lockout the count starts from nothing
+    #expect(!lockedAtFirst && !first && !second && !afterRight && !bob && !fourth)
+    #expect(third.locked && until == 1_305)
+    #expect(during && !after)
+    #expect(!bobLocked && lockedCount == 1)
+    #expect(!again)
   }
 
   @Test("a full table reuses a slot whose lockout ended before one that is locked now")
@@ -71,7 +75,8 @@ import Testing
     _ = a.fail(Self.bob, now: 50)  // locked until 150
     let carol = Digest(words: (9, 9, 9, 9))
     _ = a.fail(carol, now: 120)  // alice's lockout has ended: her slot goes
-    #expect(a.isLocked(Self.bob, now: 120) && a.isLocked(carol, now: 120) && !a.isLocked(Self.alice, now: 120))
+    let bob = a.isLocked(Self.bob, now: 120), c = a.isLocked(carol, now: 120), alice = a.isLocked(Self.alice, now: 120)
+    #expect(bob && c && !alice)
   }
 
   @Test("Linux key codes: number row, keypad, enter, clear (values of linux/input-event-codes.h)")

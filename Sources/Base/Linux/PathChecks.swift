@@ -143,6 +143,7 @@ public enum PathChecks {
     file("console.tls_client_ca_file", config.consoleTLSClientCAFile, ConsoleTLS.pemBytesMax)
     file("panel.scbk_file", config.panel.scbkFile, SecretFile.bytesMax)
     file("panel.com_file", config.panel.comFile, 256)
+    if config.keypad.enabled { file("keypad.pin_key_file", config.keypad.pinKeyFile, SecretFile.bytesMax) }
     return list
   }
 
