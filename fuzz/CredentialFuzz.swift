@@ -29,12 +29,18 @@ final class PermissiveCrypto: CredentialCrypto {
   func wipe(_ buffer: UnsafeMutableRawBufferPointer) { buffer.initializeMemory(as: UInt8.self, repeating: 0) }
 }
 
-final class MemoryStore: SingleUseStore {
-  var used: [CredentialID] = []
-  func isUsed(_ id: CredentialID) -> Bool { used.contains(id) }
-  func markUsed(_ id: CredentialID, expires: Int64, now: Int64) -> Bool {
+final class MemoryStore: UseStore {
+  var used: [(id: CredentialID, uses: Int, first: Int64)] = []
+  func usage(_ id: CredentialID) -> (uses: Int, firstUse: Int64)? {
+    used.first { $0.id == id }.map { ($0.uses, $0.first) }
+  }
+  func recordUse(_ id: CredentialID, expires: Int64, now: Int64) -> Bool {
+    if let i = used.firstIndex(where: { $0.id == id }) {
+      used[i].uses += 1
+      return true
+    }
     guard used.count < 16 else { return false }
-    used.append(id)
+    used.append((id, 1, now))
     return true
   }
 }
@@ -50,7 +56,7 @@ nonisolated(unsafe) let verifier: CredentialVerifier = {
   settings.replayCacheEntries = 16
   let trust = TrustStore(keys: [IssuerKey(kid: Array("hq-2026".utf8), publicKey: Array(repeating: 7, count: 32), notBefore: nil, notAfter: nil)!])
   let v = CredentialVerifier(settings: settings, sign1: Sign1Verifier(trust: trust, codec: LibCBOR(), crypto: PermissiveCrypto()))
-  v.singleUse = MemoryStore()
+  v.useStore = MemoryStore()
   v.replayStore = MemoryReplay()
   return v
 }()
