@@ -132,13 +132,17 @@ def render_boofcv(root, out_root, sizes, variants):
                     write_labels(os.path.join(d, stem + ".txt"), [[move(x, y) for x, y in q] for q in quads])
 
 
-def render_qr(corpus, out_root, sizes, variants):
+def render_qr(corpus, out_root, sizes, variants, every=1):
+    """Every `every`-th labelled photo of each set (1: all of them; the smoke run takes a sample)."""
     for n in range(1, 7):
         src = os.path.join(corpus, "zxing-cpp", f"qrcode-{n}")
+        kept = 0
         for name in sorted(os.listdir(src)):
             stem, ext = os.path.splitext(name)
             if ext.lower() not in (".png", ".jpg", ".jpeg", ".gif"): continue
             if not os.path.exists(os.path.join(src, stem + ".txt")): continue
+            kept += 1
+            if (kept - 1) % every: continue
             img = load(os.path.join(src, name))[0]
             if img is None: continue
             for size in sizes:
@@ -171,8 +175,9 @@ if __name__ == "__main__":
     p.add_argument("--variants", default="upright,inverted,mirrored")
     p.add_argument("--boofcv-sizes", default="640x480")
     p.add_argument("--empty-sizes", default="")
+    p.add_argument("--every", type=int, default=1, help="keep every N-th photo of each QR set")
     a = p.parse_args()
     variants = a.variants.split(",")
-    render_qr(a.corpus, a.out, [s for s in a.sizes.split(",") if s], variants)
+    render_qr(a.corpus, a.out, [s for s in a.sizes.split(",") if s], variants, max(1, a.every))
     render_boofcv(os.path.join(a.corpus, "boofcv-dev"), a.out, [s for s in a.boofcv_sizes.split(",") if s], variants)
     render_empty(a.corpus, a.out, [s for s in a.empty_sizes.split(",") if s])

@@ -25,13 +25,13 @@
 # Prints PASS/FAIL lines and "console-abuse: N passed, M failed"; exits non-zero unless all passed.
 #
 # Usage: deploy/console-abuse.sh [path/to/scangate]   (default: .build/debug/scangate)
-# Environment: BASE_S (20), ABUSE_S (60), CLIENTS (64);
+# Environment: BASE_S (10), ABUSE_S (30), CLIENTS (64);
 #   ABUSE_BREAK=a,a2,a3,b,c,c2,d,d2,e,f,s,g,g2,g3,verify (any of them) gives those checks a deliberately wrong expectation (to see it fail).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 HERE=$(pwd)
 BIN=$(realpath "${1:-.build/debug/scangate}")
-BASE_S=${BASE_S:-20}; ABUSE_S=${ABUSE_S:-60}; CLIENTS=${CLIENTS:-64}
+BASE_S=${BASE_S:-10}; ABUSE_S=${ABUSE_S:-30}; CLIENTS=${CLIENTS:-64}
 BREAK=${ABUSE_BREAK:-}
 broken() { [[ ",$BREAK," == *",$1,"* ]]; }  # ABUSE_BREAK=a,b,...
 pass=0; fail=0

@@ -623,6 +623,8 @@ import Testing
       [log]
       path = "\(dir)/audit.db"
       commit_interval_ms = 20
+      [decoder]
+      isolation = "inline"
       [console]
       listen = ["127.0.0.1:0"]
       """)

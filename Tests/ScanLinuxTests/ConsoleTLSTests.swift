@@ -365,6 +365,8 @@ import Testing
         backend = "sim"
         [log]
         path = ""
+        [decoder]
+        isolation = "inline"
         [console]
         secret_file = "\(dir)/secret"
         \(console)

@@ -46,6 +46,8 @@ import Testing
       backend = "sim"
       [log]
       path = ""
+      [decoder]
+      isolation = "inline"
       [console]
       listen = []
       """)
@@ -80,6 +82,8 @@ import Testing
       backend = "sim"
       [log]
       path = "\(dir)/audit.db"
+      [decoder]
+      isolation = "inline"
       [console]
       listen = []
       [panel]

@@ -32,6 +32,8 @@ import Testing
       [log]
       path = "\(dir)/audit.db"
       commit_interval_ms = 50
+      [decoder]
+      isolation = "inline"
       [console]
       listen = ["127.0.0.1:0"]
       secret_file = "\(dir)/secret"

@@ -7,7 +7,12 @@ import Testing
 
 /// The built `scangate` binary, run as a technician would run it.
 @Suite(.serialized) struct ServiceProcessTests {
-  /// A config for a replayed code that is on the list, with simulated GPIO.
+  /// A config for a replayed code that is on the list, with simulated GPIO. It decodes on the
+  /// loop's thread (`isolation = "inline"`), as the other tests that start the service do unless
+  /// the workers are what they test: each start of the two workers warms them up (~2 s of CPU in
+  /// a debug build), which a suite that starts the service a few hundred times pays over and
+  /// over. The worker processes are tested in DecoderWorkerTests, the two-camera test below and
+  /// the fault stage's decoder.py.
   func setUp(pulse: Int = 20_000, log: Bool = false) -> (String, String) {
     let dir = temporaryDirectory("svc")
     _ = writePNG(path: dir + "/frame.png", pixels: qrFrame("ALICE-0001").pixels, width: 640, height: 480, components: 1)
@@ -30,6 +35,8 @@ import Testing
       [log]
       path = "\(log ? dir + "/audit.db" : "")"
       commit_interval_ms = 50
+      [decoder]
+      isolation = "inline"
       [console]
       listen = ["127.0.0.1:0"]
       secret_file = "\(dir)/secret"

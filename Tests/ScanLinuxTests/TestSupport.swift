@@ -129,5 +129,7 @@ struct Child {
 func runCommand(_ arguments: [String], timeoutSeconds: Int = 120) -> (Int32, String) {
   let child = Child.start(arguments)
   let status = child.wait(timeoutSeconds: timeoutSeconds)
-  return (status, child.output)
+  let output = child.output
+  removeTree(String(child.outputPath.dropLast("/output.txt".count)))
+  return (status, output)
 }

@@ -4,17 +4,30 @@ a plain MQTT broker with a consumer that keeps every event. Each deploy/faults/<
 this, runs its faults and prints PASS/FAIL lines.
 
 A fault script is run as: <name>.py SCANGATE WORKDIR [BROKER_PORT]"""
-import json, os, re, shutil, signal, socket, subprocess, sys, time
+import concurrent.futures, json, os, re, shutil, signal, socket, subprocess, sys, threading, time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 failures = 0
 
 
+_check_lock = threading.Lock()
+
+
 def check(name, ok, detail=""):
+    """One PASS/FAIL line; safe from the threads that run trials side by side."""
     global failures
-    print(("PASS " if ok else "FAIL ") + name + ("" if ok else f": {str(detail)[-1200:]}"), flush=True)
-    failures += 0 if ok else 1
+    with _check_lock:
+        print(("PASS " if ok else "FAIL ") + name + ("" if ok else f": {str(detail)[-1200:]}"), flush=True)
+        failures += 0 if ok else 1
     return ok
+
+
+def side_by_side(calls, workers=3):
+    """Runs the calls (no-argument functions) in `workers` threads; each is mostly waiting for a
+    process of its own. Re-raises the first exception."""
+    with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
+        for future in [pool.submit(c) for c in calls]:
+            future.result()
 
 
 def finish():
@@ -26,9 +39,10 @@ def clock_shim(workdir):
     named by SCANGATE_CLOCK_SHIFT_FILE) moves the wall clock (CLOCK_REALTIME, time(),
     gettimeofday) of one process; monotonic and boot time stay real."""
     so = f"{workdir}/clockshift.so"
-    if not os.path.exists(so):
-        subprocess.run(["cc", "-shared", "-fPIC", "-O2", "-o", so, os.path.join(HERE, "..", "clockshift.c"), "-ldl"],
-                       check=True)
+    with _check_lock:  # two trials side by side build it once
+        if not os.path.exists(so):
+            subprocess.run(["cc", "-shared", "-fPIC", "-O2", "-o", so, os.path.join(HERE, "..", "clockshift.c"), "-ldl"],
+                           check=True)
     return so
 
 
@@ -44,7 +58,11 @@ def qr_frames(workdir, name, text):
 class Reader:
     """One reader: `W/<name>/` holds its config, allow-list, state and journal."""
 
-    def __init__(self, binary, workdir, name, frames, extra="", log="", broker_port=None, fps=20):
+    def __init__(self, binary, workdir, name, frames, extra="", log="", broker_port=None, fps=20, isolation="inline"):
+        """`isolation`: the decoder's. "inline" unless the faults are the workers' own (decoder.py)
+        or the run is the reader as deployed (disk.py): each start of the two workers warms them
+        up, ~2 s of CPU in the debug build, which a script that restarts readers pays many times
+        over, and which has nothing to do with its files."""
         self.bin = binary
         self.dir = f"{workdir}/{name}"
         os.makedirs(self.dir, exist_ok=True)
@@ -87,6 +105,8 @@ commit_interval_ms = 50
 [console]
 listen = ["127.0.0.1:0"]
 secret_file = "{self.secret}"
+[decoder]
+isolation = "{isolation}"
 {fleet}{extra}
 """)
         self.proc = None

@@ -144,9 +144,9 @@ def hostile(binary, workdir):
     sequence = [(sheets[i % 3], 1) for i in range(seconds * FPS)] + [(code, 8 * FPS)]
     hostile_dir = frames_dir(workdir, "hostile", sequence)
     reference_dir = frames_dir(workdir, "reference", [(blank, 1)])
-    reader = Reader(binary, workdir, "hostile", hostile_dir, fps=FPS)
+    reader = Reader(binary, workdir, "hostile", hostile_dir, fps=FPS, isolation="process")
     once(reader, FPS)
-    reference = Reader(binary, workdir, "reference", reference_dir, fps=FPS)
+    reference = Reader(binary, workdir, "reference", reference_dir, fps=FPS, isolation="process")
     watchdog = Watchdog(f"{workdir}/notify.sock")
     env = dict(os.environ, NOTIFY_SOCKET=watchdog.path, WATCHDOG_USEC="2000000")
     watchdog.start()
@@ -193,7 +193,7 @@ def crash(binary, workdir):
     code = code_pgm("EMP-0001")
     # The marked frame, 3 s of an empty doorway (STATUS read then), then the code.
     d = frames_dir(workdir, "crash", [(marked, 1), (blank, 3 * FPS), (code, 3 * FPS)])
-    reader = Reader(binary, workdir, "crash", d, fps=FPS)
+    reader = Reader(binary, workdir, "crash", d, fps=FPS, isolation="process")
     once(reader, FPS)
     reader.start(env=dict(os.environ, SCANGATE_DECODER_TEST_HOOKS="abort"))
     if not check("crash: the reader started", reader.port is not None, reader.journal()):

@@ -16,7 +16,7 @@ os.makedirs(W, exist_ok=True)
 frames = qr_frames(W, "steady", "EMP-0001")
 
 broker = Broker(W)
-reader = Reader(B, W, "door-disk", frames, broker_port=broker.port, extra="[presence]\nrepeat_ms = 400\n")
+reader = Reader(B, W, "door-disk", frames, broker_port=broker.port, extra="[presence]\nrepeat_ms = 400\n", isolation="process")
 mount = reader.state
 subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m,mode=0700", "tmpfs", mount], check=True)
 try:

@@ -20,7 +20,7 @@ Usage: files.py SCANGATE WORKDIR"""
 import os, pty, re, shutil, signal, socket, subprocess, sys, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import Reader, check, finish, free_port, qr_frames, wait_for  # noqa: E402
+from common import Reader, check, finish, free_port, qr_frames, side_by_side, wait_for  # noqa: E402
 
 B, W = sys.argv[1], sys.argv[2]
 shutil.rmtree(W, ignore_errors=True)
@@ -223,13 +223,19 @@ def trial(name, extra, console, target, kind):
     check(f"(a) {label}: stops on SIGTERM within 10 s", code is not None, r.journal()[-600:])
 
 
-for name, extra, console, target in PATHS:
-    for kind in KINDS:
-        if name == "state-dir" and kind == "directory":
-            continue  # what belongs there
-        trial(name, extra, console, target, kind)
+# Each trial is a reader of its own (its own folder, ports and files): three at a time, except
+# the panel's, which share the one pty (a serial port has one owner) and run one after another.
+trials = [lambda a=(name, extra, console, target, kind): trial(*a)
+          for name, extra, console, target in PATHS for kind in KINDS
+          if not (name == "state-dir" and kind == "directory")  # a directory is what belongs there
+          and not name.startswith("panel-")]
 # The replay folder itself as a FIFO.
-trial("replay-folder", "", "", lambda r: f"{r.dir}/frames", "fifo")
+trials.append(lambda: trial("replay-folder", "", "", lambda r: f"{r.dir}/frames", "fifo"))
+side_by_side(trials)
+for name, extra, console, target in PATHS:
+    if name.startswith("panel-"):
+        for kind in KINDS:
+            trial(name, extra, console, target, kind)
 
 # ---------------------------------------------------------------- (b) reloads that are refused
 b = Reader(B, W, "reload", FRAMES, extra=BUSY).start()

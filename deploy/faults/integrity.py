@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Issue 27 items 3, 5, 7 and 9 against the real binary: a damaged database page, a torn WAL, a
 deleted WAL, and the wall clock stepped a year ahead and a year behind while the reader runs
-(deploy/clockshift.c, SCANGATE_CLOCK_SHIFT_FILE) for 60 s under `retain_records`. Each ends with `scangate log verify`. Page and WAL damage are done while
+(deploy/clockshift.c, SCANGATE_CLOCK_SHIFT_FILE) for 30 s under `retain_records`. Each ends with `scangate log verify`. Page and WAL damage are done while
 the reader is stopped (SIGTERM: a clean stop, checkpointed; SIGSTOP then SIGKILL: a crash with
 records in the WAL). Which page to damage is chosen with Python's own sqlite3 (a page whose
 damage `PRAGMA quick_check` reports as a result row, the case the service used to ignore).
@@ -10,7 +10,7 @@ Usage: integrity.py SCANGATE WORKDIR"""
 import os, re, shutil, signal, socket, sqlite3, subprocess, sys, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import Reader, check, finish, jumping, qr_frames, wait_for  # noqa: E402
+from common import Reader, check, finish, jumping, qr_frames, side_by_side, wait_for  # noqa: E402
 
 
 B, W = sys.argv[1], sys.argv[2]
@@ -186,7 +186,8 @@ def damaged_page():
 
 def clock(name, shift):
     """Fills the log past retain_records on the true clock, then steps the running reader's
-    clock by `shift` seconds for 60 s. The floor file says the true time, as on a reader that
+    clock by `shift` seconds for 30 s (three of the writer's 10 s prune ticks; the
+    defect this guards let the log grow by ~35 records/s, past the bound within 20 s). The floor file says the true time, as on a reader that
     has been synchronised for a while."""
     r = Reader(B, W, name, FRAMES, extra=BUSY, fps=50, log="retain_records = 1000")
     with open(f"{r.state}/clock-floor", "w") as f:
@@ -201,7 +202,7 @@ def clock(name, shift):
     with open(shift_file, "w") as f:
         f.write(f"{shift}\n")
     samples, t0 = [], time.time()
-    while time.time() - t0 < 60:
+    while time.time() - t0 < 30:
         time.sleep(5)
         samples.append(len(r.records()))
     rate = (r.records()[-1]["seq"] - first_seq) / (time.time() - t0)
@@ -219,8 +220,11 @@ def clock(name, shift):
 # SCANGATE_FAULTS_ONLY="wal-torn clock-ahead" runs some of them.
 ONLY = os.environ.get("SCANGATE_FAULTS_ONLY", "").split()
 for fault, run in [("damaged-page", damaged_page), ("wal-torn", lambda: wal_fault("wal-torn", torn)),
-                   ("wal-deleted", lambda: wal_fault("wal-deleted", deleted)),
-                   ("clock-ahead", lambda: clock("clock-ahead", YEAR)), ("clock-behind", lambda: clock("clock-behind", -YEAR))]:
+                   ("wal-deleted", lambda: wal_fault("wal-deleted", deleted))]:
     if not ONLY or fault in ONLY:
         run()
+# The two clock jumps are readers of their own: side by side.
+side_by_side([run for fault, run in [("clock-ahead", lambda: clock("clock-ahead", YEAR)),
+                                     ("clock-behind", lambda: clock("clock-behind", -YEAR))]
+              if not ONLY or fault in ONLY], workers=2)
 finish()

@@ -6,7 +6,7 @@
 # released) print once each; a second owner is refused while the first holds the grab; paths
 # that are not a keypad (an input device without digit keys among them) are refused with their
 # reason; and unplugging it (the feeder destroys the device) ends the listener with "device
-# gone". About 15 s under TCG.
+# gone". About 15 s under TCG. Then the PIN door (below).
 modprobe -d "$K" evdev 2>/dev/null  # built in or a module: the /dev/input/event* nodes
 modprobe -d "$K" uinput || fail "keypad: modprobe uinput"
 kp_node() {  # the /dev/input/eventN whose device is named $1
@@ -61,3 +61,43 @@ waitfor "$W/keypad-buttons.out" "^ready" 20
 KB=$(kp_node "ScanGate test buttons")
 kp_refused "${KB:-/dev/input/no-buttons-device}" "an input device without the ten digit keys: not a keypad"
 kill -USR1 $kbuttons; wait $kbuttons
+
+# The reader with the keypad (issue 31's PIN door): alice's entry carries pin= for 2468 under a
+# site PIN key; her pass is pin-required (the prompt's chirps, the strike stays locked), the keypad types
+# 2 4 6 8 Enter, and the strike opens once, after the last key. About 30 s under TCG.
+cp "$W/allow-list.txt" "$W/pin-allow.txt"
+config pindoor grey 1000 ""
+sed -i "s|^path = \"$W/allow-list.txt\"$|path = \"$W/pin-allow.txt\"|" "$W/pindoor.toml"
+"$W/bin/uinput-keypad" 150 1500 2 4 6 8 enter > "$W/pindoor-feeder.out" 2>&1 &
+kfeeder=$!
+waitfor "$W/pindoor-feeder.out" "^ready" 20
+KP=$(kp_node "ScanGate test keypad")
+cat >> "$W/pindoor.toml" <<TOML
+[keypad]
+device = "$KP"
+pin_key_file = "$W/pin.key"
+TOML
+"$BIN" allow-list pin-key "$W/pin.key" > "$W/pindoor-pin.out" 2>&1
+echo 2468 | "$BIN" allow-list pin --config "$W/pindoor.toml" --label alice >> "$W/pindoor-pin.out" 2>&1
+check "PIN door: alice's entry got pin= from 'allow-list pin' ($(tail -1 "$W/pindoor-pin.out" | head -c 120))" \
+  grep -q "label=alice.*pin=\|pin=.*label=alice" "$W/pin-allow.txt"
+feed GREY "$W/blank.grey"
+check "PIN door: the service started with the keypad (${KP:-none})" start pindoor
+sample "$W/gpio-pindoor.txt"
+feed GREY "$W/alice.grey"
+check "PIN door: alice's pass is pin-required" waitfor "$W/pindoor.out" "decision pin-required qr label=alice" 60
+sleep 1
+typed=$(now)
+kill -USR1 $kfeeder
+check "PIN door: after 2 4 6 8 Enter on the keypad, alice is granted" waitfor "$W/pindoor.out" "decision granted qr label=alice" 30
+sleep 1.5
+stop_sample
+feed GREY "$W/blank.grey"
+first_on=$(awk '$2 == 1 {print $1; exit}' "$W/gpio-pindoor.txt")
+chirps=$(awk -v t=$typed '$1 < t && $3 == 1 && !on {on=1; n++} $3 == 0 {on=0} END {print n+0}' "$W/gpio-pindoor.txt")
+p=$(pulse_ms "$W/gpio-pindoor.txt")
+check "PIN door: the strike stayed locked until the PIN was typed (first active ${first_on:-never}, typing began $typed) and then pulsed $p ms (relay_pulse_ms 1000, tolerance 900-1200); the prompt sounded before it ($chirps buzzer run(s) seen; two 40 ms chirps, want >= 1 at the sampler's rate)" \
+  bash -c "[ -n '$first_on' ] && [ '${first_on:-0}' -ge $typed ] && [ $p -ge 900 ] && [ $p -le 1200 ] && [ $chirps -ge 1 ]"
+kill -TERM $pid; wait $pid
+wait $kfeeder
+check "PIN door: the journal never printed the PIN or its keys" bash -c "! grep -qE '2468|key [0-9]' '$W/pindoor.out'"

@@ -77,15 +77,23 @@ if widths and gaps:
     print(f"wiegand: pulse widths ({len(widths)}): {q(widths)}; bit intervals ({len(gaps)}): {q(gaps)}")
     # The order and the bits above are strict; the timing is loose, because TCG is coarse: the
     # kernel stamps a write when the emulated ioctl reaches gpiolib, so one write delayed by the
-    # emulation (measured: up to ~1 ms) stretches its pulse; the next bit's write is timed from
-    # the return of this one, and the kernel stamps a value inside
-    # its write, so no interval is shorter than the configured one. Bounds: every pulse from the
-    # configured width to 2 ms and their median within 150 µs of it; every interval from the
-    # configured one to 20 ms (a guest is sometimes stopped for milliseconds: 11.9 ms seen) and
-    # their median from 95 % to 150 % of it. (A panel accepts 20-100 µs pulses, 0.2-20 ms gaps.)
+    # emulation (measured: up to ~1 ms; 2.2 ms once on a loaded CI machine) stretches its pulse;
+    # the next bit's write is timed from the return of this one, and the kernel stamps a value
+    # inside its write, so no interval is shorter than the configured one. What a panel needs of
+    # the widths is that pulses never overlap (each ends before the next bit starts) and that they
+    # are short as a rule: every pulse at least the configured width and over before the next one,
+    # their median within 150 µs of the configured width, and at most 1 in 50 longer than 2 ms (a
+    # guest stopped mid-pulse). Intervals: from the configured one to 20 ms (a guest is sometimes
+    # stopped for milliseconds: 11.9 ms seen) and their median from 95 % to 150 % of it.
+    # (A panel accepts 20-100 µs pulses, 0.2-20 ms gaps.)
     mw, mg = statistics.median(widths), statistics.median(gaps)
-    check(f"wiegand: every pulse {pulse_us}-2000 µs, median within {pulse_us}-{pulse_us + 150} µs ({q(widths)})",
-          min(widths) >= pulse_us - 2 and max(widths) <= 2000 and mw <= pulse_us + 150)
+    overlaps = sum(1 for f in frames for a, b in zip(f, f[1:]) if a[0] + a[1] >= b[0])
+    long_ones = sum(1 for w in widths if w > 2000)
+    check(f"wiegand: every pulse >= {pulse_us} µs and over before the next bit ({overlaps} overlap), "
+          f"median within {pulse_us}-{pulse_us + 150} µs, {long_ones} of {len(widths)} over 2 ms "
+          f"(at most 1 in 50) ({q(widths)})",
+          min(widths) >= pulse_us - 2 and overlaps == 0 and mw <= pulse_us + 150
+          and long_ones * 50 <= len(widths))
     check(f"wiegand: every bit interval {interval_us}-20000 µs, median {interval_us * 95 // 100}-{interval_us * 3 // 2} µs ({q(gaps)})",
           min(gaps) >= interval_us and max(gaps) <= 20_000 and interval_us * 0.95 <= mg <= interval_us * 1.5)
 check(f"wiegand: the relay never went active in panel mode ({len(relay_on)} activations)", not relay_on)
