@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""Signed passes against independent implementations: pycose + cbor2 (COSE_Sign1, CWT) and
-pyotp (RFC 6238). Run by deploy/credential-interop.sh with the peers' venv python.
+"""Signed passes against independent implementations: pycose + cbor2 (COSE_Sign1, CWT),
+pyotp (RFC 6238) and PyNaCl (libsodium's sealed boxes, for the PIN claim). Run by deploy/credential-interop.sh with the peers' venv python.
 Prints PASS/FAIL lines. Usage: credential-interop.py SCANGATE WORKDIR"""
-import base64, json, os, subprocess, sys, time
+import base64, hashlib, hmac, json, os, subprocess, sys, time
 
 import cbor2
 import pyotp
@@ -11,6 +11,7 @@ from pycose.keys.curves import Ed25519
 from pycose.messages import Sign1Message
 from pycose.headers import Algorithm, KID
 from pycose.algorithms import EdDSA
+from nacl.public import PrivateKey, SealedBox
 
 B, W = sys.argv[1], sys.argv[2]
 failures = 0
@@ -180,6 +181,36 @@ r = subprocess.run([B, "credential", "show", "--trust", f"{W}/trust.toml", "--js
 check("without the site key the seed cannot be opened", json.loads(r.stdout)["reason"] == "seal-not-opened", r.stdout)
 sealed = cbor2.loads(Sign1Message.decode(b45decode(issued["body"])).payload)[-65537][4]
 check("the seed travels sealed (48 bytes of box around 20)", len(sealed) == 68 and bytes.fromhex(issued["seed_hex"]) not in sealed)
+
+# 4. A PIN after the pass (`credential issue --pin`, the PIN on standard input): the claim is a
+# sealed box that PyNaCl opens with the site's secret key into a 32-byte salt and
+# HMAC-SHA-256(salt, "scangate-pin-v1" 0x00 <32 zero bytes> PIN), checked with Python's hmac.
+p = run("credential", "issue", "--key", f"{W}/issuer.key", "--kid", "hq-2026", "--sub", "dave", "--pin",
+        "--site-public", site_public, stdin="9753\n")
+check("issue --pin: a pass", p.returncode == 0 and p.stdout.startswith("SG1:"), p.stderr)
+pin_text = p.stdout.strip()
+private = cbor2.loads(Sign1Message.decode(b45decode(pin_text[4:])).payload)[-65537]
+sealed_pin = private.get(10, b"")
+site_secret = bytes.fromhex(open(f"{W}/site.key").read().strip())
+try:
+    opened = SealedBox(PrivateKey(site_secret)).decrypt(sealed_pin)
+except Exception as e:  # noqa: BLE001 (any failure to open is the finding)
+    opened = repr(e).encode()
+salt, mac = opened[:32], opened[32:]
+mac_of = lambda pin: hmac.new(salt, b"scangate-pin-v1\x00" + bytes(32) + pin, hashlib.sha256).digest()
+check("the PIN claim is a 112-byte sealed box that PyNaCl opens with the site key to a salt and a MAC",
+      len(sealed_pin) == 112 and len(opened) == 64, f"{len(sealed_pin)} {opened[:40]!r}")
+check("the MAC is HMAC-SHA-256(salt, 'scangate-pin-v1' 0x00 zeros PIN) of 9753, not of 9754 (Python's hmac)",
+      hmac.compare_digest(mac, mac_of(b"9753")) and not hmac.compare_digest(mac, mac_of(b"9754")))
+check("the pass holds neither the PIN nor the salt in the clear", b"9753" not in b45decode(pin_text[4:]) and salt not in b45decode(pin_text[4:]))
+r = show(pin_text)
+check("credential show: the pass carries a PIN that opens with the site key", r.get("pin") is True and r.get("pin_opens") is True, str(r))
+r = json.loads(subprocess.run([B, "credential", "show", "--trust", f"{W}/trust.toml", "--json", pin_text],
+                              capture_output=True, text=True).stdout)
+check("without the site key the PIN claim does not open", r.get("pin") is True and r.get("pin_opens") is False, str(r))
+p = run("credential", "issue", "--key", f"{W}/issuer.key", "--kid", "hq-2026", "--sub", "dave", "--pin",
+        "--site-public", site_public, stdin="12a4\n")
+check("issue --pin refuses a PIN that is not 4-12 digits", p.returncode != 0 and "digits" in p.stderr, p.stderr)
 
 print(f"interop: {failures} failure(s)")
 sys.exit(1 if failures else 0)

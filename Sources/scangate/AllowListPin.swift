@@ -35,7 +35,7 @@ extension AllowListCommand {
     }
     let digester = SodiumDigester()
     func verifier(_ digest: Digest) -> String {
-      let v = key.withUnsafeBytes { k in pin.withUnsafeBytes { KeypadController.verifier(key: k, digest: digest, pin: $0) } }
+      let v = key.withUnsafeBytes { k in pin.withUnsafeBytes { PinMAC.verifier(key: k, digest: digest, pin: $0) } }
       return hex(v)
     }
     if let text = o.value("text") {

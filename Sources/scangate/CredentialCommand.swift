@@ -63,13 +63,14 @@ enum CredentialCommand {
         "uses",
         "first-use-window",
       ],
-      known: ["single-use", "lockdown", "rotating", "wallet", "json"])
+      known: ["single-use", "lockdown", "rotating", "wallet", "json", "pin"])
     let guest = o.value("guest")
     guard let keyPath = o.value("key"), let kid = o.value("kid"), let sub = o.value("sub") ?? guest.map({ _ in "guest" }) else {
       throw ParseError(message: "--key FILE --kid KID and --sub HOLDER (or --guest NAME) are required")
     }
     let now = try o.value("at").map(time) ?? Int64(Glibc.time(nil))
     var claims = PassClaims(subject: sub, expires: 0, id: [])
+    defer { if claims.pin != nil { SecretBytes.wipe(&claims.pin!) } }
     claims.issuedAt = now
     claims.notBefore = try o.value("nbf").map(time)
     if let exp = o.value("exp") {
@@ -101,10 +102,21 @@ enum CredentialCommand {
       guard p.count == 2, let f = UInt32(p[0]), let n = UInt64(p[1]) else { throw ParseError(message: "--card FACILITY:NUMBER") }
       claims.card = (f, n)
     }
-    if o.flag("rotating") {
-      claims.rotatingDigits = try o.integer("digits", default: 6, range: 6...8)
-      guard let site = o.value("site-public") else { throw ParseError(message: "a rotating pass needs --site-public HEX") }
+    if o.flag("rotating") || o.flag("pin") {
+      guard let site = o.value("site-public") else {
+        throw ParseError(message: "a \(o.flag("rotating") ? "rotating pass" : "pass with a PIN") needs --site-public HEX")
+      }
       claims.sitePublicKey = try hex(site, "--site-public")
+    }
+    if o.flag("rotating") { claims.rotatingDigits = try o.integer("digits", default: 6, range: 6...8) }
+    if o.flag("pin") {
+      // The PIN from standard input, as `allow-list pin` reads it; only its sealed verifier is written.
+      var pin = Array((readLine(strippingNewline: true) ?? "").utf8)
+      defer { SecretBytes.wipe(&pin) }
+      guard (PinEntry.digitsMin...PinEntry.digitsMax).contains(pin.count), pin.allSatisfy({ (0x30...0x39).contains($0) }) else {
+        throw ParseError(message: "the PIN (standard input) must be \(PinEntry.digitsMin) to \(PinEntry.digitsMax) digits")
+      }
+      claims.pin = pin
     }
     var seed = try CredentialFiles.readSecretKey(keyPath)
     defer { SecretBytes.wipe(&seed) }
@@ -205,6 +217,8 @@ enum CredentialCommand {
     let parsed = c.idCount > 0
     let id = parsed ? withUnsafeBytes(of: c.id) { CredentialID(UnsafeRawBufferPointer(rebasing: $0[0..<c.idCount])) } : nil
     let used = id.flatMap { verifier.useStore?.usage($0) }
+    // A PIN claim opens only with the site key (the reader's); without it, it is only there.
+    let pinOpens = c.hasPin && verifier.pinVerifier() != nil
     if o.flag("json") {
       var j = "{\"verdict\":\(jsonString(verdict.name)),\"reason\":\(jsonString(problem?.name ?? "ok"))"
       if parsed {
@@ -218,6 +232,7 @@ enum CredentialCommand {
         if let used { j += ",\"used\":\(used.uses)" + (used.firstUse > 0 ? ",\"first_use\":\(used.firstUse)" : "") }
         if c.rotates { j += ",\"digits\":\(c.digits)" }
         if let f = c.cardFacility, let n = c.cardNumber { j += ",\"card\":{\"facility\":\(f),\"number\":\(n)}" }
+        if c.hasPin { j += ",\"pin\":true,\"pin_opens\":\(pinOpens)" }
       }
       print(j + "}")
     } else {
@@ -234,6 +249,11 @@ enum CredentialCommand {
             + (c.lockdown ? ", granted during a lockdown" : ""))
         if let used { print("used     \(used.uses) time(s)" + (used.firstUse > 0 ? ", first at \(RFC3339.format(used.firstUse))" : "")) }
         if let f = c.cardFacility, let n = c.cardNumber { print("card     \(f):\(n)") }
+        if c.hasPin {
+          print(
+            "pin      a PIN after the pass, its verifier sealed to the site key (\(pinOpens ? "opens with this site key" : "not opened: no site key here, or another site's"))"
+          )
+        }
       }
     }
     return verdict.isGranted ? 0 : 1

@@ -373,6 +373,71 @@ import Testing
     #expect(door.machine.forcedCount > forcedBefore)
   }
 
+  @Test("a PIN after the pass on the loop (pin-required, keys from the keypad, the keyed check, the grant through the request queue) allocates nothing")
+  func pinEntryDoesNotAllocate() throws {
+    let directory = "/tmp/scangate-alloc-pin-\(getpid())"
+    mkdir(directory, 0o755)
+    defer {
+      for name in (try? listDirectory(directory)) ?? [] { unlink(directory + "/" + name) }
+      rmdir(directory)
+    }
+    var raw: [UInt8] = []
+    let frames = Self.frames()
+    for step in Self.script { if case .frame(let i) = step { raw += frames[i] } }
+    try writeFileAtomically(directory + "/frames.gray", raw)
+    let key = [UInt8](repeating: 0x42, count: 32)
+    let digester = SodiumDigester()
+    let pin = key.withUnsafeBytes { k in
+      Array("2468".utf8).withUnsafeBytes { p in Array("ALICE-0001".utf8).withUnsafeBytes { PinMAC.verifier(key: k, digest: digester.sha256($0), pin: p) } }
+    }
+    let pinHex = Hex.string((0..<32).map { pin.byte($0) })
+    try writeFileAtomically(directory + "/allow-list.txt", Array("text:ALICE-0001 label=alice pin=\(pinHex)\ntext:DAVE-0004\n".utf8))
+
+    let clock = SystemMonotonicClock()
+    var settings = Self.settings()
+    settings.presence.leaveAfterMilliseconds = 50
+    let engine = ScanEngine(
+      settings: settings, decoder: try ZXingDecoder(arenaBytes: 16 << 20, capacity: 8),
+      relay: RecordingOutputLine(name: "relay", clock: clock, capacity: 100_000),
+      buzzer: RecordingOutputLine(name: "buzzer", clock: clock, capacity: 100_000), clock: clock, wall: SystemWallClock(), digester: digester,
+      events: EventRing(capacity: 1024), maxWidth: Self.width, maxHeight: Self.height)
+    var loopSettings = LoopSettings()
+    loopSettings.allowListPath = directory + "/allow-list.txt"
+    loopSettings.handleSignals = false
+    let path = directory + "/frames.gray"
+    var loop = RunLoop(engine: engine, settings: loopSettings) { () throws(CaptureError) in
+      try ReplayFrameSource(path: path, width: Self.width, height: Self.height, framesPerSecond: 0, loops: true, clock: clock)
+    }
+    #expect(loop.reloadAllowList() == nil)
+    let keys = PipeKeys()
+    var keypadSettings = KeypadSettings()
+    keypadSettings.device = "/dev/input/test-keypad"
+    let keypad = try KeypadController(
+      settings: keypadSettings, source: keys, sourceName: keypadSettings.device, pinKey: key, wall: SystemWallClock(), time: TrustedTime(),
+      attemptPath: directory + "/pin-attempts")
+    loop.engine.secondFactor = keypad
+    loop.register(keypad)
+    // The keypad types "*2468#" every 7th turn, in one write (the loop reads it whole): ALICE's
+    // pass waits for it, DAVE's (no pin=) is granted at once, MALLORY's is refused.
+    let typed = Array("*2468#".utf8)
+    func turns(_ n: Int) {
+      typed.withUnsafeBytes { bytes in
+        for i in 0..<n {
+          if i % 7 == 0 { keys.type(bytes: bytes) }
+          loop.runOnce(maximumWaitMilliseconds: 5)
+        }
+      }
+    }
+    turns(240)
+    let grantedBefore = keypad.granted, grantsBefore = loop.engine.stats.grants
+    alloc_counter_reset()
+    turns(1_200)
+    let allocations = alloc_counter_mallocs()
+    #expect(allocations == 0, "\(allocations) allocations in 1,200 loop iterations with PIN entries")
+    #expect(keypad.granted > grantedBefore, "no PIN was taken (\(keypad.granted) granted, \(keypad.wrong) wrong)")
+    #expect(loop.engine.stats.grants > grantsBefore)
+  }
+
   @Test("the turnstile on the loop (grants through its gate, anti-passback made durable, passages, timeouts, occupancy) allocates nothing")
   func turnstileDoesNotAllocate() throws {
     let clock = SystemMonotonicClock()

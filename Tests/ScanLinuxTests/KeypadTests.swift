@@ -5,38 +5,6 @@ import ScanService
 import ScanSim
 import Testing
 
-/// Keys from a pipe: '0'–'9' digits, '#' enter, '*' clear (the keypad's place in a test).
-final class PipeKeys: KeySource {
-  let readEnd: Int32
-  let writeEnd: Int32
-  var gone = false
-  init() {
-    var fds: [Int32] = [0, 0]
-    precondition(pipe(&fds) == 0)
-    _ = fcntl(fds[0], F_SETFL, O_NONBLOCK)
-    readEnd = fds[0]
-    writeEnd = fds[1]
-  }
-  deinit {
-    close(readEnd)
-    close(writeEnd)
-  }
-  var descriptor: Int32 { readEnd }
-  func type(_ keys: String) { _ = keys.utf8.withContiguousStorageIfAvailable { write(writeEnd, $0.baseAddress, $0.count) } }
-  func read(_ body: (KeypadKey) -> Void) -> Bool {
-    var byte: UInt8 = 0
-    while Glibc.read(readEnd, &byte, 1) == 1 {
-      switch byte {
-      case UInt8(ascii: "0")...UInt8(ascii: "9"): body(.digit(byte - 0x30))
-      case UInt8(ascii: "#"): body(.enter)
-      case UInt8(ascii: "*"): body(.clear)
-      default: break
-      }
-    }
-    return !gone
-  }
-}
-
 /// A PIN after the pass on the real loop: the engine's second factor, the keypad participant,
 /// the allow-list's `pin=` made by Python's hmac (an implementation that is not ours), the relay.
 @Suite(.serialized) struct KeypadTests {
@@ -64,20 +32,25 @@ final class PipeKeys: KeySource {
     var loop: Loop
     let keypad: KeypadController
 
-    /// Frames: 1 ALICE (pin 2468), 2 BOB (no pin), 3 CAROL (pin 1357), 0 none; 10 ms a step.
-    init(script: [Int], dir: String, require: Bool = false, keypad present: Bool = true, attemptsMax: Int = 3) throws {
+    /// Frames: 1 ALICE (pin 2468), 2 BOB (no pin), 3 CAROL (pin 1357), then `passes` (signed
+    /// passes' texts, verified by `credentials`) from 4 on, 0 none; 10 ms a step.
+    init(
+      script: [Int], dir: String, require: Bool = false, keypad present: Bool = true, attemptsMax: Int = 3,
+      passes: [String] = [], credentials: CredentialVerifier? = nil
+    ) throws {
       relay = RecordingOutputLine(name: "relay", clock: clock)
       var settings = EngineSettings()
       settings.presence.leaveAfterMilliseconds = 100
       settings.presence.cooldownMilliseconds = 0
       let engine = ScanEngine(
-        settings: settings, decoder: FixtureDecoder(payloads: [Array("ALICE".utf8), Array("BOB".utf8), Array("CAROL".utf8)]), relay: relay,
+        settings: settings, decoder: FixtureDecoder(payloads: [Array("ALICE".utf8), Array("BOB".utf8), Array("CAROL".utf8)] + passes.map { Array($0.utf8) }),
+        relay: relay,
         buzzer: RecordingOutputLine(name: "buzzer", clock: clock), clock: clock, wall: clock, digester: SodiumDigester(),
         events: ring, maxWidth: 64, maxHeight: 48)
       var loopSettings = LoopSettings()
       loopSettings.handleSignals = false
       loopSettings.allowListPath = nil
-      let frames = (0..<4).map { FixtureDecoder.frame(width: 64, height: 48, naming: $0) }
+      let frames = (0..<(4 + passes.count)).map { FixtureDecoder.frame(width: 64, height: 48, naming: $0) }
       let clock = self.clock
       loop = Loop(engine: engine, settings: loopSettings) { () throws(CaptureError) in
         var s = ScriptedFrameSource(width: 64, height: 48, frames: frames, script: script.map { .frame($0) }, loops: false, clock: clock)
@@ -89,6 +62,7 @@ final class PipeKeys: KeySource {
         + "text:CAROL label=carol pin=\(KeypadTests.pinHash("CAROL", "1357"))\n"
       _ = loop.engine.allowList.load(Array(list.utf8), digester: SodiumDigester(), nowUnixSeconds: clock.unixSeconds())
       loop.engine.tagger = TestTagger()
+      loop.engine.policy.credentials = credentials
       var k = KeypadSettings()
       k.device = "/dev/input/test-keypad"
       k.requirePin = require
@@ -218,11 +192,78 @@ final class PipeKeys: KeySource {
     #expect(v.pulses == 1)
   }
 
+  /// A site, and passes for DAVE (PIN 9753), ERIN (none) and DAVE again (a new pass, same holder).
+  static func signedPasses() throws -> (CredentialSite, [String]) {
+    let site = CredentialSite()
+    let sitePublic = CredentialIssuer.sitePublicKey(site.siteSecret)!
+    var dave = site.claims("dave", id: [4, 4, 4])
+    dave.pin = Array("9753".utf8)
+    dave.sitePublicKey = sitePublic
+    var again = site.claims("dave", id: [4, 4, 5])
+    again.pin = Array("9753".utf8)
+    again.sitePublicKey = sitePublic
+    return (site, [try site.issue(dave).staticText, try site.issue(site.claims("erin", id: [5])).staticText, try site.issue(again).staticText])
+  }
+
+  @Test("a signed pass with a sealed PIN claim: pin-required, the right PIN opens, a wrong one is denied-pin; a pass without one opens at once")
+  func signedPassPin() throws {
+    let dir = temporaryDirectory("keypad")
+    defer { removeTree(dir) }
+    let (site, passes) = try Self.signedPasses()
+    let w = try World(
+      script: [4] + Array(repeating: 0, count: 50) + [4] + Array(repeating: 0, count: 50) + [5] + Array(repeating: 0, count: 30), dir: dir,
+      passes: passes, credentials: site.verifier())
+    w.run(10)
+    #expect(w.decisions() == ["pin-required DAVE"])
+    #expect(w.pulses == 0)
+    w.keys.type("2468#")  // ALICE's PIN is not DAVE's
+    w.run(60)
+    #expect(w.decisions() == ["pin-required DAVE", "denied-pin DAVE", "pin-required DAVE"])
+    w.keys.type("9753#")
+    w.run(60)
+    #expect(w.decisions() == ["pin-required DAVE", "denied-pin DAVE", "pin-required DAVE", "granted DAVE", "granted ERIN"])
+    // One strike pulse, from the right PIN (ERIN's grant comes while it still holds the strike).
+    #expect(w.pulses == 1)
+  }
+
+  @Test("a signed pass's wrong PINs count per holder: three lock DAVE out, and his other pass is denied-pin-locked too")
+  func signedPassLockout() throws {
+    let dir = temporaryDirectory("keypad")
+    defer { removeTree(dir) }
+    let (site, passes) = try Self.signedPasses()
+    let shown = [4] + Array(repeating: 0, count: 30)
+    let w = try World(
+      script: shown + shown + shown + [6] + Array(repeating: 0, count: 100), dir: dir, passes: passes, credentials: site.verifier())
+    for _ in 0..<3 {
+      w.run(10)
+      w.keys.type("0000#")
+      w.run(21)
+    }
+    w.run(40)
+    #expect(
+      w.decisions() == [
+        "pin-required DAVE", "denied-pin DAVE", "pin-required DAVE", "denied-pin DAVE", "pin-required DAVE", "denied-pin-locked DAVE",
+        "denied-pin-locked DAVE",
+      ])
+    #expect(w.pulses == 0)
+  }
+
+  @Test("a PIN claim that does not open (no site key on the reader) refuses the pass: denied-pin, never a grant without the PIN")
+  func signedPassPinWithoutSiteKey() throws {
+    let dir = temporaryDirectory("keypad")
+    defer { removeTree(dir) }
+    let (site, passes) = try Self.signedPasses()
+    let w = try World(script: [4] + Array(repeating: 0, count: 30), dir: dir, passes: passes, credentials: site.verifier(siteKey: false))
+    w.run(30)
+    #expect(w.decisions() == ["denied-pin DAVE"])
+    #expect(w.pulses == 0)
+  }
+
   @Test("the verifier is HMAC-SHA-256 under the PIN key over the label, the payload's SHA-256 and the PIN (Python's hmac)")
   func verifier() throws {
     let key = Self.key
     let digest = Array("ALICE".utf8).withUnsafeBytes { SodiumDigester().sha256($0) }
-    let ours = key.withUnsafeBytes { k in Array("2468".utf8).withUnsafeBytes { KeypadController.verifier(key: k, digest: digest, pin: $0) } }
+    let ours = key.withUnsafeBytes { k in Array("2468".utf8).withUnsafeBytes { PinMAC.verifier(key: k, digest: digest, pin: $0) } }
     let hex = Hex.string((0..<32).map { ours.byte($0) })
     #expect(hex == Self.pinHash("ALICE", "2468"))
     #expect(hex != Self.pinHash("ALICE", "2469") && hex != Self.pinHash("ALICF", "2468"))

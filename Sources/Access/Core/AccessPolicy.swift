@@ -112,10 +112,18 @@ public struct AccessPolicies: AccessPolicy, ~Copyable {
     }
   }
 
-  /// The PIN verifier of the rule that made `decision`: an allow-list entry's `pin=`; nil for
-  /// an entry without one and for signed passes (they carry none yet).
-  public func pinVerifier(_ decision: AccessDecision) -> Digest? {
-    guard decision.source == .allowList, let entry = decision.entry else { return nil }
-    return allowList.pin(entry)
+  /// The PIN verifier of the rule that made `decision`: an allow-list entry's `pin=`, or a signed
+  /// pass's sealed PIN claim (opened with the site key); nil when it has none. `hasPin` says a
+  /// signed pass carries one even when it cannot be opened (the caller then refuses).
+  public func pinVerifier(_ decision: AccessDecision) -> (verifier: PinVerifier?, hasPin: Bool) {
+    switch decision.source {
+    case .allowList:
+      let pin = decision.entry.flatMap { allowList.pin($0) }
+      return (pin.map { PinVerifier(mac: $0) }, pin != nil)
+    case .credential:
+      guard let credentials, credentials.lastVerified, credentials.last.hasPin else { return (nil, false) }
+      return (credentials.pinVerifier(), true)
+    case .none: return (nil, false)
+    }
   }
 }

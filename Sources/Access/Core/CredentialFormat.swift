@@ -142,7 +142,7 @@ public enum CredentialLabel {
   public static let scangate: Int64 = -65_537
   // Keys in the private map.
   public static let label: UInt64 = 1, zones: UInt64 = 2, singleUse: UInt64 = 3, seed: UInt64 = 4, digits: UInt64 = 5,
-    card: UInt64 = 6, lockdown: UInt64 = 7, uses: UInt64 = 8, firstUseWindow: UInt64 = 9
+    card: UInt64 = 6, lockdown: UInt64 = 7, uses: UInt64 = 8, firstUseWindow: UInt64 = 9, pin: UInt64 = 10
 }
 
 /// The verified claims of one credential, in fixed storage (nothing allocated).
@@ -155,6 +155,8 @@ public struct CredentialClaims: Sendable {
   public static let zoneStorageBytes = 128
   /// A sealed box (32 + 16 bytes) around a seed of at most 64 bytes.
   public static let sealedSeedBytesMax = 112
+  /// A sealed box (32 + 16 bytes) around a PIN verifier: its salt (32) and MAC (32).
+  public static let sealedPinBytes = 112
   /// A counted pass opens at most this often (the use count is kept in 16 bits).
   public static let usesMax = 65_535
   /// A first-use window: from a minute to a year.
@@ -185,6 +187,10 @@ public struct CredentialClaims: Sendable {
   public var lockdown = false
   public var sealedSeed = InlineArray<112, UInt8>(repeating: 0)
   public var sealedSeedCount = 0
+  /// A PIN after the pass (`credential issue --pin`): its verifier sealed to the site key, so
+  /// that the pass (a screenshot of it) holds nothing a PIN can be guessed from.
+  public var sealedPin = InlineArray<112, UInt8>(repeating: 0)
+  public var hasPin = false
   /// TOTP digits (6–8) of a rotating pass; 0 when it does not rotate.
   public var digits = 0
   public var cardFacility: UInt32? = nil

@@ -54,11 +54,11 @@ extension CredentialVerifier {
   }
 
   private static func parsePrivate(_ c: inout CBORCursor, into claims: inout CredentialClaims) throws(CBORProblem) {
-    let pairs = try c.map(max: 9)
+    let pairs = try c.map(max: 10)
     var seen: UInt32 = 0
     for _ in 0..<pairs {
       let key = try c.unsigned(max: 31)
-      guard key >= 1 && key <= 9, seen & (1 << UInt32(key)) == 0 else { throw .unexpected }
+      guard key >= 1 && key <= 10, seen & (1 << UInt32(key)) == 0 else { throw .unexpected }
       seen |= 1 << UInt32(key)
       switch key {
       case CredentialLabel.label:
@@ -95,7 +95,12 @@ extension CredentialVerifier {
         let d = try c.unsigned(max: 8)
         guard d >= 6 else { throw .unexpected }
         claims.digits = Int(d)
-      default:
+      case CredentialLabel.pin:
+        let r = try c.bytes(max: CredentialClaims.sealedPinBytes)
+        guard r.count == CredentialClaims.sealedPinBytes else { throw .unexpected }
+        for i in 0..<r.count { claims.sealedPin[i] = c.buffer[r.lowerBound + i] }
+        claims.hasPin = true
+      default:  // CredentialLabel.card
         guard try c.array(max: 2) == 2 else { throw .unexpected }
         claims.cardFacility = UInt32(try c.unsigned(max: UInt64(UInt32.max)))
         claims.cardNumber = try c.unsigned()

@@ -218,6 +218,21 @@ public final class CredentialVerifier {
     return AccessDecision(verdict: .granted, source: .credential)
   }
 
+  /// The PIN verifier of the last decided credential, opened from its sealed claim with the site
+  /// key: nil when it has none, its signature did not verify, or the seal does not open (then no
+  /// PIN can be checked: the caller refuses, fail-secure). Nothing allocated; the opened bytes are
+  /// wiped.
+  public func pinVerifier() -> PinVerifier? {
+    guard lastVerified, last.hasPin, hasSiteKey else { return nil }
+    let opened = withUnsafeBytes(of: last.sealedPin) { sealed in
+      sign1.crypto.openSealed(sealed, into: UnsafeMutableRawBufferPointer(rebasing: seed[0..<64]))
+    }
+    defer { sign1.crypto.wipe(seed) }
+    guard opened == 64 else { return nil }
+    return PinVerifier(
+      salt: Digest(bytes: UnsafeRawBufferPointer(rebasing: seed[0..<32])), mac: Digest(bytes: UnsafeRawBufferPointer(rebasing: seed[32..<64])))
+  }
+
   /// Copies the label of the last decided credential, when its signature verified (a refused
   /// pass's label is shown only if the issuer wrote it).
   public func copyLabel(into buffer: UnsafeMutableRawBufferPointer) -> Int {

@@ -21,6 +21,9 @@ public struct PassClaims: Sendable {
   /// A rotating pass: TOTP digits (6–8); the seed is made here and sealed to `sitePublicKey`.
   public var rotatingDigits = 0
   public var sitePublicKey: [UInt8] = []
+  /// A PIN after the pass (4–8 digits): its verifier (a random salt and the PIN's MAC under it)
+  /// is sealed to `sitePublicKey`; the PIN itself is neither kept nor written.
+  public var pin: [UInt8]? = nil
   public var card: (facility: UInt32, number: UInt64)? = nil
 
   public init(subject: String, expires: Int64, id: [UInt8]) {
@@ -113,6 +116,22 @@ public enum CredentialIssuer {
       sealed = [UInt8](repeating: 0, count: seed.count + Int(SG_SEAL_OVERHEAD))
       guard sg_seal(&sealed, seed, seed.count, c.sitePublicKey) == 0 else { throw IssueError("sealing the seed failed") }
     }
+    var sealedPin: [UInt8] = []
+    if let pin = c.pin {
+      guard (PinEntry.digitsMin...PinEntry.digitsMax).contains(pin.count), pin.allSatisfy({ (0x30...0x39).contains($0) }) else {
+        throw IssueError("a PIN is \(PinEntry.digitsMin)–\(PinEntry.digitsMax) digits")
+      }
+      guard c.sitePublicKey.count == 32 else { throw IssueError("a pass with a PIN needs the site's public key (32 bytes)") }
+      var verifier = [UInt8](repeating: 0, count: 64)  // salt, then the MAC
+      defer { sg_wipe(&verifier, verifier.count) }
+      sg_random(&verifier, 32)
+      let mac = verifier.withUnsafeBytes { v in
+        pin.withUnsafeBytes { PinMAC.verifier(key: UnsafeRawBufferPointer(rebasing: v[0..<32]), digest: .zero, pin: $0) }
+      }
+      for i in 0..<32 { verifier[32 + i] = mac.byte(i) }
+      sealedPin = [UInt8](repeating: 0, count: CredentialClaims.sealedPinBytes)
+      guard sg_seal(&sealedPin, verifier, verifier.count, c.sitePublicKey) == 0 else { throw IssueError("sealing the PIN verifier failed") }
+    }
     var privatePairs: UInt64 = 0
     if !c.label.isEmpty { privatePairs += 1 }
     if !c.zones.isEmpty { privatePairs += 1 }
@@ -122,6 +141,7 @@ public enum CredentialIssuer {
     if c.lockdown { privatePairs += 1 }
     if !sealed.isEmpty { privatePairs += 2 }
     if c.card != nil { privatePairs += 1 }
+    if !sealedPin.isEmpty { privatePairs += 1 }
     let claims = encode(1024) { w in
       var pairs: UInt64 = 3  // sub, exp, cti
       if c.notBefore != nil { pairs += 1 }
@@ -181,6 +201,10 @@ public enum CredentialIssuer {
         w.head(.array, 2)
         w.head(.unsigned, UInt64(card.facility))
         w.head(.unsigned, card.number)
+      }
+      if !sealedPin.isEmpty {
+        w.head(.unsigned, CredentialLabel.pin)
+        sealedPin.withUnsafeBytes { w.bytes($0) }
       }
     }
     let message = try sign(payload: claims, kid: kid, issuerSeed: issuerSeed)

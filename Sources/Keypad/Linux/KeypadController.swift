@@ -26,7 +26,7 @@ public final class KeypadController: PollParticipant, SecondFactor {
   /// The PIN key (32 bytes), wiped at deinit.
   private let pinKey: UnsafeMutableRawBufferPointer
   /// The grant waiting: its id, the credential's digest and tag, its verifier.
-  private var waiting: (id: UInt64, digest: Digest, tag: Digest, pin: Digest)? = nil
+  private var waiting: (id: UInt64, digest: Digest, tag: Digest, pin: PinVerifier)? = nil
   /// An outcome to hand the loop on the next service.
   private var outcome: (id: UInt64, verdict: Verdict)? = nil
   private var token = PollSet.Token.none
@@ -79,44 +79,12 @@ public final class KeypadController: PollParticipant, SecondFactor {
   /// A slot: the tag (32 bytes), failures (1), 7 zero bytes, locked-until (Unix seconds, 8, LE).
   static let slotBytes = 48
 
-  /// The keyed hash an allow-list entry's `pin=` holds for `pin` (ASCII digits) on the credential
-  /// whose payload's SHA-256 is `digest`: HMAC-SHA-256(key, "scangate-pin-v1" 0x00 digest pin).
-  public static func verifier(key: UnsafeRawBufferPointer, digest: Digest, pin: UnsafeRawBufferPointer) -> Digest {
-    precondition(pin.count <= PinEntry.digitsMax)
-    var message = InlineArray<64, UInt8>(repeating: 0)
-    var n = 0
-    for b in "scangate-pin-v1".utf8 {
-      message[n] = b
-      n += 1
-    }
-    n += 1  // the 0x00 separator
-    for i in 0..<32 {
-      message[n] = digest.byte(i)
-      n += 1
-    }
-    for b in pin {
-      message[n] = b
-      n += 1
-    }
-    var out = InlineArray<32, UInt8>(repeating: 0)
-    let length = n
-    withUnsafeBytes(of: message) { m in
-      withUnsafeMutableBytes(of: &out) { o in
-        sg_hmac_sha256(
-          key.baseAddress!.assumingMemoryBound(to: UInt8.self), key.count, m.baseAddress!.assumingMemoryBound(to: UInt8.self),
-          length, o.baseAddress!.assumingMemoryBound(to: UInt8.self))
-      }
-    }
-    withUnsafeMutableBytes(of: &message) { sg_memzero($0.baseAddress, $0.count) }
-    return withUnsafeBytes(of: out) { Digest(bytes: $0) }
-  }
-
   // MARK: The second factor
 
-  public func begin(id: UInt64, pin: Digest?, digest: Digest, tag: Digest, at now: Instant) -> Verdict? {
-    guard pin != nil || settings.requirePin else { return nil }
+  public func begin(id: UInt64, pin: PinVerifier?, hasPin: Bool, digest: Digest, tag: Digest, at now: Instant) -> Verdict? {
+    guard hasPin || settings.requirePin else { return nil }
     // A refusal here leaves an entry under way alone; a new entry replaces it.
-    guard let pin else { return .deniedPin }  // required here, and this credential has none
+    guard let pin else { return .deniedPin }  // required and none, or a signed pass's that did not open
     guard source != nil else { return .deniedPin }  // no keypad: nothing can be typed
     if attempts.isLocked(tag, now: judgedNow()) { return .deniedPinLocked }
     endEntry()
@@ -204,12 +172,23 @@ public final class KeypadController: PollParticipant, SecondFactor {
     }
   }
 
-  /// The typed digits against the waiting grant's verifier, in constant time.
+  /// The typed digits against the waiting grant's verifier, in constant time: an allow-list
+  /// entry's under the site's PIN key and bound to the credential's digest, a signed pass's
+  /// under its own salt.
   private func check() -> Bool {
     guard let w = waiting else { return false }
-    let typed = entry.withDigits { Self.verifier(key: UnsafeRawBufferPointer(pinKey), digest: w.digest, pin: $0) }
+    let typed: Digest
+    if let salt = w.pin.salt {
+      // The salt's bytes in order (a Digest's words are not its bytes in memory order).
+      var key = InlineArray<32, UInt8>(repeating: 0)
+      for i in 0..<32 { key[i] = salt.byte(i) }
+      typed = withUnsafeBytes(of: key) { k in entry.withDigits { PinMAC.verifier(key: k, digest: .zero, pin: $0) } }
+      withUnsafeMutableBytes(of: &key) { sg_memzero($0.baseAddress, $0.count) }
+    } else {
+      typed = entry.withDigits { PinMAC.verifier(key: UnsafeRawBufferPointer(pinKey), digest: w.digest, pin: $0) }
+    }
     return withUnsafeBytes(of: typed.words) { a in
-      withUnsafeBytes(of: w.pin.words) { b in
+      withUnsafeBytes(of: w.pin.mac.words) { b in
         sg_secure_compare(
           a.baseAddress!.assumingMemoryBound(to: UInt8.self), b.baseAddress!.assumingMemoryBound(to: UInt8.self), 32) == 0
       }

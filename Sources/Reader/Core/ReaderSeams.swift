@@ -67,11 +67,14 @@ public protocol PassageGate: AnyObject {
 /// A second factor after the pass (a PIN on a keypad): asked before a grant takes effect.
 public protocol SecondFactor: AnyObject {
   /// A granted decision for the credential whose payload's SHA-256 is `digest` (inside the
-  /// reader only), tagged `tag`, with PIN verifier `pin` (nil: none set). Returns nil when no
-  /// second factor is needed (the grant stands), `.pinRequired` when an entry began — its outcome
-  /// comes back as `ScanEngine.completeSecondFactor(id:verdict:)` — or the verdict that refuses it
-  /// (`.deniedPin`: none set where one is required, or no keypad; `.deniedPinLocked`).
-  func begin(id: UInt64, pin: Digest?, digest: Digest, tag: Digest, at now: Instant) -> Verdict?
+  /// reader only), whose wrong PINs count under `tag` (keyed: the payload's tag, or a signed
+  /// pass's holder's, so that a rotating pass's next code does not start a new count), with PIN
+  /// verifier `pin`; `hasPin`: it has one (a signed pass's that does not open is `hasPin` with no
+  /// `pin`). Returns nil when no second factor is needed (the grant stands), `.pinRequired` when
+  /// an entry began — its outcome comes back as `ScanEngine.completeSecondFactor(id:verdict:)` —
+  /// or the verdict that refuses it (`.deniedPin`: none where one is required, a verifier that
+  /// cannot be read, or no keypad; `.deniedPinLocked`).
+  func begin(id: UInt64, pin: PinVerifier?, hasPin: Bool, digest: Digest, tag: Digest, at now: Instant) -> Verdict?
 }
 
 /// A grant waiting for its second factor: the decision as it will be logged.

@@ -209,7 +209,17 @@ public struct ScanEngine<
       // A PIN after the pass: the grant waits for it (a pass still waiting before this one is refused).
       secondFactorSequence &+= 1
       let pin = policy.pinVerifier(decision)
-      if let asked = second.begin(id: secondFactorSequence, pin: pin, digest: digest, tag: e.tag, at: clock.now()) { verdict = asked }
+      // Wrong PINs count per holder: a signed pass's keyed identity (a rotating pass shows a new
+      // code every step), an allow-list entry's payload tag.
+      var counted = e.tag
+      if decision.source == .credential, let tagger, let who = policy.identity(decision, digest: digest, digester: digester) {
+        counted = tagger.tag(who)
+      }
+      if let asked = second.begin(
+        id: secondFactorSequence, pin: pin.verifier, hasPin: pin.hasPin, digest: digest, tag: counted, at: clock.now())
+      {
+        verdict = asked
+      }
       if verdict == .pinRequired {
         completeSecondFactor(id: pendingGrant?.id ?? 0, verdict: .deniedPin)
         askSecondFactor(e, decision: decision, digest: digest)

@@ -1,4 +1,4 @@
-import ScanCore
+import ScanBase
 
 /// Where a keypad's keys come from: a descriptor the loop polls, read without blocking. The
 /// Linux input device (`EvdevKeypad`) is one; tests use others.
