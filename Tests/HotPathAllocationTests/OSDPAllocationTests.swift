@@ -27,7 +27,7 @@ private func packet(_ sequence: UInt8, _ command: UInt8, _ data: [UInt8] = [], b
 private final class ReplyCounter { var bytes = 0 }
 
 @Suite struct OSDPAllocationTests {
-  @Test("the OSDP peripheral (handshake, polls, cards, LED, noise) allocates nothing per packet")
+  @Test("the OSDP peripheral (handshake, polls, cards, keys, LED, noise) allocates nothing per packet")
   func peripheralDoesNotAllocate() throws {
     var settings = OSDPPeripheralSettings()
     settings.installMode = true
@@ -47,6 +47,9 @@ private final class ReplyCounter { var bytes = 0 }
     for r in 0...1_000 {
       if r == 1 { alloc_counter_reset() }  // round 0 warms up
       pd.queueCard(card)
+      pd.queueKey(0x32)  // a PIN for the panel (osdp_KEYPAD), written out: an array literal allocates
+      pd.queueKey(0x34)
+      pd.queueKey(0x0D)
       for i in 0..<streams.count {
         streams[i].withUnsafeBytes { bytes in pd.receive(bytes, nowMilliseconds: 0) { replies.bytes &+= $0.count } }
       }
@@ -57,5 +60,6 @@ private final class ReplyCounter { var bytes = 0 }
     #expect(allocations == 0)
     #expect(replies.bytes > 0)
     #expect(pd.cardsSent >= 1_000)
+    #expect(pd.keysSent >= 1_000)
   }
 }

@@ -138,4 +138,24 @@ extension ConfigSchemaTests {
     #expect(gpiod.contains("turnstile.entry_passage_line: turnstile.enabled needs it"))
     #expect(!gpiod.contains { $0.hasPrefix("turnstile.exit_") }, "an entry-only turnstile needs no exit lines")
   }
+
+  @Test("a keypad: a PIN key in door mode; in panel mode over OSDP none (the panel checks PINs), over Wiegand refused")
+  func keypadModes() {
+    func errors(_ entries: [ConfigEntry]) -> [String] {
+      if case .failure(let e) = ConfigSchema.build(entries) { return e.errors.map { "\($0.key): \($0.reason)" } }
+      return []
+    }
+    let sim = ConfigEntry(key: "gpio.backend", value: .string("sim"), line: 1)
+    let keypad = ConfigEntry(key: "keypad.device", value: .string("/dev/input/event3"), line: 2)
+    let panel = ConfigEntry(key: "panel.mode", value: .string("panel"), line: 3)
+    let port = ConfigEntry(key: "panel.osdp_port", value: .string("/dev/ttyS1"), line: 4)
+    let clear = ConfigEntry(key: "panel.enforce_secure", value: .boolean(false), line: 6)
+    #expect(errors([sim, keypad]).contains { $0.hasPrefix("keypad.pin_key_file:") })
+    #expect(errors([sim, keypad, panel, port, clear]).isEmpty)
+    #expect(
+      errors([sim, keypad, panel, port, clear, ConfigEntry(key: "keypad.require_pin", value: .boolean(true), line: 5)])
+        == ["keypad.require_pin: in panel mode the panel decides who needs a PIN"])
+    let wiegand = errors([sim, keypad, panel, ConfigEntry(key: "panel.link", value: .string("wiegand"), line: 4)])
+    #expect(wiegand.contains { $0.hasPrefix("keypad.device:") && $0.contains("over OSDP only") }, "\(wiegand)")
+  }
 }

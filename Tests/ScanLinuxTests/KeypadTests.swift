@@ -1,4 +1,5 @@
 import Glibc
+import ScanConsole
 import ScanCore
 import ScanLinux
 import ScanService
@@ -257,6 +258,43 @@ import Testing
     w.run(30)
     #expect(w.decisions() == ["denied-pin DAVE"])
     #expect(w.pulses == 0)
+  }
+
+  /// The panel's side of panel mode: keys as they arrive; refuses after `capacity`.
+  final class PanelKeys: KeypadSink {
+    var keys: [KeypadKey] = []
+    var capacity = 100
+    func forward(_ key: KeypadKey) -> Bool {
+      guard keys.count < capacity else { return false }
+      keys.append(key)
+      return true
+    }
+  }
+
+  @Test("panel mode: every key typed goes to the panel in order (nothing checked here); a full queue is counted; unplugged is MISSING")
+  func forwardedToPanel() {
+    let clock = ManualClock()
+    let keys = PipeKeys()
+    let panel = PanelKeys()
+    panel.capacity = 5
+    let forwarder = KeypadForwarder(source: keys, sourceName: "/dev/input/test-keypad", sink: panel)
+    func turn() {
+      let poll = PollSet(capacity: 2)
+      _ = forwarder.prepare(poll, now: clock.now())
+      _ = poll.wait(milliseconds: 100)
+      forwarder.service(poll, now: clock.now(), requests: LoopRequests())
+    }
+    keys.type("2468#9")
+    turn()
+    #expect(panel.keys == [.digit(2), .digit(4), .digit(6), .digit(8), .enter])
+    var status = ReaderStatus()
+    forwarder.contribute(to: &status, now: clock.now(), unixSeconds: clock.unixSeconds())
+    #expect(status.keypadLine == "/dev/input/test-keypad ok, keys to the panel (osdp_KEYPAD): 5 forwarded, 1 dropped")
+    keys.gone = true
+    keys.type("1")
+    turn()
+    forwarder.contribute(to: &status, now: clock.now(), unixSeconds: clock.unixSeconds())
+    #expect((status.keypadLine ?? "").hasPrefix("/dev/input/test-keypad MISSING (no keys reach the panel)"), "\(status.keypadLine)")
   }
 
   @Test("the verifier is HMAC-SHA-256 under the PIN key over the label, the payload's SHA-256 and the PIN (Python's hmac)")

@@ -290,6 +290,29 @@ func feed<C: OSDPCipher>(_ pd: OSDPPeripheral<C>, _ bytes: [UInt8], now: Int64 =
     #expect(reset.dropFirst(5).first == 0x40)
   }
 
+  @Test("keys typed go to the panel as osdp_KEYPAD: reader 0, count, '0'-'9' in ASCII, 0x0D enter, 0x7F clear; a card goes first")
+  func keypadReplies() throws {
+    let pd = OSDPPeripheral(settings: OSDPPeripheralSettings(), key: nil, cipher: AnnexECipher())
+    _ = feed(pd, osdpCommand(sequence: 0, command: 0x61, data: [0]))
+    for key in [KeypadKey.digit(2), .digit(4), .clear, .digit(6), .digit(8), .enter] { #expect(pd.queueKey(key.osdpByte, nowMilliseconds: 100)) }
+    pd.queueCard(try CardNumber(format: .h10301, facility: 1, number: 2), nowMilliseconds: 100)
+    let card = feed(pd, osdpCommand(sequence: 1, command: 0x60), now: 200).first ?? []
+    #expect(card.dropFirst(5).first == 0x50, "the card first")
+    let keys = feed(pd, osdpCommand(sequence: 2, command: 0x60), now: 300).first ?? []
+    let data = Array(keys.dropFirst(5).prefix(9))
+    #expect(data == [0x53, 0, 6, 0x32, 0x34, 0x7F, 0x36, 0x38, 0x0D])
+    // A repeated poll (the panel missed the reply) gets the same keys again, byte for byte.
+    #expect(feed(pd, osdpCommand(sequence: 2, command: 0x60), now: 350).first == keys)
+    #expect((feed(pd, osdpCommand(sequence: 3, command: 0x60), now: 400).first ?? []).dropFirst(5).first == 0x40)
+    #expect(pd.keysSent == 6)
+    // Not a key: refused. A full queue: refused and counted. Keys nobody polled for in 5 s: dropped.
+    #expect(!pd.queueKey(0x41))
+    for _ in 0..<OSDPPeripheral<AnnexECipher>.keysMax { pd.queueKey(0x31, nowMilliseconds: 1_000) }
+    #expect(!pd.queueKey(0x31, nowMilliseconds: 1_000))
+    #expect((feed(pd, osdpCommand(sequence: 1, command: 0x60), now: 7_000).first ?? []).dropFirst(5).first == 0x40)
+    #expect(pd.keysSent == 6 && pd.keysDropped == 2 + OSDPPeripheral<AnnexECipher>.keysMax)
+  }
+
   @Test("bad CRC gets NAK 1, unknown command NAK 3, wrong length NAK 2; checksum packets answered with a checksum")
   func naks() {
     let pd = OSDPPeripheral(settings: OSDPPeripheralSettings(), key: nil, cipher: AnnexECipher())

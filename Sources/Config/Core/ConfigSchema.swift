@@ -149,12 +149,15 @@ public enum ConfigSchema {
     errors += readerProblems(config, line: line)
     errors += config.door.configProblems(gpiod: config.gpioBackend == .gpiod, line: line)
     errors += config.turnstile.configProblems(gpiod: config.gpioBackend == .gpiod, line: line)
-    errors += config.keypad.configProblems(line: line)
-    if config.keypad.enabled && config.panel.mode == .panel {
+    // In panel mode the panel checks PINs: over OSDP the keys go to it (osdp_KEYPAD) and no PIN
+    // key is needed here; Wiegand's keypad formats are not sent.
+    let keysToPanel = config.panel.mode == .panel && config.panel.link == .osdp
+    errors += config.keypad.configProblems(line: line, keysToPanel: keysToPanel)
+    if config.keypad.enabled && config.panel.mode == .panel && config.panel.link != .osdp {
       errors.append(
         ConfigError(
           key: "keypad.device", line: line("keypad.device"),
-          reason: "in panel mode the panel checks PINs: its keypad is the panel's (osdp_KEYPAD is not sent yet)"))
+          reason: "in panel mode the panel checks PINs, and keys reach it over OSDP only (osdp_KEYPAD): Wiegand keypad bursts are not sent"))
     }
     // A grant is a door's strike pulse, a turnstile's passage or a panel's card read: one of them.
     if config.turnstile.machine.enabled && config.door.machine.enabled {

@@ -9,3 +9,9 @@ public protocol KeySource: AnyObject {
   /// allocating; false when the device is gone (unplugged, an error): the owner closes it.
   func read(_ body: (KeypadKey) -> Void) -> Bool
 }
+
+/// Where a keypad's keys go in panel mode: the panel checks PINs, so each key is passed on as it
+/// is typed (OSDP: osdp_KEYPAD on the next POLL). False when it could not be (queue full).
+public protocol KeypadSink: AnyObject {
+  func forward(_ key: KeypadKey) -> Bool
+}

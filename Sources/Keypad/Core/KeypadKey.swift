@@ -7,6 +7,16 @@ public enum KeypadKey: Equatable, Sendable {
   /// Backspace, Escape, `*` (starts the PIN again).
   case clear
 
+  /// The byte OSDP's osdp_KEYPAD reply carries for it: '0'–'9' as ASCII, enter as 0x0D (CR),
+  /// clear as 0x7F (DEL) (OSDP 2.2, the keypad data report).
+  public var osdpByte: UInt8 {
+    switch self {
+    case .digit(let d): 0x30 + d
+    case .enter: 0x0D
+    case .clear: 0x7F
+    }
+  }
+
   /// The key a Linux input key code (linux/input-event-codes.h) stands for on a numeric keypad or
   /// a keyboard's number row; nil for every other key (ignored).
   public init?(linuxCode code: UInt16) {

@@ -37,12 +37,17 @@ extension KeypadSettings {
   ]
 
   /// What `[keypad]` cannot be on its own.
-  package func configProblems(line: (String) -> Int) -> [ConfigError] {
+  /// `keysToPanel`: panel mode over OSDP, where the keys go to the panel and nothing is checked here.
+  package func configProblems(line: (String) -> Int, keysToPanel: Bool = false) -> [ConfigError] {
     var errors: [ConfigError] = []
     if requirePin && !enabled {
       errors.append(ConfigError(key: "keypad.require_pin", line: line("keypad.require_pin"), reason: "a PIN needs a keypad: set keypad.device"))
     }
-    if enabled && pinKeyFile.isEmpty {
+    if requirePin && keysToPanel {
+      errors.append(
+        ConfigError(key: "keypad.require_pin", line: line("keypad.require_pin"), reason: "in panel mode the panel decides who needs a PIN"))
+    }
+    if enabled && pinKeyFile.isEmpty && !keysToPanel {
       errors.append(
         ConfigError(
           key: "keypad.pin_key_file", line: line("keypad.device"),

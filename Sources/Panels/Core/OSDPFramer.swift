@@ -27,7 +27,7 @@ public enum OSDP {
   /// Replies a peripheral sends.
   public enum Reply: UInt8, Sendable {
     case ack = 0x40, nak = 0x41, pdid = 0x45, pdcap = 0x46, lstatr = 0x48, istatr = 0x49, ostatr = 0x4A
-    case rstatr = 0x4B, raw = 0x50, com = 0x54, ccrypt = 0x76, rmacI = 0x78
+    case rstatr = 0x4B, raw = 0x50, keypad = 0x53, com = 0x54, ccrypt = 0x76, rmacI = 0x78
   }
 
   /// NAK error codes (the byte after the NAK reply code).

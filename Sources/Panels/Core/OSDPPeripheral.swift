@@ -78,6 +78,13 @@ public final class OSDPPeripheral<Cipher: OSDPCipher> {
   /// shown long ago (the link was down, Secure Channel not up yet).
   public static var cardMaxAgeMilliseconds: Int64 { 5_000 }
   public private(set) var cardsExpired = 0
+  /// Keys waiting (OSDP's keypad bytes: '0'–'9', 0x0D enter, 0x7F clear) and when the first came.
+  var keys: UnsafeMutablePointer<UInt8>
+  var keyCount = 0
+  var keysSince: Int64 = 0
+  public private(set) var keysSent = 0
+  /// Keys refused (the queue full) or dropped unsent (older than a card may be).
+  public private(set) var keysDropped = 0
   private var cardHead = 0
   private var cardCount = 0
   let outputOn: UnsafeMutableBufferPointer<Bool>
@@ -108,6 +115,8 @@ public final class OSDPPeripheral<Cipher: OSDPCipher> {
 
   /// Cards waiting for a POLL.
   public static var cardsMax: Int { 4 }
+  /// Keys typed on the reader's keypad waiting for a POLL (one osdp_KEYPAD carries them all).
+  public static var keysMax: Int { 16 }
   public static var outputsMax: Int { 1 }
 
   // The reply being written (see `begin` and `finish`).
@@ -132,6 +141,8 @@ public final class OSDPPeripheral<Cipher: OSDPCipher> {
     cardTimes.initialize(repeating: 0)
     outputOn = .allocate(capacity: Self.outputsMax)
     outputOn.initialize(repeating: false)
+    keys = .allocate(capacity: Self.keysMax)
+    keys.initialize(repeating: 0, count: Self.keysMax)
     secure.setKey(key)
     var uid = (UInt64(0))
     // Client UID: vendor code (2 bytes), model, version, serial number (4 bytes), as libosdp and
@@ -154,6 +165,8 @@ public final class OSDPPeripheral<Cipher: OSDPCipher> {
     cards.deallocate()
     cardTimes.deallocate()
     outputOn.deallocate()
+    for i in 0..<Self.keysMax { keys[i] = 0 }  // a PIN typed for the panel
+    keys.deallocate()
   }
 
   // MARK: Owner's side
@@ -168,6 +181,21 @@ public final class OSDPPeripheral<Cipher: OSDPCipher> {
     cards[(cardHead + cardCount) % Self.cardsMax] = card
     cardTimes[(cardHead + cardCount) % Self.cardsMax] = nowMilliseconds
     cardCount += 1
+    return true
+  }
+
+  /// Queues a key for the next POLL's osdp_KEYPAD: `byte` in OSDP's keypad encoding ('0'–'9',
+  /// 0x0D for enter/'#', 0x7F for clear/'*'); false (and counted) when the queue is full or the
+  /// byte is not a key.
+  @discardableResult
+  public func queueKey(_ byte: UInt8, nowMilliseconds: Int64 = 0) -> Bool {
+    guard (0x30...0x39).contains(byte) || byte == 0x0D || byte == 0x7F, keyCount < Self.keysMax else {
+      keysDropped += 1
+      return false
+    }
+    if keyCount == 0 { keysSince = nowMilliseconds }
+    keys[keyCount] = byte
+    keyCount += 1
     return true
   }
 
@@ -268,7 +296,7 @@ public final class OSDPPeripheral<Cipher: OSDPCipher> {
 // MARK: Polling
 
 extension OSDPPeripheral {
-  /// osdp_POLL: the oldest card not yet too old (osdp_RAW), else an ACK.
+  /// osdp_POLL: the oldest card not yet too old (osdp_RAW), else the keys typed (osdp_KEYPAD), else an ACK.
   func handlePoll(_ data: UnsafeRawBufferPointer, _ incoming: Incoming, now: Int64) {
     guard data.count == 0 else { return reply(nak: .commandLength, incoming) }
     polls += 1
@@ -293,8 +321,27 @@ extension OSDPPeripheral {
       lastCardSent = card
       cardsSent += 1
       finish(incoming)
+    } else if keyCount > 0 && now - keysSince > Self.cardMaxAgeMilliseconds {
+      // Keys no panel polled for in time (a PIN typed while the link was down): dropped.
+      keysDropped += keyCount
+      clearKeys()
+      replyEmpty(.ack, incoming)
+    } else if keyCount > 0 {
+      // osdp_KEYPAD: reader 0, the digit count, the keys in the order typed.
+      begin(.keypad, incoming)
+      put(0)
+      put(UInt8(keyCount))
+      for i in 0..<keyCount { put(keys[i]) }
+      keysSent += keyCount
+      clearKeys()
+      finish(incoming)
     } else {
       replyEmpty(.ack, incoming)
     }
+  }
+
+  private func clearKeys() {
+    for i in 0..<keyCount { keys[i] = 0 }
+    keyCount = 0
   }
 }

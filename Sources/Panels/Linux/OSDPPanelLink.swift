@@ -9,7 +9,7 @@ import ScanCore
 ///
 /// Everything is allocated in `init`; reading, answering and forwarding allocate nothing
 /// (a KEYSET writes the key file, once, at installation).
-public final class OSDPPanelLink: PollParticipant, PanelForwarder {
+public final class OSDPPanelLink: PollParticipant, PanelForwarder, KeypadSink {
   public let settings: PanelSettings
   public let peripheral: OSDPPeripheral<OSDPLibcrypto>
   private let descriptor: Int32
@@ -171,6 +171,13 @@ public final class OSDPPanelLink: PollParticipant, PanelForwarder {
     return true
   }
 
+  // MARK: KeypadSink
+
+  /// A key typed on the reader's keypad, for the panel's next POLL (osdp_KEYPAD).
+  public func forward(_ key: KeypadKey) -> Bool {
+    peripheral.queueKey(key.osdpByte, nowMilliseconds: Int64(clock.now().nanoseconds / 1_000_000))
+  }
+
   // MARK: PollParticipant
 
   public var pollCapacity: Int { 1 }
@@ -293,6 +300,7 @@ public final class OSDPPanelLink: PollParticipant, PanelForwarder {
     if peripheral.installModeIgnored { s += " install_mode=\"ignored: a key is installed\"" }
     if let card = peripheral.lastCardSent { s += " last_card=\(card.format.name)-bit" } else { s += " last_card=none" }
     s += " cards=\(peripheral.cardsSent) naks=\(peripheral.naksSent) bad_checks=\(peripheral.badChecks)"
+    if peripheral.keysSent > 0 || peripheral.keysDropped > 0 { s += " keys=\(peripheral.keysSent) keys_dropped=\(peripheral.keysDropped)" }
     if let comFileProblem { s += " com_file_problem=\"\(comFileProblem.prefix(80))\"" }
     return s
   }

@@ -99,8 +99,8 @@ extension Service {
     fleet?.telemetry.emergency = true  // fire and lockdown on the state topic and in Home Assistant
     fleet?.telemetry.occupancy = turnstile?.occupancyGauge
     try attachSchedules(config, clock: clock, ring: ring, notes: notes, time: floorKeeper.time, loop: &loop)
-    let wiegand = try attachPanels(config, clock: clock, ring: ring, loop: &loop)
-    try attachKeypad(config, options: options, time: floorKeeper.time, loop: &loop)
+    let (wiegand, panelLink) = try attachPanels(config, clock: clock, ring: ring, loop: &loop)
+    try attachKeypad(config, options: options, time: floorKeeper.time, panel: panelLink, loop: &loop)
     let printer = EventPrinter(
       ring: ring, start: loop.startedAt, clock: clock, skipping: options.skipping,
       payloads: config.log.rawPayloads ? .shown : .hidden, notes: notes)
@@ -247,13 +247,14 @@ extension Service {
   }
 
   /// The access panel's links: OSDP (in panel mode it decides, no local relay), Wiegand out and
-  /// the panel's beeper/LED wires. Returns the Wiegand link (stopped after the loop).
+  /// the panel's beeper/LED wires. Returns the Wiegand link (stopped after the loop) and, in
+  /// panel mode over OSDP, the link the keypad's keys go to.
   private static func attachPanels<
     S: LoopFrameSource & ~Copyable, D: CodeDecoder & ~Copyable, R: OutputLine & ~Copyable, B: OutputLine & ~Copyable
   >(
     _ config: ScanConfig, clock: SystemMonotonicClock, ring: EventRing,
     loop: inout RunLoop<S, D, R, B, SystemMonotonicClock, SystemWallClock, SodiumDigester>
-  ) throws(SetupRefused) -> WiegandLink? {
+  ) throws(SetupRefused) -> (WiegandLink?, OSDPPanelLink?) {
     let panel: OSDPPanelLink?
     do { panel = try makePanelLink(config, ring: ring, clock: clock) } catch {
       writeStandardError("scangate: panel: \(error)\n")
@@ -278,7 +279,7 @@ extension Service {
       writeStandardError("scangate: cannot request the panel's beeper/LED wires: \(error.operation): \(SystemError.describe(error.errno))\n")
       throw SetupRefused()
     }
-    return wiegand
+    return (wiegand, config.panel.mode == .panel && config.panel.link == .osdp ? panel : nil)
   }
 
   /// Starts the threads, runs the loop, then stops every part, in one place.
