@@ -125,7 +125,8 @@ r = show("SG1:" + b45encode(pycose_pass({**good, -65537: {1: "Guest", 8: 3, 9: 3
 check("a pycose-made guest pass (8: 3, 9: 3600) is granted and read as such",
       r["verdict"] == "granted" and r.get("uses") == 3 and r.get("first_use_window") == 3600, str(r))
 for bad, why in (({8: 3, 3: True}, "uses with single use"), ({8: 0}, "0 uses"), ({8: 65536}, "65536 uses"),
-                 ({9: 59}, "a 59 s window"), ({8: "3"}, "uses as text"), ({10: 1}, "an unknown key 10")):
+                 ({9: 59}, "a 59 s window"), ({8: "3"}, "uses as text"), ({10: 1}, "a PIN claim that is not a sealed box"), ({10: bytes(111)}, "a PIN claim of 111 bytes"),
+                 ({11: 1}, "an unknown key 11")):
     r = show("SG1:" + b45encode(pycose_pass({**good, -65537: {1: "Guest", **bad}})))
     check(f"a pycose-made pass with {why}: denied-malformed", r["verdict"] == "denied-malformed", str(r))
 r = show("SG1:" + b45encode(pycose_pass(good, tagged=False)))
@@ -211,6 +212,25 @@ check("without the site key the PIN claim does not open", r.get("pin") is True a
 p = run("credential", "issue", "--key", f"{W}/issuer.key", "--kid", "hq-2026", "--sub", "dave", "--pin",
         "--site-public", site_public, stdin="12a4\n")
 check("issue --pin refuses a PIN that is not 4-12 digits", p.returncode != 0 and "digits" in p.stderr, p.stderr)
+
+# 5. A guest pass for Google Wallet: the GenericObject's fields Google documents as required for the
+# object's content (cardTitle, header: LocalizedString) and its barcode and validity.
+p = run("credential", "issue", "--key", f"{W}/issuer.key", "--kid", "hq-2026", "--guest", "Bob Guest", "--uses", "3",
+        "--valid", "1d", "--wallet")
+lines = p.stdout.split("\n", 1)
+try:
+    wallet = json.loads(lines[1])
+except Exception as e:  # noqa: BLE001
+    wallet = {"error": repr(e), "stdout": p.stdout[:300]}
+claims_g = cbor2.loads(Sign1Message.decode(b45decode(lines[0].strip()[4:])).payload)
+check("--wallet on a guest pass: a GenericObject with cardTitle and header (LocalizedString), the guest's name",
+      wallet.get("cardTitle", {}).get("defaultValue", {}).get("value") == "Access pass"
+      and wallet.get("header", {}).get("defaultValue", {}) == {"language": "en", "value": "Bob Guest"}, str(wallet))
+check("its barcode is the pass as a QR code", wallet.get("barcode", {}).get("type") == "QR_CODE"
+      and wallet.get("barcode", {}).get("value") == lines[0].strip(), str(wallet.get("barcode")))
+end = wallet.get("validTimeInterval", {}).get("end", {}).get("date", "")
+check("its validTimeInterval ends at the pass's exp", end == time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(claims_g[4])),
+      f"{end} vs exp {claims_g[4]}")
 
 print(f"interop: {failures} failure(s)")
 sys.exit(1 if failures else 0)

@@ -76,7 +76,7 @@ check_stage "console with picocom and screen (serial, pty pair)" "deploy/console
 check_stage "console abuse (64 clients, audit log, lockouts, frame rate)" "deploy/console-abuse.sh .build/debug/scangate"
 check_stage "fleet link on a real broker (TLS, ACLs, broker kill, link cut, kill -9, Home Assistant)" "deploy/fleet-test.sh .build/debug/scangate"
 
-check_stage "signed passes against pycose, cbor2 and pyotp" "deploy/credential-interop.sh .build/debug/scangate"
+check_stage "signed passes against pycose, cbor2, pyotp and PyNaCl" "deploy/credential-interop.sh .build/debug/scangate"
 check_stage "faults (disk full, deleted and damaged files, clock jumps, odd file types, hostile frames)" "deploy/fault-test.sh .build/debug/scangate"
 
 if stage "fuzz" fuzz/run "${FUZZ_SECONDS:-20}"; then passed=$((passed + 2)); else failed=$((failed + 1)); fi

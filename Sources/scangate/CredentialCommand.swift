@@ -152,6 +152,20 @@ enum CredentialCommand {
           "alternateText": \(jsonString(claims.label.isEmpty ? sub : claims.label))}}
         """)
     }
+    if o.flag("wallet") && pass.digits == 0 {
+      // A static pass (a guest's) as a Google Wallet GenericObject's own fields: the code as its
+      // barcode, who it is for, and when it is valid. The site adds `id` and `classId` (its
+      // Google issuer account) and signs the Save to Google Wallet link; ScanGate holds no Google key.
+      let name = jsonString(claims.label.isEmpty ? sub : claims.label)
+      print(
+        """
+        {"cardTitle": {"defaultValue": {"language": "en", "value": "Access pass"}},
+          "header": {"defaultValue": {"language": "en", "value": \(name)}},
+          "barcode": {"type": "QR_CODE", "value": \(jsonString(shown)), "alternateText": \(name)},
+          "validTimeInterval": {"start": {"date": \(jsonString(RFC3339.format(claims.notBefore ?? now)))},
+            "end": {"date": \(jsonString(RFC3339.format(claims.expires)))}}}
+        """)
+    }
     return 0
   }
 

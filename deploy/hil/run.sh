@@ -111,7 +111,7 @@ trixie() {  # sets TRIXIE_BIN, or why="the reason it cannot run"
   TRIXIE_BIN=${HIL_TRIXIE_BIN:-}
   if [ -z "$TRIXIE_BIN" ]; then
     log "building scangate against trixie's libraries (deploy/trixie/run.sh)"
-    TRIXIE_ROOT=$TRIXIE_ROOT nice -n 19 "$ROOT/deploy/trixie/run.sh" --run true > "$RUN/trixie-build.log" 2>&1 \
+    TRIXIE_ROOT=$TRIXIE_ROOT "$ROOT/deploy/trixie/run.sh" --run true > "$RUN/trixie-build.log" 2>&1 \
       || { why="deploy/trixie/run.sh could not build scangate: $(grep -m1 FAIL "$RUN/trixie-build.log") (log: $RUN/trixie-build.log)"; return; }
     TRIXIE_BIN=$TRIXIE_ROOT/root/scangate-build/debug/scangate
   fi
@@ -119,17 +119,10 @@ trixie() {  # sets TRIXIE_BIN, or why="the reason it cannot run"
   [ -x "$TRIXIE_ROOT/usr/bin/env" ] || { why="no trixie root at $TRIXIE_ROOT"; return; }
   [ -d "$TRIXIE_ROOT$SWIFT_DIR" ] || why="the trixie root has no mount point for the Swift runtime at $SWIFT_DIR"
 }
-# The guests are single-CPU qemu processes: with two host cores or more both userlands boot side
-# by side (HIL_PARALLEL=0: one after the other), each on a core of its own. Side by side, the
-# trixie build (and, on a fresh machine, its root: debootstrap and apt) runs at nice 19 while the
-# bookworm guest boots, and the trixie guest boots when it is done: the build takes the core the
-# bookworm guest leaves, and the guest's timing is not the build's to share.
-PARALLEL=${HIL_PARALLEL:-$([ "$(nproc)" -ge 2 ] && echo 1 || echo 0)}
 for u in $USERLANDS; do
   case $u in
     bookworm) ;;
-    trixie) [ "$PARALLEL" = 1 ] && continue
-      why=""; trixie; [ -z "$why" ] || { result FAIL "trixie: $why"; USERLANDS=${USERLANDS/trixie/}; } ;;
+    trixie) why=""; trixie; [ -z "$why" ] || { result FAIL "trixie: $why"; USERLANDS=${USERLANDS/trixie/}; } ;;
     *) die "unknown userland '$u' in HIL_USERLANDS (bookworm, trixie)" ;;
   esac
 done
@@ -319,19 +312,12 @@ verdict() {  # userland
     for f in "$w"/*.out; do [ -e "$f" ] && { echo "--- $f (tail)"; tail -15 "$f" | sed 's/^/  | /'; }; done
   fi
 }
-if [ "$PARALLEL" = 1 ]; then
+# The guests are single-CPU qemu processes: with two host cores or more both userlands boot side
+# by side (HIL_PARALLEL=0: one after the other), each on a core of its own.
+if [ "${HIL_PARALLEL:-$([ "$(nproc)" -ge 2 ] && echo 1 || echo 0)}" = 1 ]; then
   pids=()
-  for u in $USERLANDS; do
-    if [ "$u" = trixie ]; then
-      ( why=""; trixie
-        if [ -n "$why" ]; then echo "$why" > "$RUN/trixie-why"; else log "trixie: built; booting"; boot trixie; fi ) &
-    else
-      boot "$u" &
-    fi
-    pids+=($!)
-  done
+  for u in $USERLANDS; do boot "$u" & pids+=($!); done
   wait "${pids[@]}"
-  if [ -s "$RUN/trixie-why" ]; then result FAIL "trixie: $(cat "$RUN/trixie-why")"; USERLANDS=${USERLANDS/trixie/}; fi
 else
   for u in $USERLANDS; do boot "$u"; done
 fi
