@@ -6,7 +6,7 @@
 #   1a. deploy/console-tools.sh: picocom and screen (under tmux) on the serial console through a socat
 #      pty pair; deploy/console-abuse.sh: 64 abusive TCP clients against the real service (audit log,
 #      secret, lockouts, frame rate)
-#   1c. deploy/credential-interop.sh: signed passes against pycose + cbor2 and pyotp (PyPI peers' venv)
+#   1c. deploy/credential-interop.sh: signed passes against pycose + cbor2, pyotp and PyNaCl (PyPI peers' venv)
 #   1d. deploy/fault-test.sh: the real binary under faults (deploy/faults/*.py): disk full, the log
 #      directory deleted, a damaged page, a torn WAL, the clock ±1 year, FIFOs and directories at
 #      configured paths, hostile frames; each ends with `log verify` and a fleet consumer's view
