@@ -1,8 +1,10 @@
 #!/bin/bash
 # Runs inside the rig's guest, sourced by guest-run.sh after the V4L2 checks: a rotating signed
 # pass (SG1, TOTP sealed to the site key) rendered into vivid frames opens the relay once; the
-# same frames shown again 40 s later do not (a screenshot of a rotating pass is dead).
-[ "${USERLAND:-bookworm}" = bookworm ] || return 0 2>/dev/null || exit 0
+# same frames shown again 40 s later do not (a screenshot of a rotating pass is dead). On the
+# trixie userland only (Debian 13's libsodium, nettle and libcbor; bookworm's are the host's, in
+# the signed-pass stage): its ~80 s balance the bookworm guest's camera checks, which only it runs.
+[ "${USERLAND:-trixie}" = trixie ] || return 0 2>/dev/null || exit 0
 C=/tmp/credential; rm -rf $C; mkdir -p $C
 "$BIN" credential keygen --issuer $C/issuer.key --kid rig > $C/trust.toml
 site=$("$BIN" credential keygen --site $C/site.key | grep -o '[0-9a-f]\{64\}')
