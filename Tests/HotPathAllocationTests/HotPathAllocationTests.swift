@@ -176,34 +176,11 @@ import Testing
 
   @Test("the run loop (poll, replay source, engine, GPIO) allocates nothing per iteration")
   func runLoopDoesNotAllocate() throws {
-    let directory = "/tmp/scangate-alloc-\(getpid())"
-    mkdir(directory, 0o755)
-    defer {
-      for name in (try? listDirectory(directory)) ?? [] { unlink(directory + "/" + name) }
-      rmdir(directory)
-    }
-    var raw: [UInt8] = []
-    let frames = Self.frames()
-    for step in Self.script { if case .frame(let i) = step { raw += frames[i] } }
-    try writeFileAtomically(directory + "/frames.gray", raw)
-    try writeFileAtomically(directory + "/allow-list.txt", Array("text:ALICE-0001\ntext:DAVE-0004\n".utf8))
-
+    let directory = Self.scratchDirectory("run")
+    defer { Self.remove(directory) }
     let clock = SystemMonotonicClock()
     let relay = RecordingOutputLine(name: "relay", clock: clock, capacity: 100_000)
-    let buzzer = RecordingOutputLine(name: "buzzer", clock: clock, capacity: 100_000)
-    var settings = Self.settings()
-    settings.presence.leaveAfterMilliseconds = 50
-    let engine = ScanEngine(
-      settings: settings, decoder: try ZXingDecoder(arenaBytes: 16 << 20, capacity: 8), relay: relay, buzzer: buzzer,
-      clock: clock, wall: SystemWallClock(), digester: SodiumDigester(), events: EventRing(capacity: 1024),
-      maxWidth: Self.width, maxHeight: Self.height)
-    var loopSettings = LoopSettings()
-    loopSettings.allowListPath = directory + "/allow-list.txt"
-    loopSettings.handleSignals = false
-    let path = directory + "/frames.gray"
-    var loop = RunLoop(engine: engine, settings: loopSettings) { () throws(CaptureError) in
-      try ReplayFrameSource(path: path, width: Self.width, height: Self.height, framesPerSecond: 0, loops: true, clock: clock)
-    }
+    var loop = try Self.replayLoop(directory, allowList: "text:ALICE-0001\ntext:DAVE-0004\n", relay: relay, clock: clock)
     // The service's relay watchdog rides along: arming, disarming and the per-tick trip check
     // are on the frame path too.
     let watchdog = try RelayWatchdog(simulated: relay)
@@ -287,6 +264,47 @@ import Testing
   typealias EmptyFrameLoop = RunLoop<
     ScriptedFrameSource, ZXingDecoder, RecordingOutputLine, RecordingOutputLine, SystemMonotonicClock, SystemWallClock, SodiumDigester
   >
+
+  typealias ReplayLoop = RunLoop<
+    ReplayFrameSource, ZXingDecoder, RecordingOutputLine, RecordingOutputLine, SystemMonotonicClock, SystemWallClock, SodiumDigester
+  >
+
+  /// A folder of this test's own under /tmp (removed with `remove`).
+  static func scratchDirectory(_ name: String) -> String {
+    let directory = "/tmp/scangate-alloc-\(name)-\(getpid())"
+    mkdir(directory, 0o755)
+    return directory
+  }
+
+  static func remove(_ directory: String) {
+    for name in (try? listDirectory(directory)) ?? [] { unlink(directory + "/" + name) }
+    rmdir(directory)
+  }
+
+  /// The service's loop over a replayed reel of `script` (written into `directory`), the real
+  /// decoder and `allowList` (reloaded from its file in `directory`), presence leaving after 50 ms.
+  static func replayLoop(_ directory: String, allowList: String, relay: RecordingOutputLine, clock: SystemMonotonicClock) throws
+    -> ReplayLoop
+  {
+    var raw: [UInt8] = []
+    let frames = Self.frames()
+    for step in Self.script { if case .frame(let i) = step { raw += frames[i] } }
+    try writeFileAtomically(directory + "/frames.gray", raw)
+    try writeFileAtomically(directory + "/allow-list.txt", Array(allowList.utf8))
+    var settings = Self.settings()
+    settings.presence.leaveAfterMilliseconds = 50
+    let engine = ScanEngine(
+      settings: settings, decoder: try ZXingDecoder(arenaBytes: 16 << 20, capacity: 8), relay: relay,
+      buzzer: RecordingOutputLine(name: "buzzer", clock: clock, capacity: 100_000), clock: clock, wall: SystemWallClock(),
+      digester: SodiumDigester(), events: EventRing(capacity: 1024), maxWidth: Self.width, maxHeight: Self.height)
+    var loopSettings = LoopSettings()
+    loopSettings.allowListPath = directory + "/allow-list.txt"
+    loopSettings.handleSignals = false
+    let path = directory + "/frames.gray"
+    return RunLoop(engine: engine, settings: loopSettings) { () throws(CaptureError) in
+      try ReplayFrameSource(path: path, width: Self.width, height: Self.height, framesPerSecond: 0, loops: true, clock: clock)
+    }
+  }
 
   /// The real loop on small empty frames (what is measured is a participant, not the decoder),
   /// driving `relay` and a recording buzzer.
@@ -375,39 +393,19 @@ import Testing
 
   @Test("a PIN after the pass on the loop (pin-required, keys from the keypad, the keyed check, the grant through the request queue) allocates nothing")
   func pinEntryDoesNotAllocate() throws {
-    let directory = "/tmp/scangate-alloc-pin-\(getpid())"
-    mkdir(directory, 0o755)
-    defer {
-      for name in (try? listDirectory(directory)) ?? [] { unlink(directory + "/" + name) }
-      rmdir(directory)
-    }
-    var raw: [UInt8] = []
-    let frames = Self.frames()
-    for step in Self.script { if case .frame(let i) = step { raw += frames[i] } }
-    try writeFileAtomically(directory + "/frames.gray", raw)
+    let directory = Self.scratchDirectory("pin")
+    defer { Self.remove(directory) }
     let key = [UInt8](repeating: 0x42, count: 32)
-    let digester = SodiumDigester()
     let pin = key.withUnsafeBytes { k in
-      Array("2468".utf8).withUnsafeBytes { p in Array("ALICE-0001".utf8).withUnsafeBytes { PinMAC.verifier(key: k, digest: digester.sha256($0), pin: p) } }
+      Array("2468".utf8).withUnsafeBytes { p in
+        Array("ALICE-0001".utf8).withUnsafeBytes { PinMAC.verifier(key: k, digest: SodiumDigester().sha256($0), pin: p) }
+      }
     }
     let pinHex = Hex.string((0..<32).map { pin.byte($0) })
-    try writeFileAtomically(directory + "/allow-list.txt", Array("text:ALICE-0001 label=alice pin=\(pinHex)\ntext:DAVE-0004\n".utf8))
-
     let clock = SystemMonotonicClock()
-    var settings = Self.settings()
-    settings.presence.leaveAfterMilliseconds = 50
-    let engine = ScanEngine(
-      settings: settings, decoder: try ZXingDecoder(arenaBytes: 16 << 20, capacity: 8),
-      relay: RecordingOutputLine(name: "relay", clock: clock, capacity: 100_000),
-      buzzer: RecordingOutputLine(name: "buzzer", clock: clock, capacity: 100_000), clock: clock, wall: SystemWallClock(), digester: digester,
-      events: EventRing(capacity: 1024), maxWidth: Self.width, maxHeight: Self.height)
-    var loopSettings = LoopSettings()
-    loopSettings.allowListPath = directory + "/allow-list.txt"
-    loopSettings.handleSignals = false
-    let path = directory + "/frames.gray"
-    var loop = RunLoop(engine: engine, settings: loopSettings) { () throws(CaptureError) in
-      try ReplayFrameSource(path: path, width: Self.width, height: Self.height, framesPerSecond: 0, loops: true, clock: clock)
-    }
+    var loop = try Self.replayLoop(
+      directory, allowList: "text:ALICE-0001 label=alice pin=\(pinHex)\ntext:DAVE-0004\n",
+      relay: RecordingOutputLine(name: "relay", clock: clock, capacity: 100_000), clock: clock)
     #expect(loop.reloadAllowList() == nil)
     let keys = PipeKeys()
     var keypadSettings = KeypadSettings()

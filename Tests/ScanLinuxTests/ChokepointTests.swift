@@ -28,7 +28,15 @@ import Testing
 
   /// Each exception with its reason. A count that grows is a new bypass; one that shrinks is an
   /// entry to tighten: both fail.
-  static let exceptions: [Exception] = []
+  static let exceptions: [Exception] = {
+    // The tests' keypad (ScanSim, which cannot see the chokepoint in ScanLinux): a pipe inside the
+    // test's own process, whose setup failing is a precondition and whose reads stop at "empty".
+    let pipeKeys = "ScanSim/PipeKeys.swift", why = "the tests' keypad: a pipe in the test's own process"
+    return [
+      .init(pipeKeys, "pipe", 1, why), .init(pipeKeys, "fcntl", 1, why), .init(pipeKeys, "close", 2, why),
+      .init(pipeKeys, "write", 2, why), .init(pipeKeys, "read", 1, why),
+    ]
+  }()
 
   /// `renameDurably` outside the durable write, where nothing is written before the rename.
   static let renameExceptions: [Exception] = [

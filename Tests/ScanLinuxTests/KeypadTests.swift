@@ -29,6 +29,7 @@ import Testing
     let clock = ManualClock()
     let ring = EventRing(capacity: 1024)
     let relay: RecordingOutputLine
+    let buzzer: RecordingOutputLine
     let keys = PipeKeys()
     var loop: Loop
     let keypad: KeypadController
@@ -40,13 +41,14 @@ import Testing
       passes: [String] = [], credentials: CredentialVerifier? = nil
     ) throws {
       relay = RecordingOutputLine(name: "relay", clock: clock)
+      buzzer = RecordingOutputLine(name: "buzzer", clock: clock)
       var settings = EngineSettings()
       settings.presence.leaveAfterMilliseconds = 100
       settings.presence.cooldownMilliseconds = 0
       let engine = ScanEngine(
         settings: settings, decoder: FixtureDecoder(payloads: [Array("ALICE".utf8), Array("BOB".utf8), Array("CAROL".utf8)] + passes.map { Array($0.utf8) }),
         relay: relay,
-        buzzer: RecordingOutputLine(name: "buzzer", clock: clock), clock: clock, wall: clock, digester: SodiumDigester(),
+        buzzer: buzzer, clock: clock, wall: clock, digester: SodiumDigester(),
         events: ring, maxWidth: 64, maxHeight: 48)
       var loopSettings = LoopSettings()
       loopSettings.handleSignals = false
@@ -104,6 +106,10 @@ import Testing
     w.run(20)
     #expect(w.decisions() == ["pin-required alice"])
     #expect(w.pulses == 0)
+    // The prompt: two short chirps (40 ms on, 60 off, 40 on), not the grant's beep.
+    let chirps = w.buzzer.edges.map { ($0.level, $0.at.nanoseconds / 1_000_000) }
+    #expect(chirps.count == 4 && chirps[0].0 == .active && chirps[2].0 == .active, "\(chirps)")
+    if chirps.count == 4 { #expect(chirps[1].1 - chirps[0].1 == 40 && chirps[2].1 - chirps[1].1 == 60 && chirps[3].1 - chirps[2].1 == 40) }
     w.keys.type("2468#")
     w.run(5)
     #expect(w.decisions() == ["pin-required alice", "granted alice"])

@@ -63,7 +63,7 @@ kp_refused "${KB:-/dev/input/no-buttons-device}" "an input device without the te
 kill -USR1 $kbuttons; wait $kbuttons
 
 # The reader with the keypad (issue 31's PIN door): alice's entry carries pin= for 2468 under a
-# site PIN key; her pass is pin-required (the prompt's chirps, the strike stays locked), the keypad types
+# site PIN key; her pass is pin-required (the strike stays locked), the keypad types
 # 2 4 6 8 Enter, and the strike opens once, after the last key. About 30 s under TCG.
 printf 'text:ALICE-0001 label=alice\n' > "$W/pin-allow.txt"  # its own list (the camera checks empty the shared one)
 config pindoor grey 1000 ""
@@ -97,8 +97,8 @@ first_on=$(awk '$2 == 1 {print $1; exit}' "$W/gpio-pindoor.txt")
 chirps=$(awk -v t=$typed '$1 < t && $3 == 1 && !on {on=1; n++} $3 == 0 {on=0} END {print n+0}' "$W/gpio-pindoor.txt")
 p=$(pulse_ms "$W/gpio-pindoor.txt")
 near=no; pulse_near "$p" 1000 "$W/gpio-pindoor.txt" && near=yes
-check "PIN door: the strike stayed locked until the PIN was typed (first active ${first_on:-never}, typing began $typed) and then pulsed $p ms (relay_pulse_ms 1000, tolerance 900 to 1200 + the sampler's longest gap, $(sample_gap_ms "$W/gpio-pindoor.txt") ms); the prompt sounded before it ($chirps buzzer run(s) seen; two 40 ms chirps, want >= 1 at the sampler's rate)" \
-  bash -c "[ -n '$first_on' ] && [ '${first_on:-0}' -ge $typed ] && [ $chirps -ge 1 ] && [ $near = yes ]"
+check "PIN door: the strike stayed locked until the PIN was typed (first active ${first_on:-never}, typing began $typed) and then pulsed $p ms (relay_pulse_ms 1000, tolerance 900 to 1200 + the sampler's longest gap, $(sample_gap_ms "$W/gpio-pindoor.txt") ms); the prompt's two 40 ms chirps: $chirps buzzer run(s) seen (reported only: the sampler's gaps, up to $(sample_gap_ms "$W/gpio-pindoor.txt") ms, can miss a 40 ms chirp)" \
+  bash -c "[ -n '$first_on' ] && [ '${first_on:-0}' -ge $typed ] && [ $near = yes ]"
 kill -TERM $pid; wait $pid
 wait $kfeeder
 # The PIN as a word of its own (not inside a hex tag or key id), or a key line as `keypad listen` prints them.
