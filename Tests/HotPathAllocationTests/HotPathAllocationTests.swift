@@ -283,7 +283,9 @@ import Testing
 
   /// The service's loop over a replayed reel of `script` (written into `directory`), the real
   /// decoder and `allowList` (reloaded from its file in `directory`), presence leaving after 50 ms.
-  static func replayLoop(_ directory: String, allowList: String, relay: RecordingOutputLine, clock: SystemMonotonicClock) throws
+  static func replayLoop(
+    _ directory: String, allowList: String, relay: RecordingOutputLine, clock: SystemMonotonicClock
+  ) throws
     -> ReplayLoop
   {
     var raw: [UInt8] = []
