@@ -4,7 +4,7 @@
 # them) on vivid frames in each format, with its gpio-sim lines claimed; after warm-up (a grant,
 # its relay pulse over) the counter is read twice, ALLOC_FRAMES frames apart, and the frame count
 # is taken from STATS on the loopback console just outside that window. Goal: 0 per frame.
-ALLOC_FRAMES=${ALLOC_FRAMES:-600}  # ~25 s a format under TCG: over two of the audit writer's 10 s prune ticks
+ALLOC_FRAMES=${ALLOC_FRAMES:-400}  # 20-40 s a format under TCG: over the audit writer's 10 s prune tick
 RUNIN=""; [ "$USERLAND" = bookworm ] || RUNIN="chroot /run/userland"
 fifo=/tmp/alloc-count.fifo
 rm -f $fifo; mkfifo $fifo
