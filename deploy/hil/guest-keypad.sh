@@ -1,12 +1,12 @@
 #!/bin/bash
 # Runs inside the rig's guest, sourced by guest-run.sh, on both userlands (the PIN door below on
-# trixie's only). A PIN keypad on the kernel's real input subsystem: uinput-keypad.c (built by
-# the rig) makes "ScanGate test keypad" through /dev/uinput, found here by its name in /sys/class/input, and `scangate keypad listen`
-# reads it through libevdev as the reader would: the keys typed (each pressed, autorepeated once,
-# released) print once each; a second owner is refused while the first holds the grab; paths
-# that are not a keypad (an input device without digit keys among them) are refused with their
-# reason; and unplugging it (the feeder destroys the device) ends the listener with "device
-# gone". About 15 s under TCG. Then the PIN door (below).
+# trixie's only). A PIN keypad on the kernel's real input subsystem: uinput-keypad.c (built by the
+# rig) makes "ScanGate test keypad" through /dev/uinput, found here by its name in
+# /sys/class/input, and `scangate keypad listen` reads it through libevdev as the reader would:
+# the keys typed (each pressed, autorepeated once, released) print once each; a second owner is
+# refused while the first holds the grab; paths that are not a keypad (an input device without
+# digit keys among them) are refused with their reason; and unplugging it (the feeder destroys the
+# device) ends the listener with "device gone". About 15 s under TCG. Then the PIN door (below).
 modprobe -d "$K" evdev 2>/dev/null  # built in or a module: the /dev/input/event* nodes
 modprobe -d "$K" uinput || fail "keypad: modprobe uinput"
 kp_node() {  # the /dev/input/eventN whose device is named $1
