@@ -108,17 +108,57 @@ let package = Package(
       cxxSettings: [.define("TOML_HEADER_ONLY", to: "0"), .define("TOML_SHARED_LIB", to: "1")],
       linkerSettings: [.linkedLibrary("tomlplusplus"), .linkedLibrary("stdc++")]),
 
-    // MARK: The adapters: the only Swift target that imports C.
+    // MARK: The adapters: each domain's Linux side, beside its core; the only Swift targets that
+    // import C. Each depends on the pure cores, the platform (Base/Linux: the errno chokepoint,
+    // files, the poll set, threads) and its own C libraries. The arrows between adapters are these
+    // and no others (the compiler holds them): access reads its TOML through config's; panels
+    // drive door lines; the fleet publishes the audit log, checks bundles with access's crypto and
+    // renders snapshots with the reader's decoder; the turnstile and the emergencies read door
+    // lines, and the turnstile hears the site's passages from the fleet; the keypad checks PINs
+    // with access's MAC; the printable sheet draws the reader's QR encoding.
+    .target(name: "ScanPlatform", dependencies: ["ScanCore", "ScanConsole", "CLinux"], path: "Sources/Base/Linux", swiftSettings: swiftSettings),
+    .target(name: "ScanConfigLinux", dependencies: ["ScanCore", "ScanPlatform", "CToml"], path: "Sources/Config/Linux", swiftSettings: swiftSettings),
+    .target(
+      name: "ScanAuditLinux", dependencies: ["ScanCore", "ScanConsole", "ScanPlatform", "CLinux", "CSQLite"], path: "Sources/Audit/Linux",
+      swiftSettings: swiftSettings),
+    .target(
+      name: "ScanAccessLinux", dependencies: ["ScanCore", "ScanConsole", "ScanPlatform", "ScanConfigLinux", "CLinux", "CCredential"],
+      path: "Sources/Access/Linux", swiftSettings: swiftSettings),
+    .target(
+      name: "ScanReaderLinux",
+      dependencies: ["ScanCore", "ScanPlatform", "CLinux", "CZXing", "CImageIO", "CV4L2", "CCamera", "CSandbox", "CGPIOD"],
+      path: "Sources/Reader/Linux", swiftSettings: swiftSettings),
+    .target(
+      name: "ScanPassSheet", dependencies: ["ScanCore", "ScanPlatform", "ScanReaderLinux", "CSheet"], path: "Sources/Access/Sheet",
+      swiftSettings: swiftSettings),
+    .target(
+      name: "ScanDoorLinux", dependencies: ["ScanCore", "ScanConsole", "ScanPlatform", "CLinux", "CGPIOD"], path: "Sources/Door/Linux",
+      swiftSettings: swiftSettings),
+    .target(
+      name: "ScanPanelsLinux", dependencies: ["ScanCore", "ScanPlatform", "ScanDoorLinux", "CLinux", "CGPIOD", "CTLS"],
+      path: "Sources/Panels/Linux", swiftSettings: swiftSettings),
+    .target(
+      name: "ScanConsoleLinux", dependencies: ["ScanCore", "ScanConsole", "ScanPlatform", "CLinux", "CTLS"], path: "Sources/Console/Linux",
+      swiftSettings: swiftSettings),
+    .target(
+      name: "ScanFleetLinux",
+      dependencies: ["ScanCore", "ScanConsole", "ScanPlatform", "ScanAuditLinux", "ScanAccessLinux", "ScanReaderLinux", "CLinux", "CMosquitto"],
+      path: "Sources/Fleet/Linux", swiftSettings: swiftSettings),
+    .target(
+      name: "ScanTurnstileLinux", dependencies: ["ScanCore", "ScanConsole", "ScanPlatform", "ScanDoorLinux", "ScanFleetLinux"],
+      path: "Sources/Turnstile/Linux", swiftSettings: swiftSettings),
+    .target(
+      name: "ScanEmergencyLinux", dependencies: ["ScanCore", "ScanConsole", "ScanPlatform", "ScanDoorLinux"], path: "Sources/Emergency/Linux",
+      swiftSettings: swiftSettings),
+    .target(
+      name: "ScanKeypadLinux", dependencies: ["ScanCore", "ScanConsole", "ScanPlatform", "ScanAccessLinux", "CLinux", "CEvdev"],
+      path: "Sources/Keypad/Linux", swiftSettings: swiftSettings),
+    // Every adapter under one import, for the service, the tools and the tests.
     .target(
       name: "ScanLinux",
       dependencies: [
-        "ScanCore", "ScanConsole", "CZXing", "CImageIO", "CV4L2", "CCamera", "CGPIOD", "CLinux", "CToml", "CSQLite", "CTLS", "CCredential", "CMosquitto",
-        "CSandbox", "CSheet", "CEvdev",
-      ],
-      path: "Sources",
-      sources: [
-        "Base/Linux", "Access/Linux", "Reader/Linux", "Door/Linux", "Turnstile/Linux", "Emergency/Linux", "Keypad/Linux", "Panels/Linux",
-        "Fleet/Linux", "Audit/Linux", "Console/Linux", "Config/Linux",
+        "ScanPlatform", "ScanConfigLinux", "ScanAuditLinux", "ScanAccessLinux", "ScanReaderLinux", "ScanPassSheet", "ScanDoorLinux",
+        "ScanPanelsLinux", "ScanConsoleLinux", "ScanFleetLinux", "ScanTurnstileLinux", "ScanEmergencyLinux", "ScanKeypadLinux",
       ],
       swiftSettings: swiftSettings),
 

@@ -1,7 +1,8 @@
 import CAllocCounter
 import Glibc
 import ScanCore
-@testable import ScanLinux
+@testable import ScanReaderLinux
+import ScanLinux
 import Testing
 
 /// The replay source frees its frames when the loop drops it (issue 27, item 10: +19 MB per

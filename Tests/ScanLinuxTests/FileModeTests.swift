@@ -1,7 +1,8 @@
 import CLinux
 import Glibc
 import ScanCore
-@testable import ScanLinux
+@testable import ScanFleetLinux
+import ScanLinux
 import Testing
 
 /// Modes of the files around the configuration (issue 26, item 12) and where fleet bundles

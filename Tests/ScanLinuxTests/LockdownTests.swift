@@ -1,7 +1,8 @@
 import Glibc
 import ScanConsole
 import ScanCore
-@testable import ScanLinux
+@testable import ScanFleetLinux
+import ScanLinux
 import ScanSim
 import Testing
 

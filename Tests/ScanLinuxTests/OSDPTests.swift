@@ -1,7 +1,8 @@
 import CLinux
 import Glibc
 import ScanCore
-@testable import ScanLinux
+@testable import ScanPanelsLinux
+import ScanLinux
 import Testing
 
 /// OpenSSL's AES with the peripheral's random bytes fixed to Annex E's RND.B (A0…A7).

@@ -1,5 +1,6 @@
 import Glibc
 import ScanCore
+import ScanPlatform
 
 /// Why the allow-list file could not be read, and whether reading again soon may succeed.
 public struct AllowListReadFailure: Error, Sendable {

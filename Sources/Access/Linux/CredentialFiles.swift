@@ -1,7 +1,9 @@
 import CCredential
 import CLinux
 import Glibc
+import ScanConfigLinux
 import ScanCore
+import ScanPlatform
 
 /// The files signed passes need (docs/credentials.md): the trust file, the site key, the
 /// revocation list, the single-use store and the clock floor. Each is read whole and checked

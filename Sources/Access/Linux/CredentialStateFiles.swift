@@ -1,6 +1,7 @@
 import CLinux
 import Glibc
 import ScanCore
+import ScanPlatform
 
 /// Fixed 32-byte slots in a file (credential id 16 bytes, its length, a 16-bit use count, a
 /// 40-bit first-use time, a 64-bit value; little-endian), loaded at start and written one slot

@@ -1,6 +1,7 @@
 import CLinux
 import Glibc
 import ScanCore
+import ScanPlatform
 
 /// Loads the schedule file into a `ScheduleStore` and reloads it when it changes: a poll
 /// participant that looks at the file's modification time and size once a second (one stat;

@@ -1,6 +1,7 @@
 import CLinux
 import Glibc
 import ScanCore
+import ScanPlatform
 
 /// The reader's tag key: 32 random bytes that key the tag every outside-facing form shows for a
 /// payload (console LAST and WATCH, the journal, the audit log, fleet events) instead of its
@@ -111,7 +112,7 @@ enum SecretKeyFile {
     }
     var raw = [UInt8](repeating: 0, count: byteCount)
     for i in 0..<byteCount {
-      guard let high = AuditChainKey.hexValue(text[2 * i]), let low = AuditChainKey.hexValue(text[2 * i + 1]) else {
+      guard let high = Hex.value(of: text[2 * i]), let low = Hex.value(of: text[2 * i + 1]) else {
         raw.withUnsafeMutableBytes { sg_memzero($0.baseAddress, $0.count) }
         throw FileError(path: path, reason: "must hold the key as \(byteCount * 2) hex digits (found a character that is not one)")
       }

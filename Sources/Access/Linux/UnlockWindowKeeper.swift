@@ -1,5 +1,6 @@
 import CCredential
 import ScanCore
+import ScanPlatform
 
 /// Unlock windows (docs/schedules.md): while a schedule named by an `unlock` line is open (in
 /// the reader's local time) — and, with `first-person-in`, only once someone was granted inside

@@ -1,6 +1,7 @@
 import CLinux
 import Glibc
 import ScanCore
+import ScanPlatform
 
 /// The audit log's chain key: 32 random bytes, kept in a secret file (`SecretFile` rules: owned
 /// by root or the service user, mode 0600) as 64 hex digits and a newline. Every record's chain
@@ -55,7 +56,7 @@ public final class AuditChainKey: RecordAuthenticator, CustomStringConvertible, 
     var raw = [UInt8](repeating: 0, count: byteCount)
     defer { raw.withUnsafeMutableBytes { sg_memzero($0.baseAddress, $0.count) } }
     for i in 0..<byteCount {
-      guard let high = hexValue(text[2 * i]), let low = hexValue(text[2 * i + 1]) else {
+      guard let high = Hex.value(of: text[2 * i]), let low = Hex.value(of: text[2 * i + 1]) else {
         throw FileError(path: path, reason: "must hold the key as 64 hex digits (found a character that is not one)")
       }
       raw[i] = high << 4 | low
@@ -96,15 +97,6 @@ public final class AuditChainKey: RecordAuthenticator, CustomStringConvertible, 
     }
     text[Self.byteCount * 2] = 0x0A
     try SecretFile.create(path, text)
-  }
-
-  static func hexValue(_ c: UInt8) -> UInt8? {
-    switch c {
-    case 0x30...0x39: c - 0x30
-    case 0x61...0x66: c - 0x61 + 10
-    case 0x41...0x46: c - 0x41 + 10
-    default: nil
-    }
   }
 }
 
@@ -147,7 +139,7 @@ public struct PublishedChainHead: Equatable, Sendable {
     guard hex.count >= 16, hex.count <= 64, hex.count % 2 == 0 else { return nil }
     var prefix: [UInt8] = []
     for i in stride(from: 0, to: hex.count, by: 2) {
-      guard let high = AuditChainKey.hexValue(hex[i]), let low = AuditChainKey.hexValue(hex[i + 1]) else { return nil }
+      guard let high = Hex.value(of: hex[i]), let low = Hex.value(of: hex[i + 1]) else { return nil }
       prefix.append(high << 4 | low)
     }
     self.sequence = sequence

@@ -1,6 +1,7 @@
 import CLinux
 import Glibc
 import ScanCore
+import ScanPlatform
 
 /// How far the audit log had committed, kept outside the database (`<log>.committed`): the
 /// evidence that finds records lost with a damaged, torn or deleted WAL, which SQLite drops

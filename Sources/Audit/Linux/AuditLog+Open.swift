@@ -1,5 +1,6 @@
 import Glibc
 import ScanCore
+import ScanPlatform
 import Synchronization
 
 /// Opening the log: the database (a damaged or unkeyed one moved aside), its chain key, the

@@ -1,6 +1,7 @@
 import Glibc
 import ScanConsole
 import ScanCore
+import ScanPlatform
 import Synchronization
 
 /// Audit log settings (config.toml [log]).

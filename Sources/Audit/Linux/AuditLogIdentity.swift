@@ -2,6 +2,7 @@ import CLinux
 import CSQLite
 import Glibc
 import ScanCore
+import ScanPlatform
 import Synchronization
 
 /// Which log a record belongs to (docs/audit-log.md, "Which log: the log id, a missing log").

@@ -2,6 +2,7 @@ import CLinux
 import CSQLite
 import Glibc
 import ScanCore
+import ScanPlatform
 
 /// The log id in the file: `meta.log_id`, its record, and whether the file at the path is still
 /// the one opened (AuditLogIdentity.swift, docs/audit-log.md "Which log").

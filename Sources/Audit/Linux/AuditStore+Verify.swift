@@ -1,4 +1,5 @@
 import ScanCore
+import ScanPlatform
 
 /// Verification: the chain recomputed from its anchor, the gaps a cut record bridges, the log
 /// id's record, and a published head checked against the file.

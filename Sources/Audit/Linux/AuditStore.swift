@@ -1,6 +1,7 @@
 import CSQLite
 import Glibc
 import ScanCore
+import ScanPlatform
 
 /// The audit log's SQLite file: schema, appends with the keyed chain, reads, pruning and
 /// verification. Used by the log writer thread, the console's LOG and `scangate log`.

@@ -1,5 +1,6 @@
 import CSQLite
 import ScanCore
+import ScanPlatform
 
 /// A SQLite failure: the result code, its meaning, and SQLite's message.
 public struct SQLiteError: Error, CustomStringConvertible, Sendable {

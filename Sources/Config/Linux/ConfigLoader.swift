@@ -1,5 +1,6 @@
 import CToml
 import ScanCore
+import ScanPlatform
 
 /// Reads config.toml through toml++ and validates it against `ConfigSchema`.
 public enum ConfigLoader {

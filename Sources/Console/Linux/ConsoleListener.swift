@@ -3,6 +3,7 @@ import CTLS
 import Glibc
 import ScanConsole
 import ScanCore
+import ScanPlatform
 
 /// One `console.listen` entry and how it is served. The secure default: a listener on a
 /// loopback address (127.0.0.0/8, ::1) speaks plain text; any other address (0.0.0.0, ::, a

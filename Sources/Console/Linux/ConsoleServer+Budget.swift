@@ -1,5 +1,6 @@
 import ScanConsole
 import ScanCore
+import ScanPlatform
 
 extension ConsoleServer {
   /// Bytes a console with `settings` allocates at start (the memory budget's console line):

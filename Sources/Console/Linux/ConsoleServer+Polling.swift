@@ -3,6 +3,7 @@ import CTLS
 import Glibc
 import ScanConsole
 import ScanCore
+import ScanPlatform
 
 extension ConsoleServer {
   // MARK: - Polling

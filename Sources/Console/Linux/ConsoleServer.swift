@@ -3,6 +3,7 @@ import CTLS
 import Glibc
 import ScanConsole
 import ScanCore
+import ScanPlatform
 
 /// The console's transports: TCP listeners and clients, and one serial port, all polled by the
 /// run loop (no thread per client). Every buffer is allocated at init: a 512-byte line framer,

@@ -1,6 +1,7 @@
 import CLinux
 import CTLS
 import Glibc
+import ScanPlatform
 
 /// The console's TLS server context (OpenSSL, through CTLS): the certificate chain from
 /// `console.tls_cert_file`, the private key from `console.tls_key_file` (a secret file: owner

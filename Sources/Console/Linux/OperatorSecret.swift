@@ -2,6 +2,7 @@ import CLinux
 import Glibc
 import ScanConsole
 import ScanCore
+import ScanPlatform
 
 /// The console's operator secret: read once from a file only its owner can read, kept only as
 /// a SHA-256 digest, compared in constant time (libsodium). There is no default secret.

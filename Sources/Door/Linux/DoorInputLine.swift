@@ -1,5 +1,6 @@
 import CLinux
 import ScanCore
+import ScanPlatform
 
 /// One door input (contact, exit button, tamper): a line whose level changes arrive as edge
 /// events with the kernel's timestamps. The door controller polls its descriptor (or, for a

@@ -27,7 +27,7 @@ public struct GPIODOutputLine: OutputLine, ~Copyable {
   deinit { sg_gpio_release(line) }
 
   /// The shim's line, for the relay watchdog (which drives it through the crash guard's table).
-  var shimLine: OpaquePointer { line }
+  package var shimLine: OpaquePointer { line }
 
   public mutating func set(_ level: LineLevel) throws(GPIOError) {
     if sg_gpio_set(line, level == .active ? 1 : 0) != 0 {

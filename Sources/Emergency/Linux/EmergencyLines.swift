@@ -1,5 +1,7 @@
 import ScanConsole
 import ScanCore
+import ScanDoorLinux
+import ScanPlatform
 
 /// The emergencies on the loop: a poll participant that reads the fire and lockdown inputs'
 /// edge events (libgpiod, or simulated lines), runs `EmergencyState`, records its transitions in

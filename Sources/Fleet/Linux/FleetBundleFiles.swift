@@ -1,5 +1,6 @@
 import Glibc
 import ScanCore
+import ScanPlatform
 
 /// Where the files a signed fleet bundle carries are written, and how.
 ///

@@ -1,6 +1,9 @@
 import Glibc
+import ScanAccessLinux
 import ScanConsole
 import ScanCore
+import ScanPlatform
+import ScanReaderLinux
 import Synchronization
 
 /// What arrives from the fleet: signed bundles and signed commands (ScanCore's FleetControl

@@ -1,3 +1,4 @@
+import ScanAccessLinux
 import ScanCore
 
 /// The fleet's signed envelopes verified with the signed-credential issuer keys: COSE_Sign1,

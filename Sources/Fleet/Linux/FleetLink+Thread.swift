@@ -1,5 +1,7 @@
 import Glibc
+import ScanAuditLinux
 import ScanCore
+import ScanPlatform
 import Synchronization
 
 extension FleetLink {

@@ -1,6 +1,8 @@
 import Glibc
+import ScanAuditLinux
 import ScanConsole
 import ScanCore
+import ScanPlatform
 import Synchronization
 
 /// The fleet link: one MQTT connection from this reader to the site's broker, on its own

@@ -1,6 +1,7 @@
 import CMosquitto
 import Glibc
 import ScanCore
+import ScanPlatform
 
 /// A received MQTT message (a copy: the client's queue no longer holds it).
 public struct MQTTMessage: Sendable {

@@ -1,6 +1,8 @@
 import CLinux
 import Glibc
+import ScanAccessLinux
 import ScanCore
+import ScanPlatform
 import Synchronization
 
 /// What the turnstile needs of site-wide anti-passback: whether the fleet link is connected now
@@ -22,6 +24,12 @@ public protocol SitePassageSink: AnyObject {
 /// under the key derived from the site key, and queues it (64, the oldest dropped and counted);
 /// the loop takes them in `service` and records them in the turnstile (`recordRemote`, durably).
 /// The link's thread never touches the loop's state.
+/// Who keeps the passages other readers report (the turnstile, durably, on the loop).
+public protocol SitePassageRecorder: AnyObject {
+  /// Records a passage seen at another reader; false when it could not be kept.
+  func recordRemote(identity: Digest, direction: PassageDirection, unixSeconds: Int64) -> Bool
+}
+
 public final class SitePassages: SitePassageSink, PollParticipant, @unchecked Sendable {
   public let readerID: String
   public let topic: String
@@ -29,7 +37,7 @@ public final class SitePassages: SitePassageSink, PollParticipant, @unchecked Se
   /// Keys the MAC: HMAC-SHA-256(site key, SHA-256("scangate-site-passage-mac-1")).
   private let macKey: TagKey
   /// Where received passages go (set before the loop starts; the loop's thread only).
-  public weak var turnstile: TurnstileController? = nil
+  public weak var turnstile: (any SitePassageRecorder)? = nil
 
   struct Item {
     var identity = Digest.zero

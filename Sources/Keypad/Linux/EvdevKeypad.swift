@@ -1,6 +1,7 @@
 import CEvdev
 import Glibc
 import ScanCore
+import ScanPlatform
 
 /// A USB numeric keypad (or a keyboard's number row) through the Linux input subsystem, read
 /// with libevdev. The device is grabbed for the owner's lifetime: its keys go to no console and

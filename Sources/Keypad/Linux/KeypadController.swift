@@ -1,6 +1,8 @@
 import CLinux
+import ScanAccessLinux
 import ScanConsole
 import ScanCore
+import ScanPlatform
 
 /// A PIN after the pass: the engine's second factor and a poll participant. A good pass that
 /// needs a PIN (its allow-list entry has `pin=`, or `keypad.require_pin`) starts an entry; the

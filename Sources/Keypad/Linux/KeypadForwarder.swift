@@ -1,6 +1,7 @@
 import CLinux
 import ScanConsole
 import ScanCore
+import ScanPlatform
 
 /// The keypad in panel mode (docs/admin.md "PIN after the pass"): the panel decides and checks
 /// PINs, so every key typed goes to it as it is typed (`KeypadSink`: the OSDP link's next POLL

@@ -1,6 +1,7 @@
 import CLinux
 import Glibc
 import ScanCore
+import ScanPlatform
 
 /// The OSDP link to an access-control panel: the serial port as a poll participant, the
 /// peripheral state machine (ScanCore) with libcrypto's AES, and the panel's commands turned

@@ -1,5 +1,7 @@
 import CLinux
 import ScanCore
+import ScanDoorLinux
+import ScanPlatform
 
 /// The panel's side of a Wiegand cable (docs/panels.md): the beeper and LED wires an
 /// access-control panel drives, the way it drives a card reader's (open collector, pulled low

@@ -1,6 +1,7 @@
 import CLinux
 import Glibc
 import ScanCore
+import ScanPlatform
 
 /// Two cameras as the loop's one frame source: a turnstile's entry and exit cameras (two USB
 /// cameras, or a Pi 5's two CSI ports), their frames decoded in turn by the one engine.

@@ -1,6 +1,7 @@
 import CSandbox
 import Glibc
 import ScanCore
+import ScanPlatform
 
 /// What a decoder worker runs for each request, apart from its I/O: the decode pipeline with
 /// the engine, on the frame in the shared memory, the reply written back there. Allocates

@@ -2,6 +2,7 @@ import CLinux
 import CSandbox
 import Glibc
 import ScanCore
+import ScanPlatform
 
 /// The service's side of the decoder worker processes: two slots (the active worker and a
 /// spare), each with a shared memory file mapped at startup and a channel (a socket pair) the

@@ -1,6 +1,7 @@
 import CImageIO
 import Glibc
 import ScanCore
+import ScanPlatform
 
 /// A still image decoded to 8-bit gray (files and tests; never the frame path).
 public struct GrayImage: Sendable {

@@ -2,6 +2,7 @@ import CCamera
 import CLinux
 import Glibc
 import ScanCore
+import ScanPlatform
 
 /// What a libcamera camera is opened with: the size, rate and buffers it shares with V4L2,
 /// and the camera's own settings.

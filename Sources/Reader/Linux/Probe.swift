@@ -3,6 +3,7 @@ import CLinux
 import CV4L2
 import Glibc
 import ScanCore
+import ScanPlatform
 
 /// What the machine offers a reader: cameras with their native formats and sizes, GPIO chips
 /// with labels, line names and which lines are free, and serial ports (`scangate probe`).

@@ -1,4 +1,5 @@
 import ScanCore
+import ScanPlatform
 
 extension V4L2FrameSource: LoopFrameSource {
   public var pollDescriptor: Int32 { descriptor }

@@ -1,6 +1,7 @@
 import CImageIO
 import Glibc
 import ScanCore
+import ScanPlatform
 
 /// Renders a snapshot as a picture a technician can aim with: the frame, the area outside the
 /// region of interest dimmed, the region framed in yellow, every code outlined by its four

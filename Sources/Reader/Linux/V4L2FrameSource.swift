@@ -3,6 +3,7 @@ import CLinux
 import CV4L2
 import Glibc
 import ScanCore
+import ScanPlatform
 
 /// What the camera was opened with.
 public struct CameraDescription: Equatable, Sendable {

@@ -1,5 +1,6 @@
 import CZXing
 import ScanCore
+import ScanPlatform
 
 /// The barcode engine: Debian's zxing-cpp behind the CZXing shim.
 ///

@@ -1,5 +1,8 @@
 import ScanConsole
 import ScanCore
+import ScanDoorLinux
+import ScanFleetLinux
+import ScanPlatform
 
 /// The turnstile on the loop: a poll participant and the engine's `PassageGate`.
 ///
@@ -11,7 +14,7 @@ import ScanCore
 /// credential's tag (console WATCH, journal, audit log, fleet); a passage counts in the area's
 /// occupancy (kept durably), a grant nobody used gives its anti-passback record back. It follows
 /// the ring for the fire release (every direction free). Nothing allocates per grant or edge.
-public final class TurnstileController: PollParticipant, PassageGate {
+public final class TurnstileController: PollParticipant, PassageGate, SitePassageRecorder {
   public private(set) var machine: TurnstileMachine
   public let passback: AntiPassback
   public private(set) var occupancy = Occupancy() {

@@ -1,11 +1,14 @@
 import Glibc
 import ScanCore
+import ScanPlatform
 
 /// The fleet link's durable state: which log it publishes and the highest audit sequence of
 /// that log the broker acknowledged, in a small file written whole and renamed into place
 /// (temporary file, fsync, rename), so a power cut leaves the old value or the new one, never
 /// half. Format, one line: `scangate-fleet log <log id> acked <sequence>`. A file written
 /// before log ids, `scangate-fleet acked <sequence>`, is still read (its log id is nil).
+/// It sits with the audit log because it is a mark on that log: the fleet link writes it, and the
+/// log's identity check reads it to say which records a replaced log had already published.
 public enum FleetState {
   static let magic = "scangate-fleet acked "
   static let logMagic = "scangate-fleet log "

@@ -1,6 +1,8 @@
 import CSheet
 import Glibc
 import ScanCore
+import ScanPlatform
+import ScanReaderLinux
 
 /// A pass as a printable sheet: one A4 portrait page with the code large (at least 60 mm with
 /// its quiet zone), then who it is for, when it is valid and how to use it, drawn by cairo
