@@ -213,8 +213,8 @@ cat "$D/control.out"
 pass=$((pass + $(grep -c '^PASS' "$D/control.out"))); fail=$((fail + $(grep -c '^FAIL' "$D/control.out")))
 grep -q '^PASS\|^FAIL' "$D/control.out" || bad "the control client said nothing: $(tail -3 "$D/control.out")"
 sleep 1
-opens=$(grep -c "manual-open" "$D/journal")
-[ "$opens" = 1 ]; check $? "exactly one relay pulse from the fleet: the signed open, not the retained one ($opens manual-open events)"
+opens=$(grep -c "manual-open relay [0-9]*ms by fleet" "$D/journal")
+[ "$opens" = 1 ]; check $? "exactly one relay pulse from the fleet: the signed open, not the retained one ($opens manual-open events, each by fleet)"
 [ "$(grep -c "allow-list-loaded" "$D/journal")" = $((loads + 1)) ]; check $? "the bundle's allow-list was reloaded once (the refused ones changed nothing)"
 # A 150 MB publish to the reader's bundle topic (by a client the ACL lets write there). MQTT 5
 # (this reader's protocol): the CONNECT's Maximum Packet Size makes the broker drop it for this

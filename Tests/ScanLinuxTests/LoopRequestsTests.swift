@@ -16,7 +16,7 @@ import Testing
   static func describe(_ request: LoopRequest) -> String {
     switch request {
     case .stop: "stop"
-    case .open(let milliseconds): "open \(milliseconds.map(String.init) ?? "default")"
+    case .open(let milliseconds, let by): "open \(milliseconds.map(String.init) ?? "default") by \(by.name)"
     case .reloadAllowList: "reload"
     case .releaseStrikeForExit: "release"
     case .relockStrike: "relock"
@@ -54,7 +54,7 @@ import Testing
     #expect(queue.count == 10)
     #expect(
       Self.drain(queue) == [
-        "stop", "open 500", "reload", "relock", "end-hold", "static-only true", "second-factor 7 granted", "play 170",
+        "stop", "open 500 by fleet", "reload", "relock", "end-hold", "static-only true", "second-factor 7 granted", "play 170",
         "hold-buzzer true", "snapshot",
       ])
     #expect(queue.count == 0 && queue.next() == nil)
@@ -72,7 +72,7 @@ import Testing
     queue.post(.open(milliseconds: nil))
     queue.post(.holdBuzzer(false))
     #expect(queue.count == 4 && queue.coalesced == 4 && queue.refused == 0)
-    #expect(Self.drain(queue) == ["open default", "reload", "relock", "hold-buzzer false"])
+    #expect(Self.drain(queue) == ["open default by fleet", "reload", "relock", "hold-buzzer false"])
     // Drained: the next iteration's requests start afresh.
     queue.post(.relockStrike)
     #expect(Self.drain(queue) == ["relock"])

@@ -1,6 +1,6 @@
 import ScanBase
 
-/// Crypto the verifier needs (libsodium and nettle behind it, in ScanLinux).
+/// Crypto the verifier needs (libsodium and nettle behind it, in ScanAccessLinux).
 public protocol CredentialCrypto: AnyObject {
   func verifyEd25519(
     signature: UnsafeRawBufferPointer, message: UnsafeRawBufferPointer, publicKey: UnsafeRawBufferPointer

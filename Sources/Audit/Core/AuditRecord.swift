@@ -91,6 +91,7 @@ public struct AuditRecord: Equatable, Sendable {
       detail = FaultCode(rawValue: e.code)?.name ?? "code-\(e.code)"
     case .manualOpen:
       code = Int64(e.code)
+      detail = e.withLabel { $0.isEmpty ? "" : "by " + String(decoding: $0, as: UTF8.self) }
     case .panelLink, .panelSecure, .panelCard, .panelCommand, .panelKey:
       code = Int64(e.code)
       detail = e.withPayload { String(decoding: $0, as: UTF8.self) }

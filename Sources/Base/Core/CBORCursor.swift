@@ -1,5 +1,5 @@
 /// The CBOR seam: a decoder of one item head at a time (libcbor's streaming decoder behind it,
-/// in ScanLinux), and an encoder of heads. Credentials, revocation lists and signed bundles are
+/// in ScanAccessLinux), and an encoder of heads. Credentials, revocation lists and signed bundles are
 /// read through `CBORCursor`, which accepts only definite lengths, integers, strings, arrays,
 /// maps, tags and booleans, and bounds every count.
 public enum CBORType: Int32, Sendable {

@@ -37,6 +37,8 @@ public enum UnlockReason: UInt16, Sendable, CaseIterable {
   case schedule = 4
   /// The fire panel's release.
   case fire = 5
+  /// A signed fleet command's OPEN.
+  case fleet = 6
 
   public var name: String {
     switch self {
@@ -45,6 +47,13 @@ public enum UnlockReason: UInt16, Sendable, CaseIterable {
     case .console: "console"
     case .schedule: "schedule"
     case .fire: "fire"
+    case .fleet: "fleet"
     }
+  }
+
+  /// The reason `name` names (a manual open's event carries it as its label), or nil.
+  public init?(name: UnsafeRawBufferPointer) {
+    guard let reason = Self.allCases.first(where: { $0.name.utf8.elementsEqual(name) }) else { return nil }
+    self = reason
   }
 }

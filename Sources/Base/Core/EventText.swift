@@ -68,6 +68,10 @@ public enum EventText {
       w.write(" relay ")
       w.write(e.code)
       w.write("ms")
+      if e.labelCount > 0 {
+        w.write(" by ")
+        e.withLabel { w.writeEscaped($0) }
+      }
     case .command, .authFailure:
       w.write(" ")
       e.withPayload { w.writeEscaped($0) }

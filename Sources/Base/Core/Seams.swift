@@ -1,7 +1,7 @@
 /// The seams between ScanGate's pure core and the hardware and OS behind it.
 ///
 /// Hot-loop code is generic over these protocols, so calls are statically dispatched; the
-/// adapters in ScanLinux and the fakes in ScanSim conform to them.
+/// adapters (Sources/<Domain>/Linux) and the fakes in ScanSim conform to them.
 
 /// A point on the monotonic clock, in nanoseconds since an arbitrary origin.
 public struct Instant: Comparable, Hashable, Sendable {

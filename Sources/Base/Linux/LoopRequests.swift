@@ -9,8 +9,8 @@ public enum LoopRequest {
   /// Stop after this iteration (SIGTERM, SIGINT).
   case stop
   /// A relay pulse a remote operator asked for (a signed fleet command), capped like OPEN;
-  /// nil: the configured pulse.
-  case open(milliseconds: Int?)
+  /// nil: the configured pulse. `by` says who in the door's events and the audit log.
+  case open(milliseconds: Int?, by: UnlockReason = .fleet)
   /// Reload the allow-list and the credential files (SIGHUP, a file written, a fleet bundle).
   case reloadAllowList
   /// The door: release the strike for the exit button; lock it now (the door closed again).

@@ -3,7 +3,7 @@ import ScanBase
 import ScanReader
 
 /// What the reader allocates at startup, line by line: each owner says what it allocates for
-/// the configuration (the console's owner lives in ScanLinux and adds its line there).
+/// the configuration (the console's owner lives in ScanConsoleLinux and adds its line there).
 public struct MemoryBudget: Sendable {
   public var lines: [(name: String, bytes: Int)]
   public var totalBytes: Int { lines.reduce(0) { $0 + $1.bytes } }

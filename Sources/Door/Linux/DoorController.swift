@@ -95,7 +95,7 @@ public final class DoorController: PollParticipant {
       guard case .event(let e) = item else { return }
       switch e.kind {
       case .decision where e.verdict.isGranted: pendingReason = .grant
-      case .manualOpen: pendingReason = .console
+      case .manualOpen: pendingReason = e.withLabel { UnlockReason(name: $0) } ?? .console
       case .unlockWindow:
         if e.code == 1 { pendingReason = .schedule }
         if e.code != 2 {

@@ -169,24 +169,14 @@ public final class FleetControl: FleetInbox {
     ledger = next
     switch command.action {
     case .open:
-      requests.ask {
-        $0.open = true
-        $0.openMilliseconds = command.pulseMilliseconds
-      }
+      requests.accept(command, by: "fleet key " + envelope.keyID)
       return .success((command, "relay pulse requested by \(envelope.keyID)"))
     case .reload:
-      requests.ask { $0.reload = true }
+      requests.accept(command, by: "fleet key " + envelope.keyID)
       return .success((command, "reload requested"))
     case .lockdownOn, .lockdownOff, .occupancyReset, .passbackForgive:
       guard !requests.owners.isEmpty else { return .failure(EnvelopeRefusal("no lockdown or turnstile on this reader")) }
-      requests.ask {
-        switch command.action {
-        case .lockdownOn, .lockdownOff: $0.lockdown = command.action == .lockdownOn
-        case .occupancyReset: $0.occupancyReset = true
-        default: $0.forgive = command.tag
-        }
-        $0.by = "fleet key " + envelope.keyID
-      }
+      requests.accept(command, by: "fleet key " + envelope.keyID)
       return .success((command, "\(command.action.rawValue) requested by \(envelope.keyID)"))
     case .status:
       var text = ""
@@ -348,85 +338,5 @@ public final class FleetSnapshot: SnapshotSink, @unchecked Sendable {
     }
     verifier!.decode(frame, into: &results)
     return (0..<results.count).map { results[$0].corners }
-  }
-}
-
-/// Requests from the fleet link's thread to the loop (a relay pulse, a reload), handed over
-/// under a lock and applied between frames like the console's.
-public final class FleetRequests: PollParticipant, @unchecked Sendable {
-  /// What waits for the loop.
-  public struct Pending: Sendable, Equatable {
-    public var reload = false
-    public var open = false
-    public var openMilliseconds: Int? = nil
-    public var snapshot = false
-    /// A lockdown to latch (true) or lift (false), an occupancy reset, a credential to forgive,
-    /// and the key that signed the command.
-    public var lockdown: Bool? = nil
-    public var occupancyReset = false
-    public var forgive: UInt64? = nil
-    public var by = ""
-    var any: Bool { reload || open || snapshot || lockdown != nil || occupancyReset || forgive != nil }
-  }
-  private let pending = Mutex<Pending>(Pending())
-  /// The link whose offline flag the deny-all-but-static policy follows (nil: keep going).
-  private let offlineLink: FleetLink?
-  private var staticOnly = false
-  /// Where a snapshot command's frame goes (nil: `fleet.snapshot` is off).
-  public let snapshot: FleetSnapshot?
-  /// Who carries out lockdown, occupancy and anti-passback commands on the loop (the emergency
-  /// and turnstile controllers, asked in turn until one answers; none: the command is refused).
-  public var owners: [any PollParticipant] = []
-  /// How the last such command ended (the journal, tests), or nil.
-  public private(set) var lastOutcome: ConsoleActionOutcome? = nil
-
-  /// `offlineLink`: the fleet link, when its `offline_policy` is deny-all-but-static.
-  public init(offlineLink: FleetLink? = nil, snapshot: FleetSnapshot? = nil) {
-    self.offlineLink = offlineLink
-    self.snapshot = snapshot
-  }
-
-  func ask(_ change: (inout Pending) -> Void) { pending.withLock { change(&$0) } }
-
-  public var pollCapacity: Int { 0 }
-
-  public func prepare(_ poll: PollSet, now: Instant) -> Instant? {
-    if pending.withLock({ $0.any }) { return now }
-    return offlineLink == nil ? nil : now.adding(milliseconds: 1_000)  // the offline flag, once a second
-  }
-
-  public func service(_ poll: PollSet, now: Instant, requests: LoopRequests) {
-    let p = pending.withLock { p in
-      defer { p = Pending() }
-      return p
-    }
-    if let offlineLink, offlineLink.isOffline != staticOnly {
-      staticOnly = offlineLink.isOffline
-      requests.post(.accessStaticOnly(staticOnly))
-    }
-    if p.reload { requests.post(.reloadAllowList) }
-    if p.open { requests.post(.open(milliseconds: p.openMilliseconds)) }
-    if p.snapshot, let snapshot { requests.post(.snapshot(snapshot)) }
-    if let on = p.lockdown { act(on ? .lockdownOn : .lockdownOff, by: p.by) }
-    if p.occupancyReset { act(.resetOccupancy, by: p.by) }
-    if let tag = p.forgive { act(.forgiveTag(tag), by: p.by) }
-  }
-
-  /// On the loop's thread: the owner writes its state durably, then the change applies. A
-  /// refusal is said in the journal (the command's reply was sent when it was accepted).
-  private func act(_ action: ConsoleAction, by: String) {
-    let command = OperatorCommand.action(action, authority: .fleet, who: Array(by.utf8))
-    for owner in owners {
-      guard case .action(let outcome) = owner.perform(command) else { continue }
-      lastOutcome = outcome
-      switch outcome {
-      case .heldBy(let holder): writeStandardError("scangate: fleet: lockdown-off refused: the lockdown was latched by \(holder.name)\n")
-      case .notDurable: writeStandardError("scangate: fleet: nothing changed: the state could not be written durably\n")
-      case .unknownCredential: writeStandardError("scangate: fleet: passback-forgive: no anti-passback record for that tag\n")
-      default: break
-      }
-      return
-    }
-    writeStandardError("scangate: fleet: nothing on this reader carries out that command\n")
   }
 }

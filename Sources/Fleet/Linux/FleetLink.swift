@@ -43,7 +43,7 @@ import Synchronization
 /// The rules above (resume point, acknowledgements, backoff, timeouts, offline, cadences) are
 /// `FleetSession`'s, a pure state machine on the monotonic clock; the thread
 /// (FleetLink+Thread.swift) only moves bytes between it, the MQTT client and the log's file.
-public final class FleetLink: @unchecked Sendable {
+public final class FleetLink: FleetLinkView, @unchecked Sendable {
   public let settings: FleetSettings
   public let logPath: String
   /// The allow-list, revocation list, trust and schedule files a bundle may replace, and the

@@ -3,7 +3,7 @@ import ScanBase
 
 /// The reader's own seams: the barcode engine the pipeline drives, and where a validated pass
 /// goes in panel mode. The engine is generic over `CodeDecoder` (static dispatch); the adapters
-/// in ScanLinux and the fakes in ScanSim conform.
+/// in ScanReaderLinux and the fakes in ScanSim conform.
 
 /// A barcode engine that fills caller-owned fixed result slots.
 public protocol CodeDecoder: ~Copyable {

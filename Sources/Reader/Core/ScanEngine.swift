@@ -415,10 +415,11 @@ public struct ScanEngine<
     policy.decide(payload, digest: digester.sha256(payload), nowUnixSeconds: wall.unixSeconds(), mode: .inspect)
   }
 
-  /// A manual relay pulse (console OPEN), capped like every pulse. Returns false (and records
-  /// nothing) when the relay is resting after its maximum on-time.
+  /// A manual relay pulse (console OPEN, a fleet command), capped like every pulse; the event
+  /// carries who asked (`by`'s name as its label). Returns false (and records nothing) when the
+  /// relay is resting after its maximum on-time.
   @discardableResult
-  public mutating func openManually(milliseconds: Int?) -> Bool {
+  public mutating func openManually(milliseconds: Int?, by: UnlockReason = .console) -> Bool {
     let now = clock.now()
     // A turnstile lets one person through instead (the pulse length is the turnstile's own).
     if let gate {
@@ -433,6 +434,7 @@ public struct ScanEngine<
     e.monotonic = now
     e.wallNanoseconds = wall.unixNanoseconds()
     e.code = UInt16(clamping: milliseconds ?? settings.actuation.relayPulseMilliseconds)
+    by.name.utf8.withContiguousStorageIfAvailable { e.setLabel(UnsafeRawBufferPointer($0)) }
     events.append(e)
     tick()
     return true

@@ -56,13 +56,6 @@ extension RunLoop: ConsoleHost where Source: ~Copyable, Decoder: ~Copyable, Rela
       }
     }
     if let c = engine.policy.credentials { s.credentialsLine = Self.credentialsStatus(c, now: engine.wall.unixSeconds()) }
-    if let fleet = fleetLink {
-      s.fleetLine = withUnsafeTemporaryAllocation(byteCount: 512, alignment: 1) { buffer in
-        var w = ByteWriter(buffer)
-        fleet.writeStatus(into: &w)
-        return String(decoding: w.written, as: UTF8.self)
-      }
-    }
     s.uptimeSeconds = engine.clock.now().microseconds(since: startedAt) / 1_000_000
     return s
   }
@@ -122,11 +115,14 @@ extension RunLoop: ConsoleHost where Source: ~Copyable, Decoder: ~Copyable, Rela
     return (decision.verdict, engine.policy.copyLabel(decision, into: label))
   }
 
-  public mutating func open(milliseconds: Int?) -> OpenOutcome {
+  public mutating func open(milliseconds: Int?) -> OpenOutcome { open(milliseconds: milliseconds, by: .console) }
+
+  /// OPEN from the console or a fleet command (`by`), capped like every pulse.
+  mutating func open(milliseconds: Int?, by: UnlockReason) -> OpenOutcome {
     let a = engine.settings.actuation
     let requested = milliseconds ?? a.relayPulseMilliseconds
     let effective = min(requested, a.relayPulseMillisecondsMax, ActuationSettings.relayPulseMillisecondsCap)
-    guard engine.openManually(milliseconds: effective) else {
+    guard engine.openManually(milliseconds: effective, by: by) else {
       let rest = engine.actuator.restRemainingMilliseconds(at: engine.clock.now()) ?? ActuationSettings.relayRestMilliseconds
       return .resting(milliseconds: rest)
     }

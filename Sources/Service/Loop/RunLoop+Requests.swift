@@ -15,7 +15,7 @@ extension RunLoop where Source: ~Copyable, Decoder: ~Copyable, Relay: ~Copyable,
   private mutating func apply(_ request: LoopRequest) {
     switch request {
     case .stop: requestStop()
-    case .open(let milliseconds): _ = open(milliseconds: milliseconds)
+    case .open(let milliseconds, let by): _ = open(milliseconds: milliseconds, by: by)
     case .reloadAllowList: reloadAllowList()
     case .releaseStrikeForExit: engine.releaseStrikeForExit()
     case .relockStrike: engine.relockStrike()

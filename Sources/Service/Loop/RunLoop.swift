@@ -68,8 +68,6 @@ public struct RunLoop<
   public var auditLog: (any AuditLogAccess)? = nil
   /// Where the frame rate goes for the fleet link's state topic (nil: no fleet link).
   public var fleetTelemetry: FleetTelemetry? = nil
-  /// The fleet link, for STATUS (nil: none).
-  public var fleetLink: FleetLink? = nil
   /// Why-lines for the journal (a file refused on reload, a camera that would not open), printed
   /// by the event printer after their events (nil: none kept).
   public var journalNotes: JournalNotes? = nil

@@ -129,7 +129,6 @@ extension Service {
       fleet.doorSensors = (config.door.inputs[DoorInput.contact.rawValue].line >= 0, config.door.inputs[DoorInput.tamper.rawValue].line >= 0)
     }
     loop.fleetTelemetry = fleet?.telemetry
-    loop.fleetLink = fleet
     let requests = fleet.map { fleetControl(config, link: $0, time: time) }
     if let requests { loop.register(requests) }
     return (auditLog, fleet, requests)

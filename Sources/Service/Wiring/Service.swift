@@ -167,7 +167,8 @@ public enum Service {
           supervision: config.decoderSupervision)
       }
     }
-    let requests = FleetRequests(offlineLink: config.fleet.offlinePolicy == .denyAllButStatic ? link : nil, snapshot: snapshot)
+    let requests = FleetRequests(
+      link: link, followsOffline: config.fleet.offlinePolicy == .denyAllButStatic, snapshot: snapshot)
     // Bundles and commands are signed with the credential issuer keys; without a trust file
     // every one is refused. A bundle may replace only the files this reader has configured.
     let c = config.credentials

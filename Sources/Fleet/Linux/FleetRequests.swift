@@ -1,0 +1,125 @@
+import ScanConsole
+import ScanCore
+import ScanPlatform
+import Synchronization
+
+/// What the loop's side needs of the fleet link: its state for STATUS and its offline flag.
+/// `FleetLink` is the one the service runs; a test gives the loop a fake one.
+public protocol FleetLinkView: AnyObject, Sendable {
+  /// True while the link has been down longer than `fleet.offline_after`.
+  var isOffline: Bool { get }
+  /// The link's STATUS line: connected or not, what is queued and acknowledged.
+  func writeStatus(into w: inout ByteWriter)
+}
+
+/// Requests from the fleet link's thread to the loop (a relay pulse, a reload), handed over
+/// under a lock and applied between frames like the console's.
+public final class FleetRequests: PollParticipant, @unchecked Sendable {
+  /// What waits for the loop.
+  public struct Pending: Sendable, Equatable {
+    public var reload = false
+    public var open = false
+    public var openMilliseconds: Int? = nil
+    public var snapshot = false
+    /// A lockdown to latch (true) or lift (false), an occupancy reset, a credential to forgive,
+    /// and the key that signed the command.
+    public var lockdown: Bool? = nil
+    public var occupancyReset = false
+    public var forgive: UInt64? = nil
+    public var by = ""
+    var any: Bool { reload || open || snapshot || lockdown != nil || occupancyReset || forgive != nil }
+  }
+  private let pending = Mutex<Pending>(Pending())
+  /// The link: its state for STATUS, and its offline flag when `followsOffline` (the
+  /// deny-all-but-static policy); nil: no link.
+  private let link: (any FleetLinkView)?
+  private let followsOffline: Bool
+  private var staticOnly = false
+  /// Where a snapshot command's frame goes (nil: `fleet.snapshot` is off).
+  public let snapshot: FleetSnapshot?
+  /// Who carries out lockdown, occupancy and anti-passback commands on the loop (the emergency
+  /// and turnstile controllers, asked in turn until one answers; none: the command is refused).
+  public var owners: [any PollParticipant] = []
+  /// How the last such command ended (the journal, tests), or nil.
+  public private(set) var lastOutcome: ConsoleActionOutcome? = nil
+
+  /// `followsOffline`: the link's `offline_policy` is deny-all-but-static.
+  public init(link: (any FleetLinkView)? = nil, followsOffline: Bool = false, snapshot: FleetSnapshot? = nil) {
+    self.link = link
+    self.followsOffline = followsOffline && link != nil
+    self.snapshot = snapshot
+  }
+
+  func ask(_ change: (inout Pending) -> Void) { pending.withLock { change(&$0) } }
+
+  /// What a command asks of the loop, once it is verified (FleetControl: the signature, the
+  /// reader id and the durable nonce; a test's fake link hands one over directly). `by` names
+  /// who sent it in the journal and the audit log. STATUS and SNAPSHOT need nothing here.
+  public func accept(_ command: FleetCommand, by: String) {
+    ask {
+      switch command.action {
+      case .open:
+        $0.open = true
+        $0.openMilliseconds = command.pulseMilliseconds
+      case .reload: $0.reload = true
+      case .lockdownOn, .lockdownOff: $0.lockdown = command.action == .lockdownOn
+      case .occupancyReset: $0.occupancyReset = true
+      case .passbackForgive: $0.forgive = command.tag
+      case .status, .snapshot: return
+      }
+      $0.by = by
+    }
+  }
+
+  public var pollCapacity: Int { 0 }
+
+  public func prepare(_ poll: PollSet, now: Instant) -> Instant? {
+    if pending.withLock({ $0.any }) { return now }
+    return followsOffline ? now.adding(milliseconds: 1_000) : nil  // the offline flag, once a second
+  }
+
+  /// The link's line on STATUS.
+  public func contribute(to status: inout ReaderStatus, now: Instant, unixSeconds: Int64) {
+    guard let link else { return }
+    status.fleetLine = withUnsafeTemporaryAllocation(byteCount: 512, alignment: 1) { buffer in
+      var w = ByteWriter(buffer)
+      link.writeStatus(into: &w)
+      return String(decoding: w.written, as: UTF8.self)
+    }
+  }
+
+  public func service(_ poll: PollSet, now: Instant, requests: LoopRequests) {
+    let p = pending.withLock { p in
+      defer { p = Pending() }
+      return p
+    }
+    if followsOffline, let link, link.isOffline != staticOnly {
+      staticOnly = link.isOffline
+      requests.post(.accessStaticOnly(staticOnly))
+    }
+    if p.reload { requests.post(.reloadAllowList) }
+    if p.open { requests.post(.open(milliseconds: p.openMilliseconds, by: .fleet)) }
+    if p.snapshot, let snapshot { requests.post(.snapshot(snapshot)) }
+    if let on = p.lockdown { act(on ? .lockdownOn : .lockdownOff, by: p.by) }
+    if p.occupancyReset { act(.resetOccupancy, by: p.by) }
+    if let tag = p.forgive { act(.forgiveTag(tag), by: p.by) }
+  }
+
+  /// On the loop's thread: the owner writes its state durably, then the change applies. A
+  /// refusal is said in the journal (the command's reply was sent when it was accepted).
+  private func act(_ action: ConsoleAction, by: String) {
+    let command = OperatorCommand.action(action, authority: .fleet, who: Array(by.utf8))
+    for owner in owners {
+      guard case .action(let outcome) = owner.perform(command) else { continue }
+      lastOutcome = outcome
+      switch outcome {
+      case .heldBy(let holder): writeStandardError("scangate: fleet: lockdown-off refused: the lockdown was latched by \(holder.name)\n")
+      case .notDurable: writeStandardError("scangate: fleet: nothing changed: the state could not be written durably\n")
+      case .unknownCredential: writeStandardError("scangate: fleet: passback-forgive: no anti-passback record for that tag\n")
+      default: break
+      }
+      return
+    }
+    writeStandardError("scangate: fleet: nothing on this reader carries out that command\n")
+  }
+}
