@@ -51,9 +51,17 @@ public enum UnlockReason: UInt16, Sendable, CaseIterable {
     }
   }
 
-  /// The reason `name` names (a manual open's event carries it as its label), or nil.
+  /// The reason `name` names (a manual open's event carries it as its label), or nil. On the
+  /// loop's thread: walks the raw values, never builds `allCases`' array.
   public init?(name: UnsafeRawBufferPointer) {
-    guard let reason = Self.allCases.first(where: { $0.name.utf8.elementsEqual(name) }) else { return nil }
-    self = reason
+    var raw: UInt16 = 1
+    while let reason = UnlockReason(rawValue: raw) {
+      if reason.name.utf8.elementsEqual(name) {
+        self = reason
+        return
+      }
+      raw += 1
+    }
+    return nil
   }
 }
