@@ -143,12 +143,7 @@ public final class ClockFloorKeeper: PollParticipant {
       r.wall < time.floor ? .clockBehindFloor : r.synchronized ? .clockSynchronised : .clockUnsynchronised
     if state != lastState {
       lastState = state
-      var e = ScanEvent()
-      e.kind = state == .clockSynchronised ? .state : .fault
-      e.code = state.rawValue
-      e.monotonic = now
-      e.wallNanoseconds = wallNanoseconds
-      _ = ring.append(e)
+      _ = ring.append(ScanEvent(state == .clockSynchronised ? .state : .fault, code: state.rawValue, at: now, wall: wallNanoseconds))
     }
     if time.floor - written >= Self.writeSeconds { persist() }
   }

@@ -89,12 +89,7 @@ public final class UnlockWindowKeeper: PollParticipant {
 
   /// Records the hold's start (1) or end (0), or a window held off by the clock (2).
   private func record(code: UInt16, now: Instant) {
-    var e = ScanEvent()
-    e.kind = .unlockWindow
-    e.code = code
-    e.monotonic = now
-    e.wallNanoseconds = wall.unixNanoseconds()
-    ring.append(e)
+    ring.append(ScanEvent(.unlockWindow, code: code, at: now, wall: wall.unixNanoseconds()))
     cursor = EventCursor(next: max(cursor.next, ring.nextSequence))
   }
 }

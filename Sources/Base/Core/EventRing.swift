@@ -174,6 +174,20 @@ public struct ScanEvent: Sendable {
 
   public init() {}
 
+  /// An event of `kind` with `code` that happened at `monotonic`, the wall clock then `wall`.
+  public init(_ kind: EventKind, code: UInt16 = 0, at monotonic: Instant, wall: Int64) {
+    self.kind = kind
+    self.code = code
+    self.monotonic = monotonic
+    wallNanoseconds = wall
+  }
+
+  /// An event that happened at `at`, seen at `now` when the wall clock read `wallNow`: its wall
+  /// time is dated back by as long (a line's transition, a guard's trip, taken after the fact).
+  public init(_ kind: EventKind, code: UInt16 = 0, at: Instant, seenAt now: Instant, wallNow: Int64) {
+    self.init(kind, code: code, at: at, wall: wallNow &- Int64(clamping: now.nanoseconds &- min(now.nanoseconds, at.nanoseconds)))
+  }
+
   /// Copies (a prefix of) `bytes` in as the payload.
   public mutating func setPayload(_ bytes: UnsafeRawBufferPointer) {
     let n = min(bytes.count, Self.payloadBytesMax)

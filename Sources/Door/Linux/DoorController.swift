@@ -122,12 +122,7 @@ public final class DoorController: PollParticipant {
   private func publish(now: Instant) {
     let wallNow = wall.unixNanoseconds()
     while let t = machine.takeTransition() {
-      var e = ScanEvent()
-      e.kind = t.kind
-      e.code = t.code
-      e.monotonic = t.at
-      e.wallNanoseconds = wallNow &- Int64(clamping: now.nanoseconds &- min(now.nanoseconds, t.at.nanoseconds))
-      ring.append(e)
+      ring.append(ScanEvent(t.kind, code: t.code, at: t.at, seenAt: now, wallNow: wallNow))
     }
     // Our own events are behind the cursor's reach: skip them.
     cursor = EventCursor(next: max(cursor.next, ring.nextSequence))
@@ -153,12 +148,7 @@ public final class DoorController: PollParticipant {
       alarmErrors &+= 1
       return false
     }
-    var e = ScanEvent()
-    e.kind = .edge
-    e.code = EdgeCode.code(line: line, level: level)
-    e.monotonic = now
-    e.wallNanoseconds = wallNow
-    ring.append(e)
+    ring.append(ScanEvent(.edge, code: EdgeCode.code(line: line, level: level), at: now, wall: wallNow))
     cursor = EventCursor(next: ring.nextSequence)
     return true
   }

@@ -91,11 +91,7 @@ public final class EmergencyController: PollParticipant {
   private func publish(now: Instant) {
     let wallNow = wall.unixNanoseconds()
     while let t = state.takeTransition() {
-      var e = ScanEvent()
-      e.kind = t.kind
-      e.code = t.code
-      e.monotonic = t.at
-      e.wallNanoseconds = wallNow &- Int64(clamping: now.nanoseconds &- min(now.nanoseconds, t.at.nanoseconds))
+      var e = ScanEvent(t.kind, code: t.code, at: t.at, seenAt: now, wallNow: wallNow)
       if t.kind == .lockdown { state.latch.withWho { e.setPayload($0) } }
       ring.append(e)
     }

@@ -106,14 +106,10 @@ public final class WiegandFeedback: PollParticipant {
 
   private func record(_ wire: Wire, on: Bool, now: Instant) {
     guard let ring else { return }
-    var e = ScanEvent()
-    e.kind = .panelCommand
-    e.code = wire.code
+    var e = ScanEvent(.panelCommand, code: wire.code, at: now, wall: wall.unixNanoseconds())
     let detail: StaticString =
       wire == .beeper ? (on ? "wiegand-beeper-on" : "wiegand-beeper-off") : (on ? "wiegand-led-on" : "wiegand-led-off")
     e.setPayload(UnsafeRawBufferPointer(start: detail.utf8Start, count: detail.utf8CodeUnitCount))
-    e.monotonic = now
-    e.wallNanoseconds = wall.unixNanoseconds()
     _ = ring.append(e)
   }
 

@@ -118,13 +118,9 @@ public final class WiegandLink: PanelForwarder {
     let now = clock.now()
     lastCard = (card, now)
     guard let ring else { return true }
-    var e = ScanEvent()
-    e.kind = .panelCard
-    e.code = UInt16(card.bitCount)
+    var e = ScanEvent(.panelCard, code: UInt16(card.bitCount), at: now, wall: wall.unixNanoseconds())
     let name = card.format.staticName
     e.setPayload(UnsafeRawBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount))
-    e.monotonic = now
-    e.wallNanoseconds = wall.unixNanoseconds()
     _ = ring.append(e)
     return true
   }

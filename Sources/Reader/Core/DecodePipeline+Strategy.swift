@@ -304,16 +304,8 @@ extension DecodePipeline where Decoder: ~Copyable {
     decodeCalls &+= 1
     attemptRuns[i] &+= 1
     let options = EngineOptions(binarizer: a.binarizer, engineDownscale: true)
-    let g = frame.geometry
     if a.variant == .upright && scale == .full {
-      let offset = region.y * g.rowStrideBytes + region.x * g.pixelStrideBytes
-      let view = LumaFrame(
-        bytes: UnsafeRawBufferPointer(rebasing: frame.bytes[offset...]),
-        geometry: FrameGeometry(
-          width: region.width, height: region.height,
-          rowStrideBytes: g.rowStrideBytes, pixelStrideBytes: g.pixelStrideBytes),
-        captured: frame.captured, sequence: frame.sequence)
-      decoder.decode(view, formats: settings.formats, options: options, into: &results)
+      decoder.decode(frame.view(of: region), formats: settings.formats, options: options, into: &results)
     } else {
       let key = (area: a.area, scale: scale, variant: a.variant, sequence: frame.sequence)
       if a.area != .full { scratchView = nil }  // a region's view is never reused

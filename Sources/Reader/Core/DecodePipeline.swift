@@ -17,6 +17,19 @@ public struct Region: Equatable, Sendable {
   }
 }
 
+extension LumaFrame {
+  /// Zero-copy: the view of `region` (inside this frame) with this frame's strides and times.
+  func view(of region: Region) -> LumaFrame {
+    let g = geometry
+    let offset = region.y * g.rowStrideBytes + region.x * g.pixelStrideBytes
+    return LumaFrame(
+      bytes: UnsafeRawBufferPointer(rebasing: bytes[offset...]),
+      geometry: FrameGeometry(
+        width: region.width, height: region.height, rowStrideBytes: g.rowStrideBytes, pixelStrideBytes: g.pixelStrideBytes),
+      captured: captured, sequence: sequence)
+  }
+}
+
 /// How the pipeline covers codes the engine cannot read upright: light-on-dark (phones in dark
 /// mode) and mirrored ones.
 public enum VariantMode: String, Sendable, CaseIterable {
@@ -192,20 +205,11 @@ public struct DecodePipeline<Decoder: CodeDecoder & ~Copyable>: ~Copyable {
   private mutating func decodeView(
     _ frame: LumaFrame, region: Region, variant: ImageVariant, into results: inout DecodeResults
   ) {
-    let g = frame.geometry
     let scale = settings.downscale
     let start = results.count
     decodeCalls &+= 1
     if variant == .upright && scale == 1 {
-      // Zero-copy: a view of the region inside the frame.
-      let offset = region.y * g.rowStrideBytes + region.x * g.pixelStrideBytes
-      let view = LumaFrame(
-        bytes: UnsafeRawBufferPointer(rebasing: frame.bytes[offset...]),
-        geometry: FrameGeometry(
-          width: region.width, height: region.height,
-          rowStrideBytes: g.rowStrideBytes, pixelStrideBytes: g.pixelStrideBytes),
-        captured: frame.captured, sequence: frame.sequence)
-      decoder.decode(view, formats: settings.formats, into: &results)
+      decoder.decode(frame.view(of: region), formats: settings.formats, into: &results)
     } else {
       let w = region.width / scale, h = region.height / scale
       guard w > 0, h > 0, w * h <= scratch.count else { return }

@@ -183,11 +183,7 @@ extension RunLoop: ConsoleHost where Source: ~Copyable, Decoder: ~Copyable, Rela
 
   @discardableResult
   public mutating func record(_ kind: EventKind, code: UInt16, text: UnsafeRawBufferPointer) -> UInt64 {
-    var e = ScanEvent()
-    e.kind = kind
-    e.code = code
-    e.monotonic = engine.clock.now()
-    e.wallNanoseconds = engine.wall.unixNanoseconds()
+    var e = ScanEvent(kind, code: code, at: engine.clock.now(), wall: engine.wall.unixNanoseconds())
     e.setPayload(text)
     return engine.events.append(e)
   }

@@ -121,11 +121,8 @@ extension RunLoop where Source: ~Copyable, Decoder: ~Copyable, Relay: ~Copyable,
   private mutating func recordPeopleChange(
     _ what: StaticString, who: UnsafeRawBufferPointer, label: UnsafeRawBufferPointer, tag: Digest
   ) -> UInt64 {
-    var e = ScanEvent()
-    e.kind = .command
-    e.code = UInt16((what.description.hasPrefix("ENROL") ? ConsoleVerb.enrol : ConsoleVerb.remove).rawValue)
-    e.monotonic = engine.clock.now()
-    e.wallNanoseconds = engine.wall.unixNanoseconds()
+    let verb = what.description.hasPrefix("ENROL") ? ConsoleVerb.enrol : ConsoleVerb.remove
+    var e = ScanEvent(.command, code: UInt16(verb.rawValue), at: engine.clock.now(), wall: engine.wall.unixNanoseconds())
     e.tag = tag
     e.setLabel(label)
     withUnsafeTemporaryAllocation(byteCount: 96, alignment: 1) { buffer in

@@ -279,11 +279,7 @@ public final class TurnstileController: PollParticipant, PassageGate, SitePassag
   private func publish(now: Instant) {
     let wallNow = wall.unixNanoseconds()
     while let t = machine.takeTransition() {
-      var e = ScanEvent()
-      e.kind = t.kind
-      e.code = t.code
-      e.monotonic = t.at
-      e.wallNanoseconds = wallNow &- Int64(clamping: now.nanoseconds &- min(now.nanoseconds, t.at.nanoseconds))
+      var e = ScanEvent(t.kind, code: t.code, at: t.at, seenAt: now, wallNow: wallNow)
       if t.ticket != 0, tickets[Int(t.ticket % 8)].number == t.ticket {
         let ticket = tickets[Int(t.ticket % 8)]
         e.tag = ticket.tag
@@ -350,11 +346,8 @@ public final class TurnstileController: PollParticipant, PassageGate, SitePassag
       guard let key, let slot = passback.forgive(key) else { return .action(.unknownCredential) }
       guard passbackFile?.write(slot, { _ in }) ?? true else { return .action(.notDurable) }
       if key == lastRefused { lastRefused = nil }
-      var e = ScanEvent()
-      e.kind = .passbackForgiven
+      var e = ScanEvent(.passbackForgiven, at: now, wall: wall.unixNanoseconds())
       e.tag = key
-      e.monotonic = now
-      e.wallNanoseconds = wall.unixNanoseconds()
       ring.append(e)
       return .action(.forgiven)
     case .resetOccupancy:
@@ -362,12 +355,7 @@ public final class TurnstileController: PollParticipant, PassageGate, SitePassag
       let before = reset.reset()
       guard occupancyFile?.write(0, { reset.encode(into: $0) }) ?? true else { return .action(.notDurable) }
       occupancy = reset
-      var e = ScanEvent()
-      e.kind = .occupancyReset
-      e.code = UInt16(clamping: before)
-      e.monotonic = now
-      e.wallNanoseconds = wall.unixNanoseconds()
-      ring.append(e)
+      ring.append(ScanEvent(.occupancyReset, code: UInt16(clamping: before), at: now, wall: wall.unixNanoseconds()))
       return .action(.occupancyReset(before: before))
     default:
       return nil
