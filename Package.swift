@@ -15,6 +15,11 @@ let swiftSettings: [SwiftSetting] = [
   .enableUpcomingFeature("MemberImportVisibility"),
 ]
 
+/// A pure test target for one domain's core (Tests/<name>), on ScanSim's fakes.
+func coreTests(_ name: String, _ cores: [Target.Dependency]) -> Target {
+  .testTarget(name: name, dependencies: cores + ["ScanSim"], swiftSettings: swiftSettings)
+}
+
 let package = Package(
   name: "ScanGate",
   products: [
@@ -180,8 +185,20 @@ let package = Package(
     // MARK: Tests.
     .target(name: "CAllocCounter", path: "Tests/CAllocCounter"),
     .target(name: "CTestJPEG", path: "Tests/CTestJPEG", linkerSettings: [.linkedLibrary("turbojpeg")]),
-    .testTarget(name: "ScanCoreTests", dependencies: ["ScanCore", "ScanSim"], swiftSettings: swiftSettings),
-    .testTarget(name: "ScanConsoleTests", dependencies: ["ScanCore", "ScanConsole", "ScanSim"], swiftSettings: swiftSettings),
+    // Each domain's core, tested alone on ScanSim's fakes: a test target imports the cores it
+    // tests (and Base), never an adapter or a C library.
+    coreTests("ScanBaseTests", ["ScanBase"]),
+    // Config composes every section: its tests see the whole pure product.
+    coreTests("ScanConfigTests", ["ScanCore"]),
+    coreTests("ScanAccessTests", ["ScanBase", "ScanAccess"]),
+    coreTests("ScanReaderTests", ["ScanBase", "ScanAccess", "ScanReader"]),
+    coreTests("ScanDoorTests", ["ScanBase", "ScanDoor", "ScanAudit"]),
+    coreTests("ScanTurnstileTests", ["ScanBase", "ScanTurnstile"]),
+    coreTests("ScanEmergencyTests", ["ScanBase", "ScanEmergency"]),
+    coreTests("ScanKeypadTests", ["ScanBase", "ScanKeypad"]),
+    coreTests("ScanFleetTests", ["ScanBase", "ScanAudit", "ScanFleet"]),
+    coreTests("ScanConsoleTests", ["ScanCore", "ScanConsole"]),
+    // The adapters on real OS objects, the service in process and the binary as a process.
     .testTarget(
       name: "ScanLinuxTests", dependencies: ["ScanCore", "ScanConsole", "ScanSim", "ScanLinux", "ScanService"],
       swiftSettings: swiftSettings),

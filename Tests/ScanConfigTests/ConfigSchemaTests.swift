@@ -1,0 +1,179 @@
+import ScanCore
+import Testing
+
+@Suite struct ConfigSchemaTests {
+  @Test("no entries gives the reader's defaults")
+  func defaults() throws {
+    let config = try ConfigSchema.build([]).get()
+    #expect(config.cameraWidth == 640)
+    #expect(config.engine.decode.formats == .qrCode)
+    #expect(config.engine.decode.variantMode == .alternate)
+    #expect(config.engine.actuation.relayPulseMilliseconds == 3_000)
+  }
+
+  @Test("values land where they belong")
+  func values() throws {
+    let config = try ConfigSchema.build([
+      ConfigEntry(key: "camera.width", value: .integer(1280), line: 2),
+      ConfigEntry(key: "camera.height", value: .integer(720), line: 3),
+      ConfigEntry(key: "decoder.formats", value: .list([.string("qr"), .string("ean13")]), line: 4),
+      ConfigEntry(key: "decoder.roi", value: .list([.integer(100), .integer(50), .integer(400), .integer(300)]), line: 5),
+      ConfigEntry(key: "gpio.deny_pattern", value: .list([.integer(50), .integer(50), .integer(50)]), line: 6),
+      ConfigEntry(key: "gpio.relay_active_low", value: .boolean(true), line: 7),
+      ConfigEntry(key: "decoder.quiet_after_ms", value: .integer(2500), line: 8),
+    ]).get()
+    #expect(config.cameraWidth == 1280)
+    #expect(config.engine.decode.quietAfterMicroseconds == 2_500_000)
+    #expect(ScanConfig().engine.decode.quietAfterMicroseconds == 1_000_000, "a reader goes quiet after a second by default")
+    #expect(config.engine.decode.formats == [.qrCode, .ean13])
+    #expect(config.engine.decode.region == Region(x: 100, y: 50, width: 400, height: 300))
+    #expect(config.engine.actuation.denyPattern == BuzzerPattern([50, 50, 50]))
+    #expect(config.relayActiveLow)
+  }
+
+  @Test("every problem is reported, naming key and line, in line order")
+  func errors() {
+    let result = ConfigSchema.build([
+      ConfigEntry(key: "camera.widht", value: .integer(640), line: 3),
+      ConfigEntry(key: "camera.fps", value: .integer(500), line: 2),
+      ConfigEntry(key: "gpio.relay_active_low", value: .string("yes"), line: 9),
+      ConfigEntry(key: "decoder.formats", value: .list([.string("qr"), .string("bogus")]), line: 5),
+      ConfigEntry(key: "gpio.relay_pulse_ms", value: .integer(20_000), line: 7),
+      ConfigEntry(key: "decoder.roi", value: .list([.integer(600), .integer(0), .integer(100), .integer(100)]), line: 6),
+    ])
+    guard case .failure(let e) = result else { Issue.record("expected errors"); return }
+    #expect(e.errors.map(\.line) == [2, 3, 5, 6, 7, 9])
+    #expect(e.errors[0].key == "camera.fps" && e.errors[0].reason.contains("1...120"))
+    #expect(e.errors[1].reason.contains("unknown key"))
+    #expect(e.errors[4].reason.contains("exceeds gpio.relay_pulse_ms_max"))
+    #expect(e.errors[5].reason.contains("true or false"))
+  }
+
+  @Test("the memory budget adds up and grows with the configuration")
+  func budget() throws {
+    var config = try ConfigSchema.build([]).get()
+    let small = MemoryBudget(config).totalBytes
+    config.engine.allowList.entriesMax = 100_000
+    #expect(MemoryBudget(config).totalBytes > small)
+    #expect(MemoryBudget(config).lines.allSatisfy { $0.bytes > 0 })
+    // A second camera: its own driver buffers (4 × 640 × 480 × 2 bytes of YUYV by default), gray plane and MJPEG arena.
+    let one = MemoryBudget(config).totalBytes
+    config.cameraSecond = "/dev/video2"
+    let frame = 640 * 480
+    #expect(
+      MemoryBudget(config).totalBytes - one
+        == 4 * frame * config.cameraFormat.bufferBytesPerPixel + frame + MemoryBudget.mjpegArenaBytes(width: 640))
+  }
+
+  @Test("each domain's keys land in its own section of ScanConfig, named under that section")
+  func domainFragments() throws {
+    let config = try ConfigSchema.build([
+      ConfigEntry(key: "door.held_open_ms", value: .integer(45_000), line: 1),
+      ConfigEntry(key: "schedule.time_zone", value: .string("Europe/Paris"), line: 2),
+      ConfigEntry(key: "panel.osdp_address", value: .integer(7), line: 3),
+      ConfigEntry(key: "fleet.keepalive_s", value: .integer(60), line: 4),
+      ConfigEntry(key: "credentials.leeway_s", value: .integer(90), line: 5),
+      ConfigEntry(key: "log.retain_days", value: .integer(30), line: 6),
+      ConfigEntry(key: "presence.slots", value: .integer(64), line: 7),
+      ConfigEntry(key: "gpio.relay_pulse_ms", value: .integer(1_500), line: 8),
+      ConfigEntry(key: "camera.focus_mm", value: .integer(250), line: 9),
+      ConfigEntry(key: "camera.frame_timeout_ms", value: .integer(5_000), line: 10),
+    ]).get()
+    #expect(config.door.machine.heldOpenMilliseconds == 45_000)
+    #expect(config.door.timeZone == "Europe/Paris")
+    #expect(config.panel.osdpAddress == 7)
+    #expect(config.fleet.keepaliveSeconds == 60)
+    #expect(config.credentials.leewaySeconds == 90)
+    #expect(config.log.retainDays == 30)
+    #expect(config.engine.presenceSlots == 64)
+    #expect(config.engine.actuation.relayPulseMilliseconds == 1_500)
+    #expect(config.libcamera.focusMillimetres == 250)
+    #expect(config.cameraSupervision.frameTimeoutMilliseconds == 5_000)
+    // Every fragment's keys are in the schema once, under their own sections.
+    let fragments: [(sections: [String], names: [String])] = [
+      (["door", "schedule"], DoorConfig.configKeys.map(\.name)), (["panel"], PanelSettings.configKeys.map(\.name)),
+      (["fleet"], FleetSettings.configKeys.map(\.name)), (["credentials"], CredentialSettings.configKeys.map(\.name)),
+      (["log"], AuditLogSettings.configKeys.map(\.name)), (["presence"], EngineSettings.presenceKeys.map(\.name)),
+      (["emergency"], EmergencyConfig.configKeys.map(\.name)), (["turnstile"], TurnstileConfig.configKeys.map(\.name)),
+    ]
+    let all = ConfigSchema.keyNames
+    #expect(Set(all).count == all.count, "no key is listed twice")
+    for (sections, names) in fragments {
+      #expect(!names.isEmpty)
+      for name in names {
+        #expect(all.contains(name), "\(name) is in the schema")
+        #expect(sections.contains(String(name.prefix { $0 != "." })), "\(name) is under \(sections)")
+      }
+    }
+  }
+
+  @Test("an unknown key in a known section lists that section's keys in the schema's order")
+  func unknownKeyHint() {
+    guard case .failure(let e) = ConfigSchema.build([ConfigEntry(key: "log.retain", value: .integer(1), line: 4)]) else {
+      Issue.record("expected an error")
+      return
+    }
+    #expect(
+      e.description
+        == "line 4: log.retain: unknown key (known in [log]: path, commit_interval_ms, retain_records, retain_days, "
+        + "raw_payloads, retain_bytes, chain_key_file)")
+  }
+}
+
+extension ConfigSchemaTests {
+  @Test("a turnstile with a door or in panel mode is refused, naming the key; a turnstile on gpiod needs its lines")
+  func turnstileConflicts() {
+    func errors(_ entries: [ConfigEntry]) -> [String] {
+      if case .failure(let e) = ConfigSchema.build(entries) { return e.errors.map { "\($0.key): \($0.reason)" } }
+      return []
+    }
+    let on = ConfigEntry(key: "turnstile.enabled", value: .boolean(true), line: 3)
+    let sim = ConfigEntry(key: "gpio.backend", value: .string("sim"), line: 1)
+    #expect(errors([sim, on]).isEmpty)
+    #expect(
+      errors([sim, on, ConfigEntry(key: "door.enabled", value: .boolean(true), line: 4)])
+        == ["turnstile.enabled: a reader drives a door or a turnstile: turn door.enabled off"])
+    let gpiod = errors([on])
+    #expect(gpiod.contains("turnstile.entry_unlock_line: turnstile.enabled needs it"))
+    #expect(gpiod.contains("turnstile.entry_passage_line: turnstile.enabled needs it"))
+    #expect(!gpiod.contains { $0.hasPrefix("turnstile.exit_") }, "an entry-only turnstile needs no exit lines")
+  }
+
+  @Test("a keypad: a PIN key in door mode; in panel mode over OSDP none (the panel checks PINs), over Wiegand refused")
+  func keypadModes() {
+    func errors(_ entries: [ConfigEntry]) -> [String] {
+      if case .failure(let e) = ConfigSchema.build(entries) { return e.errors.map { "\($0.key): \($0.reason)" } }
+      return []
+    }
+    let sim = ConfigEntry(key: "gpio.backend", value: .string("sim"), line: 1)
+    let keypad = ConfigEntry(key: "keypad.device", value: .string("/dev/input/event3"), line: 2)
+    let panel = ConfigEntry(key: "panel.mode", value: .string("panel"), line: 3)
+    let port = ConfigEntry(key: "panel.osdp_port", value: .string("/dev/ttyS1"), line: 4)
+    let clear = ConfigEntry(key: "panel.enforce_secure", value: .boolean(false), line: 6)
+    #expect(errors([sim, keypad]).contains { $0.hasPrefix("keypad.pin_key_file:") })
+    #expect(errors([sim, keypad, panel, port, clear]).isEmpty)
+    #expect(
+      errors([sim, keypad, panel, port, clear, ConfigEntry(key: "keypad.require_pin", value: .boolean(true), line: 5)])
+        == ["keypad.require_pin: in panel mode the panel decides who needs a PIN"])
+    let wiegand = errors([sim, keypad, panel, ConfigEntry(key: "panel.link", value: .string("wiegand"), line: 4)])
+    #expect(wiegand.contains { $0.hasPrefix("keypad.device:") && $0.contains("over OSDP only") }, "\(wiegand)")
+  }
+
+  @Test("[fleet] with brokers needs a valid reader id, a CA for mqtts and the audit log")
+  func fleetConfig() {
+    let bad = ConfigSchema.build([
+      ConfigEntry(key: "fleet.brokers", value: .list([.string("mqtts://b:8883")]), line: 3),
+      ConfigEntry(key: "fleet.reader_id", value: .string("door 1"), line: 4),
+    ])
+    guard case .failure(let errors) = bad else {
+      Issue.record("accepted")
+      return
+    }
+    #expect(errors.errors.map(\.key).sorted() == ["fleet.reader_id", "fleet.tls_ca_file"])
+    let good = ConfigSchema.build([
+      ConfigEntry(key: "fleet.brokers", value: .list([.string("mqtt://127.0.0.1")]), line: 3),
+      ConfigEntry(key: "fleet.reader_id", value: .string("door-1"), line: 4),
+    ])
+    #expect((try? good.get())?.fleet.readerID == "door-1")
+  }
+}
