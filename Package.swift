@@ -20,6 +20,13 @@ func coreTests(_ name: String, _ cores: [Target.Dependency]) -> Target {
   .testTarget(name: name, dependencies: cores + ["ScanSim"], swiftSettings: swiftSettings)
 }
 
+/// A test target for a domain's adapter (Tests/<name>): the product's modules and ScanTestSupport.
+func adapterTests(_ name: String) -> Target {
+  .testTarget(
+    name: name, dependencies: ["ScanCore", "ScanConsole", "ScanSim", "ScanLinux", "ScanService", "ScanTestSupport"],
+    swiftSettings: swiftSettings)
+}
+
 let package = Package(
   name: "ScanGate",
   products: [
@@ -198,10 +205,24 @@ let package = Package(
     coreTests("ScanKeypadTests", ["ScanBase", "ScanKeypad"]),
     coreTests("ScanFleetTests", ["ScanBase", "ScanAudit", "ScanFleet"]),
     coreTests("ScanConsoleTests", ["ScanCore", "ScanConsole"]),
-    // The adapters on real OS objects, the service in process and the binary as a process.
-    .testTarget(
-      name: "ScanLinuxTests", dependencies: ["ScanCore", "ScanConsole", "ScanSim", "ScanLinux", "ScanService"],
+    // Each adapter on real OS objects (files, ptys, sockets, the decoder, the binary as a process),
+    // and the service in process; their shared support (temporary files, QR frames, a child
+    // process, a credential site) is one library.
+    .target(
+      name: "ScanTestSupport", dependencies: ["ScanCore", "ScanConsole", "ScanSim", "ScanLinux", "ScanService"], path: "Tests/ScanTestSupport",
       swiftSettings: swiftSettings),
+    adapterTests("ScanPlatformTests"),
+    adapterTests("ScanAuditLinuxTests"),
+    adapterTests("ScanAccessLinuxTests"),
+    adapterTests("ScanReaderLinuxTests"),
+    adapterTests("ScanDoorLinuxTests"),
+    adapterTests("ScanPanelsLinuxTests"),
+    adapterTests("ScanConsoleLinuxTests"),
+    adapterTests("ScanFleetLinuxTests"),
+    adapterTests("ScanTurnstileLinuxTests"),
+    adapterTests("ScanEmergencyLinuxTests"),
+    adapterTests("ScanKeypadLinuxTests"),
+    adapterTests("ScanServiceTests"),
     .testTarget(
       name: "HotPathAllocationTests",
       dependencies: ["ScanCore", "ScanSim", "ScanLinux", "ScanService", "CAllocCounter", "CImageIO", "CTestJPEG"],

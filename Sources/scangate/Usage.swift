@@ -1,6 +1,6 @@
 /// One table of every subcommand's usage: `scangate --help` lists it, `scangate CMD --help`
 /// (or `-h`, or `scangate help CMD`) prints one entry. Each line says exactly what the command's
-/// option parser accepts (ScanLinuxTests' UsageTests hold them to it).
+/// option parser accepts (ScanServiceTests' UsageTests hold them to it).
 struct CommandUsage {
   /// The subcommand, as typed.
   let name: String

@@ -1,0 +1,123 @@
+import Glibc
+import ScanLinux
+import ScanService
+import ScanTestSupport
+import Testing
+
+/// `scangate --help` and every subcommand's `--help`, on the built binary: each answers with its
+/// usage and exit 0, and every option the overview advertises is one the subcommand accepts.
+@Suite(.serialized) struct UsageTests {
+  /// The overview's usage lines ("  run [--config FILE] ..."), without the indent.
+  static func advertisedLines() -> [String] {
+    let (status, output) = runCommand([scangateBinary, "--help"], timeoutSeconds: 30)
+    #expect(status == 0, "\(output)")
+    return output.split(separator: "\n", omittingEmptySubsequences: false).compactMap { line in
+      guard line.hasPrefix("  "), !line.hasPrefix("   ") else { return nil }
+      return String(line.dropFirst(2))
+    }
+  }
+
+  /// The subcommand words of a usage line: "log verify [--db FILE]" -> ["log", "verify"].
+  static func words(_ line: String) -> [String] {
+    Array(
+      line.split(separator: " ").prefix { w in
+        !w.hasPrefix("[") && !w.hasPrefix("(") && !w.hasPrefix("-") && w.first.map { !$0.isUppercase } ?? false
+      }.map(String.init))
+  }
+
+  /// The options of a usage line, with whether each takes a value ("--config FILE" does,
+  /// "[--json]" does not).
+  static func options(_ line: String) -> [(name: String, valued: Bool)] {
+    let tokens = line.split(separator: " ").map(String.init)
+    var found: [(String, Bool)] = []
+    for (i, token) in tokens.enumerated() {
+      let bare = token.drop { $0 == "[" || $0 == "(" }
+      guard bare.hasPrefix("--") else { continue }
+      let name = String(bare.prefix { $0 != "]" && $0 != ")" })
+      let closesHere = bare.contains("]") || bare.contains(")")
+      let next = i + 1 < tokens.count ? tokens[i + 1] : nil
+      let valued = !closesHere && next.map { $0 != "|" && !$0.hasPrefix("[") && !$0.hasPrefix("(") && !$0.hasPrefix("-") } == true
+      found.append((name, valued))
+    }
+    return found
+  }
+
+  @Test("the usage-line reader reads options and values as a person would")
+  func readerSelfCheck() {
+    #expect(Self.words("log verify [--config FILE | --db FILE]") == ["log", "verify"])
+    #expect(Self.words("decode [--json] FILE...") == ["decode"])
+    let o = Self.options("snapshot (--out FILE.png | --text) [--tcp HOST:PORT | --serial PATH [--baud N]] [--json]")
+    #expect(o.map(\.name) == ["--out", "--text", "--tcp", "--serial", "--baud", "--json"])
+    #expect(o.map(\.valued) == [true, false, true, true, true, false])
+  }
+
+  @Test("scangate --help lists every subcommand; scangate with no command is an error")
+  func overview() {
+    let names = Set(Self.advertisedLines().compactMap { Self.words($0).first })
+    #expect(
+      names == [
+        "run", "demo", "decode", "check-config", "probe", "console", "log", "allow-list", "tag", "snapshot", "soak",
+        "credential", "fleet", "keypad", "version",
+      ])
+    for flag in ["-h", "help"] {
+      let (status, output) = runCommand([scangateBinary, flag], timeoutSeconds: 30)
+      #expect(status == 0 && output.hasPrefix("usage: scangate <command>"), "\(flag): \(output)")
+    }
+    let (status, output) = runCommand([scangateBinary], timeoutSeconds: 30)
+    #expect(status == 2 && output.contains("usage: scangate"))
+  }
+
+  @Test("every subcommand answers --help and -h with its usage and exit 0")
+  func subcommandHelp() {
+    let names = Self.advertisedLines().compactMap { Self.words($0).first }
+    #expect(!names.isEmpty)
+    for name in Set(names).sorted() {
+      for flag in ["--help", "-h"] {
+        let (status, output) = runCommand([scangateBinary, name, flag], timeoutSeconds: 30)
+        #expect(status == 0, "\(name) \(flag): \(output)")
+        #expect(output.hasPrefix("usage: scangate \(name)"), "\(name) \(flag): \(output)")
+      }
+      // Help wins wherever it is among the arguments, even after an option the command rejects.
+      let (status, output) = runCommand([scangateBinary, name, "--no-such-option", "--help"], timeoutSeconds: 30)
+      #expect(status == 0 && output.hasPrefix("usage: scangate \(name)"), "\(name): \(output)")
+      let (helpStatus, helpOutput) = runCommand([scangateBinary, "help", name], timeoutSeconds: 30)
+      #expect(helpStatus == 0 && helpOutput == output, "help \(name): \(helpOutput)")
+    }
+  }
+
+  /// Each advertised option, followed by one no command knows: the parser reads arguments in
+  /// order, so it complains about the unknown one only if it accepted the advertised one first
+  /// (and nothing runs either way).
+  @Test("every option scangate --help advertises is accepted by its subcommand")
+  func advertisedOptionsAreAccepted() {
+    let lines = Self.advertisedLines()
+    var checked = 0
+    for line in lines {
+      let words = Self.words(line)
+      for (name, valued) in Self.options(line) {
+        let arguments = [scangateBinary] + words + [name] + (valued ? ["1"] : []) + ["--no-such-option"]
+        let (status, output) = runCommand(arguments, timeoutSeconds: 30)
+        #expect(status == 2, "\(arguments.dropFirst().joined(separator: " ")): \(output)")
+        #expect(output.contains("unknown option --no-such-option"), "\(arguments.dropFirst().joined(separator: " ")): \(output)")
+        #expect(!output.contains("unknown option \(name)\n"), "\(line): \(name) is advertised but rejected: \(output)")
+        checked += 1
+      }
+    }
+    #expect(checked >= 30)
+    // The check itself: an option no command takes is caught.
+    let (_, output) = runCommand([scangateBinary, "demo", "--realtime", "--no-such-option"], timeoutSeconds: 30)
+    #expect(output.contains("unknown option --realtime"))
+  }
+
+  @Test("the advertised demo invocation runs, with a frame limit")
+  func demoRuns() throws {
+    let demo = try #require(Self.advertisedLines().first { $0.hasPrefix("demo [") })
+    let names = Set(Self.options(demo).map(\.name))
+    #expect(names.isSuperset(of: ["--fps", "--frames"]))
+    #expect(!names.contains("--realtime"))
+    let (status, output) = runCommand([scangateBinary, "demo", "--fps", "20", "--frames", "5"], timeoutSeconds: 120)
+    #expect(status == 0, "\(output)")
+    #expect(output.contains("ScanGate demo:"))
+    #expect(output.contains("summary: 5 frames"), "\(output)")
+  }
+}

@@ -1,0 +1,135 @@
+import Glibc
+import ScanCore
+import ScanLinux
+import ScanService
+
+/// Where the package is checked out.
+package let packageRoot: String = {
+  var parts = #filePath.split(separator: "/", omittingEmptySubsequences: false)
+  parts.removeLast(3)  // Tests/ScanTestSupport/TestSupport.swift
+  return parts.joined(separator: "/")
+}()
+
+/// ../shared/corpus beside the checkout, or $SCANGATE_CORPUS; nil when absent.
+package let corpusRoot: String? = {
+  if let env = getenv("SCANGATE_CORPUS") { return String(cString: env) }
+  let path = packageRoot + "/../shared/corpus"
+  return isDirectory(path) ? path : nil
+}()
+
+/// A fresh temporary directory.
+package func temporaryDirectory(_ tag: String = "test") -> String {
+  var template = Array("/tmp/scangate-\(tag)-XXXXXX".utf8CString)
+  return template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)!) }
+}
+
+package func removeTree(_ path: String) {
+  if let names = try? listDirectory(path) {
+    for name in names {
+      let child = path + "/" + name
+      if isDirectory(child) { removeTree(child) } else { unlink(child) }
+    }
+  }
+  rmdir(path)
+}
+
+package func writeFile(_ path: String, _ text: String) {
+  try! writeFileAtomically(path, Array(text.utf8))
+}
+
+package func writeFile(_ path: String, bytes: [UInt8]) {
+  try! writeFileAtomically(path, bytes)
+}
+
+/// A 640×480 frame with a QR code for `payload` on a light background; inverted or mirrored
+/// as a phone screen may show it.
+package func qrFrame(
+  _ payload: String, variant: ImageVariant = .upright, width: Int = 640, height: Int = 480, scale: Int = 6, at origin: (Int, Int)? = nil
+) -> GrayImage {
+  var code = renderQRCode(Array(payload.utf8), scale: scale)!
+  if variant.isMirrored { code = code.mirrored() }
+  if variant.isInverted { code = code.inverted() }
+  var pixels = [UInt8](repeating: 190, count: width * height)
+  let ox = origin?.0 ?? (width - code.width) / 2, oy = origin?.1 ?? (height - code.height) / 2
+  for y in 0..<code.height {
+    for x in 0..<code.width { pixels[(y + oy) * width + x + ox] = code.pixels[y * code.width + x] }
+  }
+  return GrayImage(width: width, height: height, pixels: pixels)
+}
+
+/// The scangate executable next to the test binary.
+package let scangateBinary: String = {
+  let me = CommandLine.arguments[0]
+  var parts = me.split(separator: "/", omittingEmptySubsequences: false)
+  while let last = parts.last, !last.hasSuffix(".xctest") && parts.count > 1 { parts.removeLast() }
+  parts.removeLast()
+  return parts.joined(separator: "/") + "/scangate"
+}()
+
+/// A child process with its standard output and error captured into a file.
+package struct Child {
+  package let pid: pid_t
+  package let outputPath: String
+
+  /// Starts `arguments` with stdout+stderr to a temporary file.
+  package static func start(_ arguments: [String], environment extra: [String] = []) -> Child {
+    let output = temporaryDirectory("child") + "/output.txt"
+    var actions = posix_spawn_file_actions_t()
+    posix_spawn_file_actions_init(&actions)
+    posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+    posix_spawn_file_actions_adddup2(&actions, 1, 2)
+    var pid: pid_t = 0
+    let argv = arguments.map { strdup($0) } + [nil]
+    var inherited: [String] = []
+    var e = environ
+    while let entry = e.pointee {
+      inherited.append(String(cString: entry))
+      e += 1
+    }
+    let envp = (inherited + extra).map { strdup($0) } + [nil]
+    let rc = posix_spawn(&pid, arguments[0], &actions, nil, argv, envp)
+    precondition(rc == 0, "posix_spawn \(arguments[0]) failed: \(rc)")
+    argv.forEach { free($0) }
+    envp.forEach { free($0) }
+    posix_spawn_file_actions_destroy(&actions)
+    return Child(pid: pid, outputPath: output)
+  }
+
+  /// Waits for exit; returns the exit status (128 + signal when killed).
+  package func wait(timeoutSeconds: Int = 60) -> Int32 {
+    var status: Int32 = 0
+    for _ in 0..<(timeoutSeconds * 100) {
+      let r = waitpid(pid, &status, WNOHANG)
+      if r == pid {
+        let signal = status & 0x7f
+        return signal == 0 ? (status >> 8) & 0xff : 128 + signal
+      }
+      usleep(10_000)
+    }
+    kill(pid, SIGKILL)
+    waitpid(pid, &status, 0)
+    return -1
+  }
+
+  package var output: String {
+    (try? readWholeFile(outputPath, maxBytes: 16 << 20)).map { String(decoding: $0, as: UTF8.self) } ?? ""
+  }
+
+  /// Waits until the output contains `text`.
+  package func waitForOutput(_ text: String, timeoutSeconds: Int = 30) -> Bool {
+    for _ in 0..<(timeoutSeconds * 50) {
+      if output.contains(text) { return true }
+      usleep(20_000)
+    }
+    return false
+  }
+}
+
+/// Runs a command to completion; returns (status, output).
+package func runCommand(_ arguments: [String], timeoutSeconds: Int = 120) -> (Int32, String) {
+  let child = Child.start(arguments)
+  let status = child.wait(timeoutSeconds: timeoutSeconds)
+  let output = child.output
+  removeTree(String(child.outputPath.dropLast("/output.txt".count)))
+  return (status, output)
+}
