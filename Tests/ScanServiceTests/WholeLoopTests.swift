@@ -174,4 +174,26 @@ import Testing
     w.run(100)
     #expect(w.pulses().count == 1)
   }
+
+  @Test("the loop publishes the frame rate it measures to its gauge, which the fleet's state topic reads")
+  func frameRateGauge() {
+    let w = World(script: Array(repeating: 0, count: 400))
+    var settings = FleetSettings()
+    settings.brokers = ["mqtt://127.0.0.1:1"]
+    settings.readerID = "door-1"
+    let link = FleetLink(settings: settings, logPath: "/nonexistent/audit.db", auditLog: nil)
+    w.loop.framesPerSecondGauge = link.telemetry.framesPerSecond
+    w.run(50)
+    #expect(link.telemetry.framesPerSecond.load() == 0, "nothing before a whole second")
+    w.run(300)
+    // Ten milliseconds a frame on the manual clock: 100 frames a second.
+    let fps = link.telemetry.framesPerSecond.load()
+    #expect(fps >= 9_500 && fps <= 10_500, "\(fps)")
+    // What the state topic says of a rate the loop stored.
+    for (stored, shown) in [(1_234, #""fps":12.34"#), (1_205, #""fps":12.05"#)] {
+      link.telemetry.framesPerSecond.store(Int64(stored))
+      let state = String(decoding: link.telemetry.stateJSON(link: link), as: UTF8.self)
+      #expect(state.contains(shown), "\(state)")
+    }
+  }
 }

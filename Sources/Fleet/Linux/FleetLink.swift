@@ -243,16 +243,14 @@ public protocol FleetInbox: AnyObject {
 /// What the link publishes on the state topic: the last decision it published and the frame
 /// rate the loop measured.
 public final class FleetTelemetry: @unchecked Sendable {
-  private let fps = Atomic<Int>(0)
+  /// The loop's frame rate ×100 (the loop stores it once a second).
+  public let framesPerSecond = SharedGauge()
   private let changed = Atomic<Bool>(false)
   private var lastVerdict = ""
   private var lastLabel = ""
   private var lastTime: Int64 = 0
 
   public init() {}
-
-  /// The loop's frame rate ×100 (written by whoever measures it).
-  public func setFramesPerSecondTimes100(_ value: Int) { fps.store(value, ordering: .relaxed) }
 
   public func noteDecision(_ record: AuditRecord) {
     lastVerdict = record.verdict?.name ?? ""
@@ -295,7 +293,7 @@ public final class FleetTelemetry: @unchecked Sendable {
     o.add("last_decision", lastVerdict.isEmpty ? "none" : lastVerdict)
     if !lastLabel.isEmpty { o.add("last_label", lastLabel) }
     if lastTime > 0 { o.add("last_decision_time", RFC3339.format(lastTime / 1_000_000_000)) }
-    let f = fps.load(ordering: .relaxed)
+    let f = Int(framesPerSecond.load())
     o.add("fps", raw: "\(f / 100).\(f % 100 < 10 ? "0" : "")\(f % 100)")
     o.add("acked_seq", link.acknowledgedThrough)
     o.add("offline_policy_active", link.isOffline)

@@ -66,8 +66,9 @@ public struct RunLoop<
   private var fpsWindowFrames: UInt64 = 0
   /// The audit log (its state on STATUS, LOG, the console's committed position).
   public var auditLog: (any AuditLogAccess)? = nil
-  /// Where the frame rate goes for the fleet link's state topic (nil: no fleet link).
-  public var fleetTelemetry: FleetTelemetry? = nil
+  /// Where the loop publishes the frame rate it measures (×100, once a second) for whoever
+  /// reports it (the fleet's state topic); nil: nobody.
+  public var framesPerSecondGauge: SharedGauge? = nil
   /// Why-lines for the journal (a file refused on reload, a camera that would not open), printed
   /// by the event printer after their events (nil: none kept).
   public var journalNotes: JournalNotes? = nil
@@ -365,7 +366,7 @@ public struct RunLoop<
     framesPerSecondTimes100 = Int(frames * 100_000 / UInt64(elapsed))
     fpsWindowStart = now
     fpsWindowFrames = engine.stats.frames
-    fleetTelemetry?.setFramesPerSecondTimes100(framesPerSecondTimes100)
+    framesPerSecondGauge?.store(Int64(framesPerSecondTimes100))
   }
 
   /// Whether a camera (or replay) is open now.

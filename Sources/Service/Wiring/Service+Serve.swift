@@ -128,7 +128,7 @@ extension Service {
     if let fleet, config.door.machine.enabled {
       fleet.doorSensors = (config.door.inputs[DoorInput.contact.rawValue].line >= 0, config.door.inputs[DoorInput.tamper.rawValue].line >= 0)
     }
-    loop.fleetTelemetry = fleet?.telemetry
+    loop.framesPerSecondGauge = fleet?.telemetry.framesPerSecond
     let requests = fleet.map { fleetControl(config, link: $0, time: time) }
     if let requests { loop.register(requests) }
     return (auditLog, fleet, requests)
