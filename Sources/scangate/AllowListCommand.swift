@@ -53,66 +53,104 @@ enum AllowListCommand {
     var digest: Digest?
   }
 
+  /// Why an import writes nothing (printed after `scangate allow-list import: `).
+  struct ImportRefusal: Error {
+    var why: String
+    /// A refusal that says `why`.
+    init(_ why: String) { self.why = why }
+  }
+
+  /// Imports the CSV file's rows into the allow-list (or, with --dry-run, says what it would
+  /// do); any problem refuses the whole file and writes nothing.
   static func importCSV(_ csvPath: String, config: ScanConfig, options: Options) -> Int32 {
     let path = config.allowListPath
     let limits = config.engine.allowList
     let digester = SodiumDigester()
-    func refuse(_ why: String) -> Int32 {
-      writeStandardError("scangate allow-list import: \(why); nothing written\n")
+    do throws(ImportRefusal) {
+      let (text, rows) = try readImport(csvPath, listPath: path, limits: limits, keepText: options.flag("keep-text"), digester: digester)
+      var plan = try ImportPlan(rows, text: text, csvPath: csvPath, digester: digester)
+      if options.flag("remove-missing") { plan.removeMissing(rows) }
+      try plan.appendAdded(listPath: path)
+      var list = AllowList(limits: limits)
+      if let error = list.validate(plan.text, digester: digester) { throw ImportRefusal("the result would not load (\(error))") }
+      return try writeImport(plan, listPath: path, dryRun: options.flag("dry-run"))
+    } catch {
+      writeStandardError("scangate allow-list import: \(error.why); nothing written\n")
       return 1
     }
+  }
+
+  /// The allow-list's text (empty when there is no file yet) and the CSV file's rows, checked.
+  static func readImport(
+    _ csvPath: String, listPath path: String, limits: AllowListLimits, keepText: Bool, digester: some PayloadDigester
+  ) throws(ImportRefusal) -> (text: [UInt8], rows: [Row]) {
     let csvBytes: [UInt8]
-    do { csvBytes = try readWholeFile(csvPath, maxBytes: limits.fileBytesMax) } catch { return refuse("\(error)") }
+    do { csvBytes = try readWholeFile(csvPath, maxBytes: limits.fileBytesMax) } catch { throw ImportRefusal("\(error)") }
     var text: [UInt8] = []
     if fileExists(path) {
       switch AllowListFile.read(path, maxBytes: limits.fileBytesMax) {
       case .success(let bytes): text = bytes
-      case .failure(let failure): return refuse("\(path): \(failure.error)")
+      case .failure(let failure): throw ImportRefusal("\(path): \(failure.error)")
       }
     }
     let records: [[String]]
     switch CSV.parseText(csvBytes, limits: CSV.Limits(fileBytesMax: limits.fileBytesMax, recordsMax: limits.entriesMax + 1)) {
     case .success(let r): records = r
-    case .failure(let problem): return refuse("\(csvPath): \(problem)")
+    case .failure(let problem): throw ImportRefusal("\(csvPath): \(problem)")
     }
-    let rows: [Row]
-    switch checkRows(records, keepText: options.flag("keep-text"), digester: digester) {
-    case .success(let r): rows = r
-    case .failure(let problem): return refuse("\(csvPath): \(problem)")
+    switch checkRows(records, keepText: keepText, digester: digester) {
+    case .success(let rows): return (text, rows)
+    case .failure(let problem): throw ImportRefusal("\(csvPath): \(problem)")
     }
+  }
+
+  /// What an import does to the list: its text with changed entries replaced in place, the lines
+  /// to append, and the labels added, changed and removed.
+  struct ImportPlan {
+    var text: [UInt8]
+    /// The entries of the list as it was read (their line numbers hold: a change keeps its line).
+    let existing: [AllowListEdit.Located]
+    var appended: [String] = []
     var added: [String] = [], changed: [String] = [], removed: [String] = []
     var unchanged = 0
-    let existing = AllowListEdit.entries(text)
-    let existingDigests = existing.map { digestOf($0.match, digester: digester) }
-    var appended: [String] = []
-    for row in rows {
-      var entry = row.entry
-      let at = existing.firstIndex { $0.label == entry.label }
-      if let digest = row.digest, let other = existingDigests.firstIndex(of: digest), existing[other].label != entry.label {
-        return refuse("\(csvPath): record \(row.record): this code is already on the list (line \(existing[other].line + 1))")
-      }
-      guard let at else {
-        guard row.digest != nil else { return refuse("\(csvPath): record \(row.record): no payload or sha256, and no entry has this label") }
-        appended.append(entry.line)
-        added.append(entry.label)
-        continue
-      }
-      // The same code keeps the form it has in the file (a text: entry is not turned into a digest).
-      if row.digest == nil || row.digest == existingDigests[at] {
-        entry.match = existing[at].match
-        // A PIN is bound to its code: the same code keeps its pin= (a CSV never drops a second factor).
-        if entry.pin.isEmpty, let pin = existing[at].fields.first(where: { $0.hasPrefix("pin=") }) { entry.pin = String(pin.dropFirst(4)) }
-      }
-      let old = Set([existing[at].match] + existing[at].fields)
-      let new = Set(entry.line.split(separator: " ").map(String.init))
-      if old == new {
-        unchanged += 1
-      } else {
-        text = AllowListEdit.replacingLine(existing[at].line, with: entry.line, in: text)
-        changed.append(entry.label)
+
+    /// Matches each row to the entry with its label: a new label is appended, a known one changed
+    /// in place; a code already on the list under another label refuses the import.
+    init(_ rows: [Row], text: [UInt8], csvPath: String, digester: some PayloadDigester) throws(ImportRefusal) {
+      self.text = text
+      existing = AllowListEdit.entries(text)
+      let existingDigests = existing.map { AllowListCommand.digestOf($0.match, digester: digester) }
+      for row in rows {
+        var entry = row.entry
+        let at = existing.firstIndex { $0.label == entry.label }
+        if let digest = row.digest, let other = existingDigests.firstIndex(of: digest), existing[other].label != entry.label {
+          throw ImportRefusal("\(csvPath): record \(row.record): this code is already on the list (line \(existing[other].line + 1))")
+        }
+        guard let at else {
+          guard row.digest != nil else { throw ImportRefusal("\(csvPath): record \(row.record): no payload or sha256, and no entry has this label") }
+          appended.append(entry.line)
+          added.append(entry.label)
+          continue
+        }
+        // The same code keeps the form it has in the file (a text: entry is not turned into a digest).
+        if row.digest == nil || row.digest == existingDigests[at] {
+          entry.match = existing[at].match
+          // A PIN is bound to its code: the same code keeps its pin= (a CSV never drops a second factor).
+          if entry.pin.isEmpty, let pin = existing[at].fields.first(where: { $0.hasPrefix("pin=") }) { entry.pin = String(pin.dropFirst(4)) }
+        }
+        let old = Set([existing[at].match] + existing[at].fields)
+        let new = Set(entry.line.split(separator: " ").map(String.init))
+        if old == new {
+          unchanged += 1
+        } else {
+          self.text = AllowListEdit.replacingLine(existing[at].line, with: entry.line, in: self.text)
+          changed.append(entry.label)
+        }
       }
     }
-    if options.flag("remove-missing") {
+
+    /// --remove-missing: removes the labelled entries no row names (an entry without a label stays).
+    mutating func removeMissing(_ rows: [Row]) {
       let labels = Set(rows.map(\.entry.label))
       for gone in existing.reversed() where gone.label.map({ !labels.contains($0) }) ?? false {
         text = AllowListEdit.removingLine(gone.line, from: text)
@@ -120,30 +158,36 @@ enum AllowListCommand {
       }
       removed.reverse()
     }
-    for line in appended {
-      switch AllowListEdit.appending(line, to: text) {
-      case .success(let t): text = t
-      case .failure(let refusal): return refuse("\(path): \(refusal.reason)")
+
+    /// Appends the new entries' lines (refused when the list would grow past its limits).
+    mutating func appendAdded(listPath path: String) throws(ImportRefusal) {
+      for line in appended {
+        switch AllowListEdit.appending(line, to: text) {
+        case .success(let t): text = t
+        case .failure(let refusal): throw ImportRefusal("\(path): \(refusal.reason)")
+        }
       }
     }
-    var list = AllowList(limits: limits)
-    if let error = list.validate(text, digester: digester) { return refuse("the result would not load (\(error))") }
-    let dryRun = options.flag("dry-run")
-    for label in added { print("\(dryRun ? "would add" : "added") \(label)") }
-    for label in changed { print("\(dryRun ? "would change" : "changed") \(label)") }
-    for label in removed { print("\(dryRun ? "would remove" : "removed") \(label)") }
-    let summary = "\(added.count) added, \(changed.count) changed, \(removed.count) removed, \(unchanged) unchanged"
+  }
+
+  /// Prints the labels added, changed and removed and a summary; unless a dry run (or there is
+  /// nothing to change), writes the list with the file's mode.
+  static func writeImport(_ plan: ImportPlan, listPath path: String, dryRun: Bool) throws(ImportRefusal) -> Int32 {
+    for label in plan.added { print("\(dryRun ? "would add" : "added") \(label)") }
+    for label in plan.changed { print("\(dryRun ? "would change" : "changed") \(label)") }
+    for label in plan.removed { print("\(dryRun ? "would remove" : "removed") \(label)") }
+    let summary = "\(plan.added.count) added, \(plan.changed.count) changed, \(plan.removed.count) removed, \(plan.unchanged) unchanged"
     if dryRun {
       print("dry run: \(summary); nothing written")
       return 0
     }
-    guard !(added.isEmpty && changed.isEmpty && removed.isEmpty) else {
+    guard !(plan.added.isEmpty && plan.changed.isEmpty && plan.removed.isEmpty) else {
       print("\(path): \(summary); nothing to write")
       return 0
     }
     var status = stat()
     let mode = (try? syscall("stat", { stat(path, &status) })) != nil ? UInt32(status.st_mode & 0o777) : 0o640
-    do { try writeFileAtomically(path, text, mode: mode) } catch { return refuse("\(error)") }
+    do { try writeFileAtomically(path, plan.text, mode: mode) } catch { throw ImportRefusal("\(error)") }
     print("\(path): \(summary); the reader reloads it (allow_list.watch, systemctl reload scangate or RELOAD)")
     return 0
   }

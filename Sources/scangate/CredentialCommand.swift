@@ -55,6 +55,8 @@ enum CredentialCommand {
     return 0
   }
 
+  /// issue --key FILE --kid KID --sub HOLDER | --guest NAME [claims and outputs]: a signed pass,
+  /// printed as its text (or --json), and written as a QR code (--png) or pass sheets (--sheet).
   static func issue(_ arguments: [String]) throws -> Int32 {
     let o = try Options(
       arguments,
@@ -71,6 +73,24 @@ enum CredentialCommand {
     let now = try o.value("at").map(time) ?? Int64(Glibc.time(nil))
     var claims = PassClaims(subject: sub, expires: 0, id: [])
     defer { if claims.pin != nil { SecretBytes.wipe(&claims.pin!) } }
+    try setValidity(&claims, o, now: now)
+    try setKind(&claims, o)
+    if o.flag("pin") { claims.pin = try readPin() }
+    var seed = try CredentialFiles.readSecretKey(keyPath)
+    defer { SecretBytes.wipe(&seed) }
+    let pass = try CredentialIssuer.issue(claims, kid: Array(kid.utf8), issuerSeed: seed)
+    let shown = pass.digits == 0 ? pass.staticText : pass.presented(totp: totpNow(pass, at: now))
+    if let png = o.value("png") { try writeQRCode(shown, to: png) }
+    try writePassSheets(o.value("sheet"), text: shown, claims: claims, rotating: pass.digits > 0, guest: o.value("guest"))
+    printIssued(pass, shown: shown, claims: claims, json: o.flag("json"))
+    if o.flag("wallet") { printWalletObject(pass, shown: shown, claims: claims, holder: sub, now: now) }
+    return 0
+  }
+
+  /// The pass's times, label and limits from --nbf, --exp or --valid, --label or --guest, --uses
+  /// and --first-use-window (a guest pass must limit itself).
+  static func setValidity(_ claims: inout PassClaims, _ o: Options, now: Int64) throws {
+    let guest = o.value("guest")
     claims.issuedAt = now
     claims.notBefore = try o.value("nbf").map(time)
     if let exp = o.value("exp") {
@@ -93,6 +113,10 @@ enum CredentialCommand {
         throw ParseError(message: "--first-use-window is longer than the pass's validity (--valid or --exp)")
       }
     }
+  }
+
+  /// The pass's zones, flags, id and card, and the site key a rotating pass or a PIN needs.
+  static func setKind(_ claims: inout PassClaims, _ o: Options) throws {
     claims.zones = o.value("zones").map { $0.split(separator: ",").map(String.init) } ?? []
     claims.singleUse = o.flag("single-use")
     claims.lockdown = o.flag("lockdown")
@@ -109,39 +133,45 @@ enum CredentialCommand {
       claims.sitePublicKey = try hex(site, "--site-public")
     }
     if o.flag("rotating") { claims.rotatingDigits = try o.integer("digits", default: 6, range: 6...8) }
-    if o.flag("pin") {
-      // The PIN from standard input, as `allow-list pin` reads it; only its sealed verifier is written.
-      var pin = Array((readLine(strippingNewline: true) ?? "").utf8)
-      defer { SecretBytes.wipe(&pin) }
-      guard (PinEntry.digitsMin...PinEntry.digitsMax).contains(pin.count), pin.allSatisfy({ (0x30...0x39).contains($0) }) else {
-        throw ParseError(message: "the PIN (standard input) must be \(PinEntry.digitsMin) to \(PinEntry.digitsMax) digits")
-      }
-      claims.pin = pin
+  }
+
+  /// The PIN from standard input, as `allow-list pin` reads it; only its sealed verifier is written.
+  static func readPin() throws -> [UInt8] {
+    var pin = Array((readLine(strippingNewline: true) ?? "").utf8)
+    defer { SecretBytes.wipe(&pin) }
+    guard (PinEntry.digitsMin...PinEntry.digitsMax).contains(pin.count), pin.allSatisfy({ (0x30...0x39).contains($0) }) else {
+      throw ParseError(message: "the PIN (standard input) must be \(PinEntry.digitsMin) to \(PinEntry.digitsMax) digits")
     }
-    var seed = try CredentialFiles.readSecretKey(keyPath)
-    defer { SecretBytes.wipe(&seed) }
-    let pass = try CredentialIssuer.issue(claims, kid: Array(kid.utf8), issuerSeed: seed)
-    let shown = pass.digits == 0 ? pass.staticText : pass.presented(totp: totpNow(pass, at: now))
-    if let png = o.value("png") {
-      // A static pass as it is; a rotating one as it shows now (its holder's wallet shows the rest).
-      guard let qr = renderQRCode(text: shown, scale: 4) else { throw ParseError(message: "the pass does not fit a QR code") }
-      guard writePNG(path: png, pixels: qr.image.pixels, width: qr.image.width, height: qr.image.height, components: 1) else {
-        throw ParseError(message: "\(png): cannot write")
-      }
-      writeStandardError("scangate credential issue: \(png): QR version \((qr.modules - 17) / 4), \(qr.modules)×\(qr.modules) modules\n")
+    return pin
+  }
+
+  /// The pass as a PNG QR code: a static pass as it is; a rotating one as it shows now (its
+  /// holder's wallet shows the rest).
+  static func writeQRCode(_ shown: String, to png: String) throws {
+    guard let qr = renderQRCode(text: shown, scale: 4) else { throw ParseError(message: "the pass does not fit a QR code") }
+    guard writePNG(path: png, pixels: qr.image.pixels, width: qr.image.width, height: qr.image.height, components: 1) else {
+      throw ParseError(message: "\(png): cannot write")
     }
-    try writePassSheets(o.value("sheet"), text: shown, claims: claims, rotating: pass.digits > 0, guest: o.value("guest"))
-    if o.flag("json") {
-      var j = "{\"id\":\(jsonString(Hex.string(claims.id))),\"text\":\(jsonString(shown))"
-      if pass.digits > 0 {
-        j += ",\"body\":\(jsonString(pass.body)),\"digits\":\(pass.digits),\"seed_hex\":\(jsonString(Hex.string(pass.seed)))"
-        j += ",\"pattern\":\(jsonString(pass.walletPattern))"
-      }
-      print(j + "}")
-    } else {
+    writeStandardError("scangate credential issue: \(png): QR version \((qr.modules - 17) / 4), \(qr.modules)×\(qr.modules) modules\n")
+  }
+
+  /// Prints the pass's text, or with --json its id, text and (rotating) TOTP body, seed and pattern.
+  static func printIssued(_ pass: IssuedPass, shown: String, claims: PassClaims, json: Bool) {
+    guard json else {
       print(shown)
+      return
     }
-    if o.flag("wallet") && pass.digits > 0 {
+    var j = "{\"id\":\(jsonString(Hex.string(claims.id))),\"text\":\(jsonString(shown))"
+    if pass.digits > 0 {
+      j += ",\"body\":\(jsonString(pass.body)),\"digits\":\(pass.digits),\"seed_hex\":\(jsonString(Hex.string(pass.seed)))"
+      j += ",\"pattern\":\(jsonString(pass.walletPattern))"
+    }
+    print(j + "}")
+  }
+
+  /// Prints the pass's Google Wallet fields (--wallet), for a rotating or a static pass.
+  static func printWalletObject(_ pass: IssuedPass, shown: String, claims: PassClaims, holder sub: String, now: Int64) {
+    if pass.digits > 0 {
       // Google Wallet's rotatingBarcode (the pass object's field): the wallet computes the TOTP
       // value from the key and puts it in the pattern. The key is the holder's secret.
       print(
@@ -151,8 +181,7 @@ enum CredentialCommand {
             "parameters": [{"key": \(jsonString(Hex.string(pass.seed))), "valueLength": \(pass.digits)}]},
           "alternateText": \(jsonString(claims.label.isEmpty ? sub : claims.label))}}
         """)
-    }
-    if o.flag("wallet") && pass.digits == 0 {
+    } else if pass.digits == 0 {
       // A static pass (a guest's) as a Google Wallet GenericObject's own fields: the code as its
       // barcode, who it is for, and when it is valid. The site adds `id` and `classId` (its
       // Google issuer account) and signs the Save to Google Wallet link; ScanGate holds no Google key.
@@ -166,111 +195,6 @@ enum CredentialCommand {
             "end": {"date": \(jsonString(RFC3339.format(claims.expires)))}}}
         """)
     }
-    return 0
-  }
-
-  /// show [--config FILE | --trust FILE [--site-key FILE] [--zones A,B]] [--at TIME] [--json] TEXT|-:
-  /// decodes and verifies like a reader would (nothing is recorded); exit 0 when it would open.
-  static func show(_ arguments: [String]) throws -> Int32 {
-    let o = try Options(
-      arguments, valued: ["config", "trust", "site-key", "revocation", "at", "zones", "time-policy", "repeat"], known: ["json"])
-    var settings = CredentialSettings()
-    var usedPath: String? = nil
-    if o.value("trust") == nil {
-      guard let config = loadConfig(o) else { return 1 }
-      settings = config.credentials
-      usedPath = settings.usedFile ?? config.statePath("used-passes")
-    }
-    if let t = o.value("trust") { settings.trustFile = t }
-    if let k = o.value("site-key") { settings.siteKeyFile = k }
-    if let r = o.value("revocation") { settings.revocationFile = r }
-    if let z = o.value("zones") { settings.zones = z.split(separator: ",").map(String.init) }
-    if let p = o.value("time-policy") {
-      guard let policy = TimePolicy(rawValue: p) else { throw ParseError(message: "--time-policy deny|floor") }
-      settings.timePolicy = policy
-    }
-    guard let trustPath = settings.trustFile else { throw ParseError(message: "no trust file ([credentials] trust_file, or --trust FILE)") }
-    var text = o.positionals.first ?? "-"
-    if text == "-" { text = readLine(strippingNewline: true) ?? "" }
-    let now = try o.value("at").map(time) ?? Int64(Glibc.time(nil))
-    var siteKey: [UInt8]? = nil
-    if let k = settings.siteKeyFile { siteKey = try CredentialFiles.readSecretKey(k) }
-    let crypto = SodiumCredentialCrypto(siteSecretKey: siteKey)
-    let sign1 = Sign1Verifier(trust: try CredentialFiles.readTrust(trustPath), codec: LibCBOR(), crypto: crypto)
-    let verifier = CredentialVerifier(settings: settings, sign1: sign1)
-    verifier.hasSiteKey = crypto.hasSiteKey
-    if let r = settings.revocationFile {
-      let bytes = try readWholeFile(r, maxBytes: CredentialFiles.revocationBytesMax)
-      verifier.revocation = try bytes.withUnsafeBytes { b throws(ParseError) in
-        try CredentialFiles.parseRevocation(b, sign1: sign1, now: now, current: 0)
-      }
-    }
-    // The reader's counted uses, when it is this reader's configuration (read, never counted here).
-    if let u = usedPath, fileExists(u) { verifier.useStore = try UsedCredentialFile(path: u, capacity: settings.singleUseEntries) }
-    // A tool judging a pass has no clock state of its own: it trusts the time it is given.
-    verifier.clock = .trusted
-    let bytes = Array(text.utf8)
-    let problem: CredentialProblem? = bytes.withUnsafeBytes { b in
-      do throws(CredentialProblem) {
-        try verifier.verify(b, now: now, mode: .inspect)
-        return nil
-      } catch { return error }
-    }
-    let repeats = try o.integer("repeat", default: 0, range: 0...10_000_000)
-    if repeats > 0 {
-      // Verification time on this machine (bench/): the same check a reader makes, repeated.
-      var t0 = timespec(), t1 = timespec()
-      clock_gettime(CLOCK_MONOTONIC, &t0)
-      bytes.withUnsafeBytes { b in for _ in 0..<repeats { _ = verifier.decide(b, nowUnixSeconds: now, mode: .inspect) } }
-      clock_gettime(CLOCK_MONOTONIC, &t1)
-      let ns = Double(t1.tv_sec - t0.tv_sec) * 1e9 + Double(t1.tv_nsec - t0.tv_nsec)
-      writeStandardError("verification: \(repeats) in \(formatMilliseconds(ns / 1e6)) ms, \(formatMilliseconds(ns / Double(repeats) / 1e3)) µs each\n")
-    }
-    let c = verifier.last
-    let verdict = problem?.verdict ?? .granted
-    let parsed = c.idCount > 0
-    let id = parsed ? withUnsafeBytes(of: c.id) { CredentialID(UnsafeRawBufferPointer(rebasing: $0[0..<c.idCount])) } : nil
-    let used = id.flatMap { verifier.useStore?.usage($0) }
-    // A PIN claim opens only with the site key (the reader's); without it, it is only there.
-    let pinOpens = c.hasPin && verifier.pinVerifier() != nil
-    if o.flag("json") {
-      var j = "{\"verdict\":\(jsonString(verdict.name)),\"reason\":\(jsonString(problem?.name ?? "ok"))"
-      if parsed {
-        j += ",\"kid\":\(jsonString(c.kidText)),\"sub\":\(jsonString(c.subjectText)),\"cti\":\(jsonString(c.idHex))"
-        j += ",\"label\":\(jsonString(c.labelText)),\"exp\":\(c.expires)"
-        if let nbf = c.notBefore { j += ",\"nbf\":\(nbf)" }
-        if let iat = c.issuedAt { j += ",\"iat\":\(iat)" }
-        j += ",\"zones\":[\(c.zones.map(jsonString).joined(separator: ","))],\"single_use\":\(c.singleUse),\"lockdown\":\(c.lockdown),\"rotating\":\(c.rotates)"
-        if c.uses > 0 { j += ",\"uses\":\(c.uses)" }
-        if c.firstUseWindow > 0 { j += ",\"first_use_window\":\(c.firstUseWindow)" }
-        if let used { j += ",\"used\":\(used.uses)" + (used.firstUse > 0 ? ",\"first_use\":\(used.firstUse)" : "") }
-        if c.rotates { j += ",\"digits\":\(c.digits)" }
-        if let f = c.cardFacility, let n = c.cardNumber { j += ",\"card\":{\"facility\":\(f),\"number\":\(n)}" }
-        if c.hasPin { j += ",\"pin\":true,\"pin_opens\":\(pinOpens)" }
-      }
-      print(j + "}")
-    } else {
-      print("verdict  \(verdict.name)\(problem.map { " (\($0.name))" } ?? "")")
-      if parsed {
-        print("issuer   \(c.kidText)")
-        print("holder   \(c.subjectText)\(c.labelCount > 0 ? " (\(c.labelText))" : "")")
-        print("id       \(c.idHex)")
-        print("valid    \(c.notBefore.map(RFC3339.format) ?? "-") .. \(RFC3339.format(c.expires))")
-        if c.zoneCount > 0 { print("zones    \(c.zones.joined(separator: ", "))") }
-        print(
-          "kind     \(c.rotates ? "rotating, \(c.digits)-digit TOTP" : "static")\(c.singleUse ? ", single use" : "")"
-            + (c.uses > 0 ? ", \(c.uses) uses" : "") + (c.firstUseWindow > 0 ? ", valid for \(c.firstUseWindow) s from its first use" : "")
-            + (c.lockdown ? ", granted during a lockdown" : ""))
-        if let used { print("used     \(used.uses) time(s)" + (used.firstUse > 0 ? ", first at \(RFC3339.format(used.firstUse))" : "")) }
-        if let f = c.cardFacility, let n = c.cardNumber { print("card     \(f):\(n)") }
-        if c.hasPin {
-          print(
-            "pin      a PIN after the pass, its verifier sealed to the site key (\(pinOpens ? "opens with this site key" : "not opened: no site key here, or another site's"))"
-          )
-        }
-      }
-    }
-    return verdict.isGranted ? 0 : 1
   }
 
   /// revoke --key FILE --kid KID --version N --out FILE [--from FILE --trust FILE] ID...: a signed

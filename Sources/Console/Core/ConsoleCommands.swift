@@ -175,45 +175,21 @@ public final class ConsoleCommands<Clock: MonotonicClock> {
 
   // MARK: - Commands
 
+  /// Runs one admitted request: read-only reports, session commands and CLOCK, LOCKDOWN and
+  /// TURNSTILE here; the operator's actions in `runOperator`.
   private func run<Host: ConsoleHost & ~Copyable>(
     _ request: ConsoleRequest, argument: UnsafeRawBufferPointer, sequence: UInt64, slot: Int,
     host: inout Host, output: some ConsoleOutput
   ) {
     switch request.verb {
-    case .help: output.send(slot) { ConsoleText.writeHelp(operator: sessions[slot].isOperator, into: &$0) }
-    case .version: output.send(slot) { ConsoleText.writeVersion(host.consoleStatus(), into: &$0) }
-    case .status: output.send(slot) { ConsoleText.writeStatus(host.consoleStatus(), into: &$0) }
-    case .door: output.send(slot) { ConsoleText.writeDoor(host.consoleStatus().door, into: &$0) }
+    case .help, .version, .status, .door, .stats, .last: report(request, slot: slot, host: host, output: output)
     case .lockdown, .turnstile:
       if request.action == .show {
-        let status = host.consoleStatus()
-        let line = request.verb == .lockdown ? status.emergencyLine : status.turnstileLine
-        output.send(slot) { w in
-          guard let line else {
-            w.write(request.verb == .lockdown ? "ERR 404 no emergency inputs or state configured\n" : "ERR 404 no turnstile configured\n")
-            return
-          }
-          w.write("| ")
-          ConsoleText.writeSanitized(line, into: &w)
-          w.newline()
-          w.write(request.verb == .lockdown ? "OK lockdown\n" : "OK turnstile\n")
-        }
+        showLine(request, slot: slot, host: host, output: output)
       } else {
         act(request, slot: slot, host: &host, output: output)
       }
-    case .clock:
-      if request.flag {
-        resetClockFloor(slot: slot, host: &host, output: output)
-      } else if let clock = host.clockReport() {
-        output.send(slot) { w in
-          ConsoleText.writeClock(clock, into: &w)
-          w.write("OK clock\n")
-        }
-      } else {
-        output.send(slot) { $0.write("ERR 503 this reader keeps no clock floor\n") }
-      }
-    case .stats: output.send(slot) { ConsoleText.writeStats(host.consoleStatus(), console: counters, into: &$0) }
-    case .last: writeLast(request, slot: slot, host: host, output: output)
+    case .clock: runClock(request, slot: slot, host: &host, output: output)
     case .watch:
       sessions[slot].watching = request.flag
       let shown = sessions[slot].isOperator
@@ -228,38 +204,60 @@ public final class ConsoleCommands<Clock: MonotonicClock> {
     case .quit:
       output.send(slot) { $0.write("OK bye\n") }
       output.closeWhenFlushed(slot)  // closes at once when the reply is already out
-    case .open: open(request, sequence: sequence, slot: slot, host: &host, output: output)
-    case .reload:
-      let outcome = host.reload()
-      output.send(slot) { ConsoleText.writeReload(outcome, sequence: sequence, into: &$0) }
-    case .selftest:
-      host.selfTest()
+    case .open, .reload, .selftest, .enrol, .remove, .list, .snapshot:
+      runOperator(request, argument: argument, sequence: sequence, slot: slot, host: &host, output: output)
+    }
+  }
+
+  /// HELP, VERSION, STATUS, DOOR, STATS and LAST: replies from the host's state, changing nothing.
+  private func report<Host: ConsoleHost & ~Copyable>(
+    _ request: ConsoleRequest, slot: Int, host: borrowing Host, output: some ConsoleOutput
+  ) {
+    switch request.verb {
+    case .help: output.send(slot) { ConsoleText.writeHelp(operator: sessions[slot].isOperator, into: &$0) }
+    case .version: output.send(slot) { ConsoleText.writeVersion(host.consoleStatus(), into: &$0) }
+    case .status: output.send(slot) { ConsoleText.writeStatus(host.consoleStatus(), into: &$0) }
+    case .door: output.send(slot) { ConsoleText.writeDoor(host.consoleStatus().door, into: &$0) }
+    case .stats: output.send(slot) { ConsoleText.writeStats(host.consoleStatus(), console: counters, into: &$0) }
+    case .last: writeLast(request, slot: slot, host: host, output: output)
+    case .watch, .check, .log, .auth, .quit, .open, .reload, .selftest, .snapshot, .clock, .lockdown, .turnstile, .enrol,
+      .remove, .list:
+      // `run` dispatches these itself; a verb routed here by mistake is refused, never run.
+      output.send(slot) { $0.write("ERR 500 not a report\n") }
+    }
+  }
+
+  /// Bare LOCKDOWN or TURNSTILE: the emergency or turnstile line, or 404 when there is none.
+  private func showLine<Host: ConsoleHost & ~Copyable>(
+    _ request: ConsoleRequest, slot: Int, host: borrowing Host, output: some ConsoleOutput
+  ) {
+    let status = host.consoleStatus()
+    let line = request.verb == .lockdown ? status.emergencyLine : status.turnstileLine
+    output.send(slot) { w in
+      guard let line else {
+        w.write(request.verb == .lockdown ? "ERR 404 no emergency inputs or state configured\n" : "ERR 404 no turnstile configured\n")
+        return
+      }
+      w.write("| ")
+      ConsoleText.writeSanitized(line, into: &w)
+      w.newline()
+      w.write(request.verb == .lockdown ? "OK lockdown\n" : "OK turnstile\n")
+    }
+  }
+
+  /// CLOCK: the clock line (503 when the reader keeps no floor); CLOCK FLOOR RESET: the reset.
+  private func runClock<Host: ConsoleHost & ~Copyable>(
+    _ request: ConsoleRequest, slot: Int, host: inout Host, output: some ConsoleOutput
+  ) {
+    if request.flag {
+      resetClockFloor(slot: slot, host: &host, output: output)
+    } else if let clock = host.clockReport() {
       output.send(slot) { w in
-        w.write("OK #")
-        w.write(sequence)
-        w.write(" selftest: grant, deny and fault patterns, relay 200 ms\n")
+        ConsoleText.writeClock(clock, into: &w)
+        w.write("OK clock\n")
       }
-    case .enrol, .remove: changeAllowList(request, argument: argument, slot: slot, host: &host, output: output)
-    case .list:
-      output.send(slot) { w in
-        let (shown, total) = host.writeEntries(min(request.number ?? 50, 200), into: &w)
-        w.write("OK list ")
-        w.write(shown)
-        w.write(" of ")
-        w.write(total)
-        w.write(" entries\n")
-      }
-    case .snapshot:
-      switch host.startSnapshot(for: ticket(slot), text: request.flag) {
-      case .started: break  // the host replies when the frame is in
-      case .busy: output.send(slot) { $0.write("ERR 503 a snapshot is being taken; try again\n") }
-      case .noCamera(let state):
-        output.send(slot) { w in
-          w.write("ERR 503 no camera frames (camera ")
-          w.write(state)
-          w.write(")\n")
-        }
-      }
+    } else {
+      output.send(slot) { $0.write("ERR 503 this reader keeps no clock floor\n") }
     }
   }
 
@@ -305,185 +303,6 @@ public final class ConsoleCommands<Clock: MonotonicClock> {
         }
         w.newline()
       }
-    }
-  }
-
-  private func open<Host: ConsoleHost & ~Copyable>(
-    _ request: ConsoleRequest, sequence: UInt64, slot: Int, host: inout Host, output: some ConsoleOutput
-  ) {
-    switch host.open(milliseconds: request.number) {
-    case .pulsed(let ms):
-      output.send(slot) { w in
-        w.write("OK #")
-        w.write(sequence)
-        w.write(" open ")
-        w.write(ms)
-        w.write(" ms\n")
-      }
-    case .resting(let ms):
-      output.send(slot) { w in
-        w.write("ERR 409 the relay is resting after its maximum on-time; no pulse for ")
-        w.write((ms + 999) / 1000)
-        w.write(" s\n")
-      }
-    }
-  }
-
-  /// CLOCK FLOOR RESET (operator): the floor becomes the clock. Recorded once done, with the
-  /// floor before and after and who asked (`CLOCK FLOOR RESET <before>-><after> by <peer>`, Unix
-  /// seconds: the record's 64 bytes), and answered with both.
-  private func resetClockFloor<Host: ConsoleHost & ~Copyable>(slot: Int, host: inout Host, output: some ConsoleOutput) {
-    guard let (before, after) = host.resetClockFloor() else {
-      output.send(slot) { $0.write("ERR 503 this reader keeps no clock floor\n") }
-      return
-    }
-    let peer = sessions[slot].peer
-    let sequence = withUnsafeTemporaryAllocation(byteCount: 96, alignment: 1) { buffer in
-      var w = ByteWriter(buffer)
-      w.write("CLOCK FLOOR RESET ")
-      w.write(before)
-      w.write("->")
-      w.write(after)
-      w.write(" by ")
-      Self.writePeer(peer, into: &w)
-      return host.record(.command, code: UInt16(ConsoleVerb.clock.rawValue), text: w.written)
-    }
-    let clock = host.clockReport()
-    output.send(slot) { w in
-      w.write("OK #")
-      w.write(sequence)
-      w.write(" clock floor reset from ")
-      w.write(RFC3339.format(before))
-      w.write(" to ")
-      w.write(RFC3339.format(after))
-      if let clock, !clock.synchronized { w.write(" (the clock is not synchronised: check it is right)") }
-      w.newline()
-    }
-  }
-
-  /// LOCKDOWN ON/OFF, TURNSTILE FORGIVE/RESET (operator): carried out by its owner, then
-  /// recorded with who asked (`LOCKDOWN ON by uid 0`) when it changed something.
-  private func act<Host: ConsoleHost & ~Copyable>(
-    _ request: ConsoleRequest, slot: Int, host: inout Host, output: some ConsoleOutput
-  ) {
-    let peer = sessions[slot].peer
-    let outcome = withUnsafeTemporaryAllocation(byteCount: 48, alignment: 1) { buffer in
-      var w = ByteWriter(buffer)
-      Self.writePeer(peer, into: &w)
-      return host.perform(request.action, who: w.written)
-    }
-    guard let outcome else {
-      output.send(slot) {
-        $0.write(request.verb == .lockdown ? "ERR 404 no lockdown on this reader\n" : "ERR 404 no turnstile configured\n")
-      }
-      return
-    }
-    var sequence: UInt64 = 0
-    switch outcome {
-    case .latched, .cleared, .forgiven, .occupancyReset:
-      sequence = withUnsafeTemporaryAllocation(byteCount: 96, alignment: 1) { buffer in
-        var w = ByteWriter(buffer)
-        switch request.action {
-        case .lockdownOn: w.write("LOCKDOWN ON")
-        case .lockdownOff: w.write("LOCKDOWN OFF")
-        case .forgiveLast: w.write("TURNSTILE FORGIVE LAST")
-        case .forgiveTag(let tag):
-          w.write("TURNSTILE FORGIVE ")
-          withUnsafeBytes(of: tag.bigEndian) { w.writeHex($0) }
-        case .resetOccupancy: w.write("TURNSTILE RESET")
-        case .show: break
-        }
-        w.write(" by ")
-        Self.writePeer(peer, into: &w)
-        return host.record(.command, code: UInt16(request.verb.rawValue), text: w.written)
-      }
-    default: break
-    }
-    output.send(slot) { w in
-      switch outcome {
-      case .latched, .cleared, .forgiven:
-        w.write("OK #")
-        w.write(sequence)
-        w.write(outcome == .latched ? " lockdown on" : outcome == .cleared ? " lockdown off" : " forgiven")
-      case .occupancyReset(let before):
-        w.write("OK #")
-        w.write(sequence)
-        w.write(" occupancy reset (was ")
-        w.write(before)
-        w.write(")")
-      case .alreadyLatched(let by):
-        w.write("OK lockdown already on (by ")
-        w.write(by.name)
-        w.write(")")
-      case .notLatched: w.write("OK no lockdown in force")
-      case .heldBy(let by):
-        w.write("ERR 409 the lockdown was latched by ")
-        w.write(by.name)
-        w.write(": only it lifts it")
-      case .unknownCredential: w.write("ERR 404 no anti-passback record for that credential")
-      case .notDurable: w.write("ERR 503 could not be written durably: nothing changed")
-      }
-      w.newline()
-    }
-  }
-
-  /// ENROL LAST / REMOVE (operator): the host edits the file, reloads and records who did it.
-  private func changeAllowList<Host: ConsoleHost & ~Copyable>(
-    _ request: ConsoleRequest, argument: UnsafeRawBufferPointer, slot: Int, host: inout Host, output: some ConsoleOutput
-  ) {
-    let peer = sessions[slot].peer
-    let label = UnsafeRawBufferPointer(rebasing: argument[0..<request.labelCount])
-    let schedule = UnsafeRawBufferPointer(rebasing: argument[request.labelCount...])
-    let change = withUnsafeTemporaryAllocation(byteCount: 48, alignment: 1) { buffer in
-      var w = ByteWriter(buffer)
-      Self.writePeer(peer, into: &w)
-      return request.verb == .enrol
-        ? host.enrolLast(label: label, schedule: schedule, who: w.written) : host.removeEntry(label: label, who: w.written)
-    }
-    output.send(slot) { w in
-      switch change {
-      case .enrolled(let tag, let version, let sequence), .removed(let tag, let version, let sequence):
-        w.write("OK #")
-        w.write(sequence)
-        w.write(request.verb == .enrol ? " enrolled " : " removed ")
-        w.write(bytes: label)
-        w.write(" tag=")
-        w.write(tag)
-        w.write(" allow-list version ")
-        w.write(version)
-      case .refused(let code, let reason):
-        w.write("ERR ")
-        w.write(code)
-        w.write(" ")
-        ConsoleText.writeSanitized(reason, into: &w)
-      }
-      w.newline()
-    }
-  }
-
-  /// Who a session is, as records name it: `serial`, `uid <n>` (a local user), `local` (a local
-  /// client whose owner is unknown), an IPv4 address, or an IPv6 /64.
-  static func writePeer(_ peer: PeerKey, into w: inout ByteWriter) {
-    if peer == .serial {
-      w.write("serial")
-    } else if let uid = peer.localUID {
-      w.write("uid ")
-      w.write(uid)
-    } else if peer == .loopback {
-      w.write("local")
-    } else if peer.high == 0 && peer.low >> 32 == 0xFFFF {
-      for k in 0..<4 {
-        if k > 0 { w.write(".") }
-        w.write(UInt8(truncatingIfNeeded: peer.low >> (24 - 8 * UInt64(k))))
-      }
-    } else {
-      withUnsafeBytes(of: peer.high.bigEndian) { bytes in
-        for k in 0..<4 {
-          if k > 0 { w.write(":") }
-          w.writeHex(UnsafeRawBufferPointer(rebasing: bytes[(2 * k)..<(2 * k + 2)]))
-        }
-      }
-      w.write("::/64")
     }
   }
 

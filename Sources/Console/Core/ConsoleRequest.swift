@@ -169,27 +169,50 @@ public struct ConsoleRequest: Sendable {
       return .failure(.unknownVerb)
     }
     guard words <= 3 || verb == .enrol else { return .failure(.tooManyArguments) }
-    var request = ConsoleRequest(verb: verb)
     switch verb {
     case .help, .version, .status, .stats, .quit, .reload, .selftest, .door:
       guard words == 1 else { return .failure(.tooManyArguments) }
+      return .success(ConsoleRequest(verb: verb))
     case .enrol:
       guard words >= 3, equalsIgnoringCase(word(1), "LAST") else { return .failure(.badArgument) }
       return parseEnrol(words: words, word, argument: argument, argumentCount: &argumentCount)
-    case .remove:
-      guard words == 2 else { return .failure(.badArgument) }
+    case .remove, .check, .auth:
+      return parseArgument(verb, words: words, word, argument: argument, argumentCount: &argumentCount)
+    case .last, .log, .open, .list, .watch, .clock, .snapshot:
+      return parseOption(verb, words: words, word)
+    case .lockdown, .turnstile:
+      return parseAction(verb, words: words, word)
+    }
+  }
+
+  /// REMOVE's `label=`, CHECK's payload and AUTH's secret: copied (or unescaped) into `argument`.
+  private static func parseArgument(
+    _ verb: ConsoleVerb, words: Int, _ word: (Int) -> UnsafeRawBufferPointer, argument: UnsafeMutableRawBufferPointer,
+    argumentCount: inout Int
+  ) -> Result<ConsoleRequest, ConsoleError> {
+    var request = ConsoleRequest(verb: verb)
+    guard words == 2 else { return .failure(.badArgument) }
+    if verb == .remove {
       guard let label = value(word(1), key: "label="), label.count > 0, label.count <= LabelLimits.bytesMax,
         label.allSatisfy({ AllowListEdit.isLabelByte($0) })
       else { return .failure(.badLabel) }
       argument.copyMemory(from: label)
       argumentCount = label.count
       request.labelCount = label.count
-    case .last, .log, .open, .list:
-      guard words <= 2 else { return .failure(.tooManyArguments) }
-      if words == 2 {
-        guard let n = parseNumber(word(1)), n > 0 else { return .failure(.badArgument) }
-        request.number = n
-      }
+    } else {
+      guard let n = try? PercentCodec.decode(word(1), into: argument, strict: false) else { return .failure(.badEscape) }
+      argumentCount = n
+    }
+    return .success(request)
+  }
+
+  /// The optional number of LAST, LOG, OPEN and LIST, and the flags of WATCH ON|OFF,
+  /// CLOCK FLOOR RESET and SNAPSHOT TEXT.
+  private static func parseOption(
+    _ verb: ConsoleVerb, words: Int, _ word: (Int) -> UnsafeRawBufferPointer
+  ) -> Result<ConsoleRequest, ConsoleError> {
+    var request = ConsoleRequest(verb: verb)
+    switch verb {
     case .watch:
       guard words == 2 else { return .failure(.badArgument) }
       if equalsIgnoringCase(word(1), "ON") {
@@ -206,7 +229,30 @@ public struct ConsoleRequest: Sendable {
         }
         request.flag = true
       }
-    case .lockdown:
+    case .snapshot:
+      guard words <= 2 else { return .failure(.tooManyArguments) }
+      if words == 2 {
+        guard equalsIgnoringCase(word(1), "TEXT") else { return .failure(.badArgument) }
+        request.flag = true
+      }
+    case .last, .log, .open, .list:
+      guard words <= 2 else { return .failure(.tooManyArguments) }
+      if words == 2 {
+        guard let n = parseNumber(word(1)), n > 0 else { return .failure(.badArgument) }
+        request.number = n
+      }
+    case .help, .version, .status, .stats, .check, .auth, .quit, .reload, .selftest, .door, .lockdown, .turnstile, .enrol, .remove:
+      return .failure(.badArgument)  // `parse` dispatches these itself; refused, never parsed here
+    }
+    return .success(request)
+  }
+
+  /// LOCKDOWN [ON|OFF] and TURNSTILE [FORGIVE LAST|<tag>|RESET]: what they are asked to do.
+  private static func parseAction(
+    _ verb: ConsoleVerb, words: Int, _ word: (Int) -> UnsafeRawBufferPointer
+  ) -> Result<ConsoleRequest, ConsoleError> {
+    var request = ConsoleRequest(verb: verb)
+    if verb == .lockdown {
       guard words <= 2 else { return .failure(.tooManyArguments) }
       if words == 2 {
         if equalsIgnoringCase(word(1), "ON") {
@@ -217,36 +263,24 @@ public struct ConsoleRequest: Sendable {
           return .failure(.badArgument)
         }
       }
-    case .turnstile:
-      if words == 2 {
-        guard equalsIgnoringCase(word(1), "RESET") else { return .failure(.badArgument) }
-        request.action = .resetOccupancy
-      } else if words == 3 {
-        guard equalsIgnoringCase(word(1), "FORGIVE") else { return .failure(.badArgument) }
-        if equalsIgnoringCase(word(2), "LAST") {
-          request.action = .forgiveLast
-        } else {
-          // The tag as events show it: 16 hex digits.
-          let tag = word(2)
-          guard tag.count == 2 * PayloadTag.shownBytes else { return .failure(.badArgument) }
-          var value: UInt64 = 0
-          for b in tag {
-            guard let h = hex(b) else { return .failure(.badArgument) }
-            value = value << 4 | UInt64(h)
-          }
-          request.action = .forgiveTag(value)
+    } else if words == 2 {
+      guard equalsIgnoringCase(word(1), "RESET") else { return .failure(.badArgument) }
+      request.action = .resetOccupancy
+    } else if words == 3 {
+      guard equalsIgnoringCase(word(1), "FORGIVE") else { return .failure(.badArgument) }
+      if equalsIgnoringCase(word(2), "LAST") {
+        request.action = .forgiveLast
+      } else {
+        // The tag as events show it: 16 hex digits.
+        let tag = word(2)
+        guard tag.count == 2 * PayloadTag.shownBytes else { return .failure(.badArgument) }
+        var value: UInt64 = 0
+        for b in tag {
+          guard let h = hex(b) else { return .failure(.badArgument) }
+          value = value << 4 | UInt64(h)
         }
+        request.action = .forgiveTag(value)
       }
-    case .snapshot:
-      guard words <= 2 else { return .failure(.tooManyArguments) }
-      if words == 2 {
-        guard equalsIgnoringCase(word(1), "TEXT") else { return .failure(.badArgument) }
-        request.flag = true
-      }
-    case .check, .auth:
-      guard words == 2 else { return .failure(.badArgument) }
-      guard let n = try? PercentCodec.decode(word(1), into: argument, strict: false) else { return .failure(.badEscape) }
-      argumentCount = n
     }
     return .success(request)
   }
