@@ -21,27 +21,17 @@ enum LocationHarness {
       let folder = directory + "/" + category
       var found = 0, labelled = 0, falsePositives = 0
       var times: [Double] = []
-      for name in (try? listDirectory(folder)) ?? [] where name.hasSuffix(".jpg") || name.hasSuffix(".png") || name.hasSuffix(".pgm") {
-        let stem = String(name.dropLast(4))
-        guard let truth = try? readWholeFile(folder + "/" + stem + ".txt", maxBytes: 1 << 20) else { continue }
-        let labels = parseLabels(String(decoding: truth, as: UTF8.self))
-        guard var image = try? reader.read(folder + "/" + name) else { continue }
-        image = DecodeCommand.transformed(image, variant)
-        try DecodeCommand.decode(image, settings: settings, capacity: 64) { results, ms in
-          times.append(ms)
-          var polygons: [[Point]] = labels.map { label in
-            variant == "mirrored" ? label.map { (Double(image.width - 1) - $0.x, $0.y) } : label
-          }
-          labelled += polygons.count
-          for i in 0..<results.count {
-            let c = results[i].corners
-            let detected: [Point] = (0..<4).map { (Double(c[2 * $0]), Double(c[2 * $0 + 1])) }
-            if let match = polygons.firstIndex(where: { intersectionOverUnion(detected, $0) > 0.1 }) {
-              found += 1
-              polygons.remove(at: match)
-            } else {
-              falsePositives += 1
-            }
+      try forEachLabelledImage(in: folder, settings: settings, variant: variant, reader: reader) { _, polygons, results, ms in
+        times.append(ms)
+        labelled += polygons.count
+        for i in 0..<results.count {
+          let c = results[i].corners
+          let detected: [Point] = (0..<4).map { (Double(c[2 * $0]), Double(c[2 * $0 + 1])) }
+          if let match = polygons.firstIndex(where: { intersectionOverUnion(detected, $0) > 0.1 }) {
+            found += 1
+            polygons.remove(at: match)
+          } else {
+            falsePositives += 1
           }
         }
       }
@@ -72,32 +62,43 @@ enum LocationHarness {
 
   static func score(folder: String, settings: DecodeSettings, variant: String, reader: ImageFileReader) throws(ParseError) -> Score {
     var out = Score()
+    try forEachLabelledImage(in: folder, settings: settings, variant: variant, reader: reader) { stem, polygons, results, ms in
+      out.milliseconds.append(ms)
+      var free = Array(polygons.indices)
+      out.labelled += polygons.count
+      for i in 0..<results.count {
+        let c = results[i].corners
+        let detected: [Point] = (0..<4).map { (Double(c[2 * $0]), Double(c[2 * $0 + 1])) }
+        if let match = free.firstIndex(where: { intersectionOverUnion(detected, polygons[$0]) > 0.1 }) {
+          out.found.insert(folder + "/" + stem + "#" + String(free[match]))
+          free.remove(at: match)
+        } else {
+          out.falsePositives += 1
+        }
+      }
+    }
+    return out
+  }
+
+  /// Decodes each labelled image in `folder` (`variant` applied) and hands `body` its stem, its
+  /// labelled corners (mirrored with the image), the results and the decode time in ms.
+  static func forEachLabelledImage(
+    in folder: String, settings: DecodeSettings, variant: String, reader: ImageFileReader,
+    _ body: (_ stem: String, _ polygons: inout [[Point]], borrowing DecodeResults, Double) throws(ParseError) -> Void
+  ) throws(ParseError) {
     for name in (try? listDirectory(folder)) ?? [] where name.hasSuffix(".jpg") || name.hasSuffix(".png") || name.hasSuffix(".pgm") {
       let stem = String(name.dropLast(4))
       guard let truth = try? readWholeFile(folder + "/" + stem + ".txt", maxBytes: 1 << 20) else { continue }
       let labels = parseLabels(String(decoding: truth, as: UTF8.self))
       guard var image = try? reader.read(folder + "/" + name) else { continue }
       image = DecodeCommand.transformed(image, variant)
-      try DecodeCommand.decode(image, settings: settings, capacity: 64) { results, ms in
-        out.milliseconds.append(ms)
-        let polygons: [[Point]] = labels.map { label in
+      try DecodeCommand.decode(image, settings: settings, capacity: 64) { results, ms throws(ParseError) in
+        var polygons: [[Point]] = labels.map { label in
           variant == "mirrored" ? label.map { (Double(image.width - 1) - $0.x, $0.y) } : label
         }
-        var free = Array(polygons.indices)
-        out.labelled += polygons.count
-        for i in 0..<results.count {
-          let c = results[i].corners
-          let detected: [Point] = (0..<4).map { (Double(c[2 * $0]), Double(c[2 * $0 + 1])) }
-          if let match = free.firstIndex(where: { intersectionOverUnion(detected, polygons[$0]) > 0.1 }) {
-            out.found.insert(folder + "/" + stem + "#" + String(free[match]))
-            free.remove(at: match)
-          } else {
-            out.falsePositives += 1
-          }
-        }
+        try body(stem, &polygons, results, ms)
       }
     }
-    return out
   }
 
   /// `--each-attempt`: every attempt of the strategy alone over the whole directory (codes found,

@@ -47,36 +47,75 @@ enum SceneHarness {
     var settings = engineSettings
     // Short pulses, so every grant raises an edge of its own.
     settings.actuation.relayPulseMilliseconds = 100
-    let clock = StreamHarness.StreamClock()
-    let relay = RecordingOutputLine(name: "relay", clock: clock, capacity: 4 * scenes.count + 16)
-    let buzzer = RecordingOutputLine(name: "buzzer", clock: clock, capacity: 16 * scenes.count + 16)
-    let decoder: ZXingDecoder
-    do {
-      decoder = try ZXingDecoder(
-        arenaBytes: ScanConfig().decoderArenaKiB * 1024, capacity: settings.resultsCapacity, tryHarder: settings.decode.tryHarder)
-    } catch { throw ParseError(message: "\(error)") }
-    var engine = ScanEngine(
-      settings: settings, decoder: decoder, relay: relay, buzzer: buzzer, clock: clock, wall: SystemWallClock(),
-      digester: SodiumDigester(), events: EventRing(capacity: 1024), maxWidth: width, maxHeight: height)
-    var list = ""
-    var listed = Set<String>()
+    var playback = try Playback(scenes, width: width, height: height, fps: fps, settings: settings)
+    let holdFrames = max(1, fps * holdMilliseconds / 1000), gapFrames = max(1, fps * gapMilliseconds / 1000)
+    var outcomes: [Outcome] = []
+    for _ in 0..<gapFrames { _ = playback.show(empty) }
+    var previous: [[UInt8]] = []
     for scene in scenes {
-      for payload in scene.payloads {
-        let line = "sha256:" + payload.withUnsafeBytes { Hex.string(SodiumDigester().sha256($0)) }
-        if listed.insert(line).inserted { list += line + "\n" }
+      // The same code again: past the presence cooldown, as the demo does.
+      if !scene.payloads.isEmpty && scene.payloads == previous {
+        let extra = fps * (settings.presence.cooldownMilliseconds + settings.presence.leaveAfterMilliseconds) / 1000 + 1
+        for _ in 0..<extra { _ = playback.show(empty) }
+      }
+      previous = scene.payloads
+      outcomes.append(playback.hold(scene, frames: holdFrames, trace: trace))
+      for f in 1...gapFrames {
+        _ = playback.show(empty)
+        if trace && f <= 3 { playback.traceLine("(empty after \(scene.name))", frame: f) }
       }
     }
-    if let error = engine.allowList.load(Array(list.utf8), digester: SodiumDigester(), nowUnixSeconds: SystemWallClock().unixSeconds()) {
-      throw ParseError(message: "allow-list: \(error)")
-    }
-    let period = 1_000_000_000 / UInt64(fps)
-    let holdFrames = max(1, fps * holdMilliseconds / 1000), gapFrames = max(1, fps * gapMilliseconds / 1000)
-    let budget = UInt64(settings.decode.budgetMicroseconds)
+    return (outcomes, playback.figures)
+  }
+
+  /// The engine `play` drives: zxing-cpp, recorded relay and buzzer, the stream clock.
+  typealias Engine = ScanEngine<
+    ZXingDecoder, RecordingOutputLine, RecordingOutputLine, StreamHarness.StreamClock, SystemWallClock, SodiumDigester
+  >
+
+  /// One run of `play`: the engine with its clock and recorded lines, and the figures of every
+  /// frame shown to it.
+  struct Playback: ~Copyable {
+    let clock: StreamHarness.StreamClock
+    let relay: RecordingOutputLine
+    let buzzer: RecordingOutputLine
+    var engine: Engine
+    let width: Int
+    let height: Int
+    let period: UInt64
+    let budget: UInt64
+    let attempts: [DecodeAttempt]
     var sequence: UInt64 = 0
     var figures = FrameFigures()
-    var outcomes: [Outcome] = []
-    let attempts = settings.decode.attempts
-    func show(_ pixels: [UInt8]) -> Instant {
+
+    /// The engine for `settings` with every scene's payload on its allow-list.
+    init(_ scenes: [Scene], width: Int, height: Int, fps: Int, settings: EngineSettings) throws(ParseError) {
+      clock = StreamHarness.StreamClock()
+      relay = RecordingOutputLine(name: "relay", clock: clock, capacity: 4 * scenes.count + 16)
+      buzzer = RecordingOutputLine(name: "buzzer", clock: clock, capacity: 16 * scenes.count + 16)
+      let decoder: ZXingDecoder
+      do {
+        decoder = try ZXingDecoder(
+          arenaBytes: ScanConfig().decoderArenaKiB * 1024, capacity: settings.resultsCapacity, tryHarder: settings.decode.tryHarder)
+      } catch { throw ParseError(message: "\(error)") }
+      var engine = ScanEngine(
+        settings: settings, decoder: decoder, relay: relay, buzzer: buzzer, clock: clock, wall: SystemWallClock(),
+        digester: SodiumDigester(), events: EventRing(capacity: 1024), maxWidth: width, maxHeight: height)
+      let list = allowListText(scenes)
+      if let error = engine.allowList.load(Array(list.utf8), digester: SodiumDigester(), nowUnixSeconds: SystemWallClock().unixSeconds()) {
+        throw ParseError(message: "allow-list: \(error)")
+      }
+      self.engine = engine
+      self.width = width
+      self.height = height
+      period = 1_000_000_000 / UInt64(fps)
+      budget = UInt64(settings.decode.budgetMicroseconds)
+      attempts = settings.decode.attempts
+    }
+
+    /// The next frame: the clock moves on by a period, the engine takes `pixels`; returns when
+    /// the frame was captured.
+    mutating func show(_ pixels: [UInt8]) -> Instant {
       sequence += 1
       clock.frame(sequence, periodNanoseconds: period)
       let captured = clock.now()
@@ -94,28 +133,9 @@ enum SceneHarness {
       }
       return captured
     }
-    func traceLine(_ label: String, frame: Int) {
-      let t = engine.pipeline.lastTrace
-      var line = "  \(label) frame \(frame): \(engine.pipeline.lastFrame.microseconds) µs"
-      if engine.pipeline.lastFrame.quiet { line += " quiet" }
-      if engine.pipeline.lastFrame.budgetSpent {
-        line += " budget spent" + (t.waiting >= 0 ? " (next: \(attempts[t.waiting].name), \(t.waitingEstimate) µs)" : "")
-      }
-      for k in 0..<min(t.count, AttemptTrace.capacity) {
-        let e = t[k]
-        line += "; \(attempts[e.attempt].name) \(e.microseconds)" + (e.found > 0 ? " found \(e.found)" : "")
-      }
-      print(line)
-    }
-    for _ in 0..<gapFrames { _ = show(empty) }
-    var previous: [[UInt8]] = []
-    for scene in scenes {
-      // The same code again: past the presence cooldown, as the demo does.
-      if !scene.payloads.isEmpty && scene.payloads == previous {
-        let extra = fps * (settings.presence.cooldownMilliseconds + settings.presence.leaveAfterMilliseconds) / 1000 + 1
-        for _ in 0..<extra { _ = show(empty) }
-      }
-      previous = scene.payloads
+
+    /// Shows `scene` for `holdFrames` frames: the time from its first frame to the first edge.
+    mutating func hold(_ scene: Scene, frames holdFrames: Int, trace: Bool) -> Outcome {
       let relayBefore = relay.edgeCount, buzzerBefore = buzzer.edgeCount
       var outcome = Outcome(name: scene.name)
       var first: Instant? = nil
@@ -136,13 +156,36 @@ enum SceneHarness {
           outcome.granted = relayEdge != nil
         }
       }
-      outcomes.append(outcome)
-      for f in 1...gapFrames {
-        _ = show(empty)
-        if trace && f <= 3 { traceLine("(empty after \(scene.name))", frame: f) }
+      return outcome
+    }
+
+    /// `--trace`: the last frame's time and each attempt it made.
+    func traceLine(_ label: String, frame: Int) {
+      let t = engine.pipeline.lastTrace
+      var line = "  \(label) frame \(frame): \(engine.pipeline.lastFrame.microseconds) µs"
+      if engine.pipeline.lastFrame.quiet { line += " quiet" }
+      if engine.pipeline.lastFrame.budgetSpent {
+        line += " budget spent" + (t.waiting >= 0 ? " (next: \(attempts[t.waiting].name), \(t.waitingEstimate) µs)" : "")
+      }
+      for k in 0..<min(t.count, AttemptTrace.capacity) {
+        let e = t[k]
+        line += "; \(attempts[e.attempt].name) \(e.microseconds)" + (e.found > 0 ? " found \(e.found)" : "")
+      }
+      print(line)
+    }
+  }
+
+  /// The allow-list with every scene's payload once, by its SHA-256.
+  static func allowListText(_ scenes: [Scene]) -> String {
+    var list = ""
+    var listed = Set<String>()
+    for scene in scenes {
+      for payload in scene.payloads {
+        let line = "sha256:" + payload.withUnsafeBytes { Hex.string(SodiumDigester().sha256($0)) }
+        if listed.insert(line).inserted { list += line + "\n" }
       }
     }
-    return (outcomes, figures)
+    return list
   }
 
   /// One line per scene (with `each`), then the summary.

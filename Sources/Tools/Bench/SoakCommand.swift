@@ -13,35 +13,12 @@ import Synchronization
 public enum SoakCommand {
   public static func run(_ arguments: [String]) -> Int32 {
     do {
-      let options = try Options(
-        arguments, valued: ["frames", "every", "variants", "histogram", "console-clients", "passes"], known: [])
-      let consoleClients = try options.integer("console-clients", default: -1, range: -1...1_000)
-      let frameLimit = try options.integer("frames", default: 100_000, range: 1...100_000_000)
-      let every = try options.integer("every", default: max(1, frameLimit / 20), range: 1...100_000_000)
+      let options = try SoakOptions(arguments)
       let width = 640, height = 480
       let directory = DemoCommand.makeTemporaryDirectory()
       defer { DemoCommand.removeDirectory(directory) }
       var config = ScanConfig()
-      var (frameImages, script) = scenes(width: width, height: height)
-      // --passes signed|rotating: the same scenes with signed passes instead of the static
-      // entries (the verification cost on the frame-to-edge path, measured against the same run
-      // with the allow-list).
-      if let passes = options.value("passes"), passes != "allow-list" {
-        guard passes == "signed" || passes == "rotating" else { throw ParseError(message: "--passes allow-list|signed|rotating") }
-        (frameImages, script) = try SoakPasses.scenes(rotating: passes == "rotating", in: directory, config: &config, width: width, height: height)
-      }
-      try writeFileAtomically(directory + "/allow-list.txt", Array("text:ALICE-0001\ntext:DAVE-0004\n".utf8))
-
-      config.gpioBackend = .sim
-      config.allowListPath = directory + "/allow-list.txt"
-      config.allowListWatch = false
-      config.engine.presence.leaveAfterMilliseconds = 50
-      config.engine.presence.cooldownMilliseconds = 0
-      config.engine.actuation.relayPulseMilliseconds = 100
-      if let mode = options.value("variants") {
-        guard let m = VariantMode(rawValue: mode) else { throw ParseError(message: "--variants is upright, retry or alternate") }
-        config.engine.decode.variantMode = m
-      }
+      let (frames, steps) = try prepare(options, in: directory, config: &config, width: width, height: height)
       let clock = SystemMonotonicClock()
       let relay = RecordingOutputLine(name: "relay", clock: clock, capacity: 16)
       let buzzer = RecordingOutputLine(name: "buzzer", clock: clock, capacity: 16)
@@ -54,8 +31,7 @@ public enum SoakCommand {
       settings.watchAllowList = false
       engine.tagger = TagKey.ephemeral()  // every decision keyed as the service does
       config.allowListWatch = false
-      let frames = frameImages, steps = script
-      frameImages = []
+      let consoleClients = options.consoleClients
       let (console, load) = consoleClients >= 0 ? try loadedConsole(idle: consoleClients, clock: clock) : (nil, nil)
       var loop = RunLoop(engine: engine, settings: settings, console: console) { () throws(CaptureError) in
         ScriptedFrameSource(width: width, height: height, frames: frames, script: steps, loops: true, clock: clock)
@@ -64,41 +40,106 @@ public enum SoakCommand {
       if let error = loop.reloadAllowList() { throw ParseError(message: "allow-list: \(error)") }
       print("frames,rss_kib,seconds,grants,denies")
       load?.start()
-      let start = clock.now()
-      var nextReport: UInt64 = 0
-      var rssFirst = 0, rssLast = 0
-      while loop.engine.stats.frames < UInt64(frameLimit) && !loop.stopRequested {
-        loop.runOnce(maximumWaitMilliseconds: 10)
-        let done = loop.engine.stats.frames
-        if done >= nextReport {
-          let rss = residentKiB()
-          if nextReport == 0 { rssFirst = rss }
-          rssLast = rss
-          let s = loop.engine.stats
-          print("\(done),\(rss),\(formatMilliseconds(Double(clock.now().microseconds(since: start)) / 1_000_000)),\(s.grants),\(s.denies)")
-          flushStandardOutput()
-          nextReport += UInt64(every)
-        }
-      }
-      let s = loop.engine.stats
-      let seconds = Double(clock.now().microseconds(since: start)) / 1_000_000
+      let (s, seconds, rssFirst) = measure(&loop, options: options, clock: clock)
       load?.stop()
       if let load {
         print(
           "# console: \(consoleClients) idle clients, 1 watching (\(load.watchedLines.load(ordering: .relaxed)) event lines), "
             + "STATUS round trips \(formatMilliseconds(Double(load.commands.load(ordering: .relaxed)) / seconds)) per second")
       }
-      rssLast = residentKiB()
+      let rssLast = residentKiB()
       report(
         s, seconds: seconds, rss: (rssFirst, rssLast), arena: loop.engine.pipeline.decoder.stats,
         views: config.engine.decode.variantMode.rawValue)
-      if let path = options.value("histogram") { try writeHistogram(s, to: path) }
+      if let path = options.histogram { try writeHistogram(s, to: path) }
       loop.finish()
       return 0
     } catch {
       writeStandardError("scangate soak: \(error)\n")
       return 2
     }
+  }
+
+  /// The soak's command-line options.
+  struct SoakOptions {
+    /// Idle console clients (-1: no console).
+    var consoleClients: Int
+    var frameLimit: Int
+    /// Frames between memory reports.
+    var every: Int
+    /// `--passes`, `--variants` and `--histogram` as given (checked where they are used).
+    var passes: String?
+    var variants: String?
+    var histogram: String?
+
+    /// Parses `arguments`: unknown options and out-of-range numbers are errors.
+    init(_ arguments: [String]) throws(ParseError) {
+      let options = try Options(
+        arguments, valued: ["frames", "every", "variants", "histogram", "console-clients", "passes"], known: [])
+      consoleClients = try options.integer("console-clients", default: -1, range: -1...1_000)
+      frameLimit = try options.integer("frames", default: 100_000, range: 1...100_000_000)
+      every = try options.integer("every", default: max(1, frameLimit / 20), range: 1...100_000_000)
+      passes = options.value("passes")
+      variants = options.value("variants")
+      histogram = options.value("histogram")
+    }
+  }
+
+  /// The loop the soak drives: replayed scenes, zxing-cpp, recorded relay and buzzer.
+  typealias SoakLoop = RunLoop<
+    ScriptedFrameSource, ZXingDecoder, RecordingOutputLine, RecordingOutputLine, SystemMonotonicClock, SystemWallClock,
+    SodiumDigester
+  >
+
+  /// The scenes (with `--passes`, signed ones) and the allow-list written into `directory`, and
+  /// the soak's settings in `config`; returns the frames and their script.
+  static func prepare(
+    _ options: SoakOptions, in directory: String, config: inout ScanConfig, width: Int, height: Int
+  ) throws -> ([[UInt8]], [ScriptedFrameSource.Step]) {
+    var (frameImages, script) = scenes(width: width, height: height)
+    // --passes signed|rotating: the same scenes with signed passes instead of the static
+    // entries (the verification cost on the frame-to-edge path, measured against the same run
+    // with the allow-list).
+    if let passes = options.passes, passes != "allow-list" {
+      guard passes == "signed" || passes == "rotating" else { throw ParseError(message: "--passes allow-list|signed|rotating") }
+      (frameImages, script) = try SoakPasses.scenes(rotating: passes == "rotating", in: directory, config: &config, width: width, height: height)
+    }
+    try writeFileAtomically(directory + "/allow-list.txt", Array("text:ALICE-0001\ntext:DAVE-0004\n".utf8))
+
+    config.gpioBackend = .sim
+    config.allowListPath = directory + "/allow-list.txt"
+    config.allowListWatch = false
+    config.engine.presence.leaveAfterMilliseconds = 50
+    config.engine.presence.cooldownMilliseconds = 0
+    config.engine.actuation.relayPulseMilliseconds = 100
+    if let mode = options.variants {
+      guard let m = VariantMode(rawValue: mode) else { throw ParseError(message: "--variants is upright, retry or alternate") }
+      config.engine.decode.variantMode = m
+    }
+    return (frameImages, script)
+  }
+
+  /// The timed run: the loop until `--frames`, a CSV line of resident memory every `--every`
+  /// frames; returns the stats, the seconds it took and the first resident size.
+  static func measure(_ loop: inout SoakLoop, options: SoakOptions, clock: SystemMonotonicClock) -> (ScanStats, Double, Int) {
+    let start = clock.now()
+    var nextReport: UInt64 = 0
+    var rssFirst = 0
+    while loop.engine.stats.frames < UInt64(options.frameLimit) && !loop.stopRequested {
+      loop.runOnce(maximumWaitMilliseconds: 10)
+      let done = loop.engine.stats.frames
+      if done >= nextReport {
+        let rss = residentKiB()
+        if nextReport == 0 { rssFirst = rss }
+        let s = loop.engine.stats
+        print("\(done),\(rss),\(formatMilliseconds(Double(clock.now().microseconds(since: start)) / 1_000_000)),\(s.grants),\(s.denies)")
+        flushStandardOutput()
+        nextReport += UInt64(options.every)
+      }
+    }
+    let s = loop.engine.stats
+    let seconds = Double(clock.now().microseconds(since: start)) / 1_000_000
+    return (s, seconds, rssFirst)
   }
 
   /// Three codes, each in view for 10 frames, then long enough away (> leave_after_ms) to leave.

@@ -41,20 +41,8 @@ public enum DemoCommand {
       if let prefix = options.value("snapshot") { return try snapshot(prefix: prefix) }
       let fps = try options.integer("fps", default: 15, range: 1...240)
       if options.flag("bench") { return try bench(fps: fps, trace: options.flag("trace")) }
-      var config = ScanConfig()
-      if options.value("config") != nil {
-        guard let loaded = loadConfig(options) else { return 1 }
-        config = loaded
-      } else {
-        // The demo's passes are made up: show what was read (a site's config keeps it off).
-        config.log.rawPayloads = true
-      }
-      let directory = options.value("dir") ?? makeTemporaryDirectory()
-      if !isDirectory(directory) {
-        do { _ = try syscall("mkdir \(directory)", { mkdir(directory, 0o755) }) } catch {
-          throw ParseError(message: "\(directory): \(error.code)")
-        }
-      }
+      guard var config = baseConfig(options) else { return 1 }
+      let directory = try prepareDirectory(options.value("dir"))
       let width = 640, height = 480
       let demoConsole = options.value("config") == nil
       let turnstile = options.flag("turnstile")
@@ -63,57 +51,11 @@ public enum DemoCommand {
       let index = try writeScenes(
         to: directory, fps: fps, width: width, height: height, extra: extra, list: list,
         trailingSeconds: turnstile ? 5 : 0)
-
-      config.cameraSource = .replay
-      config.replayPath = directory
-      config.replayFPS = fps
-      config.replayLoop = false
-      config.cameraWidth = width
-      config.cameraHeight = height
-      config.gpioBackend = .sim
-      config.allowListPath = directory + "/allow-list.txt"
-      config.allowListWatch = false
-      config.log.path = directory + "/audit.db"
-      if turnstile { DemoTurnstile.configure(&config) } else { DemoDoor.configure(&config) }
-      if demoConsole {
-        // The console on loopback with an operator secret made for this run only (random,
-        // in a 0600 file in the demo's folder), so a newcomer can try every command.
-        let secret = SecretBytes.random(16)
-        config.consoleSecretFile = directory + "/operator-secret"
-        try SecretFile.create(config.consoleSecretFile, Array((Hex.string(secret) + "\n").utf8))
-        config.consoleListen = ["127.0.0.1:4570"]
-      }
+      try configure(&config, directory: directory, fps: fps, width: width, height: height, turnstile: turnstile, demoConsole: demoConsole)
       print("ScanGate demo: \(index) frames of \(width)x\(height) at \(fps) fps from \(directory), simulated GPIO")
-      print(
-        "decoder \(ZXingDecoder.engineVersion), views \(config.engine.decode.variantMode.rawValue) over "
-          + config.engine.decode.variants.map(\.name).joined(separator: ","))
-      for scene in list + extra {
-        let shown = scene.payload.count > 32 ? Array(scene.payload.prefix(20)) + Array("...".utf8) : scene.payload
-        print("  code " + PayloadEscaping.escaped(shown) + " (\(scene.variant.name)): \(scene.note)")
-      }
-      for note in turnstile ? DemoTurnstile.notes : DemoDoor.notes { print("  " + note) }
-      if demoConsole {
-        print(
-          """
-          console: in a second terminal, while the demo runs (a lower --fps, e.g. 5, gives more time):
-            scangate console --command STATUS
-            scangate console --command 'WATCH ON'          (decisions by label and digest)
-            scangate console --secret-file \(config.consoleSecretFile) --command 'LAST 5'   (as operator: payloads)
-            scangate snapshot --secret-file \(config.consoleSecretFile) --text
-          """)
-      }
+      printIntroduction(config, codes: list + extra, turnstile: turnstile, demoConsole: demoConsole)
       var panel: DemoPanel? = nil
-      if options.flag("panel") {
-        // Panel mode against a simulated panel on a pty pair: the reader forwards card numbers
-        // and never drives its relay.
-        let simulated = try DemoPanel()
-        config.panel.mode = .panel
-        config.panel.osdpPort = simulated.slavePath
-        config.panel.enforceSecure = false
-        print("panel mode: a simulated OSDP panel on \(simulated.slavePath) (plain OSDP, no key: a demo only)")
-        simulated.start()
-        panel = simulated
-      }
+      if options.flag("panel") { panel = try startPanel(&config) }
       defer { panel?.stop() }
       flushStandardOutput()
       var serviceOptions = Service.Options()
@@ -134,6 +76,92 @@ public enum DemoCommand {
       writeStandardError("scangate demo: \(error)\n")
       return 2
     }
+  }
+
+  /// The configuration `--config` names, or (without one) the defaults with payloads logged;
+  /// nil after printing why the named one could not be loaded.
+  static func baseConfig(_ options: Options) -> ScanConfig? {
+    var config = ScanConfig()
+    if options.value("config") != nil {
+      guard let loaded = loadConfig(options) else { return nil }
+      config = loaded
+    } else {
+      // The demo's passes are made up: show what was read (a site's config keeps it off).
+      config.log.rawPayloads = true
+    }
+    return config
+  }
+
+  /// The demo's folder: `--dir` (made if missing) or a new temporary one.
+  static func prepareDirectory(_ dir: String?) throws(ParseError) -> String {
+    let directory = dir ?? makeTemporaryDirectory()
+    if !isDirectory(directory) {
+      do { _ = try syscall("mkdir \(directory)", { mkdir(directory, 0o755) }) } catch {
+        throw ParseError(message: "\(directory): \(error.code)")
+      }
+    }
+    return directory
+  }
+
+  /// Replay from `directory`, simulated GPIO, the door's or the turnstile's settings and (for
+  /// the demo's own console) an operator secret made for this run.
+  static func configure(
+    _ config: inout ScanConfig, directory: String, fps: Int, width: Int, height: Int, turnstile: Bool, demoConsole: Bool
+  ) throws {
+    config.cameraSource = .replay
+    config.replayPath = directory
+    config.replayFPS = fps
+    config.replayLoop = false
+    config.cameraWidth = width
+    config.cameraHeight = height
+    config.gpioBackend = .sim
+    config.allowListPath = directory + "/allow-list.txt"
+    config.allowListWatch = false
+    config.log.path = directory + "/audit.db"
+    if turnstile { DemoTurnstile.configure(&config) } else { DemoDoor.configure(&config) }
+    if demoConsole {
+      // The console on loopback with an operator secret made for this run only (random,
+      // in a 0600 file in the demo's folder), so a newcomer can try every command.
+      let secret = SecretBytes.random(16)
+      config.consoleSecretFile = directory + "/operator-secret"
+      try SecretFile.create(config.consoleSecretFile, Array((Hex.string(secret) + "\n").utf8))
+      config.consoleListen = ["127.0.0.1:4570"]
+    }
+  }
+
+  /// The decoder and its views, each code shown with what it is, the door's or turnstile's
+  /// story and (for the demo's own console) how to reach it.
+  static func printIntroduction(_ config: ScanConfig, codes: [Scene], turnstile: Bool, demoConsole: Bool) {
+    print(
+      "decoder \(ZXingDecoder.engineVersion), views \(config.engine.decode.variantMode.rawValue) over "
+        + config.engine.decode.variants.map(\.name).joined(separator: ","))
+    for scene in codes {
+      let shown = scene.payload.count > 32 ? Array(scene.payload.prefix(20)) + Array("...".utf8) : scene.payload
+      print("  code " + PayloadEscaping.escaped(shown) + " (\(scene.variant.name)): \(scene.note)")
+    }
+    for note in turnstile ? DemoTurnstile.notes : DemoDoor.notes { print("  " + note) }
+    if demoConsole {
+      print(
+        """
+        console: in a second terminal, while the demo runs (a lower --fps, e.g. 5, gives more time):
+          scangate console --command STATUS
+          scangate console --command 'WATCH ON'          (decisions by label and digest)
+          scangate console --secret-file \(config.consoleSecretFile) --command 'LAST 5'   (as operator: payloads)
+          scangate snapshot --secret-file \(config.consoleSecretFile) --text
+        """)
+    }
+  }
+
+  /// `--panel`: panel mode against a simulated panel on a pty pair, started; the reader
+  /// forwards card numbers and never drives its relay.
+  static func startPanel(_ config: inout ScanConfig) throws -> DemoPanel {
+    let simulated = try DemoPanel()
+    config.panel.mode = .panel
+    config.panel.osdpPort = simulated.slavePath
+    config.panel.enforceSecure = false
+    print("panel mode: a simulated OSDP panel on \(simulated.slavePath) (plain OSDP, no key: a demo only)")
+    simulated.start()
+    return simulated
   }
 
   /// Writes the scenes as PGM frames (each code in view 0.6 s, then 1 s of empty view so it

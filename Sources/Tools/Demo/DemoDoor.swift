@@ -28,31 +28,16 @@ enum DemoDoor {
 
   /// The demo's hand on the door: watches the decisions in the ring and scripts the simulated
   /// lines from each one's time, so the story holds at any frame rate.
-  final class Driver: PollParticipant {
+  final class Driver: DemoDecisionScript {
     let lines: DoorSetup.SimulatedLines
-    let ring: EventRing
-    var cursor: EventCursor
-    var decisions = 0
 
     init(lines: DoorSetup.SimulatedLines, ring: EventRing) {
       self.lines = lines
-      self.ring = ring
-      cursor = EventCursor(next: ring.nextSequence)
-    }
-
-    var pollCapacity: Int { 0 }
-    func prepare(_ poll: PollSet, now: Instant) -> Instant? { nil }
-
-    func service(_ poll: PollSet, now: Instant, requests: LoopRequests) {
-      cursor.read(ring) { item in
-        guard case .event(let e) = item, e.kind == .decision else { return }
-        decisions += 1
-        act(scene: decisions - 1, at: e.monotonic)
-      }
+      super.init(ring: ring)
     }
 
     /// Scripts the door for the scene whose decision came at `t`.
-    func act(scene: Int, at t: Instant) {
+    override func act(scene: Int, at t: Instant) {
       func at(_ ms: Int) -> Instant { t.adding(milliseconds: ms) }
       switch scene {
       case 0:  // alice, granted: the door opens with 10 bounce edges in 5 ms, then closes.

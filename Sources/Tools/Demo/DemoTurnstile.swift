@@ -33,32 +33,17 @@ enum DemoTurnstile {
 
   /// The demo's people at the turnstile: watches the decisions in the ring and scripts the
   /// sensors from each one's time, so the story holds at any frame rate.
-  final class Driver: PollParticipant {
+  final class Driver: DemoDecisionScript {
     let lines: TurnstileSetup.SimulatedLines
     let fire: SimulatedInputLine
-    let ring: EventRing
-    var cursor: EventCursor
-    var decisions = 0
 
     init(lines: TurnstileSetup.SimulatedLines, fire: SimulatedInputLine, ring: EventRing) {
       self.lines = lines
       self.fire = fire
-      self.ring = ring
-      cursor = EventCursor(next: ring.nextSequence)
+      super.init(ring: ring)
     }
 
-    var pollCapacity: Int { 0 }
-    func prepare(_ poll: PollSet, now: Instant) -> Instant? { nil }
-
-    func service(_ poll: PollSet, now: Instant, requests: LoopRequests) {
-      cursor.read(ring) { item in
-        guard case .event(let e) = item, e.kind == .decision else { return }
-        decisions += 1
-        act(scene: decisions - 1, at: e.monotonic)
-      }
-    }
-
-    func act(scene: Int, at t: Instant) {
+    override func act(scene: Int, at t: Instant) {
       func at(_ ms: Int) -> Instant { t.adding(milliseconds: ms) }
       switch scene {
       case 0:  // alice in: the entry arm turns 0.8 s after the grant.
