@@ -11,25 +11,11 @@ import Testing
   let comment = "# hand-written: keep me, and my place"
 
   func setUp() -> (String, String) {
-    let dir = temporaryDirectory("people")
-    _ = writePNG(path: dir + "/frame.png", pixels: qrFrame("BOB-0002").pixels, width: 640, height: 480, components: 1)
-    writeFile(dir + "/allow-list.txt", "\(comment)\ntext:ALICE-0001 label=alice\n")
-    writeFile(dir + "/secret", "correct horse battery staple\n")
-    chmod(dir + "/secret", 0o600)
-    writeFile(
-      dir + "/config.toml",
+    replayReader("people", payload: "BOB-0002", allowList: "\(comment)\ntext:ALICE-0001 label=alice\n") { dir in
       """
-      [camera]
-      source = "replay"
-      replay_path = "\(dir)"
-      replay_fps = 20
+      relay_pulse_ms = 100
       [presence]
       repeat_ms = 1000
-      [allow_list]
-      path = "\(dir)/allow-list.txt"
-      [gpio]
-      backend = "sim"
-      relay_pulse_ms = 100
       [log]
       path = "\(dir)/audit.db"
       commit_interval_ms = 50
@@ -38,8 +24,8 @@ import Testing
       [console]
       listen = ["127.0.0.1:0"]
       secret_file = "\(dir)/secret"
-      """)
-    return (dir, dir + "/config.toml")
+      """
+    }
   }
 
   func file(_ path: String) -> String { (try? readWholeFile(path, maxBytes: 1 << 20)).map { String(decoding: $0, as: UTF8.self) } ?? "" }

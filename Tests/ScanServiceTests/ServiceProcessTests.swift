@@ -15,22 +15,8 @@ import Testing
   /// over. The worker processes are tested in DecoderWorkerTests, the two-camera test below and
   /// the fault stage's decoder.py.
   func setUp(pulse: Int = 20_000, log: Bool = false) -> (String, String) {
-    let dir = temporaryDirectory("svc")
-    _ = writePNG(path: dir + "/frame.png", pixels: qrFrame("ALICE-0001").pixels, width: 640, height: 480, components: 1)
-    writeFile(dir + "/allow-list.txt", "text:ALICE-0001 label=alice\n")
-    writeFile(dir + "/secret", "correct horse battery staple\n")
-    chmod(dir + "/secret", 0o600)
-    writeFile(
-      dir + "/config.toml",
+    replayReader("svc", payload: "ALICE-0001", allowList: "text:ALICE-0001 label=alice\n") { dir in
       """
-      [camera]
-      source = "replay"
-      replay_path = "\(dir)"
-      replay_fps = 20
-      [allow_list]
-      path = "\(dir)/allow-list.txt"
-      [gpio]
-      backend = "sim"
       relay_pulse_ms = \(pulse)
       relay_pulse_ms_max = \(pulse)
       [log]
@@ -41,8 +27,8 @@ import Testing
       [console]
       listen = ["127.0.0.1:0"]
       secret_file = "\(dir)/secret"
-      """)
-    return (dir, dir + "/config.toml")
+      """
+    }
   }
 
   /// With the console on, the loop has helper threads: a signal must still reach the loop.

@@ -1,0 +1,31 @@
+import Glibc
+import ScanLinux
+
+/// A folder for the built binary to serve as a reader: `frame.png` (a QR code for `payload`)
+/// replayed as its camera, `allow-list.txt` with `allowList`, the console's secret file (0600),
+/// and `config.toml` with the camera, allow-list, simulated GPIO and inline decoder sections,
+/// then `more` (further keys of [gpio], then other sections). Returns the folder and the config.
+package func replayReader(
+  _ tag: String, payload: String, allowList: String, secret: String = "correct horse battery staple", fps: Int = 20,
+  _ more: (String) -> String
+) -> (directory: String, config: String) {
+  let dir = temporaryDirectory(tag)
+  _ = writePNG(path: dir + "/frame.png", pixels: qrFrame(payload).pixels, width: 640, height: 480, components: 1)
+  writeFile(dir + "/allow-list.txt", allowList)
+  writeFile(dir + "/secret", secret + "\n")
+  chmod(dir + "/secret", 0o600)
+  writeFile(
+    dir + "/config.toml",
+    """
+    [camera]
+    source = "replay"
+    replay_path = "\(dir)"
+    replay_fps = \(fps)
+    [allow_list]
+    path = "\(dir)/allow-list.txt"
+    [gpio]
+    backend = "sim"
+    \(more(dir))
+    """)
+  return (dir, dir + "/config.toml")
+}
