@@ -21,12 +21,12 @@ enum ProbeCommand {
     for c in cameras {
       if let error = c.error { print("  \(c.path): cannot open: \(error)"); continue }
       print("  \(c.path): \(c.card) (\(c.driver))\(c.canCapture ? "" : ", not a capture node")")
-      let usable = ["GREY", "YUYV", "MJPG", "JPEG"]
+      let usable = ["GREY", "YUYV", "YU12", "NV12", "NV21", "RGB3", "BGR3", "MJPG", "JPEG"]
       for f in c.formats where usable.contains(f.fourcc) {
         print("    \(f.fourcc): \(f.sizes.prefix(12).joined(separator: " "))\(f.sizes.count > 12 ? " ..." : "")")
       }
       let others = c.formats.map(\.fourcc).filter { !usable.contains($0) }
-      if !others.isEmpty { print("    also (not used by scangate, which reads GREY, YUYV and MJPEG natively): \(others.joined(separator: " "))") }
+      if !others.isEmpty { print("    also (not read by scangate, which reads GREY, YUYV, YUV 4:2:0, RGB and MJPEG): \(others.joined(separator: " "))") }
     }
     for (link, target) in Probe.links(in: "/dev/v4l/by-id") { print("  stable name \(link) -> \(target)") }
     printLibcameraCameras()

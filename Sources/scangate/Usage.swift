@@ -16,7 +16,10 @@ enum Usage {
       summary: "run the reader service (camera, GPIO, console, log); --frames stops after N frames"),
     CommandUsage(
       name: "demo",
-      lines: ["demo [--config FILE] [--fps N] [--frames N] [--dir DIR] [--keep] [--panel]", "demo --snapshot PREFIX", "demo --bench [--fps N] [--trace]"],
+      lines: [
+        "demo [--config FILE] [--fps N] [--frames N] [--dir DIR] [--keep] [--panel] [--turnstile]", "demo --snapshot PREFIX",
+        "demo --bench [--fps N] [--trace]",
+      ],
       summary:
         "replay generated codes through the real loop with simulated GPIO; --snapshot writes PREFIX.png and PREFIX.txt; "
         + "--bench: the demo's scenes through the engine in this process, first frame to edge per code"),
@@ -37,7 +40,7 @@ enum Usage {
       name: "check-config", lines: ["check-config [--config FILE]"],
       summary: "validate config.toml and the allow-list, print the memory budget"),
     CommandUsage(
-      name: "probe", lines: ["probe [--all-lines]"],
+      name: "probe", lines: ["probe [--config FILE] [--all-lines]"],
       summary: "cameras, GPIO chips and serial ports this machine offers"),
     CommandUsage(
       name: "keypad", lines: ["keypad listen --device PATH [--seconds N]"],
@@ -84,7 +87,10 @@ enum Usage {
       name: "snapshot", lines: ["snapshot (--out FILE.png | --text) [--tcp HOST:PORT | --serial PATH [--baud N]] [--secret-file FILE] [--timeout SECONDS]"],
       summary: "the aiming aid: what the camera sees, zone and codes marked"),
     CommandUsage(
-      name: "soak", lines: ["soak [--frames N] [--every N] [--variants upright|retry|alternate] [--histogram FILE] [--console-clients N]"],
+      name: "soak",
+      lines: [
+        "soak [--frames N] [--every N] [--variants upright|retry|alternate] [--histogram FILE] [--console-clients N] [--passes allow-list|signed|rotating]"
+      ],
       summary: "the fixed-memory soak benchmark (bench/)"),
     CommandUsage(
       name: "fleet",
