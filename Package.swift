@@ -36,9 +36,10 @@ let package = Package(
   ],
   targets: [
     // Sources/ is one folder per domain. In each, Core/ is pure Swift (it imports no C) and
-    // Linux/ is its adapter (target ScanLinux), beside the C shims that adapter alone uses (one C
-    // library each). Service/Loop is the run loop. The cores, lowest first: each arrow below is a
-    // dependency the compiler enforces.
+    // Linux/ is its adapter, a target of its own (ScanDoorLinux, ScanFleetLinux, …; Base's is
+    // ScanPlatform), beside the domain's C shims (one C library each); ScanLinux is the umbrella
+    // that re-exports the adapters. Service/Loop is the run loop. The cores, lowest first: each
+    // arrow below is a dependency the compiler enforces.
 
     // MARK: Pure Swift (imports no C): the domains' cores.
     // Base: clocks and seams, lines, events and their ring, codecs, limits, the config schema's machinery.

@@ -1,6 +1,6 @@
 #!/bin/bash
 # Builds the Debian package of ScanGate for the Debian release this runs on (bookworm, or trixie
-# inside deploy/trixie/run.sh): dist/scangate_<version>_<arch>+<codename>.deb. The binary is
+# inside deploy/trixie/run.sh): dist/scangate_<version>+<codename>_<arch>.deb. The binary is
 # built with the Swift standard library linked in statically; Depends is computed from the
 # libraries it links, with the versions this machine has.
 # Usage: deploy/package.sh [SCRATCH_PATH]

@@ -208,12 +208,16 @@ import Testing
       for name in (try? listDirectory(directory)) ?? [] { unlink(directory + "/" + name) }
       rmdir(directory)
     }
-    // Camera 1 plays the script (ALICE, MALLORY, DAVE among empty frames); camera 2 the same
-    // scenes in another order, so each camera's codes come and go on their own.
+    // Camera 1 plays ALICE, MALLORY, DAVE (10 frames each) among empty stretches of 60 frames;
+    // camera 2 the same scenes in another order, so each camera's codes come and go on their own.
+    // The replay runs as fast as the loop does: 60 empty frames outlast leave_after (50 ms) even
+    // in a release build (about 3 ms a frame pair here), so codes leave and are granted again
+    // while measured (10 empty frames did not: the codes stayed present).
     let frames = Self.frames()
+    let script = [0, 1, 0, 2, 0, 3].flatMap { Array(repeating: $0, count: $0 == 0 ? 60 : 10) }
     var raw: [UInt8] = [], rawExit: [UInt8] = []
-    for step in Self.script { if case .frame(let i) = step { raw += frames[i] } }
-    for step in Self.script.reversed() { if case .frame(let i) = step { rawExit += frames[i] } }
+    for i in script { raw += frames[i] }
+    for i in script.reversed() { rawExit += frames[i] }
     try writeFileAtomically(directory + "/entry.gray", raw)
     try writeFileAtomically(directory + "/exit.gray", rawExit)
     let clock = SystemMonotonicClock()
