@@ -45,23 +45,53 @@ public enum CSV {
     guard bytes.count <= limits.fileBytesMax else {
       return .failure(Problem(record: 0, reason: "file is \(bytes.count) bytes, over the \(limits.fileBytesMax)-byte limit"))
     }
+    var p = Parser(limits: limits)
+    var i = bytes.starts(with: [0xEF, 0xBB, 0xBF]) ? 3 : 0
+    while i < bytes.count {
+      let b = bytes[i]
+      i += 1
+      // A line break: LF, or CR that must be followed by LF (outside quotes).
+      if p.state != .quoted && (b == 0x0A || b == 0x0D) {
+        if b == 0x0D {
+          guard i < bytes.count, bytes[i] == 0x0A else { return p.fail("a CR that is not part of a CRLF line break") }
+          i += 1
+        }
+        if let reason = p.endLine() { return p.fail(reason) }
+        continue
+      }
+      if let reason = p.step(b) { return p.fail(reason) }
+      if p.field.count > limits.fieldBytesMax { return p.fail("a field longer than \(limits.fieldBytesMax) bytes") }
+    }
+    if p.state == .quoted { return p.fail("a quoted field that is never closed") }
+    if p.state != .fieldStart || !p.record.isEmpty, let reason = p.endLine() { return p.fail(reason) }
+    return .success(p.records)
+  }
+
+  /// The parser's state between bytes: the records so far, the record and field being read.
+  private struct Parser {
+    let limits: Limits
     var records: [[[UInt8]]] = []
     var record: [[UInt8]] = []
     var field: [UInt8] = []
     var state = State.fieldStart
-    var quotedSeen = false  // the record's first field was quoted (a `""` line is not blank)
-    var i = bytes.starts(with: [0xEF, 0xBB, 0xBF]) ? 3 : 0
+    /// The record's first field was quoted (a `""` line is not blank).
+    var quotedSeen = false
+
+    init(limits: Limits) { self.limits = limits }
+
+    /// The refusal, naming the record being read.
     func fail(_ reason: String) -> Result<[[[UInt8]]], Problem> { .failure(Problem(record: records.count + 1, reason: reason)) }
 
     /// Ends the field; false when the record has too many.
-    func endField() -> Bool {
+    mutating func endField() -> Bool {
       guard record.count < limits.fieldsMax else { return false }
       record.append(field)
       field.removeAll(keepingCapacity: true)
       return true
     }
+
     /// Ends the record (a blank line ends none); false when there are too many.
-    func endRecord() -> Bool {
+    mutating func endRecord() -> Bool {
       defer {
         record.removeAll()
         quotedSeen = false
@@ -71,68 +101,55 @@ public enum CSV {
       records.append(record)
       return true
     }
-    let tooManyFields = "more than \(limits.fieldsMax) fields"
-    let tooManyRecords = "more than \(limits.recordsMax) records"
 
-    while i < bytes.count {
-      let b = bytes[i]
-      i += 1
-      // A line break: LF, or CR that must be followed by LF (outside quotes).
-      if state != .quoted && (b == 0x0A || b == 0x0D) {
-        if b == 0x0D {
-          guard i < bytes.count, bytes[i] == 0x0A else { return fail("a CR that is not part of a CRLF line break") }
-          i += 1
-        }
-        guard endField() else { return fail(tooManyFields) }
-        guard endRecord() else { return fail(tooManyRecords) }
-        state = .fieldStart
-        continue
-      }
+    /// Why a record is refused for its field count (made only when it is).
+    var tooManyFields: String { "more than \(limits.fieldsMax) fields" }
+
+    /// A line break outside quotes: the field and the record end; why not when a limit is hit.
+    mutating func endLine() -> String? {
+      guard endField() else { return tooManyFields }
+      guard endRecord() else { return "more than \(limits.recordsMax) records" }
+      state = .fieldStart
+      return nil
+    }
+
+    /// One byte that is not a line break outside quotes; why the file is refused, or nil.
+    mutating func step(_ b: UInt8) -> String? {
       switch state {
       case .fieldStart:
         if b == 0x22 {
           state = .quoted
           if record.isEmpty { quotedSeen = true }
         } else if b == 0x2C {
-          guard endField() else { return fail(tooManyFields) }
+          guard endField() else { return tooManyFields }
         } else {
           field.append(b)
           state = .unquoted
         }
       case .unquoted:
         if b == 0x2C {
-          guard endField() else { return fail(tooManyFields) }
+          guard endField() else { return tooManyFields }
           state = .fieldStart
         } else if b == 0x22 {
-          return fail("a double quote inside a field that does not start with one (quote the whole field)")
+          return "a double quote inside a field that does not start with one (quote the whole field)"
         } else {
           field.append(b)
         }
       case .quoted:
-        if b == 0x22 {
-          state = .quoteInQuoted
-        } else {
-          field.append(b)
-        }
+        if b == 0x22 { state = .quoteInQuoted } else { field.append(b) }
       case .quoteInQuoted:
         if b == 0x22 {
           field.append(b)
           state = .quoted
         } else if b == 0x2C {
-          guard endField() else { return fail(tooManyFields) }
+          guard endField() else { return tooManyFields }
           state = .fieldStart
         } else {
-          return fail("text after the closing quote of a field")
+          return "text after the closing quote of a field"
         }
       }
-      if field.count > limits.fieldBytesMax { return fail("a field longer than \(limits.fieldBytesMax) bytes") }
+      return nil
     }
-    if state == .quoted { return fail("a quoted field that is never closed") }
-    if state != .fieldStart || !record.isEmpty {
-      guard endField() else { return fail(tooManyFields) }
-      guard endRecord() else { return fail(tooManyRecords) }
-    }
-    return .success(records)
   }
 
   /// The records of `bytes` as text: as `parse`, and every field must be valid UTF-8.

@@ -23,38 +23,7 @@ public enum EventText {
     w.write(e.kind.name)
     switch e.kind {
     case .decision:
-      w.write(" ")
-      w.write(e.verdict.name)
-      w.write(" ")
-      w.write(e.format.name)
-      if e.variant != .upright {
-        w.write(" [")
-        w.write(e.variant.name)
-        w.write("]")
-      }
-      if e.labelCount > 0 {
-        w.write(" label=")
-        e.withLabel { w.writeEscaped($0) }
-      }
-      if payloads == .shown {
-        w.write(" payload=")
-        e.withPayload { w.writeEscaped($0) }
-        if e.payloadTruncated { w.write("...") }
-      }
-      writeTag(e, into: &w)
-      w.write(" decode=")
-      w.writeFixed(UInt64(e.decodeMicroseconds), scale: 1000, decimals: 2)
-      w.write("ms")
-      if e.edgeMicroseconds > 0 {
-        w.write(" edge=")
-        w.writeFixed(UInt64(e.edgeMicroseconds), scale: 1000, decimals: 2)
-        w.write("ms")
-      }
-      // Which rule decided: the allow-list or a signed credential.
-      if let source = DecisionSource(rawValue: UInt8(truncatingIfNeeded: e.code)), source != .none {
-        w.write(" by=")
-        w.write(source.name)
-      }
+      writeDecision(e, payloads: payloads, into: &w)
     case .left:
       writeTag(e, into: &w)
     case .edge:
@@ -90,6 +59,43 @@ public enum EventText {
         w.write(" ")
         e.withPayload { w.writeEscaped($0) }
       }
+    }
+  }
+
+  /// A decision's fields: verdict, format, view, label, the payload when `.shown`, its tag,
+  /// decode and edge times, and which rule decided.
+  static func writeDecision(_ e: ScanEvent, payloads: PayloadVisibility, into w: inout ByteWriter) {
+    w.write(" ")
+    w.write(e.verdict.name)
+    w.write(" ")
+    w.write(e.format.name)
+    if e.variant != .upright {
+      w.write(" [")
+      w.write(e.variant.name)
+      w.write("]")
+    }
+    if e.labelCount > 0 {
+      w.write(" label=")
+      e.withLabel { w.writeEscaped($0) }
+    }
+    if payloads == .shown {
+      w.write(" payload=")
+      e.withPayload { w.writeEscaped($0) }
+      if e.payloadTruncated { w.write("...") }
+    }
+    writeTag(e, into: &w)
+    w.write(" decode=")
+    w.writeFixed(UInt64(e.decodeMicroseconds), scale: 1000, decimals: 2)
+    w.write("ms")
+    if e.edgeMicroseconds > 0 {
+      w.write(" edge=")
+      w.writeFixed(UInt64(e.edgeMicroseconds), scale: 1000, decimals: 2)
+      w.write("ms")
+    }
+    // Which rule decided: the allow-list or a signed credential.
+    if let source = DecisionSource(rawValue: UInt8(truncatingIfNeeded: e.code)), source != .none {
+      w.write(" by=")
+      w.write(source.name)
     }
   }
 
