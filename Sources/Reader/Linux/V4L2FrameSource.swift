@@ -46,7 +46,9 @@ public struct V4L2FrameSource: FrameSource, ~Copyable {
   /// The luma bytes in place: the first one's offset in a buffer, and the step between them.
   private let lumaOffset: Int
   private let pixelStride: Int
-  private let mappings: UnsafeMutableBufferPointer<(address: UnsafeMutableRawPointer, length: Int)>
+  /// The driver's buffers mapped into this process (address, length), one per buffer index.
+  typealias Mappings = UnsafeMutableBufferPointer<(address: UnsafeMutableRawPointer, length: Int)>
+  private let mappings: Mappings
   private let grayPlane: UnsafeMutableRawBufferPointer
   private let jpeg: sg_jpeg_handle?
   private let halfScale: Bool
@@ -89,34 +91,17 @@ public struct V4L2FrameSource: FrameSource, ~Copyable {
     _ = try? syscall("VIDIOC_S_PARM", { sg_v4l2_set_fps(fd, UInt32(settings.fps)) })  // optional: not every driver sets a rate
     let granted = try check("VIDIOC_REQBUFS", { sg_v4l2_request_buffers(fd, UInt32(settings.buffers)) })
     guard granted >= 2 else { throw fail(.deviceLost(errno: Errno.noMemory.rawValue)) }
-    let maps = UnsafeMutableBufferPointer<(address: UnsafeMutableRawPointer, length: Int)>.allocate(capacity: Int(granted))
-    var mapped = 0
-    func unwind() {
-      for i in 0..<mapped { _ = sg_v4l2_unmap(maps[i].address, maps[i].length) }
-      maps.deallocate()
-    }
+    let maps: Mappings
+    do {
+      maps = try Self.mapBuffers(
+        fd, count: Int(granted), frameBytes: isJPEG ? nil : (Int(h) - 1) * rowBytes + minimumLine, width: w, height: h)
+    } catch { throw fail(error) }
     /// A driver call after buffers are mapped: a failure unmaps them too.
     func checkMapped(_ operation: @autoclosure () -> String, _ call: () -> Int32) throws(CaptureError) {
       do { _ = try syscall(operation(), call) } catch {
-        unwind()
+        Self.release(maps)
         throw fail(.deviceLost(errno: error.code.rawValue))
       }
-    }
-    for i in 0..<Int(granted) {
-      var address: UnsafeMutableRawPointer? = nil
-      var length = 0
-      try checkMapped("map buffer \(i)", { sg_v4l2_map_buffer(fd, UInt32(i), &address, &length) })
-      guard let address else {
-        unwind()
-        throw fail(.deviceLost(errno: Errno.noMemory.rawValue))
-      }
-      guard isJPEG || length >= (Int(h) - 1) * rowBytes + minimumLine else {
-        _ = sg_v4l2_unmap(address, length)
-        unwind()
-        throw fail(.formatRejected("driver buffer of \(length) bytes is smaller than a \(w)×\(h) frame"))
-      }
-      maps[i] = (address, length)
-      mapped += 1
     }
     for i in 0..<Int(granted) { try checkMapped("VIDIOC_QBUF", { sg_v4l2_queue(fd, UInt32(i)) }) }
     try checkMapped("VIDIOC_STREAMON", { sg_v4l2_stream(fd, 1) })
@@ -138,6 +123,42 @@ public struct V4L2FrameSource: FrameSource, ~Copyable {
       buffers: Int(granted))
     self.width = Int(w)
     self.height = Int(h)
+  }
+
+  /// Maps the `count` buffers the driver granted, each checked to hold `frameBytes` (a
+  /// `width`×`height` frame; nil: any size, a JPEG); on a failure what was mapped is unmapped.
+  static func mapBuffers(
+    _ fd: Int32, count: Int, frameBytes: Int?, width w: UInt32, height h: UInt32
+  ) throws(CaptureError) -> Mappings {
+    let maps = Mappings.allocate(capacity: count)
+    var mapped = 0
+    func unwind() { release(maps, mapped: mapped) }
+    for i in 0..<count {
+      var address: UnsafeMutableRawPointer? = nil
+      var length = 0
+      do { _ = try syscall("map buffer \(i)", { sg_v4l2_map_buffer(fd, UInt32(i), &address, &length) }) } catch {
+        unwind()
+        throw .deviceLost(errno: error.code.rawValue)
+      }
+      guard let address else {
+        unwind()
+        throw .deviceLost(errno: Errno.noMemory.rawValue)
+      }
+      if let frameBytes, length < frameBytes {
+        _ = sg_v4l2_unmap(address, length)
+        unwind()
+        throw .formatRejected("driver buffer of \(length) bytes is smaller than a \(w)×\(h) frame")
+      }
+      maps[i] = (address, length)
+      mapped += 1
+    }
+    return maps
+  }
+
+  /// Unmaps the first `mapped` buffers of `maps` (all of them by default) and frees the table.
+  static func release(_ maps: Mappings, mapped: Int? = nil) {
+    for i in 0..<(mapped ?? maps.count) { _ = sg_v4l2_unmap(maps[i].address, maps[i].length) }
+    maps.deallocate()
   }
 
   private let width: Int
@@ -186,8 +207,7 @@ public struct V4L2FrameSource: FrameSource, ~Copyable {
 
   deinit {
     _ = sg_v4l2_stream(descriptor, 0)
-    for i in 0..<mappings.count { _ = sg_v4l2_unmap(mappings[i].address, mappings[i].length) }
-    mappings.deallocate()
+    Self.release(mappings)
     grayPlane.deallocate()
     sg_jpeg_destroy(jpeg)
     _ = sg_v4l2_close(descriptor)
