@@ -94,54 +94,10 @@ public enum CredentialIssuer {
 
   /// Issues a pass.
   public static func issue(_ c: PassClaims, kid: [UInt8], issuerSeed: [UInt8]) throws(IssueError) -> IssuedPass {
-    guard (1...CredentialClaims.idBytesMax).contains(c.id.count) else { throw IssueError("credential id must be 1–16 bytes") }
-    guard c.subject.utf8.count <= CredentialClaims.subjectBytesMax else { throw IssueError("subject over 64 bytes") }
-    guard c.label.utf8.count <= LabelLimits.bytesMax else { throw IssueError("label over \(LabelLimits.bytesMax) bytes") }
-    guard c.zones.count <= CredentialClaims.zonesMax,
-      c.zones.allSatisfy({ (1...CredentialClaims.zoneBytesMax).contains($0.utf8.count) }),
-      c.zones.reduce(0, { $0 + $1.utf8.count }) <= CredentialClaims.zoneStorageBytes
-    else { throw IssueError("at most 8 zones of 1–32 bytes (128 in all)") }
-    guard c.uses == 0 || (1...CredentialClaims.usesMax).contains(c.uses) else { throw IssueError("uses must be 1–65535") }
-    guard !(c.singleUse && c.uses > 0) else { throw IssueError("a single-use pass is counted already: give --single-use or --uses, not both") }
-    guard c.firstUseWindow == 0 || (CredentialClaims.firstUseWindowMin...CredentialClaims.firstUseWindowMax).contains(c.firstUseWindow) else {
-      throw IssueError("a first-use window must be a minute to 366 days")
-    }
-    var seed: [UInt8] = []
-    var sealed: [UInt8] = []
-    if c.rotatingDigits != 0 {
-      guard (6...8).contains(c.rotatingDigits) else { throw IssueError("TOTP digits must be 6–8") }
-      guard c.sitePublicKey.count == 32 else { throw IssueError("a rotating pass needs the site's public key (32 bytes)") }
-      seed = [UInt8](repeating: 0, count: 20)  // RFC 4226's recommended 160-bit HMAC-SHA1 key
-      sg_random(&seed, seed.count)
-      sealed = [UInt8](repeating: 0, count: seed.count + Int(SG_SEAL_OVERHEAD))
-      guard sg_seal(&sealed, seed, seed.count, c.sitePublicKey) == 0 else { throw IssueError("sealing the seed failed") }
-    }
-    var sealedPin: [UInt8] = []
-    if let pin = c.pin {
-      guard (PinEntry.digitsMin...PinEntry.digitsMax).contains(pin.count), pin.allSatisfy({ (0x30...0x39).contains($0) }) else {
-        throw IssueError("a PIN is \(PinEntry.digitsMin)–\(PinEntry.digitsMax) digits")
-      }
-      guard c.sitePublicKey.count == 32 else { throw IssueError("a pass with a PIN needs the site's public key (32 bytes)") }
-      var verifier = [UInt8](repeating: 0, count: 64)  // salt, then the MAC
-      defer { sg_wipe(&verifier, verifier.count) }
-      sg_random(&verifier, 32)
-      let mac = verifier.withUnsafeBytes { v in
-        pin.withUnsafeBytes { PinMAC.verifier(key: UnsafeRawBufferPointer(rebasing: v[0..<32]), digest: .zero, pin: $0) }
-      }
-      for i in 0..<32 { verifier[32 + i] = mac.byte(i) }
-      sealedPin = [UInt8](repeating: 0, count: CredentialClaims.sealedPinBytes)
-      guard sg_seal(&sealedPin, verifier, verifier.count, c.sitePublicKey) == 0 else { throw IssueError("sealing the PIN verifier failed") }
-    }
-    var privatePairs: UInt64 = 0
-    if !c.label.isEmpty { privatePairs += 1 }
-    if !c.zones.isEmpty { privatePairs += 1 }
-    if c.singleUse { privatePairs += 1 }
-    if c.uses > 0 { privatePairs += 1 }
-    if c.firstUseWindow > 0 { privatePairs += 1 }
-    if c.lockdown { privatePairs += 1 }
-    if !sealed.isEmpty { privatePairs += 2 }
-    if c.card != nil { privatePairs += 1 }
-    if !sealedPin.isEmpty { privatePairs += 1 }
+    try check(c)
+    let (seed, sealed) = try sealSeed(c)
+    let sealedPin = try sealPin(c)
+    let privatePairs = privatePairCount(c, seed: !sealed.isEmpty, pin: !sealedPin.isEmpty)
     let claims = encode(1024) { w in
       var pairs: UInt64 = 3  // sub, exp, cti
       if c.notBefore != nil { pairs += 1 }
@@ -163,54 +119,126 @@ public enum CredentialIssuer {
       w.integer(CredentialLabel.cti)
       c.id.withUnsafeBytes { w.bytes($0) }
       guard privatePairs > 0 else { return }
-      w.integer(CredentialLabel.scangate)
-      w.head(.map, privatePairs)
-      if !c.label.isEmpty {
-        w.head(.unsigned, CredentialLabel.label)
-        text(c.label, &w)
-      }
-      if !c.zones.isEmpty {
-        w.head(.unsigned, CredentialLabel.zones)
-        w.head(.array, UInt64(c.zones.count))
-        for z in c.zones { text(z, &w) }
-      }
-      if c.singleUse {
-        w.head(.unsigned, CredentialLabel.singleUse)
-        w.boolean(true)
-      }
-      if c.lockdown {
-        w.head(.unsigned, CredentialLabel.lockdown)
-        w.boolean(true)
-      }
-      if c.uses > 0 {
-        w.head(.unsigned, CredentialLabel.uses)
-        w.head(.unsigned, UInt64(c.uses))
-      }
-      if c.firstUseWindow > 0 {
-        w.head(.unsigned, CredentialLabel.firstUseWindow)
-        w.head(.unsigned, UInt64(c.firstUseWindow))
-      }
-      if !sealed.isEmpty {
-        w.head(.unsigned, CredentialLabel.seed)
-        sealed.withUnsafeBytes { w.bytes($0) }
-        w.head(.unsigned, CredentialLabel.digits)
-        w.head(.unsigned, UInt64(c.rotatingDigits))
-      }
-      if let card = c.card {
-        w.head(.unsigned, CredentialLabel.card)
-        w.head(.array, 2)
-        w.head(.unsigned, UInt64(card.facility))
-        w.head(.unsigned, card.number)
-      }
-      if !sealedPin.isEmpty {
-        w.head(.unsigned, CredentialLabel.pin)
-        sealedPin.withUnsafeBytes { w.bytes($0) }
-      }
+      writePrivate(c, pairs: privatePairs, sealedSeed: sealed, sealedPin: sealedPin, into: &w)
     }
     let message = try sign(payload: claims, kid: kid, issuerSeed: issuerSeed)
     guard message.count <= CredentialText.messageBytesMax else { throw IssueError("the pass is over \(CredentialText.messageBytesMax) bytes") }
     let body = String(decoding: Base45.encode(message), as: UTF8.self)
     return IssuedPass(message: message, body: body, seed: seed, digits: c.rotatingDigits)
+  }
+
+  /// Refuses claims a reader would refuse (sizes, zones, uses, the first-use window).
+  static func check(_ c: PassClaims) throws(IssueError) {
+    guard (1...CredentialClaims.idBytesMax).contains(c.id.count) else { throw IssueError("credential id must be 1–16 bytes") }
+    guard c.subject.utf8.count <= CredentialClaims.subjectBytesMax else { throw IssueError("subject over 64 bytes") }
+    guard c.label.utf8.count <= LabelLimits.bytesMax else { throw IssueError("label over \(LabelLimits.bytesMax) bytes") }
+    guard c.zones.count <= CredentialClaims.zonesMax,
+      c.zones.allSatisfy({ (1...CredentialClaims.zoneBytesMax).contains($0.utf8.count) }),
+      c.zones.reduce(0, { $0 + $1.utf8.count }) <= CredentialClaims.zoneStorageBytes
+    else { throw IssueError("at most 8 zones of 1–32 bytes (128 in all)") }
+    guard c.uses == 0 || (1...CredentialClaims.usesMax).contains(c.uses) else { throw IssueError("uses must be 1–65535") }
+    guard !(c.singleUse && c.uses > 0) else { throw IssueError("a single-use pass is counted already: give --single-use or --uses, not both") }
+    guard c.firstUseWindow == 0 || (CredentialClaims.firstUseWindowMin...CredentialClaims.firstUseWindowMax).contains(c.firstUseWindow) else {
+      throw IssueError("a first-use window must be a minute to 366 days")
+    }
+  }
+
+  /// A rotating pass's TOTP seed, and the seed sealed to the site's public key (empty for a static pass).
+  static func sealSeed(_ c: PassClaims) throws(IssueError) -> (seed: [UInt8], sealed: [UInt8]) {
+    var seed: [UInt8] = []
+    var sealed: [UInt8] = []
+    if c.rotatingDigits != 0 {
+      guard (6...8).contains(c.rotatingDigits) else { throw IssueError("TOTP digits must be 6–8") }
+      guard c.sitePublicKey.count == 32 else { throw IssueError("a rotating pass needs the site's public key (32 bytes)") }
+      seed = [UInt8](repeating: 0, count: 20)  // RFC 4226's recommended 160-bit HMAC-SHA1 key
+      sg_random(&seed, seed.count)
+      sealed = [UInt8](repeating: 0, count: seed.count + Int(SG_SEAL_OVERHEAD))
+      guard sg_seal(&sealed, seed, seed.count, c.sitePublicKey) == 0 else { throw IssueError("sealing the seed failed") }
+    }
+    return (seed, sealed)
+  }
+
+  /// Claim 10: salt and HMAC(salt, PIN) sealed to the site's public key (empty without a PIN).
+  static func sealPin(_ c: PassClaims) throws(IssueError) -> [UInt8] {
+    var sealedPin: [UInt8] = []
+    if let pin = c.pin {
+      guard (PinEntry.digitsMin...PinEntry.digitsMax).contains(pin.count), pin.allSatisfy({ (0x30...0x39).contains($0) }) else {
+        throw IssueError("a PIN is \(PinEntry.digitsMin)–\(PinEntry.digitsMax) digits")
+      }
+      guard c.sitePublicKey.count == 32 else { throw IssueError("a pass with a PIN needs the site's public key (32 bytes)") }
+      var verifier = [UInt8](repeating: 0, count: 64)  // salt, then the MAC
+      defer { sg_wipe(&verifier, verifier.count) }
+      sg_random(&verifier, 32)
+      let mac = verifier.withUnsafeBytes { v in
+        pin.withUnsafeBytes { PinMAC.verifier(key: UnsafeRawBufferPointer(rebasing: v[0..<32]), digest: .zero, pin: $0) }
+      }
+      for i in 0..<32 { verifier[32 + i] = mac.byte(i) }
+      sealedPin = [UInt8](repeating: 0, count: CredentialClaims.sealedPinBytes)
+      guard sg_seal(&sealedPin, verifier, verifier.count, c.sitePublicKey) == 0 else { throw IssueError("sealing the PIN verifier failed") }
+    }
+    return sealedPin
+  }
+
+  /// How many entries the ScanGate-private map carries.
+  static func privatePairCount(_ c: PassClaims, seed: Bool, pin: Bool) -> UInt64 {
+    var privatePairs: UInt64 = 0
+    if !c.label.isEmpty { privatePairs += 1 }
+    if !c.zones.isEmpty { privatePairs += 1 }
+    if c.singleUse { privatePairs += 1 }
+    if c.uses > 0 { privatePairs += 1 }
+    if c.firstUseWindow > 0 { privatePairs += 1 }
+    if c.lockdown { privatePairs += 1 }
+    if seed { privatePairs += 2 }
+    if c.card != nil { privatePairs += 1 }
+    if pin { privatePairs += 1 }
+    return privatePairs
+  }
+
+  /// The ScanGate-private claims map (label, zones, flags, uses, the sealed seed and PIN, card).
+  static func writePrivate(_ c: PassClaims, pairs privatePairs: UInt64, sealedSeed sealed: [UInt8], sealedPin: [UInt8], into w: inout CBORWriter) {
+    w.integer(CredentialLabel.scangate)
+    w.head(.map, privatePairs)
+    if !c.label.isEmpty {
+      w.head(.unsigned, CredentialLabel.label)
+      text(c.label, &w)
+    }
+    if !c.zones.isEmpty {
+      w.head(.unsigned, CredentialLabel.zones)
+      w.head(.array, UInt64(c.zones.count))
+      for z in c.zones { text(z, &w) }
+    }
+    if c.singleUse {
+      w.head(.unsigned, CredentialLabel.singleUse)
+      w.boolean(true)
+    }
+    if c.lockdown {
+      w.head(.unsigned, CredentialLabel.lockdown)
+      w.boolean(true)
+    }
+    if c.uses > 0 {
+      w.head(.unsigned, CredentialLabel.uses)
+      w.head(.unsigned, UInt64(c.uses))
+    }
+    if c.firstUseWindow > 0 {
+      w.head(.unsigned, CredentialLabel.firstUseWindow)
+      w.head(.unsigned, UInt64(c.firstUseWindow))
+    }
+    if !sealed.isEmpty {
+      w.head(.unsigned, CredentialLabel.seed)
+      sealed.withUnsafeBytes { w.bytes($0) }
+      w.head(.unsigned, CredentialLabel.digits)
+      w.head(.unsigned, UInt64(c.rotatingDigits))
+    }
+    if let card = c.card {
+      w.head(.unsigned, CredentialLabel.card)
+      w.head(.array, 2)
+      w.head(.unsigned, UInt64(card.facility))
+      w.head(.unsigned, card.number)
+    }
+    if !sealedPin.isEmpty {
+      w.head(.unsigned, CredentialLabel.pin)
+      sealedPin.withUnsafeBytes { w.bytes($0) }
+    }
   }
 
   /// A signed revocation list: {1: version, 2: issued-at, 3: [cti...]}.
