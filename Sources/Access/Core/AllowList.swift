@@ -13,18 +13,8 @@ public struct AllowListLimits: Equatable, Sendable {
   }
 }
 
-/// A load failure naming the line and the reason; the live list stays in force. The reason never
-/// holds text from the file (a rejected line may be a working pass): it is shown on STATUS (to
-/// any console client), RELOAD, the journal and by check-config.
-public struct AllowListError: Error, Equatable, Sendable, CustomStringConvertible {
-  public var line: Int
-  public var reason: String
-  public init(line: Int, reason: String) {
-    self.line = line
-    self.reason = reason
-  }
-  public var description: String { line > 0 ? "line \(line): \(reason)" : reason }
-}
+/// An allow-list refused at a line; the live list stays in force.
+public typealias AllowListError = LineRejection
 
 /// One allow-list table: digests in fixed open-addressing slots, allocated once.
 ///

@@ -36,16 +36,8 @@ public struct ScheduleWindow: Equatable, Sendable {
   }
 }
 
-/// A schedule file's rejection: the line and the reason. The live schedules stay in force.
-public struct ScheduleError: Error, Equatable, Sendable, CustomStringConvertible {
-  public var line: Int
-  public var reason: String
-  public init(line: Int, reason: String) {
-    self.line = line
-    self.reason = reason
-  }
-  public var description: String { line > 0 ? "line \(line): \(reason)" : reason }
-}
+/// A schedule file refused at a line; the live schedules stay in force.
+public typealias ScheduleError = LineRejection
 
 /// Weekly schedules in the reader's local time, holidays, and which schedules hold the door
 /// unlocked (docs/schedules.md). Parsed whole or rejected whole; asking it allocates nothing.
