@@ -72,17 +72,9 @@ public struct V4L2FrameSource: FrameSource, ~Copyable {
     _ = try check("VIDIOC_QUERYCAP", { sg_v4l2_query(fd, &driver, driver.count, &card, card.count, &streaming) })
     guard streaming != 0 else { throw fail(.formatRejected("\(settings.path) cannot capture with mmap streaming")) }
 
-    let chosen: UInt32
-    do { chosen = try Self.chooseFormat(fd, settings) } catch { throw fail(error) }
-    var gotFourcc: UInt32 = 0, w: UInt32 = 0, h: UInt32 = 0, bpl: UInt32 = 0, sizeImage: UInt32 = 0
-    _ = try check("VIDIOC_S_FMT", { sg_v4l2_set_format(fd, chosen, UInt32(settings.width), UInt32(settings.height), &gotFourcc, &w, &h, &bpl, &sizeImage) })
-    guard gotFourcc == chosen else { throw fail(.formatRejected("driver switched \(Self.name(chosen)) to \(Self.name(gotFourcc))")) }
-    guard Int(w) <= settings.width && Int(h) <= settings.height else {
-      throw fail(
-        .formatRejected(
-          "driver chose \(w)×\(h), larger than the configured \(settings.width)×\(settings.height); configure a size the camera offers (scangate probe lists them)"
-        ))
-    }
+    let format: Format
+    do { format = try Self.setFormat(fd, settings) } catch { throw fail(error) }
+    let (chosen, w, h, bpl) = (format.fourcc, format.width, format.height, format.bytesPerLine)
     let isJPEG = chosen == SG_PIX_FMT_MJPEG || chosen == SG_PIX_FMT_JPEG
     let layout = Self.layout(chosen) ?? (bytesPerPixel: 1, lumaOffset: 0)
     // Buggy-driver paranoia (the kernel's capture example does the same).
@@ -123,6 +115,27 @@ public struct V4L2FrameSource: FrameSource, ~Copyable {
       buffers: Int(granted))
     self.width = Int(w)
     self.height = Int(h)
+  }
+
+  /// The format the driver set: its fourcc, frame size and bytes per line.
+  typealias Format = (fourcc: UInt32, width: UInt32, height: UInt32, bytesPerLine: UInt32)
+
+  /// Chooses a native format and sets it (VIDIOC_S_FMT), refused when the driver switches it or
+  /// sets a larger size than configured; the caller closes the device on a failure.
+  private static func setFormat(_ fd: Int32, _ settings: CameraSettings) throws(CaptureError) -> Format {
+    let chosen = try chooseFormat(fd, settings)
+    var gotFourcc: UInt32 = 0, w: UInt32 = 0, h: UInt32 = 0, bpl: UInt32 = 0, sizeImage: UInt32 = 0
+    do {
+      _ = try syscall(
+        "VIDIOC_S_FMT", { sg_v4l2_set_format(fd, chosen, UInt32(settings.width), UInt32(settings.height), &gotFourcc, &w, &h, &bpl, &sizeImage) })
+    } catch { throw .deviceLost(errno: error.code.rawValue) }
+    guard gotFourcc == chosen else { throw .formatRejected("driver switched \(name(chosen)) to \(name(gotFourcc))") }
+    guard Int(w) <= settings.width && Int(h) <= settings.height else {
+      throw .formatRejected(
+        "driver chose \(w)×\(h), larger than the configured \(settings.width)×\(settings.height); configure a size the camera offers (scangate probe lists them)"
+      )
+    }
+    return (chosen, w, h, bpl)
   }
 
   /// Maps the `count` buffers the driver granted, each checked to hold `frameBytes` (a
@@ -239,7 +252,7 @@ public struct V4L2FrameSource: FrameSource, ~Copyable {
     }
     // Drain: keep only the newest buffer, requeue the rest at once. Each further DQBUF only
     // after poll says one is ready (libv4l2 logs every EAGAIN to stderr).
-    var newest: (index: UInt32, used: UInt32, timestamp: UInt64, sequence: UInt32)? = nil
+    var newest: Dequeued? = nil
     for attempt in 0..<mappings.count {
       if attempt > 0 {
         pfd.revents = 0
@@ -265,6 +278,17 @@ public struct V4L2FrameSource: FrameSource, ~Copyable {
       newest = (index, used, timestamp, sequence)
     }
     guard let frame = newest else { return nil }
+    let result = lend(frame, body)
+    try requeue(frame.index)
+    return result
+  }
+
+  /// A dequeued buffer: its index, bytes used, capture time (0: none) and driver sequence.
+  typealias Dequeued = (index: UInt32, used: UInt32, timestamp: UInt64, sequence: UInt32)
+
+  /// Lends `frame`'s buffer to `body`: read in place, or for MJPEG decoded to gray first (nil,
+  /// counted as corrupt, when it does not decode). The caller requeues the buffer.
+  private mutating func lend<R>(_ frame: Dequeued, _ body: (LumaFrame) -> R) -> R? {
     let captured = Instant(nanoseconds: frame.timestamp == 0 ? sg_monotonic_ns() : frame.timestamp)
     let mapping = mappings[Int(frame.index)]
     let result: R?
@@ -290,7 +314,6 @@ public struct V4L2FrameSource: FrameSource, ~Copyable {
           bytes: UnsafeRawBufferPointer(start: mapping.address + lumaOffset, count: mapping.length - lumaOffset),
           geometry: geometry, captured: captured, sequence: UInt64(frame.sequence)))
     }
-    try requeue(frame.index)
     return result
   }
 
