@@ -67,11 +67,14 @@ enum AllowListCommand {
     let limits = config.engine.allowList
     let digester = SodiumDigester()
     do throws(ImportRefusal) {
-      let (text, rows) = try readImport(csvPath, listPath: path, limits: limits, keepText: options.flag("keep-text"), digester: digester)
+      let schedules = ScheduleReferences.of(file: config.door.schedulePath)
+      let (text, rows) = try readImport(
+        csvPath, listPath: path, limits: limits, keepText: options.flag("keep-text"), schedules: schedules, digester: digester)
       var plan = try ImportPlan(rows, text: text, csvPath: csvPath, digester: digester)
       if options.flag("remove-missing") { plan.removeMissing(rows) }
       try plan.appendAdded(listPath: path)
       var list = AllowList(limits: limits)
+      list.scheduleReferences = schedules
       if let error = list.validate(plan.text, digester: digester) { throw ImportRefusal("the result would not load (\(error))") }
       return try writeImport(plan, listPath: path, dryRun: options.flag("dry-run"))
     } catch {
@@ -82,7 +85,8 @@ enum AllowListCommand {
 
   /// The allow-list's text (empty when there is no file yet) and the CSV file's rows, checked.
   static func readImport(
-    _ csvPath: String, listPath path: String, limits: AllowListLimits, keepText: Bool, digester: some PayloadDigester
+    _ csvPath: String, listPath path: String, limits: AllowListLimits, keepText: Bool, schedules: ScheduleReferences,
+    digester: some PayloadDigester
   ) throws(ImportRefusal) -> (text: [UInt8], rows: [Row]) {
     let csvBytes: [UInt8]
     do { csvBytes = try readWholeFile(csvPath, maxBytes: limits.fileBytesMax) } catch { throw ImportRefusal("\(error)") }
@@ -98,7 +102,7 @@ enum AllowListCommand {
     case .success(let r): records = r
     case .failure(let problem): throw ImportRefusal("\(csvPath): \(problem)")
     }
-    switch checkRows(records, keepText: keepText, digester: digester) {
+    switch checkRows(records, keepText: keepText, schedules: schedules, digester: digester) {
     case .success(let rows): return (text, rows)
     case .failure(let problem): throw ImportRefusal("\(csvPath): \(problem)")
     }
@@ -193,7 +197,9 @@ enum AllowListCommand {
   }
 
   /// The rows as entries, or the first bad row (its record number; record 1 is the header).
-  static func checkRows(_ records: [[String]], keepText: Bool, digester: some PayloadDigester) -> Result<[Row], CSV.Problem> {
+  static func checkRows(
+    _ records: [[String]], keepText: Bool, schedules: ScheduleReferences = .notLoaded, digester: some PayloadDigester
+  ) -> Result<[Row], CSV.Problem> {
     guard let header = records.first else { return .failure(CSV.Problem(record: 0, reason: "no header row")) }
     var column: [String: Int] = [:]
     for (i, name) in header.enumerated() {
@@ -211,7 +217,7 @@ enum AllowListCommand {
     for (n, record) in records.enumerated().dropFirst() {
       func fail(_ why: String) -> Result<[Row], CSV.Problem> { .failure(CSV.Problem(record: n + 1, reason: why)) }
       guard record.count == header.count else { return fail("\(record.count) fields, the header has \(header.count)") }
-      func cell(_ key: String) -> String { column[key].map { record[$0] } ?? "" }
+      func cell(_ key: String) -> String { column[key].map { CSV.readInert(record[$0]) } ?? "" }
       let label = cell("label")
       guard AllowListEdit.isValidLabel(label) else { return fail("label: 1 to 48 of letters, digits, '.', '_', '-', '@', '+'") }
       guard labels.insert(label).inserted else { return fail("label \(label) given twice") }
@@ -242,7 +248,9 @@ enum AllowListCommand {
       var line = entry
       line.match = probe
       if line.line.contains("#") { return fail("a '#' in a field would start a comment") }
-      if let error = AllowListParser.parse(Array((line.line + "\n").utf8), limits: AllowListLimits(entriesMax: 1), digester: digester, into: &scratch) {
+      if let error = AllowListParser.parse(
+        Array((line.line + "\n").utf8), limits: AllowListLimits(entriesMax: 1), digester: digester, schedules: schedules, into: &scratch)
+      {
         return fail(error.reason)
       }
       if digest == nil && !sha.isEmpty { digest = digestOf(entry.match, digester: digester) }
@@ -324,7 +332,8 @@ enum AllowListCommand {
       }
       let tag = digestOf(entry.match, digester: digester).flatMap { d in tagKey.map { PayloadTag.hex($0.tag(d)) } } ?? ""
       let kind = entry.match.hasPrefix("text:") ? "text" : "sha256"
-      out += CSV.record([entry.label ?? ""] + [tag, kind] + exportColumns.dropFirst(3).map { values[$0] ?? "" })
+      // Made inert for spreadsheets (a label `+1 visitor` is text, not a formula); import reads it back.
+      out += CSV.record(([entry.label ?? ""] + [tag, kind] + exportColumns.dropFirst(3).map { values[$0] ?? "" }).map(CSV.inert))
     }
     print(out, terminator: "")
     return 0

@@ -68,6 +68,12 @@ extension AllowListCommand {
     let mode = (try? syscall("stat", { stat(path, &status) })) != nil ? UInt32(status.st_mode & 0o777) : 0o640
     try writeFileAtomically(path, text, mode: mode)
     print("\(path): \(label) now needs a PIN after the pass (the reader reloads the file)")
+    // A PIN nobody can be asked for is never skipped: say so where the admin set it.
+    if !CheckConfigFiles.asksForPin(config) {
+      print(
+        "note: this reader has no keypad that asks for a PIN (\(config.keypad.enabled ? "panel mode: the keys go to the panel" : "no [keypad]")): "
+          + "\(label) is denied-pin-unavailable here until one is configured")
+    }
     return 0
   }
 }

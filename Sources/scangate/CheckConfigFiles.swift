@@ -61,4 +61,19 @@ enum CheckConfigFiles {
     }
     return warnings
   }
+
+  /// Whether this configuration asks for a PIN after the pass: a keypad that is the engine's
+  /// second factor (in panel mode over OSDP the keys go to the panel, which checks them).
+  static func asksForPin(_ config: ScanConfig) -> Bool {
+    config.keypad.enabled && !(config.panel.mode == .panel && config.panel.link == .osdp)
+  }
+
+  /// Why entries that need a PIN would be refused on this reader, or nil: a credential that
+  /// needs what the reader cannot ask for is `denied-pin-unavailable` (docs/credentials.md).
+  static func pinProblem(_ config: ScanConfig, pinEntries: Int) -> String? {
+    guard pinEntries > 0 && !asksForPin(config) else { return nil }
+    let why = config.keypad.enabled ? "in panel mode the keys go to the panel" : "no [keypad] is configured"
+    return "\(config.allowListPath): \(pinEntries) entries need a PIN after the pass and this reader cannot ask for one "
+      + "(\(why)): each is denied-pin-unavailable, and so is a signed pass with a PIN"
+  }
 }

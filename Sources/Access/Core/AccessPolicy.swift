@@ -54,6 +54,7 @@ public struct AccessPolicies: AccessPolicy, ~Copyable {
       credentials?.schedules = schedules
       credentials?.time = time
       credentials?.lockdown = lockdown
+      credentials?.pinAvailable = pinAvailable
     }
   }
   /// The one time policy every check here judges at (shared with the credentials' verifier).
@@ -70,6 +71,13 @@ public struct AccessPolicies: AccessPolicy, ~Copyable {
   /// pass refused before any rotating step or single use is spent.
   public var lockdown = false {
     didSet { credentials?.lockdown = lockdown }
+  }
+  /// Whether this reader asks for a PIN after the pass and checks it (a keypad is the engine's
+  /// second factor). False (no keypad, or panel mode where the panel takes the keys): a
+  /// credential that needs a PIN (`pin=`, a pass's PIN claim) is `denied-pin-unavailable`, never
+  /// granted without it (docs/credentials.md, "Every flag on every reader").
+  public var pinAvailable = false {
+    didSet { credentials?.pinAvailable = pinAvailable }
   }
 
   public init(allowList: consuming AllowList, credentials: CredentialVerifier? = nil) {
@@ -94,6 +102,7 @@ public struct AccessPolicies: AccessPolicy, ~Copyable {
     }
     if staticOnly && d.verdict.isGranted, let entry = d.entry, !allowList.isStatic(entry) { d.verdict = .deniedOffline }
     if lockdown && d.verdict.isGranted, let entry = d.entry, !allowList.isLockdown(entry) { d.verdict = .deniedLockdown }
+    if !pinAvailable && d.verdict.isGranted, let entry = d.entry, allowList.hasPin(entry) { d.verdict = .deniedPinUnavailable }
     if d.source != .none { return d }
     if staticOnly && credentials != nil && CredentialText.isCredential(payload) {
       return AccessDecision(verdict: .deniedOffline, source: .credential)
@@ -109,6 +118,15 @@ public struct AccessPolicies: AccessPolicy, ~Copyable {
     case .allowList: decision.entry.map { allowList.copyLabel($0, into: buffer) } ?? 0
     case .credential: credentials?.copyLabel(into: buffer) ?? 0
     case .none: 0
+    }
+  }
+
+  /// Whether the rule that made `decision` needs a PIN after the pass (nothing is opened).
+  public func needsPin(_ decision: AccessDecision) -> Bool {
+    switch decision.source {
+    case .allowList: decision.entry.map { allowList.hasPin($0) } ?? false
+    case .credential: credentials.map { $0.lastVerified && $0.last.hasPin } ?? false
+    case .none: false
     }
   }
 

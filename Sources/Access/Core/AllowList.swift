@@ -167,6 +167,9 @@ public struct AllowList: ~Copyable {
   public private(set) var lastError: AllowListError? = nil
   /// Wall time of the last successful load.
   public private(set) var loadedAtUnixSeconds: Int64 = 0
+  /// What `schedule=` names must resolve against at the next load or check (set by whoever
+  /// knows the schedules: the loop, `allow-list import`, `check-config`).
+  public var scheduleReferences = ScheduleReferences.notLoaded
 
   public init(limits: AllowListLimits) {
     self.limits = limits
@@ -202,8 +205,28 @@ public struct AllowList: ~Copyable {
   /// Whether `text` would load, parsed into the spare table (the live list is untouched, and
   /// nothing is recorded): an edit is checked before it is written.
   public mutating func validate(_ text: [UInt8], digester: some PayloadDigester) -> AllowListError? {
-    AllowListParser.parse(text, limits: limits, digester: digester, into: &tables[1 - liveIndex])
+    AllowListParser.parse(text, limits: limits, digester: digester, schedules: scheduleReferences, into: &tables[1 - liveIndex])
   }
+
+  /// The schedule keys the live entries name (each once): what a new schedule file must keep.
+  public func scheduleKeysInUse() -> [UInt64] {
+    var keys: [UInt64] = []
+    for i in 0..<count {
+      let key = scheduleKey(i)
+      if key != 0 && !keys.contains(key) { keys.append(key) }
+    }
+    return keys
+  }
+
+  /// How many live entries need a PIN after the pass (`pin=`).
+  public var pinEntryCount: Int {
+    var n = 0
+    for i in 0..<count where pin(i) != nil { n += 1 }
+    return n
+  }
+
+  /// Whether live entry `index` needs a PIN after the pass (`pin=`).
+  public func hasPin(_ index: Int) -> Bool { tables[liveIndex].pin(index) != nil }
 
   /// Copies entry `index`'s label into `out`; returns the byte count.
   public func copyLabel(_ index: Int, into out: UnsafeMutableRawBufferPointer) -> Int {
@@ -220,7 +243,7 @@ public struct AllowList: ~Copyable {
     _ text: [UInt8], digester: some PayloadDigester, nowUnixSeconds: Int64
   ) -> AllowListError? {
     let spare = 1 - liveIndex
-    let error = AllowListParser.parse(text, limits: limits, digester: digester, into: &tables[spare])
+    let error = AllowListParser.parse(text, limits: limits, digester: digester, schedules: scheduleReferences, into: &tables[spare])
     if let error {
       lastError = error
       return error
@@ -256,7 +279,8 @@ public enum AllowListParser {
   }
 
   public static func parse(
-    _ text: [UInt8], limits: AllowListLimits, digester: some PayloadDigester, into table: inout AllowListTable
+    _ text: [UInt8], limits: AllowListLimits, digester: some PayloadDigester, schedules: ScheduleReferences = .notLoaded,
+    into table: inout AllowListTable
   ) -> AllowListError? {
     table.removeAll()
     if text.count > limits.fileBytesMax {
@@ -281,7 +305,9 @@ public enum AllowListParser {
         return AllowListError(line: lineNumber, reason: "line longer than \(limits.lineBytesMax) bytes")
       }
       if isEmptyMarker(text[start..<end]) { markedEmpty = true }
-      if let error = parseLine(text[start..<end], lineNumber: lineNumber, limits: limits, digester: digester, into: &table) {
+      if let error = parseLine(
+        text[start..<end], lineNumber: lineNumber, limits: limits, digester: digester, schedules: schedules, into: &table)
+      {
         return error
       }
       start = end + 1

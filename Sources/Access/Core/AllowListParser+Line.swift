@@ -7,7 +7,7 @@ extension AllowListParser {
   /// comment line too.
   static func parseLine(
     _ raw: ArraySlice<UInt8>, lineNumber: Int, limits: AllowListLimits, digester: some PayloadDigester,
-    into table: inout AllowListTable
+    schedules: ScheduleReferences = .notLoaded, into table: inout AllowListTable
   ) -> AllowListError? {
     var line = raw
     if let hash = line.firstIndex(of: UInt8(ascii: "#")) { line = line[..<hash] }
@@ -27,7 +27,7 @@ extension AllowListParser {
     case .failure(let problem): return fail(problem.reason)
     }
     let entry: EntryFields
-    switch entryFields(fields.dropFirst()) {
+    switch entryFields(fields.dropFirst(), schedules: schedules) {
     case .success(let e): entry = e
     case .failure(let problem): return fail(problem.reason)
     }
@@ -83,7 +83,7 @@ extension AllowListParser {
   }
 
   /// Reads the fields after the entry; each known key at most once.
-  private static func entryFields(_ fields: ArraySlice<Substring>) -> Result<EntryFields, LineProblem> {
+  private static func entryFields(_ fields: ArraySlice<Substring>, schedules: ScheduleReferences) -> Result<EntryFields, LineProblem> {
     func fail(_ why: String) -> Result<EntryFields, LineProblem> { .failure(LineProblem(reason: why)) }
     var entry = EntryFields()
     var seen: Set<Substring> = []
@@ -108,6 +108,8 @@ extension AllowListParser {
         do { entry.until = try RFC3339.parse(value) } catch { return fail("until: " + timeProblem(error, value)) }
       case "schedule":
         guard ScheduleSet.validName(String(value)) else { return fail("schedule: names are 1 to 32 of a-z, 0-9, '-', '_'") }
+        // A name that resolves to nothing would deny this person at every scan: refused here.
+        if let problem = schedules.problem(value) { return fail(problem) }
         entry.schedule = ScheduleKey.of(value.utf8)
       case "card":
         do throws(CardNumber.Invalid) { entry.card = try CardNumber(parsing: value) } catch { return fail("card: \(error.message)") }

@@ -71,6 +71,7 @@ public enum CredentialProblem: Error, Equatable, Sendable {
   case used  // a single-use pass already used
   case unavailable  // a fixed cache or the single-use store cannot take it: refused, fail-secure
   case lockdown  // a lockdown is in force and the pass does not carry the lockdown claim
+  case pinUnavailable  // the pass carries a PIN claim and this reader cannot ask for a PIN
 
   public var verdict: Verdict {
     switch self {
@@ -91,6 +92,7 @@ public enum CredentialProblem: Error, Equatable, Sendable {
     case .used: .deniedUsed
     case .unavailable: .deniedUnavailable
     case .lockdown: .deniedLockdown
+    case .pinUnavailable: .deniedPinUnavailable
     }
   }
 
@@ -126,6 +128,7 @@ public enum CredentialProblem: Error, Equatable, Sendable {
     case .used: "used"
     case .unavailable: "unavailable"
     case .lockdown: "lockdown"
+    case .pinUnavailable: "pin-unavailable"
     }
   }
 }

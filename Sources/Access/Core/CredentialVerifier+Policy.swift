@@ -19,6 +19,8 @@ extension CredentialVerifier {
     if let schedules, let problem = zoneWindows(schedules, now: now, judged: judged) { return problem }
     // A lockdown refuses a pass without the claim before any step or single use is spent.
     if lockdown && !last.lockdown { return .lockdown }
+    // A PIN this reader cannot ask for refuses the pass, also before anything is spent.
+    if last.hasPin && !pinAvailable { return .pinUnavailable }
 
     var step: Int64? = nil
     if last.rotates {

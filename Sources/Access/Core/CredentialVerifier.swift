@@ -167,6 +167,9 @@ public final class CredentialVerifier {
   public var schedules: ScheduleStore? = nil
   /// A lockdown is in force: only passes with the lockdown claim are admitted.
   public var lockdown = false
+  /// Whether this reader asks for a PIN and checks it (a keypad as the engine's second factor).
+  /// False: a pass with the PIN claim is `denied-pin-unavailable`, before any step or use is spent.
+  public var pinAvailable = false
   /// Whether the site key is loaded (rotating passes need it).
   public var hasSiteKey = true
   /// False while a configured revocation list has not loaded: every signed pass is refused.

@@ -266,13 +266,26 @@ public final class ScheduleStore {
   /// The reader's local time.
   public let calendar: any LocalCalendar
 
+  /// The schedules the live allow-list names (`AllowList.scheduleKeysInUse`, set by the loop at
+  /// every allow-list load): a new file that drops one is refused whole (the allow-list first).
+  public var required: [UInt64] = []
+
   public init(calendar: any LocalCalendar) { self.calendar = calendar }
+
+  /// What an allow-list's `schedule=` names resolve against now.
+  public var references: ScheduleReferences { version == 0 ? .notLoaded : .names(live.names) }
 
   /// Parses `bytes` and makes them live; on an error the live set stays and the error is kept.
   @discardableResult
   public func load(_ bytes: [UInt8]) -> ScheduleError? {
     switch ScheduleSet.parse(bytes) {
     case .success(let set):
+      if let dropped = required.first(where: { set.index(key: $0) == nil }) {
+        let name = live.index(key: dropped).map { "\"" + live.names[$0] + "\"" } ?? "a schedule"
+        let error = ScheduleError(line: 0, reason: "it drops \(name), which the allow-list names: change the allow-list first")
+        lastError = error
+        return error
+      }
       live = set
       version += 1
       lastError = nil

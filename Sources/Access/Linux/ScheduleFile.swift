@@ -51,3 +51,17 @@ public final class ScheduleFileWatcher: PollParticipant {
     return problem
   }
 }
+
+extension ScheduleReferences {
+  /// What a tool (`check-config`, `allow-list import`) resolves `schedule=` names against: the
+  /// schedule file at `path` as the reader would load it (empty: none is configured).
+  public static func of(file path: String) -> ScheduleReferences {
+    guard !path.isEmpty else { return .noFile }
+    do throws(FileError) {
+      switch ScheduleSet.parse(try readWholeFile(path, maxBytes: ScheduleSet.fileBytesMax)) {
+      case .success(let set): return .names(set.names)
+      case .failure(let error): return .unreadable("\(path): \(error)")
+      }
+    } catch { return .unreadable("\(error)") }
+  }
+}

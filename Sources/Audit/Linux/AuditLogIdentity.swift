@@ -112,7 +112,7 @@ public enum AuditLogIDFile {
   }
 
   public static func store(_ path: String, _ entry: Entry) throws(FileError) {
-    try writeFileAtomically(path, Array("\(magic)\(entry.logID) key \(entry.keyID)\n".utf8))
+    try writeFileAtomically(path, Array("\(magic)\(entry.logID) key \(entry.keyID)\n".utf8), mode: 0o600)
   }
 }
 

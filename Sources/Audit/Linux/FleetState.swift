@@ -67,7 +67,7 @@ public enum FleetState {
   /// before them, published by a link with no writer in its process).
   public static func store(_ path: String, acked: Int64, logID: String? = nil) throws(FileError) {
     let text = logID.map { logMagic + $0 + " acked " + String(acked) + "\n" } ?? magic + String(acked) + "\n"
-    try writeFileAtomically(path, Array(text.utf8))
+    try writeFileAtomically(path, Array(text.utf8), mode: 0o600)
   }
 
   /// The wall time (unix seconds) of the last contact with a broker, from `path`; nil when there
@@ -85,6 +85,6 @@ public enum FleetState {
   static let contactMagic = "scangate-fleet contact "
 
   public static func storeContact(_ path: String, unixSeconds: Int64) throws(FileError) {
-    try writeFileAtomically(path, Array((contactMagic + String(unixSeconds) + "\n").utf8))
+    try writeFileAtomically(path, Array((contactMagic + String(unixSeconds) + "\n").utf8), mode: 0o600)
   }
 }

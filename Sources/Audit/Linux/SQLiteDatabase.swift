@@ -36,6 +36,12 @@ public final class SQLiteDatabase {
       if let db { sqlite3_close_v2(db) }
       throw SQLiteError(code: rc, message: "\(path): \(message)")
     }
+    if !readOnly {
+      do { try Self.restrictMode(path) } catch {
+        sqlite3_close_v2(db)
+        throw error
+      }
+    }
     handle = db
     self.path = path
     sqlite3_extended_result_codes(db, 1)
@@ -43,6 +49,19 @@ public final class SQLiteDatabase {
   }
 
   deinit { sqlite3_close_v2(handle) }
+
+  /// The database's mode is 0600 whatever the umask of whoever started the process: set once
+  /// SQLite has opened (made) it, before its -wal and -shm exist (SQLite gives them the
+  /// database's mode); an existing one (and its -wal and -shm) with wider bits is narrowed.
+  /// It holds labels and keyed tags: the owner only.
+  static let fileMode: UInt32 = 0o600
+
+  private static func restrictMode(_ path: String) throws(SQLiteError) {
+    do { try setFileMode(path, fileMode) } catch {
+      throw SQLiteError(code: SQLITE_CANTOPEN, message: "\(path): cannot set its mode to 0600 (\(error.reason))")
+    }
+    for suffix in ["-wal", "-shm"] { try? setFileMode(path + suffix, fileMode, ifExists: true) }
+  }
 
   func error(_ rc: Int32) -> SQLiteError {
     SQLiteError(code: rc, message: String(cString: sqlite3_errmsg(handle)))

@@ -194,8 +194,23 @@ public enum CSV {
   /// A spreadsheet evaluates a cell starting with `=`, `+`, `-`, `@`, TAB or CR as a formula:
   /// such text (a label, a payload someone printed) is written with a leading `'` in files meant
   /// for people (OWASP's advice for CSV injection). Not for files meant to be read back.
+  /// Text that already starts with `'` and a formula character gets one more `'`, so that
+  /// `readInert` gives back exactly what was written (`allow-list export` → `import`).
   public static func inert(_ text: String) -> String {
-    guard let first = text.utf8.first, [0x3D, 0x2B, 0x2D, 0x40, 0x09, 0x0D].contains(first) else { return text }
-    return "'" + text
+    let bytes = Array(text.utf8.prefix(2))
+    guard let first = bytes.first else { return text }
+    if isFormulaStart(first) { return "'" + text }
+    if first == 0x27 && bytes.count == 2 && (isFormulaStart(bytes[1]) || bytes[1] == 0x27) { return "'" + text }
+    return text
   }
+
+  /// A cell written by `inert`, as it was before: one leading `'` before a formula character
+  /// (or before another `'` that `inert` doubled) is dropped; anything else is unchanged.
+  public static func readInert(_ cell: String) -> String {
+    let bytes = Array(cell.utf8.prefix(2))
+    guard bytes.count == 2, bytes[0] == 0x27, isFormulaStart(bytes[1]) || bytes[1] == 0x27 else { return cell }
+    return String(cell.dropFirst())
+  }
+
+  private static func isFormulaStart(_ b: UInt8) -> Bool { b == 0x3D || b == 0x2B || b == 0x2D || b == 0x40 || b == 0x09 || b == 0x0D }
 }

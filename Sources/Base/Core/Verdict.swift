@@ -33,6 +33,10 @@ public enum Verdict: UInt8, Sendable, Equatable {
   case deniedPin = 25
   /// Too many wrong PINs for this credential: refused until its lockout ends.
   case deniedPinLocked = 26
+  /// The credential needs a PIN (an allow-list entry's `pin=`, a signed pass's PIN claim) and this
+  /// reader cannot ask for one and check it (no keypad, or panel mode where the keys go to the
+  /// panel): refused, fail-secure, never granted without its second factor.
+  case deniedPinUnavailable = 27
 
   public var isGranted: Bool { self == .granted }
 
@@ -42,6 +46,7 @@ public enum Verdict: UInt8, Sendable, Equatable {
     .deniedMalformed, .deniedSignature, .deniedUnknownIssuer, .deniedAlgorithm, .deniedRevoked, .deniedReplayed,
     .deniedTOTP, .deniedZone, .deniedClock, .deniedIssuerKey, .deniedUsed, .deniedUnavailable,
     .deniedOutsideSchedule, .deniedOffline, .deniedPassback, .deniedLockdown, .pinRequired, .deniedPin, .deniedPinLocked,
+    .deniedPinUnavailable,
   ]
 
   /// The verdict whose `name` is `name` (the audit log's stored text), or nil.
@@ -76,6 +81,7 @@ public enum Verdict: UInt8, Sendable, Equatable {
     case .pinRequired: "pin-required"
     case .deniedPin: "denied-pin"
     case .deniedPinLocked: "denied-pin-locked"
+    case .deniedPinUnavailable: "denied-pin-unavailable"
     }
   }
 }

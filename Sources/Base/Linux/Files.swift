@@ -214,6 +214,11 @@ private func openTemporary(_ temporary: String, _ rule: TemporaryRule) throws(Fi
       closeDescriptor(fd)
       throw FileError(path: temporary, reason: "\(PathChecks.typeName(type)), not a regular file: refused")
     }
+    // The mode asked for, not what the umask of whoever started the process leaves of it.
+    do { _ = try syscall("fchmod \(temporary)", { fchmod(fd, mode_t(mode)) }) } catch {
+      closeDescriptor(fd)
+      throw FileError(path: temporary, reason: error.code.description)
+    }
     clearNonBlocking(fd)
   case .secret:
     removeFile(temporary)  // a leftover of an earlier crash (never the real secret)
@@ -256,5 +261,24 @@ public func syncDirectory(of path: String) throws(FileError) {
     _ = try syscall("fsync \(directory)", { fsync(fd) })
   } catch {
     throw FileError(path: directory, reason: error.code.description)
+  }
+}
+
+/// Sets a regular file's permission bits to `mode` (never following a link, never opening
+/// anything else); `ifExists`: a missing file is no error.
+public func setFileMode(_ path: String, _ mode: UInt32, ifExists: Bool = false) throws(FileError) {
+  let fd: Int32
+  do { fd = try syscall("open \(path)", { sg_open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, 0) }) } catch {
+    if ifExists && error.code == .noSuchFile { return }
+    throw FileError(path: path, reason: error.code.description)
+  }
+  defer { closeDescriptor(fd) }
+  let status = try fileStatus(fd, path)
+  guard status.st_mode & S_IFMT == S_IFREG else {
+    throw FileError(path: path, reason: "\(PathChecks.typeName(status.st_mode & S_IFMT)), not a regular file: refused")
+  }
+  guard status.st_mode & 0o7777 != mode_t(mode) else { return }
+  do { _ = try syscall("fchmod \(path)", { fchmod(fd, mode_t(mode)) }) } catch {
+    throw FileError(path: path, reason: error.code.description)
   }
 }

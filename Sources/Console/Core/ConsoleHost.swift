@@ -186,6 +186,10 @@ public struct ReaderStatus: Sendable {
   public var allowListEntries = 0
   public var allowListLoadedAtUnixSeconds: Int64 = 0
   public var allowListError: AllowListError? = nil
+  /// Live entries that need a PIN this reader cannot ask for (each is `denied-pin-unavailable`).
+  public var allowListPinRefused = 0
+  /// Whether this reader asks for a PIN after the pass (a keypad is its second factor).
+  public var pinAvailable = true
   public var decoder: DecoderStats? = nil
   /// The decoder worker processes (nil: the reader decodes in its own process).
   public var decoderWorkers: DecoderIsolationStats? = nil

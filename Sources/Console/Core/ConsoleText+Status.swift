@@ -144,6 +144,12 @@ extension ConsoleText {
       w.write(", loaded ")
       w.write(RFC3339.format(s.allowListLoadedAtUnixSeconds))
     }
+    if s.allowListPinRefused > 0 {
+      // A PIN that cannot be asked for is never skipped: those entries are refused (docs/admin.md).
+      w.write("; ")
+      w.write(s.allowListPinRefused)
+      w.write(" need a PIN and no keypad asks here: denied-pin-unavailable")
+    }
     if let error = s.allowListError {
       w.write("; last load failed: ")
       writeAllowListError(error, into: &w)

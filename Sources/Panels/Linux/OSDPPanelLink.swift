@@ -127,7 +127,7 @@ public final class OSDPPanelLink: PollParticipant, PanelForwarder, KeypadSink {
   }
 
   static func storeCom(address: Int, baud: Int, path: String) throws(FileError) {
-    try writeFileAtomically(path, Array("address=\(address) baud=\(baud)\n".utf8))
+    try writeFileAtomically(path, Array("address=\(address) baud=\(baud)\n".utf8), mode: 0o600)
   }
 
   /// Reads a key file: 32 hex digits (16 bytes), under the secret-file rules.

@@ -33,8 +33,11 @@ public struct ScanEngine<
   /// Turnstile mode: a grant is admitted by the gate (anti-passback) and unlocks one passage;
   /// the relay is not driven.
   public var gate: (any PassageGate)? = nil
-  /// A PIN after the pass (nil: a good pass grants at once).
-  public var secondFactor: (any SecondFactor)? = nil
+  /// A PIN after the pass (nil: no PIN can be asked for, so a credential that needs one is
+  /// `denied-pin-unavailable`; the others grant at once).
+  public var secondFactor: (any SecondFactor)? = nil {
+    didSet { policy.pinAvailable = secondFactor != nil }
+  }
   /// The grant waiting for its second factor, and the id the last one was asked under.
   private var pendingGrant: PendingGrant? = nil
   private var secondFactorSequence: UInt64 = 0
@@ -222,6 +225,8 @@ public struct ScanEngine<
         askSecondFactor(e, decision: decision, digest: digest)
         return
       }
+    } else if verdict.isGranted && policy.needsPin(decision) {
+      verdict = .deniedPinUnavailable  // a PIN nobody can type is never skipped (the policy refuses it first)
     }
     complete(&e, decision: decision, verdict: verdict, digest: digest, captured: captured)
   }

@@ -25,6 +25,8 @@ extension RunLoop: ConsoleHost where Source: ~Copyable, Decoder: ~Copyable, Rela
     s.allowListEntries = engine.allowList.count
     s.allowListLoadedAtUnixSeconds = engine.allowList.loadedAtUnixSeconds
     s.allowListError = engine.allowList.lastError
+    s.pinAvailable = engine.policy.pinAvailable
+    s.allowListPinRefused = engine.policy.pinAvailable ? 0 : engine.allowList.pinEntryCount
     s.decoder = decoders?.engineStats ?? engine.pipeline.decoder.engineStats
     s.decoderWorkers = decoders?.stats
     s.decoderLastCrash = decoders?.lastCrashName

@@ -154,13 +154,27 @@ public struct RunLoop<
       noteAllowListRefused(path, failure.error)
       return failure.error
     case .success(let bytes):
+      engine.allowList.scheduleReferences = scheduleReferences
       error = engine.allowList.load(bytes, digester: engine.digester, nowUnixSeconds: engine.wall.unixSeconds())
     }
     engine.record(
       error == nil ? .state : .fault,
       code: (error == nil ? FaultCode.allowListLoaded : FaultCode.allowListRejected).rawValue)
-    if let error { noteAllowListRefused(path, error) }
+    if let error { noteAllowListRefused(path, error) } else { allowListLoaded(path) }
     return error
+  }
+
+  /// What the allow-list's `schedule=` names must resolve against: the live schedules, or none.
+  var scheduleReferences: ScheduleReferences { engine.policy.schedules?.references ?? .noFile }
+
+  /// After a load: the schedules it names are what a new schedule file must keep, and entries
+  /// that need a PIN this reader cannot ask for are said in the journal (each is refused).
+  private mutating func allowListLoaded(_ path: String) {
+    engine.policy.schedules?.required = engine.allowList.scheduleKeysInUse()
+    let pins = engine.allowList.pinEntryCount
+    if pins > 0 && !engine.policy.pinAvailable {
+      note("allow-list \(path): \(pins) entries need a PIN after the pass and this reader cannot ask for one (no keypad here); they are denied-pin-unavailable")
+    }
   }
 
   /// The journal's line for a refused allow-list: why, and what is live now.
