@@ -22,9 +22,9 @@ die() { bad "$*"; finish; }
 for t in mosquitto qrencode; do command -v $t >/dev/null || die "$t is not installed"; done
 
 D=$(mktemp -d /tmp/scangate-passback.XXXXXX)
-BROKER=""; NORTH=""; SOUTH=""
+BROKER=""; NORTH=""; SOUTH=""; LISTENER=""
 cleanup() {
-  for p in $NORTH $SOUTH $BROKER; do kill -9 "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+  for p in $NORTH $SOUTH $BROKER $LISTENER; do kill -9 "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
   [ -n "${KEEP:-}" ] && echo "kept $D" || rm -rf "$D"
 }
 trap cleanup EXIT
@@ -115,9 +115,25 @@ check $? "passback_site with a site key mode 0644: refused at startup (exit $sta
 start south; SOUTH=$PID
 waitfor "$D/mosquitto.log" "as gate-south " 10; check $? "gate-south connected to the broker"
 sleep 0.5
+# A listener on the site topic (any client the broker lets read it) captures gate-north's passage.
+mosquitto_sub -h 127.0.0.1 -p "$PORT" -t scangate/site/passages -C 1 -W 30 > "$D/captured" 2>&1 &
+LISTENER=$!
+sleep 0.3
 start north; NORTH=$PID
 waitfor "$D/north/journal" "passage entry.*p1" 20
 check $? "gate-north: SITE-PASS-1 granted and passed ($(grep -m1 -oE 'decision granted [^ ]+' "$D/north/journal"))"
+wait $LISTENER 2>/dev/null
+# The key tree, checked by an implementation we did not write (Python's hashlib and hmac).
+python3 deploy/site-passage-peer.py verify "$D/site.key" "$D/captured" SITE-PASS-1 | tee "$D/peer.out" | grep -E '^(PASS|FAIL)' | while read -r r rest; do
+  [ "$r" = PASS ] && echo "PASS fleet-passback: $rest" || echo "FAIL fleet-passback: $rest"
+done
+pass=$((pass + $(grep -c '^PASS' "$D/peer.out"))); fail=$((fail + $(grep -c '^FAIL' "$D/peer.out")))
+# The attack of issue 40: a passage forged under a key a listener could have learned (the identity
+# of a code whose payload is the old MAC label) is refused; the pass stays "entered" at gate-south.
+mosquitto_pub -h 127.0.0.1 -p "$PORT" -t scangate/site/passages -q 1 \
+  -m "$(python3 deploy/site-passage-peer.py forge "$D/site.key" SITE-PASS-1 "$(date +%s)")"
+waitfor "$D/south/journal" "site passage refused: the MAC does not verify" 10
+check $? "a forged exit passage (MACed under a published identity) is refused by gate-south"
 sleep 1
 # South learns the pass now: the next decisions about it.
 printf 'text:SITE-OTHER label=other\ntext:SITE-PASS-1 label=p1\n' > "$D/south/allow-list.txt.new"

@@ -74,8 +74,7 @@ enum AllowListCommand {
       if options.flag("remove-missing") { plan.removeMissing(rows) }
       try plan.appendAdded(listPath: path)
       var list = AllowList(limits: limits)
-      list.scheduleReferences = schedules
-      if let error = list.validate(plan.text, digester: digester) { throw ImportRefusal("the result would not load (\(error))") }
+      if let error = list.validate(plan.text, digester: digester, schedules: schedules) { throw ImportRefusal("the result would not load (\(error))") }
       return try writeImport(plan, listPath: path, dryRun: options.flag("dry-run"))
     } catch {
       writeStandardError("scangate allow-list import: \(error.why); nothing written\n")

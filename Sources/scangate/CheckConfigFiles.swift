@@ -76,4 +76,35 @@ enum CheckConfigFiles {
     return "\(config.allowListPath): \(pinEntries) entries need a PIN after the pass and this reader cannot ask for one "
       + "(\(why)): each is denied-pin-unavailable, and so is a signed pass with a PIN"
   }
+
+  /// The schedule file and the allow-list as the service would load them, every `schedule=`
+  /// resolved and every entry that needs a PIN this reader cannot ask for named; false on a refusal.
+  static func checkLists(_ config: ScanConfig) -> Bool {
+    var ok = true
+    let schedules = ScheduleReferences.of(file: config.door.schedulePath)
+    if case .unreadable(let why) = schedules {
+      print("schedules: \(why)")
+      ok = false
+    } else if case .names(let names) = schedules {
+      print("\(config.door.schedulePath): \(names.count) schedules (\(names.joined(separator: ", ")))")
+    }
+    var list = AllowList(limits: config.engine.allowList)
+    switch AllowListFile.read(config.allowListPath, maxBytes: config.engine.allowList.fileBytesMax) {
+    case .success(let bytes):
+      if let error = list.load(bytes, digester: SodiumDigester(), schedules: schedules, nowUnixSeconds: SystemWallClock().unixSeconds()) {
+        print("\(config.allowListPath): \(error)")
+        ok = false
+      } else {
+        print("\(config.allowListPath): \(list.count) entries")
+        if let refused = CheckConfigFiles.pinProblem(config, pinEntries: list.pinEntryCount) {
+          print("refused: \(refused)")
+          ok = false
+        }
+      }
+    case .failure(let failure):
+      print("allow-list: \(failure.error)")
+      ok = false
+    }
+    return ok
+  }
 }

@@ -55,31 +55,7 @@ enum CheckConfigCommand {
       print("\(path): OK")
       var status: Int32 = 0
       // The schedules and the allow-list, parsed exactly as the service would, each reference resolved.
-      let schedules = ScheduleReferences.of(file: config.door.schedulePath)
-      if case .unreadable(let why) = schedules {
-        print("schedules: \(why)")
-        status = 1
-      } else if case .names(let names) = schedules {
-        print("\(config.door.schedulePath): \(names.count) schedules (\(names.joined(separator: ", ")))")
-      }
-      var list = AllowList(limits: config.engine.allowList)
-      list.scheduleReferences = schedules
-      switch AllowListFile.read(config.allowListPath, maxBytes: config.engine.allowList.fileBytesMax) {
-      case .success(let bytes):
-        if let error = list.load(bytes, digester: SodiumDigester(), nowUnixSeconds: SystemWallClock().unixSeconds()) {
-          print("\(config.allowListPath): \(error)")
-          status = 1
-        } else {
-          print("\(config.allowListPath): \(list.count) entries")
-          if let refused = CheckConfigFiles.pinProblem(config, pinEntries: list.pinEntryCount) {
-            print("refused: \(refused)")
-            status = 1
-          }
-        }
-      case .failure(let failure):
-        print("allow-list: \(failure.error)")
-        status = 1
-      }
+      if !CheckConfigFiles.checkLists(config) { status = 1 }
       // File modes, OSDP install mode, where the fleet's bundles write (warnings only).
       CheckConfigFiles.report(config, configPath: path)
       // Every other path the reader reads or writes, checked without blocking: a FIFO, a

@@ -10,7 +10,9 @@ import Testing
 /// resolves to nothing.
 @Suite(.serialized) struct FailSecureConfigTests {
   /// A replayed reader showing HANK-0001, hank on the list; `more` adds sections.
-  func reader(_ tag: String, allowList: String = "text:HANK-0001 label=hank\n", _ more: @escaping (String) -> String = { _ in "" }) -> (
+  func reader(
+    _ tag: String, allowList: String = "text:HANK-0001 label=hank\n", _ more: @escaping (String) -> String = { _ in "" }
+  ) -> (
     String, String
   ) {
     replayReader(tag, payload: "HANK-0001", allowList: allowList) { dir in

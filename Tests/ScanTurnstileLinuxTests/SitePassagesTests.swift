@@ -22,14 +22,15 @@ import Testing
   func authenticated() throws {
     let north = Self.exchange("gate-north"), south = Self.exchange("gate-south")
     #expect(north.topic == "scangate/site/passages")
-    let bytes = north.message(SitePassage(reader: "gate-north", direction: .entry, unixSeconds: 1_700_000_000, identity: Self.who))
+    #expect(north.keyID == south.keyID && north.keyID.count == 16)
+    let bytes = north.message(SitePassage(keyID: north.keyID, reader: "gate-north", direction: .entry, unixSeconds: 1_700_000_000, identity: Self.who))
     let p = try south.accept(bytes, retained: false, nowUnixSeconds: 1_700_000_001).get()
     #expect(p.reader == "gate-north" && p.direction == .entry && p.identity == Self.who && p.unixSeconds == 1_700_000_000)
     #expect(north.accept(bytes, retained: false, nowUnixSeconds: 1_700_000_001) == .failure(.ownReader))
     let other = Self.exchange("gate-east", key: Self.key(8))
-    #expect(other.accept(bytes, retained: false, nowUnixSeconds: 1_700_000_001) == .failure(.badMAC))
+    #expect(other.accept(bytes, retained: false, nowUnixSeconds: 1_700_000_001) == .failure(.otherKey), "another site key: said so by its id")
     var flipped = bytes
-    let at = Array("scangate-passage 1 gate-north ".utf8).count
+    let at = Array("scangate-passage 2 \(north.keyID) gate-north ".utf8).count
     flipped.replaceSubrange(at..<at + 5, with: Array("exit ".utf8))
     flipped.remove(at: at + 4)  // "entry" → "exit": one byte shorter
     #expect(String(decoding: flipped, as: UTF8.self).contains(" exit 1700000000 "))

@@ -8,13 +8,14 @@ import Testing
 @Suite struct SitePassbackTests {
   static let identity = String(repeating: "ab", count: 32)
   static let mac = String(repeating: "0f", count: 32)
+  static let key = "0123456789abcdef"
   static func bytes(_ s: String) -> [UInt8] { Array(s.utf8) }
   static func line(
     reader: String = "gate-south", dir: String = "entry", seconds: String = "1700000000", id: String = identity, mac: String = mac
   )
     -> [UInt8]
   {
-    bytes("scangate-passage 1 \(reader) \(dir) \(seconds) \(id) \(mac)")
+    bytes("scangate-passage 2 \(key) \(reader) \(dir) \(seconds) \(id) \(mac)")
   }
   static func parse(_ b: [UInt8], own: String = "gate-north", now: Int64 = 1_700_000_000) -> Result<SitePassage, SitePassage.Refusal> {
     SitePassage.parse(b, ownReader: own, nowUnixSeconds: now)
@@ -31,32 +32,41 @@ import Testing
     #expect(p.mac.byte(0) == 0x0F && p.mac.byte(31) == 0x0F)
     #expect(p.signedCount == b.count - 65)
     #expect(String(decoding: b[0..<p.signedCount], as: UTF8.self) == p.signedText)
-    var q = SitePassage(reader: "gate-south", direction: .exit, unixSeconds: 5, identity: p.identity)
+    #expect(p.keyID == Self.key)
+    var q = SitePassage(keyID: Self.key, reader: "gate-south", direction: .exit, unixSeconds: 5, identity: p.identity)
     q.signedCount = 0
     let written = q.message(mac: p.mac)
-    #expect(String(decoding: written, as: UTF8.self) == "scangate-passage 1 gate-south exit 5 \(Self.identity) \(Self.mac)")
+    #expect(String(decoding: written, as: UTF8.self) == "scangate-passage 2 \(Self.key) gate-south exit 5 \(Self.identity) \(Self.mac)")
     #expect(try Self.parse(written).get().direction == .exit)
   }
 
   @Test(
     "malformed messages are refused whole",
     arguments: [
-      "", "scangate-passage 1 ", "scangate-passage 2 gate-south entry 1 \(identity) \(mac)",
-      "scangate-passage 1 gate-south sideways 1 \(identity) \(mac)",
-      "scangate-passage 1 gate-south entry -1 \(identity) \(mac)",
-      "scangate-passage 1 gate-south entry 01 \(identity) \(mac)",
-      "scangate-passage 1 gate-south entry 1234567890123 \(identity) \(mac)",
-      "scangate-passage 1 gate-south entry 1 \(identity.uppercased()) \(mac)",
-      "scangate-passage 1 gate-south entry 1 \(identity.dropLast()) \(mac)",
-      "scangate-passage 1 gate-south entry 1 \(identity) \(mac) ",
-      "scangate-passage 1 gate-south entry 1 \(identity) \(mac)\n",
-      "scangate-passage 1 gate-south  entry 1 \(identity) \(mac)",
-      "scangate-passage 1 gate/south entry 1 \(identity) \(mac)",
-      "scangate-passage 1 gate-south entry 1 \(identity)",
+      "", "scangate-passage 2 ", "scangate-passage 3 \(key) gate-south entry 1 \(identity) \(mac)",
+      "scangate-passage 2 gate-south entry 1 \(identity) \(mac)", "scangate-passage 2 0123456789ABCDEF gate-south entry 1 \(identity) \(mac)",
+      "scangate-passage 2 0123456789abcde gate-south entry 1 \(identity) \(mac)",
+      "scangate-passage 2 \(key) gate-south sideways 1 \(identity) \(mac)",
+      "scangate-passage 2 \(key) gate-south entry -1 \(identity) \(mac)",
+      "scangate-passage 2 \(key) gate-south entry 01 \(identity) \(mac)",
+      "scangate-passage 2 \(key) gate-south entry 1234567890123 \(identity) \(mac)",
+      "scangate-passage 2 \(key) gate-south entry 1 \(identity.uppercased()) \(mac)",
+      "scangate-passage 2 \(key) gate-south entry 1 \(identity.dropLast()) \(mac)",
+      "scangate-passage 2 \(key) gate-south entry 1 \(identity) \(mac) ",
+      "scangate-passage 2 \(key) gate-south entry 1 \(identity) \(mac)\n",
+      "scangate-passage 2 \(key) gate-south  entry 1 \(identity) \(mac)",
+      "scangate-passage 2 \(key) gate/south entry 1 \(identity) \(mac)",
+      "scangate-passage 2 \(key) gate-south entry 1 \(identity)",
       "{\"reader\":\"gate-south\"}",
     ])
   func malformed(_ text: String) {
     #expect(Self.parse(Self.bytes(text)) == .failure(.malformed))
+  }
+
+  @Test("the earlier form (scangate-passage 1, no key id) is refused with its own reason: a reader not yet upgraded")
+  func earlierForm() {
+    #expect(Self.parse(Self.bytes("scangate-passage 1 gate-south entry 1 \(Self.identity) \(Self.mac)")) == .failure(.oldVersion))
+    #expect(SitePassage.Refusal.oldVersion.reason.contains("upgrade every reader"))
   }
 
   @Test("oversized: refused before it is read")

@@ -167,9 +167,6 @@ public struct AllowList: ~Copyable {
   public private(set) var lastError: AllowListError? = nil
   /// Wall time of the last successful load.
   public private(set) var loadedAtUnixSeconds: Int64 = 0
-  /// What `schedule=` names must resolve against at the next load or check (set by whoever
-  /// knows the schedules: the loop, `allow-list import`, `check-config`).
-  public var scheduleReferences = ScheduleReferences.notLoaded
 
   public init(limits: AllowListLimits) {
     self.limits = limits
@@ -204,8 +201,12 @@ public struct AllowList: ~Copyable {
 
   /// Whether `text` would load, parsed into the spare table (the live list is untouched, and
   /// nothing is recorded): an edit is checked before it is written.
-  public mutating func validate(_ text: [UInt8], digester: some PayloadDigester) -> AllowListError? {
-    AllowListParser.parse(text, limits: limits, digester: digester, schedules: scheduleReferences, into: &tables[1 - liveIndex])
+  /// `schedules`: what `schedule=` names must resolve against (the loop's live schedules, or the
+  /// schedule file for a tool).
+  public mutating func validate(
+    _ text: [UInt8], digester: some PayloadDigester, schedules: ScheduleReferences = .notLoaded
+  ) -> AllowListError? {
+    AllowListParser.parse(text, limits: limits, digester: digester, schedules: schedules, into: &tables[1 - liveIndex])
   }
 
   /// The schedule keys the live entries name (each once): what a new schedule file must keep.
@@ -240,10 +241,10 @@ public struct AllowList: ~Copyable {
   /// untouched and the error is returned (and kept in `lastError`).
   @discardableResult
   public mutating func load(
-    _ text: [UInt8], digester: some PayloadDigester, nowUnixSeconds: Int64
+    _ text: [UInt8], digester: some PayloadDigester, schedules: ScheduleReferences = .notLoaded, nowUnixSeconds: Int64
   ) -> AllowListError? {
     let spare = 1 - liveIndex
-    let error = AllowListParser.parse(text, limits: limits, digester: digester, schedules: scheduleReferences, into: &tables[spare])
+    let error = AllowListParser.parse(text, limits: limits, digester: digester, schedules: schedules, into: &tables[spare])
     if let error {
       lastError = error
       return error

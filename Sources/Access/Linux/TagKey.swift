@@ -47,6 +47,31 @@ public final class TagKey: PayloadTagger, CustomStringConvertible, @unchecked Se
     }
   }
 
+  /// A key for one purpose, derived from this one with libsodium's KDF (BLAKE2b keyed by this key,
+  /// over the purpose's 8-byte context and subkey id): no data the reader is shown (a payload, a
+  /// subject, a message) is ever an input to it, so no tag or identity can equal a derived key
+  /// (docs/credentials.md, "The key tree").
+  public func derived(_ purpose: KeyPurpose) -> TagKey {
+    withUnsafeTemporaryAllocation(byteCount: Self.byteCount, alignment: 16) { out in
+      let rc = purpose.context.withCString { context in
+        sg_kdf_derive(
+          out.baseAddress!.assumingMemoryBound(to: UInt8.self), Self.byteCount, purpose.subkeyID, context,
+          storage.baseAddress!.assumingMemoryBound(to: UInt8.self))
+      }
+      precondition(rc == 0, "libsodium's KDF refused its arguments")
+      defer { sg_memzero(out.baseAddress, out.count) }
+      return TagKey(bytes: UnsafeRawBufferPointer(out), persistent: false)
+    }
+  }
+
+  /// A public name for this key (8 bytes of its own derived subkey, as 16 hex digits): readers
+  /// compare it to tell "another site key" from a forged message, and a site rotating its key
+  /// sees which readers still hold the old one. It reveals nothing of the key.
+  public var keyID: String {
+    let id = derived(.keyID)
+    return id.storage.prefix(8).map { String(decoding: [Hex.digit($0 >> 4), Hex.digit($0)], as: UTF8.self) }.joined()
+  }
+
   /// The tag of a payload (allocates nothing itself; the digester decides).
   public func tag(payload: UnsafeRawBufferPointer, digester: some PayloadDigester) -> Digest { tag(digester.sha256(payload)) }
 
@@ -99,6 +124,26 @@ public final class TagKey: PayloadTagger, CustomStringConvertible, @unchecked Se
       return ephemeral()
     }
   }
+}
+
+/// What a key derived from a parent key is for: its own KDF context (8 bytes, libsodium's
+/// `crypto_kdf` rule) and subkey id. One purpose, one context: a new purpose is a new case.
+public enum KeyPurpose: Sendable {
+  /// The site key's identities of credentials (site-wide anti-passback): HMAC-SHA-256 under it.
+  case passageIdentity
+  /// The site key's MAC over site passages.
+  case passageMAC
+  /// The site key's public key id (`keyID`).
+  case keyID
+
+  var context: String {
+    switch self {
+    case .passageIdentity: "SGpassid"
+    case .passageMAC: "SGpassmc"
+    case .keyID: "SGkeyid_"
+    }
+  }
+  var subkeyID: UInt64 { 1 }
 }
 
 /// A secret file that holds one key as hex digits and a newline (`SecretFile` rules).

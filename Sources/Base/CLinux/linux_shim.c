@@ -30,6 +30,10 @@ void sg_hmac_sha256(const uint8_t *key, size_t key_size, const uint8_t *data, si
   sodium_memzero(&state, sizeof state);
 }
 
+int sg_kdf_derive(uint8_t *out, size_t out_size, uint64_t subkey_id, const char context[8], const uint8_t key[32]) {
+  return crypto_kdf_derive_from_key(out, out_size, subkey_id, context, key);
+}
+
 void sg_random_bytes(uint8_t *out, size_t size) { randombytes_buf(out, size); }
 
 void sg_memzero(void *pointer, size_t size) { sodium_memzero(pointer, size); }

@@ -188,6 +188,7 @@ public enum ConfigSchema {
     }
     errors += config.panel.configProblems(line: line)
     errors += lineClashErrors(config, line: line)
+    errors += keyFileClashErrors(config, line: line)
     errors += config.fleet.configProblems(logPath: config.log.path, line: line)
     errors.sort { $0.line < $1.line }
     return errors.isEmpty ? .success(config) : .failure(ConfigErrors(errors: errors))
@@ -223,6 +224,28 @@ public enum ConfigSchema {
 
   /// No two of the lines in use on `gpio.chip` (relay, buzzer, the door's, Wiegand's) may share
   /// an offset: each is requested by one owner.
+  /// No two secrets share a file (docs/credentials.md, "The key tree"): each key has one purpose,
+  /// so a site key for passes (X25519) is never also the turnstile's passage key (HMAC), a PIN key
+  /// or the log's chain or tag key.
+  static func keyFileClashErrors(_ c: ScanConfig, line: ConfigLineLookup) -> [ConfigError] {
+    let logKey = c.log.path.isEmpty ? "" : (c.log.chainKeyFile.isEmpty ? c.log.path + ".key" : c.log.chainKeyFile)
+    let files: [(String, String)] = [
+      ("credentials.site_key_file", c.credentials.siteKeyFile ?? ""), ("turnstile.site_key_file", c.turnstile.site.keyFile),
+      ("keypad.pin_key_file", c.keypad.pinKeyFile), ("console.secret_file", c.consoleSecretFile),
+      ("console.tls_key_file", c.consoleTLSKeyFile), ("fleet.tls_key_file", c.fleet.tlsKeyFile),
+      ("fleet.password_file", c.fleet.passwordFile), ("panel.scbk_file", c.panel.scbkFile),
+      ("log.chain_key_file", logKey), ("log.path (its tag key)", c.log.path.isEmpty ? "" : c.log.path + ".tag-key"),
+    ]
+    var errors: [ConfigError] = []
+    for (i, (name, path)) in files.enumerated() where !path.isEmpty {
+      if let clash = files[..<i].first(where: { $0.1 == path }) {
+        let key = name.hasPrefix("log.path") ? "log.path" : name
+        errors.append(ConfigError(key: key, line: line(key), reason: "the same file as \(clash.0): every key has one purpose and its own file"))
+      }
+    }
+    return errors
+  }
+
   static func lineClashErrors(_ c: ScanConfig, line: ConfigLineLookup) -> [ConfigError] {
     guard c.gpioBackend == .gpiod else { return [] }
     var errors: [ConfigError] = []

@@ -34,8 +34,13 @@ public final class SitePassages: SitePassageSink, PollParticipant, @unchecked Se
   public let readerID: String
   public let topic: String
   private let link: FleetLink
-  /// Keys the MAC: HMAC-SHA-256(site key, SHA-256("scangate-site-passage-mac-1")).
+  /// Keys the MAC: the site key's `.passageMAC` subkey (libsodium's KDF, docs/credentials.md).
   private let macKey: TagKey
+  /// Keys the identities of credentials (the turnstile's keyer): the site key's
+  /// `.passageIdentity` subkey, never the MAC key (no identity can be a key).
+  public let identityKey: TagKey
+  /// The site key's id, in every message: another id is another key.
+  public let keyID: String
   /// Where received passages go (set before the loop starts; the loop's thread only).
   public weak var turnstile: (any SitePassageRecorder)? = nil
 
@@ -76,14 +81,14 @@ public final class SitePassages: SitePassageSink, PollParticipant, @unchecked Se
   private var lastRefusal: SitePassage.Refusal? = nil
   private let wall = SystemWallClock()
 
-  /// `siteKey`: the site key (the turnstile keys identities with it too).
+  /// `siteKey`: the site key (`turnstile.site_key_file`); every key used here is derived from it.
   public init(link: FleetLink, siteKey: TagKey) {
     self.link = link
     readerID = link.settings.readerID
     topic = Self.topic(prefix: link.settings.topicPrefix)
-    let label = Array("scangate-site-passage-mac-1".utf8)
-    let derived = siteKey.tag(label.withUnsafeBytes { SodiumDigester().sha256($0) })
-    macKey = withUnsafeBytes(of: derived.bigEndianBytes) { TagKey(bytes: $0, persistent: false) }
+    macKey = siteKey.derived(.passageMAC)
+    identityKey = siteKey.derived(.passageIdentity)
+    keyID = siteKey.keyID
   }
 
   public static func topic(prefix: String) -> String { prefix + "/site/passages" }
@@ -156,14 +161,14 @@ public final class SitePassages: SitePassageSink, PollParticipant, @unchecked Se
     case .failure(let f): return .failure(f)
     }
     let expected = payload.withUnsafeBytes { mac(UnsafeRawBufferPointer(rebasing: $0[0..<passage.signedCount])) }
-    guard expected.constantTimeEquals(passage.mac) else { return .failure(.badMAC) }
+    guard expected.constantTimeEquals(passage.mac) else { return .failure(passage.keyID == keyID ? .badMAC : .otherKey) }
     return .success(passage)
   }
 
   /// Publishes what the loop queued (while connected).
   func publishPending(_ client: MQTTClient) {
     while let item = outbox.withLock({ $0.pop() }) {
-      var p = SitePassage(reader: readerID, direction: item.direction, unixSeconds: item.unixSeconds, identity: item.identity)
+      var p = SitePassage(keyID: keyID, reader: readerID, direction: item.direction, unixSeconds: item.unixSeconds, identity: item.identity)
       p.signedCount = 0
       do throws(MQTTError) {
         _ = try client.publish(topic: topic, message(p), qos: 1, retain: false)
@@ -177,13 +182,6 @@ public final class SitePassages: SitePassageSink, PollParticipant, @unchecked Se
 }
 
 extension Digest {
-  /// The 32 bytes in order.
-  var bigEndianBytes: InlineArray<32, UInt8> {
-    var out = InlineArray<32, UInt8>(repeating: 0)
-    for i in 0..<32 { out[i] = byte(i) }
-    return out
-  }
-
   /// Equality that reads every word (a MAC's check).
   func constantTimeEquals(_ other: Digest) -> Bool {
     (words.0 ^ other.words.0) | (words.1 ^ other.words.1) | (words.2 ^ other.words.2) | (words.3 ^ other.words.3) == 0

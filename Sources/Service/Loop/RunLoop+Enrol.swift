@@ -101,8 +101,7 @@ extension RunLoop where Source: ~Copyable, Decoder: ~Copyable, Relay: ~Copyable,
     case .failure(let refusal): return .refused(code: 409, reason: refusal.reason)
     case .success(let bytes): edited = bytes
     }
-    engine.allowList.scheduleReferences = scheduleReferences
-    if let error = engine.allowList.validate(edited, digester: engine.digester) {
+    if let error = engine.allowList.validate(edited, digester: engine.digester, schedules: scheduleReferences) {
       return .refused(code: 409, reason: "the edited allow-list would not load (\(error)): nothing written")
     }
     var status = stat()

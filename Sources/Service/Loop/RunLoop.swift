@@ -154,8 +154,7 @@ public struct RunLoop<
       noteAllowListRefused(path, failure.error)
       return failure.error
     case .success(let bytes):
-      engine.allowList.scheduleReferences = scheduleReferences
-      error = engine.allowList.load(bytes, digester: engine.digester, nowUnixSeconds: engine.wall.unixSeconds())
+      error = engine.allowList.load(bytes, digester: engine.digester, schedules: scheduleReferences, nowUnixSeconds: engine.wall.unixSeconds())
     }
     engine.record(
       error == nil ? .state : .fault,

@@ -181,9 +181,10 @@ extension Service {
     guard let turnstile else { return nil }
     turnstile.keyer = loop.engine.tagger  // kept and shown keyed, never as a credential's SHA-256
     if let siteKey, let fleet {
-      // Keyed the same on every reader of the site, so that their passages can be shared.
-      turnstile.keyer = siteKey
+      // Keyed the same on every reader of the site, so that their passages can be shared: by the
+      // site key's identity subkey (never the site key itself, never the MAC's key).
       let exchange = SitePassages(link: fleet, siteKey: siteKey)
+      turnstile.keyer = exchange.identityKey
       exchange.turnstile = turnstile
       turnstile.site = exchange
       fleet.sitePassages = exchange

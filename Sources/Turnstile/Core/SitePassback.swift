@@ -44,16 +44,18 @@ extension SitePassbackSettings {
   }
 }
 
-/// One passage shared between the readers of a site: the credential's identity keyed under the
-/// site key, which way, when (wall seconds) and which reader saw it; authenticated with a MAC
-/// under a key derived from the site key.
+/// One passage shared between the readers of a site: the credential's identity keyed under a key
+/// derived from the site key, which way, when (wall seconds) and which reader saw it;
+/// authenticated with a MAC under another key derived from it, and naming the site key by its id.
 ///
 /// The message is one line of ASCII, nothing else (no trailing newline), at most `bytesMax`:
 ///
-///     scangate-passage 1 <reader id> <entry|exit> <unix seconds> <identity: 64 hex> <mac: 64 hex>
+///     scangate-passage 2 <key id: 16 hex> <reader id> <entry|exit> <unix seconds> <identity: 64 hex> <mac: 64 hex>
 ///
 /// The MAC covers every byte before the space that precedes it. Anything else is refused whole.
 public struct SitePassage: Equatable, Sendable {
+  /// The site key's id (16 lowercase hex digits): the key the sender holds.
+  public var keyID: String
   public var reader: String
   public var direction: PassageDirection
   public var unixSeconds: Int64
@@ -62,7 +64,8 @@ public struct SitePassage: Equatable, Sendable {
   /// How many leading bytes of the message the MAC covers.
   public var signedCount: Int
 
-  public init(reader: String, direction: PassageDirection, unixSeconds: Int64, identity: Digest) {
+  public init(keyID: String, reader: String, direction: PassageDirection, unixSeconds: Int64, identity: Digest) {
+    self.keyID = keyID
     self.reader = reader
     self.direction = direction
     self.unixSeconds = unixSeconds
@@ -71,14 +74,17 @@ public struct SitePassage: Equatable, Sendable {
     signedCount = 0
   }
 
-  public static let magic = "scangate-passage 1 "
+  public static let magic = "scangate-passage 2 "
+  /// The form before key ids (derived keys): refused with its own reason, so that a site knows a
+  /// reader is not yet upgraded.
+  static let previousMagic = "scangate-passage 1 "
   public static let bytesMax = 256
   /// A message dated further ahead of this reader's clock is refused (clock skew allowance).
   public static let futureSecondsMax: Int64 = 300
 
   /// Why a message was refused.
   public enum Refusal: Error, Equatable, Sendable {
-    case oversized, malformed, ownReader, future, badMAC, retained
+    case oversized, malformed, ownReader, future, badMAC, retained, otherKey, oldVersion
     public var reason: String {
       switch self {
       case .oversized: "over \(SitePassage.bytesMax) bytes"
@@ -87,13 +93,15 @@ public struct SitePassage: Equatable, Sendable {
       case .future: "dated more than \(SitePassage.futureSecondsMax) s ahead"
       case .badMAC: "the MAC does not verify (another site key?)"
       case .retained: "retained"
+      case .otherKey: "sent under another site key (its key id differs: a reader with an old or a wrong turnstile.site_key_file)"
+      case .oldVersion: "the form of an earlier ScanGate (scangate-passage 1): upgrade every reader of the site"
       }
     }
   }
 
   /// The text the MAC covers (everything but ` <mac>`).
   public var signedText: String {
-    Self.magic + reader + " " + direction.name + " " + String(unixSeconds) + " " + Self.hex(identity)
+    Self.magic + keyID + " " + reader + " " + direction.name + " " + String(unixSeconds) + " " + Self.hex(identity)
   }
 
   /// The whole message, given the MAC over `signedText`.
@@ -115,9 +123,14 @@ public struct SitePassage: Equatable, Sendable {
   public static func parse(_ bytes: [UInt8], ownReader: String, nowUnixSeconds: Int64) -> Result<SitePassage, Refusal> {
     guard bytes.count <= bytesMax else { return .failure(.oversized) }
     let m = Array(magic.utf8)
+    if bytes.starts(with: previousMagic.utf8) { return .failure(.oldVersion) }
     guard bytes.count > m.count, Array(bytes.prefix(m.count)) == m else { return .failure(.malformed) }
-    let fields = bytes[m.count...].split(separator: 0x20, omittingEmptySubsequences: false)
-    guard fields.count == 5 else { return .failure(.malformed) }
+    let all = bytes[m.count...].split(separator: 0x20, omittingEmptySubsequences: false)
+    guard all.count == 6 else { return .failure(.malformed) }
+    // Key id: 16 lowercase hex digits.
+    let k = all[all.startIndex]
+    guard k.count == 16, k.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66) }) else { return .failure(.malformed) }
+    let fields = Array(all.dropFirst())
     // Reader id: 1–64 of [A-Za-z0-9._-].
     let r = fields[0]
     guard (1...64).contains(r.count), r.allSatisfy(isIDByte) else { return .failure(.malformed) }
@@ -137,7 +150,7 @@ public struct SitePassage: Equatable, Sendable {
     let reader = String(decoding: r, as: UTF8.self)
     guard reader != ownReader else { return .failure(.ownReader) }
     guard seconds <= nowUnixSeconds &+ futureSecondsMax else { return .failure(.future) }
-    var p = SitePassage(reader: reader, direction: direction, unixSeconds: seconds, identity: identity)
+    var p = SitePassage(keyID: String(decoding: k, as: UTF8.self), reader: reader, direction: direction, unixSeconds: seconds, identity: identity)
     p.mac = mac
     p.signedCount = bytes.count - 65
     return .success(p)

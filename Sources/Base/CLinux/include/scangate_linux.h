@@ -23,6 +23,9 @@ int sg_sodium_init(void);
 /// HMAC-SHA-256 of `size` bytes under a `key_size`-byte key into `out` (32 bytes),
 /// libsodium's crypto_auth_hmacsha256 (init/update/final, so any key length).
 void sg_hmac_sha256(const uint8_t *key, size_t key_size, const uint8_t *data, size_t size, uint8_t out[32]);
+/// libsodium's crypto_kdf_derive_from_key (BLAKE2b): subkey `subkey_id` of `out_size` (16-64) bytes
+/// from the 32-byte `key` under an 8-byte `context`; 0 on success.
+int sg_kdf_derive(uint8_t *out, size_t out_size, uint64_t subkey_id, const char context[8], const uint8_t key[32]);
 /// Fills `out` with `size` bytes from the kernel's CSPRNG (libsodium's randombytes_buf).
 void sg_random_bytes(uint8_t *out, size_t size);
 /// Zeroes `size` bytes so the compiler cannot drop the write (libsodium's sodium_memzero).
