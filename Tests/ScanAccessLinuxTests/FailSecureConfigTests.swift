@@ -138,4 +138,50 @@ import Testing
     }
     #expect(checked.contains("audit.db") && checked.contains("log-id"), "\(checked)")
   }
+
+  @Test("ENROL CANDIDATES shows what was scanned; ENROL <tag> enrols that one; a code with control characters or a signed pass is refused")
+  func enrolCandidates() {
+    let (dir, config) = reader("enrol-candidates")
+    defer { removeTree(dir) }
+    // Three codes in turn: a visitor's badge, a hostile code with a control byte, a pass's text
+    // on a reader without signed passes (denied as unknown like any code it does not know).
+    for (name, payload) in [("b-visitor", "VISITOR-0042"), ("c-hostile", "EVIL\u{01}X"), ("d-pass", "SG1:NC3T9W8")] {
+      #expect(writePNG(path: dir + "/" + name + ".png", pixels: qrFrame(payload).pixels, width: 640, height: 480, components: 1))
+    }
+    let child = Child.start([scangateBinary, "run", "--config", config])
+    defer { _ = kill(child.pid, SIGTERM); _ = child.wait() }
+    #expect(child.waitForOutput("decision granted qr label=hank"), "\(child.output)")
+    var unknowns = 0
+    for _ in 0..<500 where unknowns < 3 {
+      unknowns = child.output.ranges(of: "decision denied-unknown").count
+      usleep(20_000)
+    }
+    let port = consolePort(child)
+    func console(_ line: String) -> String {
+      runCommand([scangateBinary, "console", "--tcp", "127.0.0.1:" + port, "--secret-file", dir + "/secret", "--command", line]).1
+    }
+    let listing = console("ENROL CANDIDATES")
+    #expect(listing.contains("OK 3 candidates"), "\(listing)")
+    func tag(_ payload: String) -> String {
+      let line = listing.split(separator: "\n").first { $0.contains("payload=" + payload) } ?? ""
+      return line.split(separator: " ").dropFirst().first.map(String.init) ?? "none"
+    }
+    #expect(listing.contains("payload=EVIL%01X (control characters: not enrolled)"), "escaped, and said: \(listing)")
+    #expect(listing.contains("payload=SG1:NC3T9W8 (a signed pass: not enrolled)"), "\(listing)")
+    #expect(!listing.contains("payload=HANK"), "a granted code is no candidate: \(listing)")
+    var reply = console("ENROL \(tag("EVIL%01X")) label=evil")
+    #expect(reply.contains("ERR 409") && reply.contains("control characters"), "\(reply)")
+    reply = console("ENROL \(tag("SG1:NC3T9W8")) label=pass")
+    #expect(reply.contains("ERR 409") && reply.contains("signed pass"), "\(reply)")
+    reply = console("ENROL 0000000000000000 label=nobody")
+    #expect(reply.contains("ERR 404"), "\(reply)")
+    reply = console("ENROL \(tag("VISITOR-0042")) label=visitor")
+    #expect(reply.contains(" enrolled visitor tag=\(tag("VISITOR-0042"))"), "\(reply)")
+    #expect(child.waitForOutput("decision granted qr label=visitor", timeoutSeconds: 10), "\(child.output)")
+    reply = console("ENROL \(tag("VISITOR-0042")) label=visitor2")
+    #expect(reply.contains("ERR 409") && reply.contains("already decides"), "\(reply)")
+    let list = file(dir + "/allow-list.txt")
+    #expect(list.contains(" label=visitor\n") && !list.contains("evil") && !list.contains("label=pass"), "\(list)")
+    #expect(!child.output.contains("VISITOR-0042") && !child.output.contains("EVIL"), "the journal shows tags, never payloads")
+  }
 }

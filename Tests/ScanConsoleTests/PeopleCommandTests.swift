@@ -21,6 +21,22 @@ import Testing
     #expect(request.verb == .enrol && request.needsOperator && request.labelCount == 3 && argument == "bobevenings")
     let (r2, a2) = parse("ENROL LAST schedule=day label=b.o_b-1@x+y")
     #expect(try r2?.get().labelCount == 11 && a2 == "b.o_b-1@x+yday")
+    #expect(try r2?.get().enrolTag == nil)
+  }
+
+  @Test("ENROL <tag> names a candidate by its 16 hex digits; ENROL CANDIDATES lists them (operator)")
+  func enrolByTag() throws {
+    let (r, argument) = parse("ENROL 5a0c11e2d4f7A9B1 label=bob")
+    let request = try #require(try r?.get())
+    #expect(request.enrolTag == 0x5a0c_11e2_d4f7_a9b1 && argument == "bob" && !request.flag)
+    let list = try #require(try parse("enrol candidates").0?.get())
+    #expect(list.verb == .enrol && list.flag && list.needsOperator)
+    for bad in ["ENROL 5a0c11e2d4f7a9b label=bob", "ENROL 5a0c11e2d4f7a9bx label=bob", "ENROL CANDIDATES 3", "ENROL NEWEST label=bob"] {
+      guard case .failure? = parse(bad).0 else {
+        Issue.record("accepted \(bad)")
+        continue
+      }
+    }
   }
 
   @Test(
@@ -70,13 +86,20 @@ import Testing
     mutating func record(_ kind: EventKind, code: UInt16, text: UnsafeRawBufferPointer) -> UInt64 {
       base.record(kind, code: code, text: text)
     }
-    mutating func enrolLast(
-      label: UnsafeRawBufferPointer, schedule: UnsafeRawBufferPointer, who: UnsafeRawBufferPointer
+    mutating func enrol(
+      tag: UInt64?, label: UnsafeRawBufferPointer, schedule: UnsafeRawBufferPointer, who: UnsafeRawBufferPointer
     )
       -> AllowListChange
     {
-      asked.append("enrol \(String(decoding: label, as: UTF8.self)) [\(String(decoding: schedule, as: UTF8.self))] by \(String(decoding: who, as: UTF8.self))")
+      let which = tag.map { String($0, radix: 16) } ?? "last"
+      asked.append(
+        "enrol \(which) \(String(decoding: label, as: UTF8.self)) [\(String(decoding: schedule, as: UTF8.self))] by \(String(decoding: who, as: UTF8.self))"
+      )
       return change
+    }
+    func writeEnrolCandidates(into w: inout ByteWriter) -> Int {
+      w.write("| 5a0c11e2d4f7a9b1 2026-12-04T10:00:00Z denied-unknown qr payload=BOB-0002\n")
+      return 1
     }
     mutating func removeEntry(label: UnsafeRawBufferPointer, who: UnsafeRawBufferPointer) -> AllowListChange {
       asked.append("remove \(String(decoding: label, as: UTF8.self)) by \(String(decoding: who, as: UTF8.self))")
@@ -111,14 +134,17 @@ import Testing
     #expect(s.say("LIST").hasPrefix("ERR 401") && s.host.asked.isEmpty)
     _ = s.say("AUTH sesame-open")
     #expect(s.say("ENROL LAST label=bob schedule=evenings") == "OK #97 enrolled bob tag=5a0c11e2d4f7a9b1 allow-list version 5\n")
-    #expect(s.host.asked == ["enrol bob [evenings] by uid 1000"])
+    #expect(s.host.asked == ["enrol last bob [evenings] by uid 1000"])
+    #expect(s.say("ENROL CANDIDATES").hasPrefix("| 5a0c11e2d4f7a9b1 2026-12-04T10:00:00Z denied-unknown qr payload=BOB-0002\nOK 1 candidates"))
+    _ = s.say("ENROL 5a0c11e2d4f7a9b1 label=bob")
+    #expect(s.host.asked.last == "enrol 5a0c11e2d4f7a9b1 bob [] by uid 1000")
     s.host.change = .removed(tag: "5a0c11e2d4f7a9b1", version: 6, sequence: 98)
     #expect(s.say("REMOVE label=bob") == "OK #98 removed bob tag=5a0c11e2d4f7a9b1 allow-list version 6\n")
     #expect(s.host.asked.last == "remove bob by uid 1000")
     s.host.change = .refused(code: 409, reason: "label bob is used by another entry")
     #expect(s.say("ENROL LAST label=bob") == "ERR 409 label bob is used by another entry\n")
     #expect(s.say("LIST 20") == "| bob tag=5a0c11e2d4f7a9b1 schedule\nOK list 1 of 27 entries\n")
-    // LIST is recorded as typed (verb and number); ENROL and REMOVE record themselves in the host.
-    #expect(s.host.base.base.recorded.map(\.2) == ["AUTH ok", "LIST 20"])
+    // LIST and ENROL CANDIDATES (payloads) are recorded as typed; ENROL and REMOVE record themselves in the host.
+    #expect(s.host.base.base.recorded.map(\.2) == ["AUTH ok", "ENROL CANDIDATES", "LIST 20"])
   }
 }

@@ -170,10 +170,25 @@ extension ConsoleCommands {
     }
   }
 
-  /// ENROL LAST / REMOVE (operator): the host edits the file, reloads and records who did it.
+  /// ENROL CANDIDATES lists; ENROL LAST / <tag> and REMOVE (operator): the host edits the file,
+  /// reloads and records who did it.
   private func changeAllowList<Host: ConsoleHost & ~Copyable>(
     _ request: ConsoleRequest, argument: UnsafeRawBufferPointer, slot: Int, host: inout Host, output: some ConsoleOutput
   ) {
+    if request.verb == .enrol && request.flag {
+      // It shows payloads, as LAST does for an operator: recorded as typed.
+      let listing = StaticString("ENROL CANDIDATES")
+      _ = host.record(
+        .command, code: UInt16(ConsoleVerb.enrol.rawValue), text: UnsafeRawBufferPointer(start: listing.utf8Start, count: listing.utf8CodeUnitCount))
+      output.send(slot) { w in
+        let n = host.writeEnrolCandidates(into: &w)
+        w.write("OK ")
+        w.write(n)
+        w.write(" candidates (newest first; ENROL <tag> label=<label> puts one on the list)")
+        w.newline()
+      }
+      return
+    }
     let peer = self[slot].peer
     let label = UnsafeRawBufferPointer(rebasing: argument[0..<request.labelCount])
     let schedule = UnsafeRawBufferPointer(rebasing: argument[request.labelCount...])
@@ -181,7 +196,8 @@ extension ConsoleCommands {
       var w = ByteWriter(buffer)
       Self.writePeer(peer, into: &w)
       return request.verb == .enrol
-        ? host.enrolLast(label: label, schedule: schedule, who: w.written) : host.removeEntry(label: label, who: w.written)
+        ? host.enrol(tag: request.enrolTag, label: label, schedule: schedule, who: w.written)
+        : host.removeEntry(label: label, who: w.written)
     }
     output.send(slot) { w in
       switch change {

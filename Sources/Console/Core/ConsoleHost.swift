@@ -36,10 +36,16 @@ public protocol ConsoleHost: ~Copyable {
   /// LOCKDOWN ON/OFF, TURNSTILE FORGIVE/RESET by an operator (`who`: the session, as records
   /// name it): carried out by the participant that owns it; nil when none does (not configured).
   mutating func perform(_ action: ConsoleAction, who: UnsafeRawBufferPointer) -> ConsoleActionOutcome?
-  /// ENROL LAST (operator `who`): the last decision's code, when it was denied as unknown, is
-  /// added to the allow-list file as a digest entry with `label` and `schedule` (empty: none),
-  /// written durably and reloaded; recorded with who once done.
-  mutating func enrolLast(label: UnsafeRawBufferPointer, schedule: UnsafeRawBufferPointer, who: UnsafeRawBufferPointer) -> AllowListChange
+  /// ENROL LAST / ENROL <tag> (operator `who`): the last decision's code (`tag` nil), or the
+  /// recent unknown code whose shown tag is `tag`, when it was denied as unknown, is added to the
+  /// allow-list file as a digest entry with `label` and `schedule` (empty: none), written durably
+  /// and reloaded; recorded with who once done.
+  mutating func enrol(
+    tag: UInt64?, label: UnsafeRawBufferPointer, schedule: UnsafeRawBufferPointer, who: UnsafeRawBufferPointer
+  ) -> AllowListChange
+  /// ENROL CANDIDATES: the newest codes denied as unknown as `| ` lines (tag, time, verdict,
+  /// format, the payload escaped, what refuses it); returns how many.
+  func writeEnrolCandidates(into w: inout ByteWriter) -> Int
   /// REMOVE label=... (operator `who`): that entry's line is taken out of the file the same way.
   mutating func removeEntry(label: UnsafeRawBufferPointer, who: UnsafeRawBufferPointer) -> AllowListChange
   /// LIST: up to `count` live entries as `| ` lines (label, tag, flags; never a payload or a
@@ -76,9 +82,10 @@ extension ConsoleHost where Self: ~Copyable {
   public func clockReport() -> ClockReport? { nil }
   public mutating func resetClockFloor() -> (before: Int64, after: Int64)? { nil }
   public mutating func perform(_ action: ConsoleAction, who: UnsafeRawBufferPointer) -> ConsoleActionOutcome? { nil }
-  public mutating func enrolLast(
-    label: UnsafeRawBufferPointer, schedule: UnsafeRawBufferPointer, who: UnsafeRawBufferPointer
+  public mutating func enrol(
+    tag: UInt64?, label: UnsafeRawBufferPointer, schedule: UnsafeRawBufferPointer, who: UnsafeRawBufferPointer
   ) -> AllowListChange { .refused(code: 503, reason: "this reader does not edit its allow-list") }
+  public func writeEnrolCandidates(into w: inout ByteWriter) -> Int { 0 }
   public mutating func removeEntry(label: UnsafeRawBufferPointer, who: UnsafeRawBufferPointer) -> AllowListChange {
     .refused(code: 503, reason: "this reader does not edit its allow-list")
   }

@@ -77,7 +77,8 @@ public enum ConsoleVerb: UInt8, CaseIterable, Sendable {
     case .lockdown: "LOCKDOWN [ON|OFF]   fire and lockdown; operator: latch or lift a lockdown (only its own)"
     case .turnstile:
       "TURNSTILE [FORGIVE LAST|<tag>|RESET] the turnstile; operator: forgive anti-passback, reset occupancy"
-    case .enrol: "ENROL LAST label=<label> [schedule=<name>] operator: put the last denied code on the allow-list"
+    case .enrol:
+      "ENROL CANDIDATES | LAST|<tag> label=<label> [schedule=<name>] operator: the newest unknown codes; put one on the allow-list"
     case .remove: "REMOVE label=<label>  operator: take that entry off the allow-list"
     case .list: "LIST [n]            operator: the allow-list's labels, tags and flags (default 50, max 200)"
     }
@@ -134,6 +135,9 @@ public struct ConsoleRequest: Sendable {
   /// ENROL: the label is the argument's first `labelCount` bytes, the schedule name (if any) the rest.
   /// REMOVE: the label is the whole argument.
   public var labelCount = 0
+  /// ENROL <tag>: the candidate's shown tag (16 hex digits); nil for ENROL LAST. ENROL CANDIDATES
+  /// sets `flag` instead.
+  public var enrolTag: UInt64? = nil
 
   /// Whether this request needs AUTH: an operator verb, or a state change of CLOCK, LOCKDOWN or
   /// TURNSTILE (the bare verbs are read-only).
@@ -174,8 +178,23 @@ public struct ConsoleRequest: Sendable {
       guard words == 1 else { return .failure(.tooManyArguments) }
       return .success(ConsoleRequest(verb: verb))
     case .enrol:
-      guard words >= 3, equalsIgnoringCase(word(1), "LAST") else { return .failure(.badArgument) }
-      return parseEnrol(words: words, word, argument: argument, argumentCount: &argumentCount)
+      if words == 2 && equalsIgnoringCase(word(1), "CANDIDATES") {
+        var request = ConsoleRequest(verb: .enrol)
+        request.flag = true
+        return .success(request)
+      }
+      guard words >= 3 else { return .failure(.badArgument) }
+      var tag: UInt64? = nil
+      if !equalsIgnoringCase(word(1), "LAST") {
+        guard let value = parseTag(word(1)) else { return .failure(.badArgument) }
+        tag = value
+      }
+      let parsed = parseEnrol(words: words, word, argument: argument, argumentCount: &argumentCount)
+      if case .success(var request) = parsed {
+        request.enrolTag = tag
+        return .success(request)
+      }
+      return parsed
     case .remove, .check, .auth:
       return parseArgument(verb, words: words, word, argument: argument, argumentCount: &argumentCount)
     case .last, .log, .open, .list, .watch, .clock, .snapshot:
@@ -271,14 +290,7 @@ public struct ConsoleRequest: Sendable {
       if equalsIgnoringCase(word(2), "LAST") {
         request.action = .forgiveLast
       } else {
-        // The tag as events show it: 16 hex digits.
-        let tag = word(2)
-        guard tag.count == 2 * PayloadTag.shownBytes else { return .failure(.badArgument) }
-        var value: UInt64 = 0
-        for b in tag {
-          guard let h = hex(b) else { return .failure(.badArgument) }
-          value = value << 4 | UInt64(h)
-        }
+        guard let value = parseTag(word(2)) else { return .failure(.badArgument) }
         request.action = .forgiveTag(value)
       }
     }
@@ -316,6 +328,17 @@ public struct ConsoleRequest: Sendable {
       argumentCount += schedule.count
     }
     return .success(request)
+  }
+
+  /// A tag as events show it (16 hex digits), or nil.
+  static func parseTag(_ tag: UnsafeRawBufferPointer) -> UInt64? {
+    guard tag.count == 2 * PayloadTag.shownBytes else { return nil }
+    var value: UInt64 = 0
+    for b in tag {
+      guard let h = hex(b) else { return nil }
+      value = value << 4 | UInt64(h)
+    }
+    return value
   }
 
   /// The bytes after `key` (matched exactly, lowercase) in `word`, or nil.

@@ -59,6 +59,8 @@ public struct ScanEngine<
   /// The SHA-256 of the last decision's payload (the event keeps at most 64 bytes of it), for
   /// the console's ENROL LAST. Never shown: only its keyed tag leaves the reader.
   package private(set) var lastDecisionDigest = Digest.zero
+  /// The newest codes denied as unknown (ENROL CANDIDATES).
+  public private(set) var enrolCandidates = EnrolCandidates()
   /// Exposure of a recent frame (sampled every 16 frames).
   public private(set) var exposure = ExposureMetrics()
   /// Size and sharpness of the last code decided on (aiming hints).
@@ -229,6 +231,7 @@ public struct ScanEngine<
       verdict = .deniedPinUnavailable  // a PIN nobody can type is never skipped (the policy refuses it first)
     }
     complete(&e, decision: decision, verdict: verdict, digest: digest, captured: captured)
+    if e.verdict == .deniedUnknown && decision.source == .none { enrolCandidates.record(e, digest: digest, payload: payload) }
   }
 
   /// The grant `id` waiting for its second factor ends with `verdict` (`.granted`, or a

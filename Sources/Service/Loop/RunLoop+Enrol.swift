@@ -12,29 +12,34 @@ extension RunLoop where Source: ~Copyable, Decoder: ~Copyable, Relay: ~Copyable,
   /// person at the door may have changed).
   static var enrolDecisionAgeMillisecondsMax: Int { 300_000 }
 
-  public mutating func enrolLast(
-    label: UnsafeRawBufferPointer, schedule: UnsafeRawBufferPointer, who: UnsafeRawBufferPointer
+  public mutating func enrol(
+    tag: UInt64?, label: UnsafeRawBufferPointer, schedule: UnsafeRawBufferPointer, who: UnsafeRawBufferPointer
   ) -> AllowListChange {
     guard let path = settings.allowListPath, !path.isEmpty else {
       return .refused(code: 503, reason: "no allow_list.path is configured: there is no file to add to")
     }
-    guard let last = engine.lastDecision, engine.lastDecisionDigest != .zero else {
-      return .refused(code: 404, reason: "no code has been decided since the reader started: scan the badge first")
+    let candidate: EnrolCandidates.Candidate
+    switch enrolCandidate(tag) {
+    case .success(let c): candidate = c
+    case .failure(let refusal): return refusal.change
     }
-    if engine.clock.now().milliseconds(since: last.monotonic) > Self.enrolDecisionAgeMillisecondsMax {
-      return .refused(code: 409, reason: "the last decision is over 5 minutes old: scan the badge again")
+    if engine.clock.now().milliseconds(since: candidate.event.monotonic) > Self.enrolDecisionAgeMillisecondsMax {
+      return .refused(code: 409, reason: "that code was scanned over 5 minutes ago: scan the badge again")
     }
-    if last.verdict.isGranted {
-      return .refused(code: 409, reason: "the last code was granted: it is on the list already")
+    // What a badge never is: refused, whatever was scanned (a hostile or damaged code, a pass).
+    if candidate.hasControl {
+      return .refused(code: 409, reason: "that code holds control characters (a damaged or hostile code, never a badge): not enrolled")
     }
-    guard last.verdict == .deniedUnknown, last.code == UInt16(DecisionSource.none.rawValue) else {
-      return .refused(
-        code: 409, reason: "the last code was not denied as unknown (an entry or a signed pass decided it): nothing to enrol")
+    if candidate.isSignedPass {
+      return .refused(code: 409, reason: "that code is a signed pass (SG1): issue passes with scangate credential issue, never enrol them")
     }
-    let digest = engine.lastDecisionDigest
+    let digest = candidate.digest
+    if engine.allowList.decide(digest, nowUnixSeconds: engine.wall.unixSeconds()).1 != nil {
+      return .refused(code: 409, reason: "an entry of the allow-list already decides that code")
+    }
     var entry = AllowListEdit.Entry(match: "sha256:" + Self.hex(digest), label: String(decoding: label, as: UTF8.self))
     entry.schedule = String(decoding: schedule, as: UTF8.self)
-    let tag = engine.tagger.map { PayloadTag.hex($0.tag(digest)) } ?? "none"
+    let shownTag = engine.tagger.map { PayloadTag.hex($0.tag(digest)) } ?? "none"
     let edited = editAllowList(path) { text in
       if AllowListEdit.entry(labelled: entry.label, in: text) != nil {
         return .failure(AllowListEdit.Refusal("label \(entry.label) is used by another entry: pick another or REMOVE it first"))
@@ -43,7 +48,57 @@ extension RunLoop where Source: ~Copyable, Decoder: ~Copyable, Relay: ~Copyable,
     }
     if case .refused(let code, let reason) = edited { return .refused(code: code, reason: reason) }
     let sequence = recordPeopleChange("ENROL by ", who: who, label: label, tag: engine.tagger?.tag(digest) ?? .zero)
-    return .enrolled(tag: tag, version: engine.allowList.version, sequence: sequence)
+    return .enrolled(tag: shownTag, version: engine.allowList.version, sequence: sequence)
+  }
+
+  /// Why ENROL found nothing to enrol.
+  private struct EnrolRefusal: Error {
+    var change: AllowListChange
+    init(_ code: Int, _ reason: String) { change = .refused(code: code, reason: reason) }
+  }
+
+  /// The code ENROL LAST (`tag` nil) or ENROL <tag> names, when it was denied as unknown.
+  private func enrolCandidate(_ tag: UInt64?) -> Result<EnrolCandidates.Candidate, EnrolRefusal> {
+    if let tag {
+      guard let tagger = engine.tagger, let c = engine.enrolCandidates.find(tagPrefix: tag, tagger: tagger) else {
+        return .failure(EnrolRefusal(404, "no recent unknown code has that tag: ENROL CANDIDATES lists them"))
+      }
+      return .success(c)
+    }
+    guard let last = engine.lastDecision, engine.lastDecisionDigest != .zero else {
+      return .failure(EnrolRefusal(404, "no code has been decided since the reader started: scan the badge first"))
+    }
+    if last.verdict.isGranted { return .failure(EnrolRefusal(409, "the last code was granted: it is on the list already")) }
+    guard last.verdict == .deniedUnknown, last.code == UInt16(DecisionSource.none.rawValue),
+      let c = engine.enrolCandidates.find(digest: engine.lastDecisionDigest)
+    else {
+      return .failure(EnrolRefusal(409, "the last code was not denied as unknown (an entry or a signed pass decided it): nothing to enrol"))
+    }
+    return .success(c)
+  }
+
+  /// ENROL CANDIDATES: the newest codes denied as unknown, newest first, each on one line:
+  /// `| <tag> <time> <verdict> <format> payload=<escaped>`, and why it cannot be enrolled.
+  public func writeEnrolCandidates(into w: inout ByteWriter) -> Int {
+    let candidates = engine.enrolCandidates
+    for i in 0..<candidates.count {
+      let c = candidates[newest: i]
+      w.write("| ")
+      if let tagger = engine.tagger { w.writeHex(tagger.tag(c.digest), bytes: PayloadTag.shownBytes) } else { w.write("none") }
+      w.write(" ")
+      w.write(RFC3339.format(c.event.wallNanoseconds / 1_000_000_000))
+      w.write(" ")
+      w.write(c.event.verdict.name)
+      w.write(" ")
+      w.write(c.event.format.name)
+      w.write(" payload=")
+      c.event.withPayload { w.writeEscaped($0) }
+      if c.event.payloadTruncated { w.write("...") }
+      if c.hasControl { w.write(" (control characters: not enrolled)") }
+      if c.isSignedPass { w.write(" (a signed pass: not enrolled)") }
+      w.newline()
+    }
+    return candidates.count
   }
 
   public mutating func removeEntry(label: UnsafeRawBufferPointer, who: UnsafeRawBufferPointer) -> AllowListChange {
