@@ -10,6 +10,11 @@
    the fault is one event and shows on STATUS; the code shown right after is granted.
 2. A crash (debug builds: the test hook is compiled out of release builds): a worker aborts on a marked frame (SCANGATE_DECODER_TEST_HOOKS=abort):
    the reader keeps running, the relay stays inactive, the next frames are decoded (granted).
+3. A sheet beside a badge (issue 40): the left half of the view a finder-pattern sheet (2, then
+   3, then 4 px a module), a valid badge in the right half, for 20 s; a reference reader shows the
+   badge alone in the same run. The badge is granted at no less than half the reference's rate,
+   STATUS names the masked place and answers as fast as the reference's, the fault is one event;
+   the sheet taken down, the mask clears and the badge goes on being granted.
 
 Run as: decoder.py SCANGATE WORKDIR"""
 import os, re, socket, subprocess, sys, threading, time
@@ -55,6 +60,27 @@ def code_pgm(text, scale=4):
                 for y in range(oy + my * scale, oy + (my + 1) * scale):
                     image[y * W + ox + mx * scale:y * W + ox + (mx + 1) * scale] = bytes(scale)
     return bytes(image)
+
+
+def code_at(text, cx, base=None, scale=4):
+    """The code (qrencode's ASCII form) centred at column `cx`, over `base` (white when None)."""
+    out = subprocess.run(["qrencode", "-t", "ASCII", "-m", "4", text], capture_output=True, text=True, check=True).stdout
+    rows = [line[0::2] for line in out.splitlines() if line]
+    image = bytearray(base) if base is not None else bytearray([255]) * (W * H)
+    side = len(rows) * scale
+    ox, oy = cx - side // 2, (H - side) // 2
+    for my, row in enumerate(rows):
+        for mx, c in enumerate(row):
+            value = 0 if c == "#" else 255
+            for y in range(oy + my * scale, oy + (my + 1) * scale):
+                image[y * W + ox + mx * scale:y * W + ox + (mx + 1) * scale] = bytes([value]) * scale
+    return bytes(image)
+
+
+def left_half_sheet(px):
+    """A finder-pattern sheet over the left half of the view; the right half white."""
+    sheet = finder_sheet(px)
+    return b"".join(sheet[y * W:y * W + W // 2] + bytes([255]) * (W - W // 2) for y in range(H))
 
 
 def frames_dir(workdir, name, sequence):
@@ -210,9 +236,63 @@ def crash(binary, workdir):
     check("crash: the next frames are decoded (the code granted)", granted and rc == 0, journal[-800:])
 
 
+def beside(binary, workdir):
+    fps, seconds, after = 10, 21, 8
+    badge = code_at("EMP-0001", cx=W * 3 // 4)
+    sheets = [code_at("EMP-0001", cx=W * 3 // 4, base=left_half_sheet(px)) for px in (2, 3, 4)]
+    per = seconds * fps // 3
+    sequence = [(sheets[0], per), (sheets[1], per), (sheets[2], per), (badge, after * fps)]
+    d = frames_dir(workdir, "beside", sequence)
+    reference_dir = frames_dir(workdir, "beside-reference", [(badge, 1)])
+    extra = "[presence]\nrepeat_ms = 500\n"
+    reader = Reader(binary, workdir, "beside", d, fps=fps, isolation="process", extra=extra)
+    once(reader, fps)
+    reference = Reader(binary, workdir, "beside-ref", reference_dir, fps=fps, isolation="process", extra=extra)
+    reference.start()
+    reader.start()
+    if not check("beside: the readers started", reader.port is not None and reference.port is not None,
+                 reader.journal() + reference.journal()):
+        reader.stop(), reference.stop()
+        return
+    probe, ref_probe = Probe(reader), Probe(reference)
+    probe.start(), ref_probe.start()
+    # The sheet phase: grants counted in both journals over the same wall-clock window.
+    start_sheet = reader.journal().count("decision granted")
+    start_ref = reference.journal().count("decision granted")
+    t0 = time.monotonic()
+    time.sleep(max(0, seconds - 1 - (time.monotonic() - t0)))
+    sheet_grants = reader.journal().count("decision granted") - start_sheet
+    ref_grants = reference.journal().count("decision granted") - start_ref
+    window = time.monotonic() - t0
+    probe.stop = ref_probe.stop = True
+    probe.join(), ref_probe.join()
+    masked_status = next((s for s in reversed(probe.statuses) if "PATTERN MASKED" in s), "")
+    # The sheet taken down: the mask clears, the badge goes on.
+    mark = len(reader.journal())
+    cleared = wait_for(lambda: "state decoder-pattern-cleared" in reader.journal()[mark:], after + 4, step=0.2)
+    rc = reader.stop()
+    reference.stop()
+    journal = reader.journal()
+    p99, ref99 = probe.p99(), ref_probe.p99()
+    print(f"beside: {sheet_grants} grants in {window:.1f} s with a sheet over half the view (2, 3, 4 px), "
+          f"{ref_grants} for the badge alone in the same window; STATUS p99 {p99:.1f} ms, reference {ref99:.1f} ms", flush=True)
+    m = re.search(r"PATTERN MASKED[^\n]*", masked_status or "")
+    print("beside: " + (m.group(0) if m else "no masked region on STATUS"), flush=True)
+    check("beside: the badge beside a finder-pattern sheet is granted at no less than half its rate alone",
+          ref_grants > 0 and sheet_grants * 2 >= ref_grants, f"{sheet_grants} against {ref_grants}")
+    check("beside: STATUS names the masked place (the sheet's half) and answers as fast as beside the reference",
+          m is not None and (lambda r: r is not None and int(r.group(1)) + int(r.group(3)) <= W // 2)(
+              re.search(r"at x (\d+) y (\d+) (\d+)x(\d+)", m.group(0)))
+          and probe.failures == 0 and (p99 < 100 or p99 < 100 + ref99), f"{m and m.group(0)}; p99 {p99:.1f}, ref {ref99:.1f}")
+    check("beside: the pattern is one fault event; the mask clears once the sheet is taken down, the badge still granted",
+          journal.count("fault decoder-pattern-masked") == 1 and cleared is not None and rc == 0
+          and "decision granted" in journal[mark:], journal[-1500:])
+
+
 if __name__ == "__main__":
     binary, workdir = sys.argv[1], sys.argv[2]
     os.makedirs(workdir, exist_ok=True)
     crash(binary, workdir)
+    beside(binary, workdir)
     hostile(binary, workdir)
     finish()

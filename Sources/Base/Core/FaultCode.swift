@@ -33,6 +33,10 @@ public enum FaultCode: UInt16, Sendable {
   case decoderDeadline = 40
   case decoderCrashed = 41
   case decoderRecovered = 42
+  /// A part of the view stops the decoder (a sheet of finder patterns): masked, the rest read
+  /// (docs/decoder.md, "A pattern in view"); STATUS names where. Its end: every tile unmasked.
+  case decoderPatternMasked = 43
+  case decoderPatternCleared = 44
 
   public var name: String {
     switch self {
@@ -60,6 +64,8 @@ public enum FaultCode: UInt16, Sendable {
     case .decoderDeadline: "decoder-deadline"
     case .decoderCrashed: "decoder-crashed"
     case .decoderRecovered: "decoder-recovered"
+    case .decoderPatternMasked: "decoder-pattern-masked"
+    case .decoderPatternCleared: "decoder-pattern-cleared"
     }
   }
 }

@@ -221,6 +221,20 @@ extension ConsoleText {
       w.write("; last crash ")
       writeSanitized(lastCrash, into: &w)
     }
+    if let m = d.masked {
+      // A pattern that stops the decoder, masked: where, so that a technician can take it down.
+      w.write("; PATTERN MASKED at x ")
+      w.write(m.x)
+      w.write(" y ")
+      w.write(m.y)
+      w.write(" ")
+      w.write(m.width)
+      w.write("x")
+      w.write(m.height)
+      w.write(" (")
+      w.write(m.tiles)
+      w.write(" of 16 tiles; the rest is read)")
+    }
     w.newline()
   }
 

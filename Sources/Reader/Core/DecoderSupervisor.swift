@@ -41,7 +41,25 @@ public struct DecoderIsolationStats: Equatable, Sendable {
   public var lastCrash: Int32 = 0
   /// The configured deadline (milliseconds).
   public var deadlineMilliseconds = 0
+  /// Where a pattern that stops the decoder is masked (docs/decoder.md, "A pattern in view").
+  public var masked: MaskedRegion? = nil
   public init() {}
+}
+
+/// The bounding box of the masked tiles, in the camera's pixels, and how many tiles.
+public struct MaskedRegion: Equatable, Sendable {
+  public var x: Int
+  public var y: Int
+  public var width: Int
+  public var height: Int
+  public var tiles: Int
+  public init(x: Int, y: Int, width: Int, height: Int, tiles: Int) {
+    self.x = x
+    self.y = y
+    self.width = width
+    self.height = height
+    self.tiles = tiles
+  }
 }
 
 /// The decoder workers' supervisor: which worker takes the next frame, when a decode has run
@@ -145,9 +163,11 @@ public struct DecoderSupervisor: Sendable {
 
   /// A frame is here: which worker takes it, or skip (counted). `allViews`: it is to be decoded
   /// in every view (its deadline is `allViewsDeadlineMilliseconds`).
-  public mutating func submit(at now: Instant, allViews: Bool = false) -> Submit {
+  /// `searching`: a pattern in view is being searched for or is masked (`PatternQuarantine`):
+  /// frames are not held back, since each shows only tiles not known to stop the decoder.
+  public mutating func submit(at now: Instant, allViews: Bool = false, searching: Bool = false) -> Submit {
     let slot = readySlot()
-    guard let slot, !(stats.faulted && now < holdUntil), !isBusy else {
+    guard let slot, !(stats.faulted && now < holdUntil && !searching), !isBusy else {
       stats.skipped &+= 1
       return .skip
     }

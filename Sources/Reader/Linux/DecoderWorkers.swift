@@ -46,6 +46,14 @@ public final class DecoderWorkers: PollParticipant {
   private var eventCount = 0
   /// The engine counters the last reply carried (STATUS shows the worker's arena).
   public private(set) var engineStats: DecoderStats? = nil
+  /// The parts of the view that stop the decoder, found and masked (docs/decoder.md, "A pattern
+  /// in view"), and the last frame's size (to name where they are).
+  public internal(set) var quarantine: PatternQuarantine
+  var viewSize = (width: 0, height: 0)
+  /// Whether a pattern episode is on (its fault recorded), and since when nothing was masked or
+  /// searched (`DecoderWorkers+Patterns.swift`).
+  var patternEpisode = false
+  var patternQuietSince: Instant? = nil
 
   /// Maps both slots' memory and starts both workers. Throws when the memory cannot be had or
   /// the first spawn fails (the reader then does not start: a reader that cannot decode is no
@@ -58,6 +66,10 @@ public final class DecoderWorkers: PollParticipant {
     self.settings = settings
     channel = DecoderChannel(settings)
     supervisor = DecoderSupervisor(settings: supervision, now: SystemMonotonicClock().now())
+    var patterns = PatternQuarantine.Settings()
+    patterns.recheckCostMax = max(1, supervision.deadlineMilliseconds / 4)
+    patterns.slowCost = max(2, supervision.deadlineMilliseconds / 2)
+    quarantine = PatternQuarantine(settings: patterns)
     let arguments = [
       "scangate", "decode-worker", "--parent", String(getpid()), "--bytes", String(DecoderChannel(settings).totalBytes),
     ]
@@ -165,10 +177,19 @@ public final class DecoderWorkers: PollParticipant {
       supervisor.countSkipped()
       return false
     }
-    guard case .send(let slot, let sequence) = supervisor.submit(at: now, allViews: allViews), let base = bases[slot] else {
+    // While a pattern is searched for or masked, frames are not held back: each one shows only
+    // tiles that are not known to stop the decoder.
+    guard case .send(let slot, let sequence) = supervisor.submit(at: now, allViews: allViews, searching: quarantine.isActive),
+      let base = bases[slot]
+    else {
       return false
     }
     _ = channel.writeRequest(frame, mode: allViews ? .retry : nil, into: base)
+    let (width, height) = (frame.geometry.width, frame.geometry.height)
+    viewSize = (width, height)
+    let gray = UnsafeMutableRawBufferPointer(start: base + channel.frameOffset, count: width * height)
+    let visible = quarantine.plan(at: now, gray: UnsafeRawBufferPointer(gray), width: width, height: height)
+    PatternQuarantine.blank(gray, width: width, height: height, keeping: visible)
     sg_sb_store_release(word(base, DecoderChannel.offsetRequestSequence), sequence)
     outstanding = (slot, sequence, .gray(width: frame.geometry.width, height: frame.geometry.height), frame.captured, frame.sequence)
     outstandingAllViews = allViews
@@ -211,13 +232,17 @@ public final class DecoderWorkers: PollParticipant {
     return e
   }
 
-  private func post(_ code: FaultCode) {
+  func post(_ code: FaultCode) {
     guard eventCount < 8 else { return }
     events[eventCount] = code.rawValue
     eventCount += 1
   }
 
-  public var stats: DecoderIsolationStats { supervisor.snapshot }
+  public var stats: DecoderIsolationStats {
+    var s = supervisor.snapshot
+    s.masked = maskedRegion
+    return s
+  }
 
   /// How long a worker may take to start (`decoder.start_timeout_ms`).
   public var startTimeoutMilliseconds: Int { supervisor.settings.startTimeoutMilliseconds }
@@ -231,6 +256,10 @@ public final class DecoderWorkers: PollParticipant {
       tokens[slot] = channels[slot] >= 0 && !gone[slot] ? poll.add(channels[slot], events: Int16(POLLIN)) : .none
     }
     var next = supervisor.nextDeadline()
+    if let since = patternQuietSince {
+      let due = since.adding(milliseconds: Self.patternClearedAfterMilliseconds)
+      if next == nil || due < next! { next = due }
+    }
     // A worker seen gone but not yet reaped: look again shortly.
     if gone[0] || gone[1] {
       let soon = now.adding(milliseconds: 2)
@@ -247,13 +276,17 @@ public final class DecoderWorkers: PollParticipant {
       switch action {
       case .kill(let slot):
         if pids[slot] > 0 { _ = sg_sb_kill(pids[slot]) }
-        if outstanding?.slot == slot { outstanding = nil }
+        if outstanding?.slot == slot {
+          outstanding = nil
+          abandonedInView(now: now)
+        }
         gone[slot] = true
       case .spawn(let slot):
         spawn(slot, now: now)
       }
     }
     if supervisor.takeRecovered() { post(.decoderRecovered) }
+    checkPatternCleared(now: now)
   }
 
   /// The CPU time (ms) the worker in `slot` has spent on the decode in flight and whether it
@@ -283,8 +316,11 @@ public final class DecoderWorkers: PollParticipant {
     guard let base = bases[slot] else { return }
     if sg_sb_load_acquire(word(base, DecoderChannel.offsetReady)) == 1 { supervisor.workerReady(slot: slot) }
     if let o = outstanding, o.slot == slot, sg_sb_load_acquire(word(base, DecoderChannel.offsetDoneSequence)) == o.sequence {
+      let cost = decodeCPU(slot)?.milliseconds ?? 0
       if supervisor.completed(slot: slot, sequence: o.sequence, at: now) != nil {
         reply = (slot, o.geometry, o.captured, o.frameSequence, now)
+        quarantine.completed(cost: cost)
+        noteMask(now: now)
       }
       outstanding = nil
     }
@@ -298,7 +334,10 @@ public final class DecoderWorkers: PollParticipant {
     let r = pids[slot] > 0 ? sg_sb_reap(pids[slot], &how) : 1
     guard r != 0 else { return }  // still exiting: look again on the next turn
     if r < 0 { how = 0 }
-    if outstanding?.slot == slot { outstanding = nil }
+    if outstanding?.slot == slot {
+      outstanding = nil
+      abandonedInView(now: now)  // a worker that died on a frame: that frame's tiles are searched too
+    }
     let death = supervisor.workerDied(slot: slot, how: how, at: now)
     if death.record { post(death.killed ? .decoderDeadline : .decoderCrashed) }
     closeDescriptor(channels[slot])

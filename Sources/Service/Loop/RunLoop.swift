@@ -311,7 +311,7 @@ public struct RunLoop<
   /// recovery), then a reply, if one came: the engine's decision half on its results.
   private mutating func completeDecode(_ decoders: DecoderWorkers) {
     while let code = decoders.takeEvent() {
-      let recovered = code == FaultCode.decoderRecovered.rawValue
+      let recovered = code == FaultCode.decoderRecovered.rawValue || code == FaultCode.decoderPatternCleared.rawValue
       engine.record(recovered ? .state : .fault, code: code)
       if !recovered { engine.play(engine.settings.actuation.faultPattern) }
     }

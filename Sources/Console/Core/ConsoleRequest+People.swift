@@ -1,0 +1,48 @@
+import ScanCore
+
+/// ENROL's forms (docs/console.md, "People"): its fields and a candidate's tag.
+extension ConsoleRequest {
+  /// ENROL LAST's fields: `label=` (required), `schedule=`; `zones=` is refused by name.
+  static func parseEnrol(
+    words: Int, _ word: (Int) -> UnsafeRawBufferPointer, argument: UnsafeMutableRawBufferPointer, argumentCount: inout Int
+  ) -> Result<ConsoleRequest, ConsoleError>? {
+    var request = ConsoleRequest(verb: .enrol)
+    var label: UnsafeRawBufferPointer? = nil
+    var schedule: UnsafeRawBufferPointer? = nil
+    for k in 2..<words {
+      if let v = value(word(k), key: "label=") {
+        guard label == nil, v.count > 0, v.count <= LabelLimits.bytesMax, v.allSatisfy({ AllowListEdit.isLabelByte($0) }) else {
+          return .failure(.badLabel)
+        }
+        label = v
+      } else if let v = value(word(k), key: "schedule=") {
+        guard schedule == nil, v.count > 0, v.count <= 32, v.allSatisfy({ isScheduleByte($0) }) else { return .failure(.badSchedule) }
+        schedule = v
+      } else if value(word(k), key: "zones=") != nil {
+        return .failure(.noZones)
+      } else {
+        return .failure(.badArgument)
+      }
+    }
+    guard let label else { return .failure(.badLabel) }
+    argument.copyMemory(from: label)
+    request.labelCount = label.count
+    argumentCount = label.count
+    if let schedule {
+      UnsafeMutableRawBufferPointer(rebasing: argument[label.count...]).copyMemory(from: schedule)
+      argumentCount += schedule.count
+    }
+    return .success(request)
+  }
+
+  /// A tag as events show it (16 hex digits), or nil.
+  static func parseTag(_ tag: UnsafeRawBufferPointer) -> UInt64? {
+    guard tag.count == 2 * PayloadTag.shownBytes else { return nil }
+    var value: UInt64 = 0
+    for b in tag {
+      guard let h = hex(b) else { return nil }
+      value = value << 4 | UInt64(h)
+    }
+    return value
+  }
+}
