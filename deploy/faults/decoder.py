@@ -49,17 +49,7 @@ def write_pgm(path, pixels):
 def code_pgm(text, scale=4):
     """The code as 640x480 gray pixels (qrencode, an encoder that is not ours: its ASCII form,
     "##" a dark module, scaled `scale` px per module, centred on white)."""
-    out = subprocess.run(["qrencode", "-t", "ASCII", "-m", "4", text], capture_output=True, text=True, check=True).stdout
-    rows = [line[0::2] for line in out.splitlines() if line]
-    image = bytearray([255]) * (W * H)
-    side = len(rows) * scale
-    ox, oy = (W - side) // 2, (H - side) // 2
-    for my, row in enumerate(rows):
-        for mx, c in enumerate(row):
-            if c == "#":
-                for y in range(oy + my * scale, oy + (my + 1) * scale):
-                    image[y * W + ox + mx * scale:y * W + ox + (mx + 1) * scale] = bytes(scale)
-    return bytes(image)
+    return code_at(text, W // 2, scale=scale)
 
 
 def code_at(text, cx, base=None, scale=4):
