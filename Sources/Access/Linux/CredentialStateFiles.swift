@@ -152,7 +152,11 @@ public final class VersionMarks: VersionMark {
   public init(path: String, name: String) throws(FileError) {
     self.path = path
     self.name = name
-    guard fileExists(path) else { return }
+    guard fileExists(path) else {
+      // Gone while the reader was stopped: an older list would pass again. Refused, not zero.
+      if StateFileList.names(path) { throw StateFileList.missing(path) }
+      return
+    }
     let bytes = try readWholeFile(path, maxBytes: 256)
     let text = String(decoding: bytes, as: UTF8.self)
     let fields = text.split(whereSeparator: { $0 == " " || $0 == "\n" })
@@ -168,7 +172,10 @@ public final class VersionMarks: VersionMark {
   /// Makes `version` the highest accepted, durably; false when it could not be written.
   public func raise(to version: UInt64) -> Bool {
     guard version > highest else { return true }
-    do { try writeFileAtomically(path, Array("\(name) \(version)\n".utf8), mode: 0o600) } catch { return false }
+    do {
+      try writeFileAtomically(path, Array("\(name) \(version)\n".utf8), mode: 0o600)
+      try StateFileList.add(path)
+    } catch { return false }
     highest = version
     return true
   }

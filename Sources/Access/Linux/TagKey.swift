@@ -118,7 +118,14 @@ public final class TagKey: PayloadTagger, CustomStringConvertible, @unchecked Se
     guard !logPath.isEmpty else { return ephemeral() }
     let path = defaultPath(forLog: logPath)
     do throws(FileError) {
-      return fileExists(path) ? try load(path) : try generate(path)
+      if fileExists(path) { return try load(path) }
+      if StateFileList.names(path) {
+        // Deleted: every badge's tag changes from now on. Said, never silent.
+        writeStandardError("scangate: tag key \(path) is missing (this reader had one): a new key is made, and every badge's tag changes\n")
+      }
+      let key = try generate(path)
+      try? StateFileList.add(path)
+      return key
     } catch {
       writeStandardError("scangate: tag key \(error); tags are keyed for this run only\n")
       return ephemeral()

@@ -11,9 +11,18 @@ public final class SlotFile {
   public let path: String
   public let slotBytes: Int
   public let slotsMax: Int
-  private let descriptor: Int32
+  private var descriptor: Int32
   private let slot: UnsafeMutableRawBufferPointer
   public private(set) var writeFailures = 0
+  /// Times the file was found deleted or replaced at its path while in use and made again there
+  /// from what this reader held (its open descriptor still reads the old content).
+  public private(set) var recreated = 0
+  /// What the path held when opened; the folder's mode (to make it again when it was deleted).
+  private var identity: FileIdentity
+  private let folderMode: mode_t
+  /// The path as a C string, made once (the identity check after each write allocates nothing).
+  private let cPath: UnsafeMutablePointer<CChar>
+  private let reservingBytes: Int64
   /// Whether the first `reservingSlots` slots' blocks are allocated: a disk that fills later
   /// cannot refuse their writes. False when not asked, or the file system could not (the disk
   /// was already full, or no fallocate): writes then need blocks as they go.
@@ -31,12 +40,22 @@ public final class SlotFile {
     self.path = path
     self.slotBytes = slotBytes
     self.slotsMax = slotsMax
+    // A file this reader kept, gone while it was stopped: a fault, never a fresh start.
+    if !fileExists(path) && StateFileList.names(path) { throw StateFileList.missing(path) }
     let (fd, size) = try openSlotFile(path)
     descriptor = fd
     slot = .allocate(byteCount: slotBytes, alignment: 8)
+    cPath = strdup(path)
+    identity = (try? fileStatus(fd, path)).map(FileIdentity.init) ?? FileIdentity(stat())
+    var folder = stat()
+    folderMode = stat(StateFileList.folder(of: path), &folder) == 0 ? folder.st_mode & 0o7777 : 0o750
+    reservingBytes = Int64(slotBytes * min(reservingSlots, slotsMax))
     if reservingSlots > 0 {
-      let length = Int64(slotBytes * min(reservingSlots, slotsMax))
+      let length = reservingBytes
       reserved = (try? syscall("fallocate \(path)", { sg_reserve_blocks(fd, length) })) != nil
+    }
+    do { try StateFileList.add(path) } catch {
+      writeStandardError("scangate: \(StateFileList.path(beside: path)): \(error.reason): a deletion of \(path) while stopped would not be noticed\n")
     }
     do throws(FileError) {
       guard size % slotBytes == 0 else {
@@ -59,6 +78,7 @@ public final class SlotFile {
   deinit {
     closeDescriptor(descriptor)
     slot.deallocate()
+    free(cPath)
   }
 
   /// Writes slot `index` as `fill` lays it out (the buffer starts zeroed) and syncs it; false
@@ -73,6 +93,52 @@ public final class SlotFile {
       writeFailures += 1
       return false
     }
+    // Durable at its path, or not durable: a synced write to a file whose name is gone protects
+    // nothing after a restart.
+    guard FileIdentity.at(cPath) == identity || recreate() else {
+      writeFailures += 1
+      return false
+    }
+    return true
+  }
+
+  /// The file was deleted or replaced at its path (its folder too, perhaps): made again there,
+  /// durably, from the content the open descriptor still reads (this write included), with a line
+  /// in the journal. False when it cannot be (nothing changes then, and the write is not durable).
+  private func recreate() -> Bool {
+    let fd = descriptor
+    guard let st = try? fileStatus(fd, path) else { return false }
+    let size = Int(st.st_size)
+    var bytes = [UInt8](repeating: 0, count: size)
+    let got = bytes.withUnsafeMutableBytes { b in (try? syscall("pread \(path)", { pread(fd, b.baseAddress, size, 0) })) ?? -1 }
+    guard got == size else { return false }
+    let folder = StateFileList.folder(of: path)
+    if !isDirectory(folder) {
+      let mode = folderMode
+      guard (try? syscall("mkdir \(folder)", { mkdir(folder, mode) })) != nil else { return false }
+      _ = try? syncDirectory(of: folder)
+    }
+    do throws(FileError) {
+      try writeFileAtomically(path, bytes, mode: 0o600)
+      let (newFD, _) = try openSlotFile(path)
+      guard let now = try? fileStatus(newFD, path) else {
+        closeDescriptor(newFD)
+        return false
+      }
+      identity = FileIdentity(now)
+      closeDescriptor(descriptor)
+      descriptor = newFD
+      if reservingBytes > 0 {
+        let length = reservingBytes
+        reserved = (try? syscall("fallocate \(path)", { sg_reserve_blocks(newFD, length) })) != nil
+      }
+      try? StateFileList.add(path)
+    } catch {
+      writeStandardError("scangate: \(path) was deleted or replaced while in use and cannot be made again (\(error.reason)): what it protects is refused\n")
+      return false
+    }
+    recreated += 1
+    writeStandardError("scangate: \(path) was deleted or replaced while in use: made again from what the reader held\n")
     return true
   }
 }

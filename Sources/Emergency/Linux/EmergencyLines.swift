@@ -56,6 +56,7 @@ public final class EmergencyController: PollParticipant {
     }
     latchFile = file
     self.problem = problem
+    if let problem { writeStandardError("scangate: lockdown latch: \(problem)\n") }  // the journal too, not only STATUS
     state = EmergencyState(settings: settings, now: now, levels: levels, latch: latch, unixSeconds: wall.unixSeconds())
     self.ring = ring
     self.wall = wall

@@ -1,0 +1,71 @@
+import CLinux
+import Glibc
+import ScanCore
+
+/// The state files a reader keeps in a folder, named in that folder's `state-files` (one name a
+/// line, written durably whenever one is added): a state file that the list names and that is
+/// missing was deleted, and is a fault, never a fresh start (docs/credentials.md, "What survives
+/// a restart"). An administrator who means to start one empty removes its line too.
+public enum StateFileList {
+  public static let name = "state-files"
+  static let bytesMax = 4_096
+
+  /// The list beside `file`.
+  public static func path(beside file: String) -> String { folder(of: file) + "/" + name }
+
+  /// Whether the list beside `file` names it.
+  public static func names(_ file: String) -> Bool {
+    guard let text = try? readWholeFile(path(beside: file), maxBytes: bytesMax) else { return false }
+    let base = Array(baseName(of: file).utf8)
+    return text.split(separator: 0x0A).contains { $0.elementsEqual(base) }
+  }
+
+  /// Adds `file` to the list beside it (durably); nothing when it is there already.
+  public static func add(_ file: String) throws(FileError) {
+    let list = path(beside: file)
+    var text = (try? readWholeFile(list, maxBytes: bytesMax)) ?? []
+    let base = Array(baseName(of: file).utf8)
+    guard !text.split(separator: 0x0A).contains(where: { $0.elementsEqual(base) }) else { return }
+    if let last = text.last, last != 0x0A { text.append(0x0A) }
+    text += base + [0x0A]
+    try writeFileAtomically(list, text, mode: 0o600)
+  }
+
+  /// Why `file`, which the list names, is missing: the words every owner refuses it with.
+  public static func missing(_ file: String) -> FileError {
+    FileError(
+      path: file,
+      reason: "missing, and this reader kept it (\(path(beside: file)) names it): deleted, so what it protected is unknown; "
+        + "restore it, or remove its line from \(name) to start it empty")
+  }
+
+  static func folder(of path: String) -> String {
+    guard let slash = path.utf8.lastIndex(of: UInt8(ascii: "/")) else { return "." }
+    return slash == path.utf8.startIndex ? "/" : String(path[..<slash])
+  }
+
+  static func baseName(of path: String) -> String {
+    guard let slash = path.utf8.lastIndex(of: UInt8(ascii: "/")) else { return path }
+    return String(path[path.utf8.index(after: slash)...])
+  }
+}
+
+/// A state file's identity (device and inode) as it was opened: compared with what its path
+/// holds after every durable write, since `fdatasync` of a file whose name was removed succeeds.
+struct FileIdentity: Equatable {
+  var device: UInt64
+  var inode: UInt64
+
+  init(_ st: stat) {
+    device = UInt64(st.st_dev)
+    inode = UInt64(st.st_ino)
+  }
+
+  /// What `path` (a C string made once: nothing allocated per call) holds now (nil: nothing, or
+  /// not reachable).
+  static func at(_ path: UnsafePointer<CChar>) -> FileIdentity? {
+    var st = stat()
+    guard (try? syscall("stat \(String(cString: path))", { stat(path, &st) })) != nil else { return nil }
+    return FileIdentity(st)
+  }
+}

@@ -1,0 +1,78 @@
+import CLinux
+import Glibc
+import ScanCore
+import ScanLinux
+import ScanTestSupport
+import Testing
+
+/// State that protects a decision is durable at its path (docs/credentials.md, "What survives a
+/// restart"), on the built binary: the state folder deleted while the reader runs, a state file
+/// deleted while it is stopped.
+@Suite(.serialized) struct StateFolderTests {
+  func reader(_ tag: String) -> (String, String) {
+    let made = replayReader(tag, payload: "HANK-0001", allowList: "text:HANK-0001 label=hank\n") { dir in
+      """
+      relay_pulse_ms = 100
+      [presence]
+      repeat_ms = 500
+      leave_after_ms = 200
+      [decoder]
+      isolation = "inline"
+      [state]
+      directory = "\(dir)/state"
+      [log]
+      path = "\(dir)/state/audit.db"
+      [console]
+      listen = ["127.0.0.1:0"]
+      secret_file = "\(dir)/secret"
+      """
+    }
+    _ = mkdir(made.directory + "/state", 0o750)
+    return made
+  }
+
+  func console(_ child: Child, _ dir: String, _ line: String) -> String {
+    let port =
+      child.output.split(separator: "\n").first { $0.hasPrefix("console listening on 127.0.0.1:") }?.split(separator: ":").last.map(String.init)
+      ?? "0"
+    return runCommand([scangateBinary, "console", "--tcp", "127.0.0.1:" + port, "--secret-file", dir + "/secret", "--command", line]).1
+  }
+
+  @Test("the state folder deleted while the reader runs: LOCKDOWN ON is made durable at its path (folder and file made again), and holds after a restart")
+  func folderDeletedWhileRunning() {
+    let (dir, config) = reader("state-running")
+    defer { removeTree(dir) }
+    var child = Child.start([scangateBinary, "run", "--config", config])
+    #expect(child.waitForOutput("decision granted qr label=hank"), "\(child.output)")
+    // The lockdown latch exists from the start; then the whole folder goes.
+    #expect(fileExists(dir + "/state/lockdown"))
+    removeTree(dir + "/state")
+    let reply = console(child, dir, "LOCKDOWN ON")
+    #expect(reply.contains("lockdown on"), "\(reply)")
+    #expect(child.waitForOutput("state/lockdown was deleted or replaced while in use: made again"), "\(child.output)")
+    #expect(fileExists(dir + "/state/lockdown") && StateFileList.names(dir + "/state/lockdown"))
+    _ = kill(child.pid, SIGKILL)
+    _ = child.wait()
+    child = Child.start([scangateBinary, "run", "--config", config])
+    defer { _ = kill(child.pid, SIGTERM); _ = child.wait() }
+    #expect(child.waitForOutput("decision denied-lockdown qr label=hank"), "still locked down after the restart: \(child.output)")
+    #expect(!child.output.contains("decision granted"), "\(child.output)")
+  }
+
+  @Test("a state file deleted while the reader is stopped is a fault, not a fresh start: the missing latch starts it locked down, said why")
+  func fileDeletedWhileStopped() {
+    let (dir, config) = reader("state-stopped")
+    defer { removeTree(dir) }
+    var child = Child.start([scangateBinary, "run", "--config", config])
+    #expect(child.waitForOutput("decision granted qr label=hank"), "\(child.output)")
+    _ = kill(child.pid, SIGTERM)
+    _ = child.wait()
+    #expect(StateFileList.names(dir + "/state/lockdown"), "the reader lists the latch among its state files")
+    #expect(unlink(dir + "/state/lockdown") == 0)
+    child = Child.start([scangateBinary, "run", "--config", config])
+    defer { _ = kill(child.pid, SIGTERM); _ = child.wait() }
+    #expect(child.waitForOutput("decision denied-lockdown qr label=hank"), "\(child.output)")
+    #expect(child.output.contains("missing, and this reader kept it"), "\(child.output)")
+    // An administrator who means to start it empty removes its line: then it is a fresh start.
+  }
+}
