@@ -266,7 +266,7 @@ import Testing
   }
 
   @Test(
-    "two cameras on one reader (camera.second, a turnstile's direction by camera): the first's code enters, the second's exits, decoded by the worker processes"
+    "two cameras on one reader (camera.second, a turnstile's direction by camera), in phase, each decode longer than a frame: the first's code enters, the second's exits"
   )
   func twoCameras() {
     let dir = temporaryDirectory("svc-cameras")
@@ -283,21 +283,28 @@ import Testing
       source = "replay"
       replay_path = "\(dir)/entry"
       second = "\(dir)/exit"
-      replay_fps = 10
+      replay_fps = 20
       [allow_list]
       path = "\(dir)/allow-list.txt"
       [gpio]
       backend = "sim"
       [state]
       directory = "\(dir)"
+      [log]
+      path = "\(dir)/audit.db"
+      [console]
+      listen = []
       [turnstile]
       enabled = true
       direction = "camera"
       passback = "off"
       """)
-    // 80 frames (4 s of each camera): the workers' warm-up on a loaded machine skips the first
-    // second or two, and the last grant's unlock must come before the replay's end.
-    let (status, output) = runCommand([scangateBinary, "run", "--config", dir + "/config.toml", "--frames", "80"], timeoutSeconds: 60)
+    // The cameras in phase at 20 fps, and every decode made 60 ms longer (a debug build's test
+    // hook): longer than a frame on any machine, so the exit camera's frame always came while
+    // the entry's decode ran (wave 3: 40 decodes, 40 skipped, the exit never granted). 160 frames.
+    let (status, output) = runCommand(
+      ["/usr/bin/env", "SCANGATE_DECODER_TEST_HOOKS=slow", scangateBinary, "run", "--config", dir + "/config.toml", "--frames", "160"],
+      timeoutSeconds: 60)
     #expect(status == 0, "\(output)")
     let lines = output.split(separator: "\n").map(String.init)
     /// The first `turnstile-unlocked` line after `who`'s granted decision.

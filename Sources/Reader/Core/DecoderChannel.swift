@@ -47,17 +47,20 @@ public struct DecoderChannel: Sendable {
   static let recordBytes = 64
 
   /// Test hooks, honoured only by debug builds of the worker: a frame whose first row starts
-  /// with the marker makes the worker abort, call open(2) (seccomp kills it) or spin.
+  /// with the marker makes the worker abort, call open(2) (seccomp kills it) or spin; `slow`
+  /// makes every decode take 60 ms more (decodes longer than a frame, on any machine).
   public enum TestHook: UInt32, Sendable, CaseIterable {
     case abort = 1
     case forbiddenCall = 2
     case spin = 4
+    case slow = 8
     /// The marker that must open the frame's first row ("SG-TEST-ABORT" ...).
     public var marker: String {
       switch self {
       case .abort: "SG-TEST-ABORT"
       case .forbiddenCall: "SG-TEST-OPEN"
       case .spin: "SG-TEST-SPIN"
+      case .slow: "SG-TEST-SLOW"
       }
     }
   }

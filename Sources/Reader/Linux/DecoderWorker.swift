@@ -85,6 +85,10 @@ public struct DecoderWorkerCore: ~Copyable {
     if hooks & DecoderChannel.TestHook.spin.rawValue != 0 && DecoderChannel.frame(frame, carries: .spin) {
       while clock.now().nanoseconds > 0 {}
     }
+    if hooks & DecoderChannel.TestHook.slow.rawValue != 0 {
+      let until = clock.now().adding(milliseconds: 60)
+      while clock.now() < until {}
+    }
   }
 }
 

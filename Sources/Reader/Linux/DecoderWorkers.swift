@@ -201,6 +201,9 @@ public final class DecoderWorkers: PollParticipant {
     return true
   }
 
+  /// A frame the loop did not offer (another camera's turn): counted as skipped.
+  public func skip() { supervisor.countSkipped() }
+
   /// Whether a decode is in flight.
   public var isBusy: Bool { outstanding != nil }
 

@@ -93,6 +93,10 @@ public struct RunLoop<
   /// camera of the frame a decoder worker has now: its reply is decided as that camera's.
   private var frameOrigin: FrameOrigin? = nil
   private var inFlightCamera = 0
+  /// Two cameras (a turnstile's entry and exit): the camera whose frame the decoder took last,
+  /// and when each last delivered one (`takesTurn`).
+  private var lastDecodedCamera = -1
+  private var lastFrameAt = InlineArray<2, Instant>(repeating: Instant(nanoseconds: 0))
 
   /// Room in the poll table for participants registered after init.
   public static var extraPollCapacity: Int { 16 }
@@ -276,6 +280,16 @@ public struct RunLoop<
     console.broadcast(engine.events, since: startedAt, upTo: limit)
   }
 
+  /// Two cameras are served in turn (issue 41): a camera whose frame the decoder took last waits
+  /// while the other delivers (a frame from it within the last 500 ms), so that two cameras in
+  /// phase, with decodes longer than a frame, are each read (the second's frame would otherwise
+  /// always find the decoder busy with the first's). One camera always takes its turn.
+  private func takesTurn(_ camera: Int, now: Instant) -> Bool {
+    guard frameOrigin != nil, camera == lastDecodedCamera, camera < 2 else { return true }
+    let other = lastFrameAt[1 - camera]
+    return other.nanoseconds == 0 || now.milliseconds(since: other) > 500
+  }
+
   private mutating func captureFrame() {
     guard var source = camera.take() else { return }
     do throws(CaptureError) {
@@ -283,9 +297,15 @@ public struct RunLoop<
         if let decoders {
           // The worker decodes; the loop goes on. A frame that finds it busy is skipped.
           engine.beginFrame(frame)
-          if decoders.submit(frame, allViews: engine.wantsAllViews, now: engine.clock.now()) {
-            inFlightCamera = frameOrigin?.camera ?? 0
+          let now = engine.clock.now()
+          let cameraIndex = frameOrigin?.camera ?? 0
+          if !takesTurn(cameraIndex, now: now) {
+            decoders.skip()
+          } else if decoders.submit(frame, allViews: engine.wantsAllViews, now: now) {
+            inFlightCamera = cameraIndex
+            lastDecodedCamera = cameraIndex
           }
+          if cameraIndex < 2 { lastFrameAt[cameraIndex] = now }
         } else {
           engine.process(frame)
         }
