@@ -75,4 +75,33 @@ import Testing
     #expect(child.output.contains("missing, and this reader kept it"), "\(child.output)")
     // An administrator who means to start it empty removes its line: then it is a fresh start.
   }
+
+  @Test("a 0-byte audit.db beside its WAL is moved aside with the WAL, which keeps its records (never emptied into a new log)")
+  func emptyDatabaseBesideWAL() {
+    let (dir, config) = reader("state-emptydb")
+    defer { removeTree(dir) }
+    var child = Child.start([scangateBinary, "run", "--config", config])
+    #expect(child.waitForOutput("decision granted qr label=hank"), "\(child.output)")
+    usleep(600_000)  // a few commits into the WAL
+    _ = kill(child.pid, SIGKILL)
+    _ = child.wait()
+    let wal = fileSize(dir + "/state/audit.db-wal") ?? 0
+    #expect(wal > 0, "the WAL holds the records")
+    #expect(truncate(dir + "/state/audit.db", 0) == 0)
+    child = Child.start([scangateBinary, "run", "--config", config])
+    #expect(child.waitForOutput("(an empty file of 0 bytes) was moved aside to"), "\(child.output)")
+    _ = kill(child.pid, SIGTERM)
+    _ = child.wait()
+    let aside = (try? listDirectory(dir + "/state"))?.first { $0.hasPrefix("audit.db.empty-") && $0.hasSuffix("-wal") }
+    #expect(aside.flatMap { fileSize(dir + "/state/" + $0) } == wal, "the moved WAL is whole: \(String(describing: aside))")
+  }
+
+  @Test("too few open files (ulimit -n 10): refused at the start with the limit needed, never 'Invalid argument' from a worker's spawn")
+  func descriptorLimit() {
+    let (dir, config) = reader("state-ulimit")
+    defer { removeTree(dir) }
+    let (status, out) = runCommand(["/bin/bash", "-c", "ulimit -n 10; exec '\(scangateBinary)' run --config '\(config)'"], timeoutSeconds: 20)
+    #expect(status == 1 && out.contains("too many open files") && out.contains("needs at least") && out.contains("LimitNOFILE"), "\(out)")
+    #expect(!out.contains("Invalid argument"), "\(out)")
+  }
 }

@@ -201,9 +201,13 @@ extension AuditLog {
         identity.vanished? += "; the state directory \(folder) was made again"
       }
     }
-    if !fileExists(settings.path) && (fileExists(settings.path + "-wal") || fileExists(settings.path + "-shm")) {
-      let moved = AuditStore.moveAside(settings.path, now: now / 1_000_000_000, reason: "orphan")
-      identity.journal("a WAL without its database was moved aside to \(moved)")
+    // A database of 0 bytes beside a WAL is no database (a truncation, an emptied copy): SQLite
+    // would start a new log over it and empty the WAL, losing the records it holds. Both are
+    // moved aside, as when the database is missing.
+    let empty = fileExists(settings.path) && fileSize(settings.path) == 0
+    if (!fileExists(settings.path) || empty) && (fileExists(settings.path + "-wal") || fileExists(settings.path + "-shm")) {
+      let moved = AuditStore.moveAside(settings.path, now: now / 1_000_000_000, reason: empty ? "empty" : "orphan")
+      identity.journal("a WAL without its database\(empty ? " (an empty file of 0 bytes)" : "") was moved aside to \(moved)")
     }
   }
 

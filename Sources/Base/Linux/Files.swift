@@ -282,3 +282,10 @@ public func setFileMode(_ path: String, _ mode: UInt32, ifExists: Bool = false) 
     throw FileError(path: path, reason: error.code.description)
   }
 }
+
+/// The size of what `path` names (nil: nothing there, or not reachable). Follows no link.
+public func fileSize(_ path: String) -> Int? {
+  var st = stat()
+  guard (try? syscall("lstat \(path)", { lstat(path, &st) })) != nil else { return nil }
+  return Int(st.st_size)
+}

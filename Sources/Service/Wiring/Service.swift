@@ -34,6 +34,10 @@ public enum Service {
 
   /// Runs with the configured source and GPIO backend. Returns the exit status.
   public static func run(_ config: ScanConfig, options: Options) -> Int32 {
+    if let problem = DescriptorLimit.ensure(DescriptorLimit.needed(consoleClients: config.consoleClientsMax)) {
+      writeStandardError("scangate: refused: \(problem)\n")
+      return 1
+    }
     switch config.gpioBackend {
     case .sim:
       let relay = SimulatedOutputLine()
