@@ -8,11 +8,14 @@ decisions are logged. Measured from outside the process:
     layer for it (`write_bytes`: the file system's blocks, journal excluded),
   - fdatasync/fsync calls (strace -c),
   - the largest the -wal file grew (sampled every 50 ms).
-Usage: bench/log-io.py SCANGATE [--decisions 1000] [--every-ms 100] [--dir /var/tmp/...]"""
+With --fleet, a plain mosquitto on loopback (deploy/faults/common.py's, with its consumer: run with
+the peers' venv python for paho-mqtt) and the reader's fleet link publishing every record: the
+acknowledged sequence is written too.
+Usage: bench/log-io.py SCANGATE [--decisions 1000] [--every-ms 100] [--dir /var/tmp/...] [--fleet]"""
 import argparse, os, re, shutil, signal, subprocess, sys, time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "deploy", "faults"))
-from common import Reader, qr_frames
+from common import Broker, Reader, qr_frames
 
 a = argparse.ArgumentParser()
 a.add_argument("binary")
@@ -20,12 +23,14 @@ a.add_argument("--decisions", type=int, default=1000)
 a.add_argument("--every-ms", type=int, default=100)
 a.add_argument("--dir", default="/var/tmp/scangate-log-io")
 a.add_argument("--log", default="", help="extra [log] settings, e.g. 'commit_interval_ms = 200'")
+a.add_argument("--fleet", action="store_true", help="with the fleet link on a loopback broker")
 o = a.parse_args()
 
 shutil.rmtree(o.dir, ignore_errors=True)
 os.makedirs(o.dir)
 frames = qr_frames(o.dir, "steady", "EMP-0001")
-reader = Reader(o.binary, o.dir, "io", frames, log=o.log,
+broker = Broker(o.dir) if o.fleet else None
+reader = Reader(o.binary, o.dir, "io", frames, log=o.log, broker_port=broker.port if broker else None,
                 extra=f"[presence]\nrepeat_ms = {o.every_ms}\n", fps=max(20, 2000 // o.every_ms))
 reader.start()
 pid = reader.proc.pid
@@ -59,13 +64,15 @@ decisions = logged() - d0
 trace.send_signal(signal.SIGINT)
 trace.wait()
 reader.stop()
+if broker:
+    broker.stop()
 syncs = 0
 for line in open(f"{o.dir}/strace"):
     m = re.match(r"\s*[\d.]+\s+[\d.]+\s+\d+\s+(\d+)\s+(?:\d+\s+)?(fdatasync|fsync)$", line)
     if m:
         syncs += int(m.group(1))
 per = 1000 / max(1, decisions)
-print(f"log-io: {decisions} decisions every {o.every_ms} ms ({o.log or 'default [log] settings'}): "
+print(f"log-io: {decisions} decisions every {o.every_ms} ms ({o.log or 'default [log] settings'}{', fleet link on' if o.fleet else ''}): "
       f"per 1,000 decisions {((w1 - w0) * per) / 1e6:.1f} MB written by the process, "
       f"{((b1 - b0) * per) / 1e6:.1f} MB to the block layer, {syncs * per:.0f} fdatasync/fsync; "
       f"largest WAL {wal_max / 1048576:.2f} MiB; database {os.path.getsize(reader.log_path) / 1048576:.2f} MiB")

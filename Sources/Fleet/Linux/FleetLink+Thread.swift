@@ -27,6 +27,14 @@ struct FleetLinkRun {
   /// This connection attempt's client (a new clean-session client per attempt) and its broker.
   private var client: MQTTClient? = nil
   private var broker = ""
+  /// The acknowledged point not yet written (docs/audit-log.md, "What the log writes"): kept in
+  /// memory and written at most every `ackSaveIntervalMilliseconds`, at once when the log
+  /// changes, and at the stop. After a crash a stale point only means records published again
+  /// (consumers de-duplicate by log id and sequence); the log prunes only below what is written.
+  private var unsavedAck: FleetAckMark? = nil
+  private var savedAck: FleetAckMark? = nil
+  private var lastAckSave = Instant(nanoseconds: 0)
+  static let ackSaveIntervalMilliseconds = 5_000
 
   init(link: FleetLink) {
     self.link = link
@@ -50,18 +58,21 @@ struct FleetLinkRun {
     while true {
       let now = clock.now()
       if link.worker.stopRequested { session.stop(now: now) }
+      if unsavedAck != nil && now.milliseconds(since: lastAckSave) >= Self.ackSaveIntervalMilliseconds { saveAck(now: now) }
       if link.telemetry.takeChanged() { session.stateDidChange() }
       let writer = link.auditLog?.writerLog ?? .notHere
       let written = link.auditLog?.writtenRecords
       while true {
         let action = session.next(now: now, writer: writer, written: written)
         if case .finish(let sayOffline) = action {
+          saveAck(now: now)
           finish(sayOffline: sayOffline)
           return
         }
         if case .wait(let until) = action {
           // Site passages go out within 100 ms of the loop queuing them.
-          let wait = until.milliseconds(since: now)
+          var wait = until.milliseconds(since: now)
+          if unsavedAck != nil { wait = min(wait, Self.ackSaveIntervalMilliseconds) }  // the batched point is written in time
           pump(for: link.sitePassages == nil ? wait : min(wait, 100))
           break
         }
@@ -87,7 +98,7 @@ struct FleetLinkRun {
     case .disconnect(let reason):
       drop(reason.text(broker: broker, settings: link.settings), now: nil)
     case .acknowledged(let mark, let save):
-      acknowledged(mark, save: save)
+      acknowledged(mark, save: save, now: now)
     case .publish(let from, let limit):
       publish(from: from, limit: limit, now: now)
     case .publishState:
@@ -181,16 +192,29 @@ struct FleetLinkRun {
     }
   }
 
-  /// The acknowledged point moved (or the log changed): saved first, then shown and released to
-  /// the log's pruning.
-  private func acknowledged(_ mark: FleetAckMark, save: Bool) {
-    if save {
-      do { try FleetState.store(link.statePath, acked: mark.acked, logID: mark.logID) } catch {
-        link.setProblem("cannot keep the acknowledged sequence: \(error)")
-      }
-    }
+  /// The acknowledged point moved (or the log changed): shown at once; written durably when the
+  /// log changed, else batched (`unsavedAck`); released to the log's pruning only once written.
+  private mutating func acknowledged(_ mark: FleetAckMark, save: Bool, now: Instant) {
     link.logText.withLock { $0 = mark.logID ?? "" }
     link.ackedSequence.store(mark.acked, ordering: .releasing)
+    guard save else {
+      link.auditLog?.retainFrom = mark.acked.saturatingAdd(1)
+      return
+    }
+    unsavedAck = mark
+    if savedAck?.logID != mark.logID || now.milliseconds(since: lastAckSave) >= Self.ackSaveIntervalMilliseconds { saveAck(now: now) }
+  }
+
+  /// Writes the batched acknowledged point (one durable write), then lets the log prune below it.
+  private mutating func saveAck(now: Instant) {
+    guard let mark = unsavedAck else { return }
+    lastAckSave = now
+    do { try FleetState.store(link.statePath, acked: mark.acked, logID: mark.logID) } catch {
+      link.setProblem("cannot keep the acknowledged sequence: \(error)")
+      return
+    }
+    unsavedAck = nil
+    savedAck = mark
     link.auditLog?.retainFrom = mark.acked.saturatingAdd(1)
   }
 
