@@ -104,4 +104,45 @@ import Testing
     #expect(status == 1 && out.contains("too many open files") && out.contains("needs at least") && out.contains("LimitNOFILE"), "\(out)")
     #expect(!out.contains("Invalid argument"), "\(out)")
   }
+
+  @Test("a log put back behind the fleet's acknowledgement is never continued: moved aside, a log-missing fault, a new log id")
+  func logBehindAcknowledgement() {
+    let (dir, config) = reader("state-behind")
+    defer { removeTree(dir) }
+    let log = dir + "/state/audit.db"
+    func runFor(_ seconds: UInt32) -> String {
+      let child = Child.start([scangateBinary, "run", "--config", config])
+      _ = child.waitForOutput("decision granted qr label=hank")
+      sleep(seconds)
+      _ = kill(child.pid, SIGTERM)
+      _ = child.wait()
+      return child.output
+    }
+    func sql(_ query: String) -> String {
+      String(runCommand(["/usr/bin/sqlite3", log, query]).1.split(separator: "\n").first ?? "")
+    }
+    _ = runFor(1)
+    // The older copy, kept aside; the reader goes on, and the broker acknowledges its newest record.
+    for suffix in ["", "-wal", "-shm", ".committed"] where fileExists(log + suffix) {
+      _ = runCommand(["/bin/cp", "-p", log + suffix, dir + "/older" + suffix])
+    }
+    let older = Int(sql("SELECT MAX(seq) FROM events")) ?? 0
+    _ = runFor(2)
+    let id = sql("SELECT value FROM meta WHERE key='log_id'")
+    let newest = Int(sql("SELECT MAX(seq) FROM events")) ?? 0
+    #expect(!id.isEmpty && newest > older + 2, "\(id) \(older) \(newest)")
+    writeFile(log + ".fleet", "scangate-fleet log \(id) acked \(newest)\n")
+    // The older copy put back under the newer fleet state.
+    for suffix in ["", "-wal", "-shm", ".committed"] {
+      _ = unlink(log + suffix)
+      if fileExists(dir + "/older" + suffix) { _ = runCommand(["/bin/cp", "-p", dir + "/older" + suffix, log + suffix]) }
+    }
+    let out = runFor(1)
+    #expect(out.contains("FAULT log-missing") && out.contains("the fleet's broker acknowledged record \(newest)"), "\(out)")
+    let aside = (try? listDirectory(dir + "/state"))?.first { $0.hasPrefix("audit.db.behind-") && !$0.contains("-wal") && !$0.contains("-shm") }
+    #expect(aside != nil, "moved aside")
+    let newID = sql("SELECT value FROM meta WHERE key='log_id'")
+    #expect(!newID.isEmpty && newID != id, "a new log id: \(newID)")
+    #expect(sql("SELECT COUNT(*) FROM events WHERE detail LIKE '%acknowledged record \(newest)%'") == "1", "the new log records why")
+  }
 }

@@ -122,6 +122,17 @@ extension AuditLog {
         notes.append(note(now, "log written before the keyed chain moved aside to \(moved): records 1...\(head.sequence), unkeyed SHA-256 head \(head.text)"))
         store = try AuditStore(path: settings.path, readOnly: false)
       }
+      if let behind = behindAcknowledgement(store!) {
+        // A log behind its acknowledgement: a recorded fault and a new log identity, never reuse.
+        store = nil
+        let moved = AuditStore.moveAside(settings.path, now: now / 1_000_000_000, reason: "behind")
+        movedAsideCount.wrappingAdd(1, ordering: .relaxed)
+        identity.vanished =
+          "log \(behind.id) at \(settings.path) ends at record \(behind.newest), but the fleet's broker acknowledged record "
+          + "\(behind.acked) of it (\(behind.path)): an older copy was put back; moved aside to \(moved), never continued "
+          + "(records \(behind.newest + 1)...\(behind.acked) were published once and are not in it)"
+        store = try AuditStore(path: settings.path, readOnly: false)
+      }
     } catch {
       throw .database(error)
     }

@@ -317,6 +317,21 @@ extension AuditLog {
     )
   }
 
+  /// Why the log at the path must not be continued, or nil: the fleet's broker acknowledged a
+  /// record of this log that the file no longer holds (an older copy put back under newer fleet
+  /// state). Continued, the writer would reuse those sequence numbers for other records and the
+  /// link would never publish them; the log is moved aside instead and a new one begun.
+  func behindAcknowledgement(_ store: AuditStore) -> (id: String, newest: Int64, acked: Int64, path: String)? {
+    guard let id = try? store.identity().id, let newest = try? store.newestSequence() else { return nil }
+    var fleetPaths = [settings.path + ".fleet"]
+    if let p = identity.fleetStatePath, p != fleetPaths[0] { fleetPaths.append(p) }
+    for path in fleetPaths where fileExists(path) {
+      guard let entry = try? FleetState.loadEntry(path), entry.logID == id, entry.acked > newest else { continue }
+      return (id, newest, entry.acked, path)
+    }
+    return nil
+  }
+
   /// Writes the `log-id` file when it does not name this log (a problem is said once).
   private func keepIDFile(_ entry: AuditLogIDFile.Entry, named: AuditLogIDFile.Entry?) {
     guard let path = identity.idFilePath, named != entry else { return }
