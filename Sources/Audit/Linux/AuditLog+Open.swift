@@ -92,6 +92,21 @@ extension AuditLog {
     case key(String)
   }
 
+  /// A log behind its acknowledgement (`behindAcknowledgement`): a recorded fault and a new log
+  /// identity, never reuse of its sequence numbers. `store` is closed, the file moved aside, and
+  /// a new one opened.
+  func moveAsideIfBehind(_ store: inout AuditStore?, now: Int64) throws(SQLiteError) {
+    guard let open = store, let behind = behindAcknowledgement(open) else { return }
+    store = nil
+    let moved = AuditStore.moveAside(settings.path, now: now / 1_000_000_000, reason: "behind")
+    movedAsideCount.wrappingAdd(1, ordering: .relaxed)
+    identity.vanished =
+      "log \(behind.id) at \(settings.path) ends at record \(behind.newest), but the fleet's broker acknowledged record "
+      + "\(behind.acked) of it (\(behind.path)): an older copy was put back; moved aside to \(moved), never continued "
+      + "(records \(behind.newest + 1)...\(behind.acked) were published once and are not in it)"
+    store = try AuditStore(path: settings.path, readOnly: false)
+  }
+
   /// Opens the database (moving a corrupt or unkeyed one aside, with a note for the new log)
   /// and the chain key that continues it.
   func openStore(notes: inout [AuditRecord]) throws(OpenFailure) -> (AuditStore, AuditChainKey) {
@@ -122,17 +137,7 @@ extension AuditLog {
         notes.append(note(now, "log written before the keyed chain moved aside to \(moved): records 1...\(head.sequence), unkeyed SHA-256 head \(head.text)"))
         store = try AuditStore(path: settings.path, readOnly: false)
       }
-      if let behind = behindAcknowledgement(store!) {
-        // A log behind its acknowledgement: a recorded fault and a new log identity, never reuse.
-        store = nil
-        let moved = AuditStore.moveAside(settings.path, now: now / 1_000_000_000, reason: "behind")
-        movedAsideCount.wrappingAdd(1, ordering: .relaxed)
-        identity.vanished =
-          "log \(behind.id) at \(settings.path) ends at record \(behind.newest), but the fleet's broker acknowledged record "
-          + "\(behind.acked) of it (\(behind.path)): an older copy was put back; moved aside to \(moved), never continued "
-          + "(records \(behind.newest + 1)...\(behind.acked) were published once and are not in it)"
-        store = try AuditStore(path: settings.path, readOnly: false)
-      }
+      try moveAsideIfBehind(&store, now: now)
     } catch {
       throw .database(error)
     }

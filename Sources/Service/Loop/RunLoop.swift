@@ -91,12 +91,12 @@ public struct RunLoop<
   private var draining = false
   /// Which camera lent the frame being decided (a source of two cameras: `CameraPair`), and the
   /// camera of the frame a decoder worker has now: its reply is decided as that camera's.
-  private var frameOrigin: FrameOrigin? = nil
+  var frameOrigin: FrameOrigin? = nil
   private var inFlightCamera = 0
   /// Two cameras (a turnstile's entry and exit): the camera whose frame the decoder took last,
   /// and when each last delivered one (`takesTurn`).
-  private var lastDecodedCamera = -1
-  private var lastFrameAt = InlineArray<2, Instant>(repeating: Instant(nanoseconds: 0))
+  var lastDecodedCamera = -1
+  var lastFrameAt = InlineArray<2, Instant>(repeating: Instant(nanoseconds: 0))
 
   /// Room in the poll table for participants registered after init.
   public static var extraPollCapacity: Int { 16 }
@@ -165,19 +165,6 @@ public struct RunLoop<
       code: (error == nil ? FaultCode.allowListLoaded : FaultCode.allowListRejected).rawValue)
     if let error { noteAllowListRefused(path, error) } else { allowListLoaded(path) }
     return error
-  }
-
-  /// What the allow-list's `schedule=` names must resolve against: the live schedules, or none.
-  var scheduleReferences: ScheduleReferences { engine.policy.schedules?.references ?? .noFile }
-
-  /// After a load: the schedules it names are what a new schedule file must keep, and entries
-  /// that need a PIN this reader cannot ask for are said in the journal (each is refused).
-  private mutating func allowListLoaded(_ path: String) {
-    engine.policy.schedules?.required = engine.allowList.scheduleKeysInUse()
-    let pins = engine.allowList.pinEntryCount
-    if pins > 0 && !engine.policy.pinAvailable {
-      note("allow-list \(path): \(pins) entries need a PIN after the pass and this reader cannot ask for one (no keypad here); they are denied-pin-unavailable")
-    }
   }
 
   /// The journal's line for a refused allow-list: why, and what is live now.
@@ -278,16 +265,6 @@ public struct RunLoop<
     // technician needs the fault events most.
     let limit = auditLog.flatMap { $0.isFaulted ? nil : $0.committedSequence }
     console.broadcast(engine.events, since: startedAt, upTo: limit)
-  }
-
-  /// Two cameras are served in turn (issue 41): a camera whose frame the decoder took last waits
-  /// while the other delivers (a frame from it within the last 500 ms), so that two cameras in
-  /// phase, with decodes longer than a frame, are each read (the second's frame would otherwise
-  /// always find the decoder busy with the first's). One camera always takes its turn.
-  private func takesTurn(_ camera: Int, now: Instant) -> Bool {
-    guard frameOrigin != nil, camera == lastDecodedCamera, camera < 2 else { return true }
-    let other = lastFrameAt[1 - camera]
-    return other.nanoseconds == 0 || now.milliseconds(since: other) > 500
   }
 
   private mutating func captureFrame() {

@@ -1,0 +1,29 @@
+import ScanConsole
+import ScanCore
+import ScanLinux
+
+/// Two cameras served in turn, and what the allow-list's references resolve against after a load.
+extension RunLoop where Source: ~Copyable, Decoder: ~Copyable, Relay: ~Copyable, Buzzer: ~Copyable {
+  /// Two cameras are served in turn (issue 41): a camera whose frame the decoder took last waits
+  /// while the other delivers (a frame from it within the last 500 ms), so that two cameras in
+  /// phase, with decodes longer than a frame, are each read (the second's frame would otherwise
+  /// always find the decoder busy with the first's). One camera always takes its turn.
+  func takesTurn(_ camera: Int, now: Instant) -> Bool {
+    guard frameOrigin != nil, camera == lastDecodedCamera, camera < 2 else { return true }
+    let other = lastFrameAt[1 - camera]
+    return other.nanoseconds == 0 || now.milliseconds(since: other) > 500
+  }
+
+  /// What the allow-list's `schedule=` names must resolve against: the live schedules, or none.
+  var scheduleReferences: ScheduleReferences { engine.policy.schedules?.references ?? .noFile }
+
+  /// After a load: the schedules it names are what a new schedule file must keep, and entries
+  /// that need a PIN this reader cannot ask for are said in the journal (each is refused).
+  mutating func allowListLoaded(_ path: String) {
+    engine.policy.schedules?.required = engine.allowList.scheduleKeysInUse()
+    let pins = engine.allowList.pinEntryCount
+    if pins > 0 && !engine.policy.pinAvailable {
+      note("allow-list \(path): \(pins) entries need a PIN after the pass and this reader cannot ask for one (no keypad here); they are denied-pin-unavailable")
+    }
+  }
+}
