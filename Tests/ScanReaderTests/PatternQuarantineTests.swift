@@ -81,6 +81,33 @@ import Testing
     #expect(shown.suffix(10).allSatisfy { $0 & ~Self.leftHalf == ~Self.leftHalf || $0 & ~Self.leftHalf == 0 })
   }
 
+  @Test("a slower machine (every whole view costs 60, nothing stops the decoder): nothing is ever masked")
+  func slowMachine() {
+    var q = PatternQuarantine()
+    let picture = Self.sheet(over: 0)
+    for i in 0..<400 {
+      let now = Instant(nanoseconds: UInt64(i) * 50_000_000)
+      let visible = picture.withUnsafeBytes { q.plan(at: now, gray: $0, width: Self.width, height: Self.height) }
+      q.completed(cost: visible.nonzeroBitCount * 60 / 16)
+    }
+    #expect(q.masked == 0 && !q.isActive && q.typicalCost == 60, "masked \(String(q.masked, radix: 16)), typical \(q.typicalCost)")
+  }
+
+  @Test("a mask whose rechecks keep coming back just over their cost is dropped after 8 of them, never kept for good")
+  func wrongMaskIsDropped() {
+    var q = PatternQuarantine()
+    _ = Self.run(&q, hostile: Self.leftHalf, frames: 30, picture: Self.sheet(over: Self.leftHalf))
+    #expect(q.masked == Self.leftHalf)
+    // The pattern no longer stops the decoder, but a view with it still costs 30 (over 25).
+    let picture = Self.sheet(over: Self.leftHalf)
+    for i in 30..<1_000 {
+      let now = Instant(nanoseconds: UInt64(i) * 50_000_000)
+      let visible = picture.withUnsafeBytes { q.plan(at: now, gray: $0, width: Self.width, height: Self.height) }
+      q.completed(cost: visible & Self.leftHalf != 0 ? 30 : 2)
+    }
+    #expect(q.masked == 0, "masked \(String(q.masked, radix: 16)) after 48 s")
+  }
+
   @Test("the blanked tiles are flat gray; the shown ones untouched")
   func blanking() {
     var p = Self.sheet(over: PatternQuarantine.everyTile)

@@ -38,7 +38,14 @@ public struct PatternQuarantine: Sendable {
     /// the decoder's CPU milliseconds) keeps its group masked: a sheet of coarse modules may
     /// decode in time and still spend the frame's budget before a badge beside it is read.
     public var recheckCostMax = 25
-    /// A whole view that comes back having cost more than this is searched as if abandoned.
+    /// Rechecks that come back over their cost in a row before the group is unmasked anyway (a
+    /// scene that got heavier, a slower machine): a wrong mask lasts seconds, never for good; a
+    /// real pattern is found again by the deadline and the slow rule.
+    public var softFailuresMax = 8
+    /// A whole view that comes back having cost more than this, and more than 4 times the
+    /// typical whole view's, is searched as if abandoned. Relative too, since a slower machine (a
+    /// Pi 3) or an unoptimised build decodes every view slower: only a view far slower than this
+    /// reader's own is suspect. Rechecks likewise pass under twice the typical cost.
     public var slowCost = 50
     public init() {}
   }
@@ -78,6 +85,11 @@ public struct PatternQuarantine: Sendable {
   private var recheckAt = Instant(nanoseconds: 0)
   private var lastPlanned = Instant(nanoseconds: 0)
   private var rootStrikes = 0
+  /// The whole view's usual decode cost (a running mean of views that came back in time), and
+  /// the rechecks that came back over their cost in a row.
+  public private(set) var typicalCost = 10
+  private var typicalSamples = 0
+  private var softFailures = 0
   private var lastRootStrike = Instant(nanoseconds: 0)
   private var lastChangedRecheck = Instant(nanoseconds: 0)
   private var recheckBackoff = 0
@@ -146,16 +158,25 @@ public struct PatternQuarantine: Sendable {
     guard let visible = inFlight else { return }
     // A view that comes back but spent most of the deadline holds what blinds the decoder short of
     // stopping it: searched as if abandoned (its results still count).
-    if cost > settings.slowCost && inFlightGroups == 0 && inFlightParent == 0 {
-      abandoned(at: lastPlanned)
-      return
+    if inFlightGroups == 0 && inFlightParent == 0 {
+      // Judged once this reader's own typical cost is known (16 views).
+      if typicalSamples >= 16 && cost > max(settings.slowCost, 4 * typicalCost) {
+        abandoned(at: lastPlanned)
+        return
+      }
+      typicalCost = typicalSamples == 0 ? cost : (typicalCost * 7 + cost) / 8
+      typicalSamples = min(typicalSamples + 1, 1 << 20)
     }
     inFlight = nil
     if inFlightGroups != 0 {
-      guard cost <= settings.recheckCostMax else {
-        failedRecheck(visible, at: lastPlanned)
-        return
+      if cost > max(settings.recheckCostMax, 2 * typicalCost) {
+        softFailures += 1
+        if softFailures < settings.softFailuresMax {
+          failedRecheck(visible, at: lastPlanned)
+          return
+        }
       }
+      softFailures = 0
       for g in stride(from: groupCount - 1, through: 0, by: -1) where inFlightGroups & (1 << UInt8(g)) != 0 { unmask(g) }
       unmasked &+= 1
       recheckBackoff = 0
@@ -182,6 +203,7 @@ public struct PatternQuarantine: Sendable {
     guard let visible = inFlight else { return }
     inFlight = nil
     if inFlightGroups != 0 {
+      softFailures = 0
       failedRecheck(visible, at: now)
       return
     }
