@@ -121,6 +121,14 @@ import Testing
     }
     #expect(grantedAgain, "hank is still granted by the live list and schedules: \(child.output)")
     #expect(!child.output.contains("denied-outside-schedule"), "\(child.output)")
+    _ = kill(child.pid, SIGTERM)
+    _ = child.wait()
+    // A start with nothing live: refusing the file would deny everyone, so it loads, the entry
+    // naming the missing schedule is denied, and the fault says the line and the name.
+    let restarted = Child.start([scangateBinary, "run", "--config", config])
+    defer { _ = kill(restarted.pid, SIGTERM); _ = restarted.wait() }
+    #expect(restarted.waitForOutput("decision denied-outside-schedule qr label=hank"), "\(restarted.output)")
+    #expect(restarted.output.contains("line 1: schedule=evenings") && restarted.output.contains("loaded at the start all the same"), "\(restarted.output)")
   }
 
   @Test("every file the reader makes has its own mode: started with umask 000, nothing in its state folder is readable by others")

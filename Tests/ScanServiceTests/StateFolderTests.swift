@@ -56,6 +56,10 @@ import Testing
     child = Child.start([scangateBinary, "run", "--config", config])
     defer { _ = kill(child.pid, SIGTERM); _ = child.wait() }
     #expect(child.waitForOutput("decision denied-lockdown qr label=hank"), "still locked down after the restart: \(child.output)")
+    // The list made again names every state file the reader kept, not only the one written since:
+    // the tag key, gone with the folder, is said missing (a new one made), never silently.
+    #expect(StateFileList.names(dir + "/state/audit.db.tag-key"), "the list names the tag key too")
+    #expect(child.output.contains("audit.db.tag-key is missing (this reader had one)"), "\(child.output)")
     #expect(!child.output.contains("decision granted"), "\(child.output)")
   }
 

@@ -282,7 +282,11 @@ public final class ScheduleStore {
     case .success(let set):
       if let dropped = required.first(where: { set.index(key: $0) == nil }) {
         let name = live.index(key: dropped).map { "\"" + live.names[$0] + "\"" } ?? "a schedule"
-        let error = ScheduleError(line: 0, reason: "it drops \(name), which the allow-list names: change the allow-list first")
+        let error = ScheduleError(
+          line: 0,
+          reason:
+            "it drops \(name), which the allow-list names: take it off the allow-list first (to rename a schedule: add the new name, move the allow-list to it, then drop the old)"
+        )
         lastError = error
         return error
       }

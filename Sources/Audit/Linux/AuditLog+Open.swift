@@ -96,7 +96,9 @@ extension AuditLog {
   /// identity, never reuse of its sequence numbers. `store` is closed, the file moved aside, and
   /// a new one opened.
   func moveAsideIfBehind(_ store: inout AuditStore?, now: Int64) throws(SQLiteError) {
-    guard let open = store, let behind = behindAcknowledgement(open) else { return }
+    // No binding of the open store outlives the check: `store = nil` closes the file before it is
+    // renamed (SQLite removes its -wal and -shm by name when the connection closes).
+    guard let behind = store.flatMap({ behindAcknowledgement($0) }) else { return }
     store = nil
     let moved = AuditStore.moveAside(settings.path, now: now / 1_000_000_000, reason: "behind")
     movedAsideCount.wrappingAdd(1, ordering: .relaxed)

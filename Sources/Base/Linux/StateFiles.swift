@@ -1,6 +1,7 @@
 import CLinux
 import Glibc
 import ScanCore
+import Synchronization
 
 /// The state files a reader keeps in a folder, named in that folder's `state-files` (one name a
 /// line, written durably whenever one is added): a state file that the list names and that is
@@ -13,22 +14,35 @@ public enum StateFileList {
   /// The list beside `file`.
   public static func path(beside file: String) -> String { folder(of: file) + "/" + name }
 
-  /// Whether the list beside `file` names it.
+  /// Every state file this process keeps (full paths): the list is written whole from it, so a
+  /// list made again after its folder was deleted still names the files not written since.
+  private static let kept = Mutex<[String]>([])
+
+  /// Whether the list beside `file` names it. A list that is there but cannot be read names
+  /// every file (a missing one is then a fault: fail-secure, never a fresh start).
   public static func names(_ file: String) -> Bool {
-    guard let text = try? readWholeFile(path(beside: file), maxBytes: bytesMax) else { return false }
+    let list = path(beside: file)
+    let text: [UInt8]
+    do { text = try readWholeFile(list, maxBytes: bytesMax) } catch { return fileExists(list) }
     let base = Array(baseName(of: file).utf8)
     return text.split(separator: 0x0A).contains { $0.elementsEqual(base) }
   }
 
-  /// Adds `file` to the list beside it (durably); nothing when it is there already.
+  /// Adds `file` to the list beside it (durably), with every other file this process keeps in
+  /// that folder and every name the list held; nothing written when it named them all already.
   public static func add(_ file: String) throws(FileError) {
     let list = path(beside: file)
-    var text = (try? readWholeFile(list, maxBytes: bytesMax)) ?? []
-    let base = Array(baseName(of: file).utf8)
-    guard !text.split(separator: 0x0A).contains(where: { $0.elementsEqual(base) }) else { return }
-    if let last = text.last, last != 0x0A { text.append(0x0A) }
-    text += base + [0x0A]
-    try writeFileAtomically(list, text, mode: 0o600)
+    let folder = folder(of: file)
+    let all = kept.withLock { files -> [String] in
+      if !files.contains(file) { files.append(file) }
+      return files.filter { Self.folder(of: $0) == folder }.map { baseName(of: $0) }
+    }
+    let text = (try? readWholeFile(list, maxBytes: bytesMax)) ?? []
+    var names = text.split(separator: 0x0A).map { String(decoding: $0, as: UTF8.self) }
+    let before = names.count
+    for name in all where !names.contains(name) { names.append(name) }
+    guard names.count > before || !fileExists(list) else { return }
+    try writeFileAtomically(list, Array(names.map { $0 + "\n" }.joined().utf8), mode: 0o600)
   }
 
   /// Why `file`, which the list names, is missing: the words every owner refuses it with.

@@ -198,7 +198,9 @@ struct FleetLinkRun {
     link.logText.withLock { $0 = mark.logID ?? "" }
     link.ackedSequence.store(mark.acked, ordering: .releasing)
     guard save else {
-      link.auditLog?.retainFrom = mark.acked.saturatingAdd(1)
+      // A mark read back from the state file is written; one still batched is not: the log
+      // prunes only below what is written.
+      if unsavedAck == nil { link.auditLog?.retainFrom = mark.acked.saturatingAdd(1) }
       return
     }
     unsavedAck = mark

@@ -251,6 +251,7 @@ public struct PatternQuarantine: Sendable {
     }
     masked |= added
     for t in 0..<Self.tileCount where added & (1 << UInt16(t)) != 0 { maskedLooks[t] = inFlightLooks[t] }
+    if recheckAt < lastPlanned { recheckAt = lastPlanned.adding(milliseconds: settings.recheckMinMilliseconds) }
   }
 
   private mutating func unmask(_ g: Int) {

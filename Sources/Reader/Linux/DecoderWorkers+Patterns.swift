@@ -17,11 +17,16 @@ extension DecoderWorkers {
   /// (nothing masked or searched for `patternClearedAfterMilliseconds`: a group unmasked and
   /// found again in between is the same pattern, not a new fault).
   func noteMask(now: Instant) {
-    if quarantine.masked != 0 && !patternEpisode {
+    let masked = quarantines[0].masked | quarantines[1].masked
+    if masked != 0 && !patternEpisode {
       patternEpisode = true
       post(.decoderPatternMasked)
     }
-    if quarantine.isActive { patternQuietSince = nil } else if patternEpisode && patternQuietSince == nil { patternQuietSince = now }
+    if quarantines[0].isActive || quarantines[1].isActive {
+      patternQuietSince = nil
+    } else if patternEpisode && patternQuietSince == nil {
+      patternQuietSince = now
+    }
   }
 
   func checkPatternCleared(now: Instant) {
@@ -33,9 +38,11 @@ extension DecoderWorkers {
 
   /// Where the masked tiles are, as STATUS names them (nil: none).
   public var maskedRegion: MaskedRegion? {
-    guard quarantine.masked != 0, let b = PatternQuarantine.bounds(quarantine.masked, width: viewSize.width, height: viewSize.height) else {
+    // The first camera with a mask (a turnstile's exit camera is the second).
+    let q = quarantines[0].masked != 0 ? quarantines[0] : quarantines[1]
+    guard q.masked != 0, let b = PatternQuarantine.bounds(q.masked, width: viewSize.width, height: viewSize.height) else {
       return nil
     }
-    return MaskedRegion(x: b.x, y: b.y, width: b.width, height: b.height, tiles: quarantine.masked.nonzeroBitCount)
+    return MaskedRegion(x: b.x, y: b.y, width: b.width, height: b.height, tiles: q.masked.nonzeroBitCount)
   }
 }

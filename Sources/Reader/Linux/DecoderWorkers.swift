@@ -48,7 +48,14 @@ public final class DecoderWorkers: PollParticipant {
   public private(set) var engineStats: DecoderStats? = nil
   /// The parts of the view that stop the decoder, found and masked (docs/decoder.md, "A pattern
   /// in view"), and the last frame's size (to name where they are).
-  public internal(set) var quarantine: PatternQuarantine
+  /// One per camera (a turnstile's entry and exit cameras see different walls): the frame in
+  /// flight's is `quarantine`.
+  public internal(set) var quarantines: InlineArray<2, PatternQuarantine>
+  var quarantineCamera = 0
+  var quarantine: PatternQuarantine {
+    get { quarantines[quarantineCamera] }
+    set { quarantines[quarantineCamera] = newValue }
+  }
   var viewSize = (width: 0, height: 0)
   /// Whether a pattern episode is on (its fault recorded), and since when nothing was masked or
   /// searched (`DecoderWorkers+Patterns.swift`).
@@ -69,7 +76,7 @@ public final class DecoderWorkers: PollParticipant {
     var patterns = PatternQuarantine.Settings()
     patterns.recheckCostMax = max(1, supervision.deadlineMilliseconds / 4)
     patterns.slowCost = max(2, supervision.deadlineMilliseconds / 2)
-    quarantine = PatternQuarantine(settings: patterns)
+    quarantines = InlineArray(repeating: PatternQuarantine(settings: patterns))
     let arguments = [
       "scangate", "decode-worker", "--parent", String(getpid()), "--bytes", String(DecoderChannel(settings).totalBytes),
     ]
@@ -172,14 +179,16 @@ public final class DecoderWorkers: PollParticipant {
   /// Sends `frame` to a ready worker (copied into its memory), or counts it skipped. `allViews`:
   /// decode it in every view (a snapshot waits for it). Returns whether it was sent.
   @discardableResult
-  public func submit(_ frame: LumaFrame, allViews: Bool, now: Instant) -> Bool {
+  public func submit(_ frame: LumaFrame, allViews: Bool, now: Instant, camera: Int = 0) -> Bool {
     guard reply == nil, frame.geometry.width <= channel.maxWidth, frame.geometry.height <= channel.maxHeight else {
       supervisor.countSkipped()
       return false
     }
     // While a pattern is searched for or masked, frames are not held back: each one shows only
     // tiles that are not known to stop the decoder.
-    guard case .send(let slot, let sequence) = supervisor.submit(at: now, allViews: allViews, searching: quarantine.isActive),
+    let cameraIndex = min(max(camera, 0), 1)
+    guard
+      case .send(let slot, let sequence) = supervisor.submit(at: now, allViews: allViews, searching: quarantines[cameraIndex].isActive),
       let base = bases[slot]
     else {
       return false
@@ -188,6 +197,7 @@ public final class DecoderWorkers: PollParticipant {
     let (width, height) = (frame.geometry.width, frame.geometry.height)
     viewSize = (width, height)
     let gray = UnsafeMutableRawBufferPointer(start: base + channel.frameOffset, count: width * height)
+    quarantineCamera = cameraIndex  // the decode in flight's camera: its reply or abandonment is that camera's
     let visible = quarantine.plan(at: now, gray: UnsafeRawBufferPointer(gray), width: width, height: height)
     PatternQuarantine.blank(gray, width: width, height: height, keeping: visible)
     sg_sb_store_release(word(base, DecoderChannel.offsetRequestSequence), sequence)
@@ -322,7 +332,8 @@ public final class DecoderWorkers: PollParticipant {
       let cost = decodeCPU(slot)?.milliseconds ?? 0
       if supervisor.completed(slot: slot, sequence: o.sequence, at: now) != nil {
         reply = (slot, o.geometry, o.captured, o.frameSequence, now)
-        quarantine.completed(cost: cost)
+        // A snapshot's every-view decode (2 s allowed) says nothing of a pattern's cost.
+        quarantine.completed(cost: outstandingAllViews ? 0 : cost)
         noteMask(now: now)
       }
       outstanding = nil

@@ -158,7 +158,7 @@ public struct RunLoop<
       noteAllowListRefused(path, failure.error)
       return failure.error
     case .success(let bytes):
-      error = engine.allowList.load(bytes, digester: engine.digester, schedules: scheduleReferences, nowUnixSeconds: engine.wall.unixSeconds())
+      error = loadAllowList(bytes)
     }
     engine.record(
       error == nil ? .state : .fault,
@@ -278,7 +278,7 @@ public struct RunLoop<
           let cameraIndex = frameOrigin?.camera ?? 0
           if !takesTurn(cameraIndex, now: now) {
             decoders.skip()
-          } else if decoders.submit(frame, allViews: engine.wantsAllViews, now: now) {
+          } else if decoders.submit(frame, allViews: engine.wantsAllViews, now: now, camera: cameraIndex) {
             inFlightCamera = cameraIndex
             lastDecodedCamera = cameraIndex
           }
