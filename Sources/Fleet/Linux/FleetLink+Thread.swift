@@ -28,13 +28,16 @@ struct FleetLinkRun {
   private var client: MQTTClient? = nil
   private var broker = ""
   /// The acknowledged point not yet written (docs/audit-log.md, "What the log writes"): kept in
-  /// memory and written at most every `ackSaveIntervalMilliseconds`, at once when the log
-  /// changes, and at the stop. After a crash a stale point only means records published again
+  /// memory and written every `ackSaveIntervalMilliseconds` or `ackSaveRecords` records,
+  /// whichever comes first, at once when the log changes, and at the stop. After a crash a stale point only means records published again
   /// (consumers de-duplicate by log id and sequence); the log prunes only below what is written.
   private var unsavedAck: FleetAckMark? = nil
   private var savedAck: FleetAckMark? = nil
   private var lastAckSave = Instant(nanoseconds: 0)
   static let ackSaveIntervalMilliseconds = 5_000
+  /// …or every this many records, whichever comes first: what a kill -9 can make the link
+  /// publish again is bounded in records as well as in time.
+  static let ackSaveRecords: Int64 = 256
 
   init(link: FleetLink) {
     self.link = link
@@ -204,7 +207,11 @@ struct FleetLinkRun {
       return
     }
     unsavedAck = mark
-    if savedAck?.logID != mark.logID || now.milliseconds(since: lastAckSave) >= Self.ackSaveIntervalMilliseconds { saveAck(now: now) }
+    if savedAck?.logID != mark.logID || now.milliseconds(since: lastAckSave) >= Self.ackSaveIntervalMilliseconds
+      || mark.acked - (savedAck?.acked ?? 0) >= Self.ackSaveRecords
+    {
+      saveAck(now: now)
+    }
   }
 
   /// Writes the batched acknowledged point (one durable write), then lets the log prune below it.
