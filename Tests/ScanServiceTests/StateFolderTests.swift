@@ -122,18 +122,19 @@ import Testing
       _ = child.wait()
       return child.output
     }
-    func sql(_ query: String) -> String {
-      String(runCommand(["/usr/bin/sqlite3", log, query]).1.split(separator: "\n").first ?? "")
-    }
+    // The log read with its own reader, read-only (no sqlite3 program: the trixie chroot has none).
+    func logID() -> String { (try? AuditStore(path: log, readOnly: true).identity().id) ?? "" }
+    func newestRecord() -> Int { Int((try? AuditStore(path: log, readOnly: true).newestSequence()) ?? 0) }
+    func details() -> [String] { ((try? AuditStore(path: log, readOnly: true).records(from: 1, limit: 100)) ?? []).map(\.detail) }
     _ = runFor(1)
     // The older copy, kept aside; the reader goes on, and the broker acknowledges its newest record.
     for suffix in ["", "-wal", "-shm", ".committed"] where fileExists(log + suffix) {
       _ = runCommand(["/bin/cp", "-p", log + suffix, dir + "/older" + suffix])
     }
-    let older = Int(sql("SELECT MAX(seq) FROM events")) ?? 0
+    let older = newestRecord()
     _ = runFor(2)
-    let id = sql("SELECT value FROM meta WHERE key='log_id'")
-    let newest = Int(sql("SELECT MAX(seq) FROM events")) ?? 0
+    let id = logID()
+    let newest = newestRecord()
     #expect(!id.isEmpty && newest > older + 2, "\(id) \(older) \(newest)")
     writeFile(log + ".fleet", "scangate-fleet log \(id) acked \(newest)\n")
     // The older copy put back under the newer fleet state.
@@ -145,8 +146,8 @@ import Testing
     #expect(out.contains("FAULT log-missing") && out.contains("the fleet's broker acknowledged record \(newest)"), "\(out)")
     let aside = (try? listDirectory(dir + "/state"))?.first { $0.hasPrefix("audit.db.behind-") && !$0.contains("-wal") && !$0.contains("-shm") }
     #expect(aside != nil, "moved aside")
-    let newID = sql("SELECT value FROM meta WHERE key='log_id'")
+    let newID = logID()
     #expect(!newID.isEmpty && newID != id, "a new log id: \(newID)")
-    #expect(sql("SELECT COUNT(*) FROM events WHERE detail LIKE '%acknowledged record \(newest)%'") == "1", "the new log records why")
+    #expect(details().filter { $0.contains("acknowledged record \(newest)") }.count == 1, "the new log records why")
   }
 }
