@@ -12,25 +12,8 @@ import Testing
   /// A replayed reader showing HANK-0001, hank on the list; `more` adds sections.
   func reader(
     _ tag: String, allowList: String = "text:HANK-0001 label=hank\n", _ more: @escaping (String) -> String = { _ in "" }
-  ) -> (
-    String, String
-  ) {
-    replayReader(tag, payload: "HANK-0001", allowList: allowList) { dir in
-      """
-      relay_pulse_ms = 100
-      [presence]
-      repeat_ms = 500
-      leave_after_ms = 200
-      [decoder]
-      isolation = "inline"
-      [log]
-      path = "\(dir)/audit.db"
-      [console]
-      listen = ["127.0.0.1:0"]
-      secret_file = "\(dir)/secret"
-      \(more(dir))
-      """
-    }
+  ) -> (String, String) {
+    hankReader(tag, allowList: allowList, more)
   }
 
   func consolePort(_ child: Child) -> String {

@@ -9,27 +9,7 @@ import Testing
 /// restart"), on the built binary: the state folder deleted while the reader runs, a state file
 /// deleted while it is stopped.
 @Suite(.serialized) struct StateFolderTests {
-  func reader(_ tag: String) -> (String, String) {
-    let made = replayReader(tag, payload: "HANK-0001", allowList: "text:HANK-0001 label=hank\n") { dir in
-      """
-      relay_pulse_ms = 100
-      [presence]
-      repeat_ms = 500
-      leave_after_ms = 200
-      [decoder]
-      isolation = "inline"
-      [state]
-      directory = "\(dir)/state"
-      [log]
-      path = "\(dir)/state/audit.db"
-      [console]
-      listen = ["127.0.0.1:0"]
-      secret_file = "\(dir)/secret"
-      """
-    }
-    _ = mkdir(made.directory + "/state", 0o750)
-    return made
-  }
+  func reader(_ tag: String) -> (String, String) { hankReader(tag, state: true) }
 
   func console(_ child: Child, _ dir: String, _ line: String) -> String {
     let port =

@@ -29,3 +29,31 @@ package func replayReader(
     """)
   return (dir, dir + "/config.toml")
 }
+
+/// A replayed reader showing HANK-0001 (hank on the list by default): a 500 ms presence repeat,
+/// the inline decoder, its audit log in its own folder (`state`: under `<dir>/state`, made, with
+/// `[state] directory` there), a console on a free loopback port; then `more`.
+package func hankReader(
+  _ tag: String, allowList: String = "text:HANK-0001 label=hank\n", state: Bool = false, _ more: @escaping (String) -> String = { _ in "" }
+) -> (directory: String, config: String) {
+  let made = replayReader(tag, payload: "HANK-0001", allowList: allowList) { dir in
+    let folder = state ? dir + "/state" : dir
+    return """
+      relay_pulse_ms = 100
+      [presence]
+      repeat_ms = 500
+      leave_after_ms = 200
+      [decoder]
+      isolation = "inline"
+      \(state ? "[state]\ndirectory = \"\(folder)\"" : "")
+      [log]
+      path = "\(folder)/audit.db"
+      [console]
+      listen = ["127.0.0.1:0"]
+      secret_file = "\(dir)/secret"
+      \(more(dir))
+      """
+  }
+  if state { _ = mkdir(made.directory + "/state", 0o750) }
+  return made
+}
