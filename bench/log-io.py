@@ -22,7 +22,8 @@ a.add_argument("binary")
 a.add_argument("--decisions", type=int, default=1000)
 a.add_argument("--every-ms", type=int, default=100)
 a.add_argument("--dir", default="/var/tmp/scangate-log-io")
-a.add_argument("--log", default="", help="extra [log] settings, e.g. 'commit_interval_ms = 200'")
+a.add_argument("--commit-ms", type=int, default=200, help="[log] commit_interval_ms (the default: 200)")
+a.add_argument("--log", default="", help="extra [log] settings, e.g. 'retain_records = 1000'")
 a.add_argument("--fleet", action="store_true", help="with the fleet link on a loopback broker")
 o = a.parse_args()
 
@@ -30,11 +31,11 @@ shutil.rmtree(o.dir, ignore_errors=True)
 os.makedirs(o.dir)
 frames = qr_frames(o.dir, "steady", "EMP-0001")
 broker = Broker(o.dir) if o.fleet else None
-reader = Reader(o.binary, o.dir, "io", frames, log=o.log, broker_port=broker.port if broker else None,
+reader = Reader(o.binary, o.dir, "io", frames, log=o.log, commit_ms=o.commit_ms, broker_port=broker.port if broker else None,
                 extra=f"[presence]\nrepeat_ms = {o.every_ms}\n", fps=max(20, 2000 // o.every_ms))
 reader.start()
 pid = reader.proc.pid
-trace = subprocess.Popen(["strace", "-f", "-c", "-e", "trace=fdatasync,fsync", "-p", str(pid), "-o", f"{o.dir}/strace"],
+trace = subprocess.Popen(["strace", "-f", "-tt", "-y", "-e", "trace=fdatasync,fsync", "-p", str(pid), "-o", f"{o.dir}/strace"],
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 time.sleep(0.5)
 
@@ -66,13 +67,18 @@ trace.wait()
 reader.stop()
 if broker:
     broker.stop()
-syncs = 0
+# One line per call, its descriptor's path (-y): the WAL's syncs are the commits (and checkpoints).
+by_file = {}
 for line in open(f"{o.dir}/strace"):
-    m = re.match(r"\s*[\d.]+\s+[\d.]+\s+\d+\s+(\d+)\s+(?:\d+\s+)?(fdatasync|fsync)$", line)
+    m = re.search(r"\b(fdatasync|fsync)\(\d+<([^>]*)>\)\s*=\s*0", line)
     if m:
-        syncs += int(m.group(1))
+        name = os.path.basename(m.group(2))
+        by_file[name] = by_file.get(name, 0) + 1
+syncs = sum(by_file.values())
+commits = by_file.get(os.path.basename(reader.log_path) + "-wal", 0)
 per = 1000 / max(1, decisions)
-print(f"log-io: {decisions} decisions every {o.every_ms} ms ({o.log or 'default [log] settings'}{', fleet link on' if o.fleet else ''}): "
+print(f"log-io: {decisions} decisions every {o.every_ms} ms (commit every {o.commit_ms} ms{', ' + o.log.strip() if o.log else ''}{', fleet link on' if o.fleet else ''}): "
       f"per 1,000 decisions {((w1 - w0) * per) / 1e6:.1f} MB written by the process, "
-      f"{((b1 - b0) * per) / 1e6:.1f} MB to the block layer, {syncs * per:.0f} fdatasync/fsync; "
+      f"{((b1 - b0) * per) / 1e6:.1f} MB to the block layer, {syncs * per:.0f} fdatasync/fsync "
+      f"({syncs / max(1, commits):.3f} per WAL sync; {', '.join(f'{k} {v * per:.0f}' for k, v in sorted(by_file.items()))}); "
       f"largest WAL {wal_max / 1048576:.2f} MiB; database {os.path.getsize(reader.log_path) / 1048576:.2f} MiB")

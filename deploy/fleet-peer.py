@@ -123,7 +123,7 @@ def check(out, db, reader, batch, faults, *payloads):
         seen.add((g, s))
         previous[g] = s
     result(ordered, "records arrive in order (a step back only ever repeats a record already seen)")
-    # The reader keeps its acknowledged point in memory and writes it every 5 s or 256 records
+    # The reader keeps its acknowledged point in memory and writes it every 10 s or 256 records
     # (docs/audit-log.md): its kill -9 may publish again up to 256 records acknowledged since.
     bound = faults * batch + 256
     result(duplicates <= bound, f"{duplicates} duplicates, at most one unacknowledged batch per fault, "

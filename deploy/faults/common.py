@@ -58,11 +58,13 @@ def qr_frames(workdir, name, text):
 class Reader:
     """One reader: `W/<name>/` holds its config, allow-list, state and journal."""
 
-    def __init__(self, binary, workdir, name, frames, extra="", log="", broker_port=None, fps=20, isolation="inline"):
+    def __init__(self, binary, workdir, name, frames, extra="", log="", broker_port=None, fps=20, isolation="inline",
+                 commit_ms=50):
         """`isolation`: the decoder's. "inline" unless the faults are the workers' own (decoder.py)
         or the run is the reader as deployed (disk.py): each start of the two workers warms them
         up, ~2 s of CPU in the debug build, which a script that restarts readers pays many times
-        over, and which has nothing to do with its files."""
+        over, and which has nothing to do with its files. `commit_ms`: the log's commit interval
+        (50 ms makes the fault scripts quick; the benchmarks use the deployed default, 200)."""
         self.bin = binary
         self.dir = f"{workdir}/{name}"
         os.makedirs(self.dir, exist_ok=True)
@@ -100,7 +102,7 @@ backend = "sim"
 relay_pulse_ms = 50
 [log]
 path = "{self.log_path}"
-commit_interval_ms = 50
+commit_interval_ms = {commit_ms}
 {log}
 [console]
 listen = ["127.0.0.1:0"]

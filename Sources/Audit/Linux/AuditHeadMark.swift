@@ -7,12 +7,13 @@ import ScanPlatform
 /// evidence that finds records lost with a damaged, torn or deleted WAL, which SQLite drops
 /// without a word (docs/audit-log.md, "Under faults").
 ///
-/// Two 96-byte slots, written in turn after every commit batch with `pwrite` and `fdatasync` on
-/// a descriptor opened with the log: magic, a generation, the head's sequence and chain value,
+/// Two 96-byte slots, written in turn after every commit batch with `pwrite` (synced every few
+/// seconds, and at the stop) on a descriptor opened with the log: magic, a generation, the head's sequence and chain value,
 /// the log id, and an FNV-1a checksum of the rest. A torn write spoils at most the slot being
 /// written, and the other still holds the previous head; the newest sound slot counts. The
-/// mark is written after the commit, so it is never ahead of what the database committed: a
-/// database behind it has lost records. Nothing allocates after `init`.
+/// mark is written after the commit's own sync, so it is never ahead of what the database
+/// committed, even after a power cut (then it may be a few seconds behind): a database behind it
+/// has lost records. Nothing allocates after `init`.
 public final class AuditHeadMark {
   public static let slotBytes = 96
   static let magic: [UInt8] = Array("sgmark01".utf8)
@@ -75,18 +76,36 @@ public final class AuditHeadMark {
     return head
   }
 
-  /// Makes `head` the mark, durably; false when it could not be written (counted).
+  /// Makes `head` the mark: written at once (`pwrite`: in the page cache, so a kill -9 keeps it),
+  /// made durable by `sync()` (the writer syncs it every few seconds, not with every commit:
+  /// docs/audit-log.md, "What the log writes"). False when it could not be written (counted).
   @discardableResult
-  public func write(_ head: Head) -> Bool {
+  public func write(_ head: Head, sync now: Bool = false) -> Bool {
     generation &+= 1
     Self.encode(head, generation: generation, into: slot)
     let offset = off_t(Int(generation % 2) * Self.slotBytes)
     let written = try? syscall("pwrite \(path)", { pwrite(descriptor, slot.baseAddress, Self.slotBytes, offset) })
-    guard written == Self.slotBytes, (try? syscall("fdatasync \(path)", { fdatasync(descriptor) })) != nil else {
+    guard written == Self.slotBytes else {
       writeFailures += 1
       return false
     }
     loaded = head
+    unsynced = true
+    return now ? sync() : true
+  }
+
+  /// Written and not yet made durable.
+  public private(set) var unsynced = false
+
+  /// Makes the last `write` durable (`fdatasync`); true when there was nothing to do.
+  @discardableResult
+  public func sync() -> Bool {
+    guard unsynced else { return true }
+    guard (try? syscall("fdatasync \(path)", { fdatasync(descriptor) })) != nil else {
+      writeFailures += 1
+      return false
+    }
+    unsynced = false
     return true
   }
 

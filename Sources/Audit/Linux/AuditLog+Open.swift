@@ -24,9 +24,10 @@ extension AuditLog {
     }
   }
 
-  /// After a commit: the new head becomes the mark (pwrite + fdatasync, one per commit batch).
-  func markCommitted(_ store: AuditStore) {
-    mark?.write(AuditHeadMark.Head(logID: identity.logID ?? "", sequence: store.lastSequence, value: store.lastHash))
+  /// After a commit: the new head becomes the mark (a pwrite per commit batch; the writer syncs
+  /// it every `markSyncNanoseconds` and at the stop, `sync: true` at once).
+  func markCommitted(_ store: AuditStore, sync: Bool = false) {
+    mark?.write(AuditHeadMark.Head(logID: identity.logID ?? "", sequence: store.lastSequence, value: store.lastHash), sync: sync)
   }
 
   /// At open: a log that ends before its committed mark lost records N+1...M after they were
@@ -51,7 +52,7 @@ extension AuditLog {
     let why =
       "the log ended at record \(last), but its committed mark (\(mark.path)) says record \(head.sequence) was committed: the WAL was damaged, torn or deleted"
     try store.appendCut(AuditStore.cutRecord(missing: missing, why: why, run: run, wallNanoseconds: now), missing: missing, key: key)
-    markCommitted(store)
+    markCommitted(store, sync: true)
     lostCount.wrappingAdd(head.sequence - last, ordering: .relaxed)
     writtenCount.wrappingAdd(1, ordering: .relaxed)
     faultRaw.store(AuditLogFault.logCut.rawValue, ordering: .releasing)

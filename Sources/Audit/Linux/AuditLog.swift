@@ -144,10 +144,15 @@ public final class AuditLog: AuditLogAccess, @unchecked Sendable {
     /// Monotonic nanoseconds: a wall clock that jumps neither stops nor hurries these.
     var nextPrune: Int64 = 0
     var nextOpenAttempt: Int64 = 0
+    var nextMarkSync: Int64 = 0
     /// A fault found once (damage at open, a cut) stays reported until then (monotonic), so the
     /// loop, which looks at least once a second, always sees it and records its fault event.
     var faultHeldUntil: Int64? = nil
   }
+
+  /// How often the committed mark is made durable (it is written after every commit batch; a
+  /// power cut can leave it this far behind the log, never ahead).
+  static let markSyncNanoseconds: Int64 = 15_000_000_000
 
   /// How long a fault found once is reported at least.
   static let faultHoldNanoseconds: Int64 = 2_000_000_000
@@ -172,6 +177,10 @@ public final class AuditLog: AuditLogAccess, @unchecked Sendable {
         w.faultHeldUntil = nil
         if w.store != nil && w.pending.isEmpty && w.lost == 0 { faultRaw.store(AuditLogFault.none.rawValue, ordering: .releasing) }
       }
+      if tick >= w.nextMarkSync || stopping {
+        w.nextMarkSync = tick + Self.markSyncNanoseconds
+        mark?.sync()
+      }
       if let s = w.store, tick >= w.nextPrune {
         w.nextPrune = tick + Int64(pruneIntervalMilliseconds) * 1_000_000
         let cutoff = AuditStore.ageCutoff(wallNanoseconds: now, floorSeconds: time?.floor ?? 0, retainDays: settings.retainDays)
@@ -192,6 +201,7 @@ public final class AuditLog: AuditLogAccess, @unchecked Sendable {
     do throws(OpenFailure) {
       let (opened, openedKey) = try openStore(notes: &notes)
       do { w.run = try opened.beginRun() } catch { throw .database(error) }
+      mark?.sync()
       mark = openMark()
       do { try recordCut(opened, key: openedKey, run: w.run, now: now) } catch { throw .database(error) }
       w.store = opened

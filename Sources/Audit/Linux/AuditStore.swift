@@ -49,11 +49,18 @@ public final class AuditStore {
   /// tags hold its SHA-256 there. The name stays: renaming it would change every existing file.
   static let columns = "seq, run, event_seq, time_ns, kind, verdict, format, variant, digest, label, payload, code, detail, decode_us, decide_us, edge_us, hash"
 
+  /// Each connection's page cache, KiB.
+  static let cacheKiB = 256
+
   /// Opens (creating when writable) and reads the chain's head.
   public init(path: String, readOnly: Bool) throws(SQLiteError) {
     database = try SQLiteDatabase(path: readOnly ? "file:\(path)?mode=ro" : path, readOnly: readOnly)
     filePath = path
     fileIdentity = FileIdentity(path)
+    // Memory (bench/soak-service.py): SQLite's page cache grows to its default 2 MB per
+    // connection as the log's new pages are touched, a slow creep over hours; the writer and the
+    // fleet link only ever need the tail and a few interior pages.
+    try database.execute("PRAGMA cache_size=-\(Self.cacheKiB)")
     if !readOnly {
       // What a decision costs the card (docs/audit-log.md "What the log writes", bench/log-io.py):
       // each commit appends every page it touched to the WAL. 1 KiB pages (a new log's; an older

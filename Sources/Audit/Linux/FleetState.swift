@@ -64,10 +64,13 @@ public enum FleetState {
   }
 
   /// Writes `acked` of log `logID` (the form before log ids when `logID` is nil: a log made
-  /// before them, published by a link with no writer in its process).
+  /// before them, published by a link with no writer in its process). Whole, but its name may
+  /// lag after a power cut (no directory fsync: one sync per write, not two): a stale point only
+  /// means records published again, and the log pruned below the newer point only records the
+  /// broker had acknowledged, so the link resuming from the oldest record left leaves no gap.
   public static func store(_ path: String, acked: Int64, logID: String? = nil) throws(FileError) {
     let text = logID.map { logMagic + $0 + " acked " + String(acked) + "\n" } ?? magic + String(acked) + "\n"
-    try writeFileAtomically(path, Array(text.utf8), mode: 0o600)
+    try writeFileMayLag(path, Array(text.utf8), mode: 0o600)
   }
 
   /// The wall time (unix seconds) of the last contact with a broker, from `path`; nil when there
@@ -84,7 +87,8 @@ public enum FleetState {
 
   static let contactMagic = "scangate-fleet contact "
 
+  /// The last contact: a stale one after a power cut only starts the offline policy sooner.
   public static func storeContact(_ path: String, unixSeconds: Int64) throws(FileError) {
-    try writeFileAtomically(path, Array((contactMagic + String(unixSeconds) + "\n").utf8), mode: 0o600)
+    try writeFileMayLag(path, Array((contactMagic + String(unixSeconds) + "\n").utf8), mode: 0o600)
   }
 }

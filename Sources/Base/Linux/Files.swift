@@ -164,6 +164,17 @@ public struct StagedFile: Sendable {
     }
   }
 
+  /// Renames the temporary over `path` without syncing the directory: the new content is whole
+  /// once renamed (it was synced), but a power cut may bring back the old name's content. Only
+  /// for a mark that may lag (docs/audit-log.md, "What the log writes": the fleet's acknowledged
+  /// point, whose stale value only means records published again).
+  public func replaceMayLag() throws(FileError) {
+    do { _ = try syscall("rename \(temporary)", { rename(temporary, path) }) } catch {
+      discard()
+      throw FileError(path: path, reason: error.code.description)
+    }
+  }
+
   /// Links the temporary to `path`, which must not exist (never overwrites: it fails with "File
   /// exists"), removes the temporary and syncs the directory.
   public func createNew() throws(FileError) {
@@ -236,6 +247,12 @@ private func openTemporary(_ temporary: String, _ rule: TemporaryRule) throws(Fi
 /// secret through `SecretFile`, a fleet bundle's files through `stageFile`: the same two halves).
 public func writeFileAtomically(_ path: String, _ bytes: [UInt8], mode: UInt32 = 0o644) throws(FileError) {
   try stageFile(path, bytes, rule: .mode(mode)).replace()
+}
+
+/// `writeFileAtomically` without the directory's fsync (`StagedFile.replaceMayLag`): whole, old
+/// or new, never half; after a power cut possibly the old. For a mark whose lag is harmless.
+public func writeFileMayLag(_ path: String, _ bytes: [UInt8], mode: UInt32 = 0o644) throws(FileError) {
+  try stageFile(path, bytes, rule: .mode(mode)).replaceMayLag()
 }
 
 /// rename(2) then fsync of the target's directory, so the new name survives a power cut (the

@@ -1,3 +1,4 @@
+import CLinux
 import Glibc
 import Synchronization
 
@@ -46,4 +47,11 @@ public final class WorkerThread: @unchecked Sendable {
     pthread_join(thread, nil)
     running = false
   }
+}
+
+/// Hands memory this thread freed back to the kernel (glibc's `malloc_trim`): for a thread that
+/// just tore down something large and rare (the fleet link's broker connection), so that a burst
+/// of freed buffers in its malloc arena does not stay in RSS. Never on the loop's thread.
+public func releaseFreedMemory() {
+  _ = malloc_trim(0)
 }

@@ -34,7 +34,7 @@ struct FleetLinkRun {
   private var unsavedAck: FleetAckMark? = nil
   private var savedAck: FleetAckMark? = nil
   private var lastAckSave = Instant(nanoseconds: 0)
-  static let ackSaveIntervalMilliseconds = 5_000
+  static let ackSaveIntervalMilliseconds = 10_000
   /// …or every this many records, whichever comes first: what a kill -9 can make the link
   /// publish again is bounded in records as well as in time.
   static let ackSaveRecords: Int64 = 256
@@ -166,6 +166,10 @@ struct FleetLinkRun {
   private mutating func drop(_ reason: String, now: Instant?) {
     link.setProblem(reason)
     client = nil
+    // A connection's buffers (libmosquitto's packets, TLS state) were freed into this thread's
+    // malloc arena: hand them back, so a broker restarted every hour is not a step in RSS each
+    // time (bench/soak-service.py). This thread only; the loop never calls it.
+    releaseFreedMemory()
     link.connectedFlag.store(false, ordering: .releasing)
     if let now { session.disconnected(now: now) }
   }
