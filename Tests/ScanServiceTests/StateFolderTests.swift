@@ -43,6 +43,27 @@ import Testing
     #expect(!child.output.contains("decision granted"), "\(child.output)")
   }
 
+  @Test("the state folder deleted after LOCKDOWN ON, nothing written since, then kill -9: the latch was made again from memory, the restart is locked down")
+  func folderDeletedWithoutAWrite() {
+    let (dir, config) = reader("state-quiet")
+    defer { removeTree(dir) }
+    var child = Child.start([scangateBinary, "run", "--config", config])
+    #expect(child.waitForOutput("decision granted qr label=hank"), "\(child.output)")
+    let reply = console(child, dir, "LOCKDOWN ON")
+    #expect(reply.contains("lockdown on"), "\(reply)")
+    #expect(child.waitForOutput("decision denied-lockdown qr label=hank"), "\(child.output)")
+    // The latch is durable; then the folder goes, and no state is written after it.
+    removeTree(dir + "/state")
+    #expect(child.waitForOutput("state/lockdown was deleted or replaced while in use: made again"), "\(child.output)")
+    #expect(fileExists(dir + "/state/lockdown") && StateFileList.names(dir + "/state/lockdown"))
+    _ = kill(child.pid, SIGKILL)
+    _ = child.wait()
+    child = Child.start([scangateBinary, "run", "--config", config])
+    defer { _ = kill(child.pid, SIGTERM); _ = child.wait() }
+    #expect(child.waitForOutput("decision denied-lockdown qr label=hank"), "still locked down after the restart: \(child.output)")
+    #expect(!child.output.contains("decision granted"), "\(child.output)")
+  }
+
   @Test("a state file deleted while the reader is stopped is a fault, not a fresh start: the missing latch starts it locked down, said why")
   func fileDeletedWhileStopped() {
     let (dir, config) = reader("state-stopped")

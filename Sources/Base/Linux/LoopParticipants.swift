@@ -105,3 +105,23 @@ public final class AllowListWatcher: PollParticipant {
     return name.count == length || buffer[start + name.count] == 0
   }
 }
+
+/// Once a second, every state file the loop's thread keeps (`SlotFile`) is looked for at its
+/// path: one deleted or replaced while the reader runs (its folder too) is made again from what
+/// the reader holds, with a journal line, before a restart could find it missing and start
+/// without it (docs/credentials.md, "What survives a restart"). A write finds it at once; this
+/// finds it when nothing is written. Adds no descriptor; allocates nothing while all are there.
+public final class StateFileWatch: PollParticipant {
+  private var due: Instant? = nil
+  public init() {}
+  public var pollCapacity: Int { 0 }
+  public func prepare(_ poll: PollSet, now: Instant) -> Instant? {
+    if due == nil { due = now.adding(milliseconds: 1000) }
+    return due
+  }
+  public func service(_ poll: PollSet, now: Instant, requests: LoopRequests) {
+    guard let due, !(now < due) else { return }
+    self.due = now.adding(milliseconds: 1000)
+    SlotFile.checkAll()
+  }
+}

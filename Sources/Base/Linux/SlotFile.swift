@@ -1,6 +1,7 @@
 import CLinux
 import Glibc
 import ScanCore
+import Synchronization
 
 /// Fixed-size records in a file of the reader's own (mode 0600, never a symlink, refused unless
 /// regular: `openSlotFile`), read whole at start and written one slot at a time with `pwrite` +
@@ -73,6 +74,45 @@ public final class SlotFile {
     } catch {
       throw error  // every stored property is set: deinit closes the file and frees the slot
     }
+    owner = pthread_self()
+    let entry = Registered(self)
+    Self.registry.withLock { list in
+      list.removeAll { $0.file == nil }
+      list.append(entry)
+    }
+  }
+
+  // MARK: - Checked without a write (StateFileWatch)
+
+  /// The thread that opened it (its owner: only that thread checks it).
+  private var owner = pthread_t()
+  private final class Registered: @unchecked Sendable {
+    weak var file: SlotFile?
+    init(_ file: SlotFile) { self.file = file }
+  }
+  /// Every slot file open in this process, weakly.
+  private static let registry = Mutex<[Registered]>([])
+
+  /// A deletion or replacement of the file at its path, found without waiting for a write: made
+  /// again there from what the reader holds (as after a write), so that a restart finds it.
+  /// True when it had to be. Allocates nothing unless it makes the file again.
+  public func checkPath() -> Bool {
+    guard FileIdentity.at(cPath) != identity else { return false }
+    return recreate()
+  }
+
+  /// `checkPath` for every slot file the calling thread opened (the loop's, once a second):
+  /// how many were made again.
+  @discardableResult
+  public static func checkAll() -> Int {
+    let me = pthread_self()
+    let files = registry.withLock { $0 }
+    var made = 0
+    for entry in files {
+      guard let file = entry.file, pthread_equal(file.owner, me) != 0 else { continue }
+      if file.checkPath() { made += 1 }
+    }
+    return made
   }
 
   deinit {

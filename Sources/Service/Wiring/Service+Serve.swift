@@ -80,6 +80,7 @@ extension Service {
     let floorKeeper = makeClockFloorKeeper(config, ring: ring)
     loop.engine.policy.time = floorKeeper.time
     loop.register(floorKeeper)
+    loop.register(StateFileWatch())
     // Every configured path that is not what the reader needs (a FIFO, a directory or a device where
     // a file belongs; the log's database is then never handed to SQLite): named once at startup,
     // as `check-config` names it. Each part then refuses it where it reads it (the allow-list: a note).
