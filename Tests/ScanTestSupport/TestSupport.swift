@@ -117,8 +117,14 @@ package struct Child {
 
   /// Waits until the output contains `text`.
   package func waitForOutput(_ text: String, timeoutSeconds: Int = 30) -> Bool {
+    waitForOutput(text, count: 1, timeoutSeconds: timeoutSeconds)
+  }
+
+  /// Waits until `text` is in the output at least `count` times (a loaded machine is slow, not
+  /// wrong: the bound is generous, and met at once on a quick one).
+  package func waitForOutput(_ text: String, count: Int, timeoutSeconds: Int = 30) -> Bool {
     for _ in 0..<(timeoutSeconds * 50) {
-      if output.contains(text) { return true }
+      if output.ranges(of: text).count >= count { return true }
       usleep(20_000)
     }
     return false
