@@ -130,21 +130,37 @@ import Testing
     defer { removeTree(dir) }
     let log = dir + "/audit.db"
     let digest = Array(Self.badge.utf8).withUnsafeBytes { SodiumDigester().sha256($0) }
-    let first = TagKey.forService(logPath: log)
+    let first = try #require(TagKey.forService(logPath: log))
     #expect(first.isPersistent)
     var st = stat()
     #expect(stat(dir + "/audit.db.tag-key", &st) == 0 && st.st_mode & 0o777 == 0o600)
     let text = try readWholeFile(dir + "/audit.db.tag-key", maxBytes: 1024)
     #expect(text.count == 65 && text.last == 0x0A)
-    let again = TagKey.forService(logPath: log)
+    let again = try #require(TagKey.forService(logPath: log))
     #expect(again.tag(digest) == first.tag(digest), "a restart keeps the key, so tags stay the same")
     // The file's own key, as Python computes the tag from it.
     let hex = String(decoding: text.dropLast(), as: UTF8.self)
     #expect(PayloadTag.hex(first.tag(digest)) == Self.pythonTag(keyHex: hex, Self.badge))
+    // Deleted while in use: written back from memory, the same key (every tag stays).
+    #expect(unlink(dir + "/audit.db.tag-key") == 0)
+    #expect(first.restoreIfMissing(dir + "/audit.db.tag-key"))
+    #expect(try TagKey.load(dir + "/audit.db.tag-key").tag(digest) == first.tag(digest))
+    #expect(!first.restoreIfMissing(dir + "/audit.db.tag-key"), "there: nothing written")
+    #expect(stat(dir + "/audit.db.tag-key", &st) == 0 && st.st_mode & 0o777 == 0o600)
     chmod(dir + "/audit.db.tag-key", 0o644)
-    let refused = TagKey.forService(logPath: log)
+    let refused = try #require(TagKey.forService(logPath: log))
     #expect(!refused.isPersistent && refused.tag(digest) != first.tag(digest))
-    #expect(!TagKey.forService(logPath: "").isPersistent)
+    #expect(!refused.restoreIfMissing(dir + "/never"), "a key for this run only is never written")
+    #expect(TagKey.forService(logPath: "")?.isPersistent == false)
+    // Where anti-passback keeps records by tag, a key that cannot be the one they were kept
+    // under is refused: unreadable, no log path, or deleted while stopped (the list names it).
+    #expect(TagKey.forService(logPath: log, stableTags: true) == nil)
+    #expect(TagKey.forService(logPath: "", stableTags: true) == nil)
+    #expect(unlink(dir + "/audit.db.tag-key") == 0)
+    #expect(StateFileList.names(dir + "/audit.db.tag-key"))
+    #expect(TagKey.forService(logPath: log, stableTags: true) == nil, "a new key would let everyone through again")
+    #expect(!fileExists(dir + "/audit.db.tag-key"), "and none is made")
+    #expect(TagKey.forService(logPath: log)?.isPersistent == true, "without anti-passback a new key is made (said)")
   }
 
   @Test("scangate tag prints the badge's tag from the key file: the payload, - on standard input, or --sha256")

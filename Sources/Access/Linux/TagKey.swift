@@ -111,15 +111,29 @@ public final class TagKey: PayloadTagger, CustomStringConvertible, @unchecked Se
     return raw.withUnsafeBytes { TagKey(bytes: $0, persistent: false) }
   }
 
-  /// The service's key: `<log path>.tag-key`, made at the first start. Never fatal: without a
-  /// log path, or when the file is refused or cannot be made, the reader runs with a key for
-  /// this run only and says so on standard error (tags are then keyed but change at every start).
-  public static func forService(logPath: String) -> TagKey {
-    guard !logPath.isEmpty else { return ephemeral() }
+  /// The service's key: `<log path>.tag-key`, made at the first start. Without a log path, or
+  /// when the file is refused or cannot be made, the reader runs with a key for this run only and
+  /// says so on standard error (tags are then keyed but change at every start). `stableTags`:
+  /// state kept by tag outlives a run (a turnstile's anti-passback records): then a key that
+  /// cannot be the one that state was kept under is refused instead (nil, said why): a deleted
+  /// key file that this reader had, or one it cannot read or make. A new key would let everyone
+  /// the records hold back through again.
+  public static func forService(logPath: String, stableTags: Bool = false) -> TagKey? {
+    guard !logPath.isEmpty else {
+      if stableTags { writeStandardError("scangate: refused: anti-passback keeps its records by tag, and without a log path the tag key cannot be kept\n") }
+      return stableTags ? nil : ephemeral()
+    }
     let path = defaultPath(forLog: logPath)
     do throws(FileError) {
       if fileExists(path) { return try load(path) }
       if StateFileList.names(path) {
+        if stableTags {
+          writeStandardError(
+            "scangate: refused: tag key \(path) is missing (this reader had one), and anti-passback keeps its records by tag: "
+              + "a new key would let everyone they hold back through again; restore it, or remove its line from "
+              + "\(StateFileList.path(beside: path)) and the anti-passback file to start both empty\n")
+          return nil
+        }
         // Deleted: every badge's tag changes from now on. Said, never silent.
         writeStandardError("scangate: tag key \(path) is missing (this reader had one): a new key is made, and every badge's tag changes\n")
       }
@@ -127,9 +141,32 @@ public final class TagKey: PayloadTagger, CustomStringConvertible, @unchecked Se
       try? StateFileList.add(path)
       return key
     } catch {
+      if stableTags {
+        writeStandardError("scangate: refused: tag key \(error); anti-passback keeps its records by tag and needs a key that lasts\n")
+        return nil
+      }
       writeStandardError("scangate: tag key \(error); tags are keyed for this run only\n")
       return ephemeral()
     }
+  }
+
+  /// Writes this key back to `path` when the file is gone (deleted while the reader runs, its
+  /// folder too): the key it had, never a new one, so that a restart keeps every tag. True when
+  /// it had to. A key for this run only is never written.
+  @discardableResult
+  public func restoreIfMissing(_ path: String) -> Bool {
+    guard isPersistent, !fileExists(path) else { return false }
+    let folder = String(path[..<(path.lastIndex(of: "/") ?? path.startIndex)])
+    if !folder.isEmpty && !isDirectory(folder) { _ = mkdir(folder, 0o750) }
+    var raw = [UInt8](UnsafeRawBufferPointer(storage))
+    defer { raw.withUnsafeMutableBytes { sg_memzero($0.baseAddress, $0.count) } }
+    do throws(FileError) { try SecretKeyFile.write(path, raw) } catch {
+      writeStandardError("scangate: tag key \(path) was deleted while in use and cannot be written again: \(error.reason)\n")
+      return false
+    }
+    try? StateFileList.add(path)
+    writeStandardError("scangate: tag key \(path) was deleted while in use: written again from memory (every tag stays)\n")
+    return true
   }
 }
 
@@ -177,18 +214,23 @@ enum SecretKeyFile {
   static func create(_ path: String, byteCount: Int) throws(FileError) -> [UInt8] {
     precondition(sg_sodium_init() == 0, "libsodium could not start")
     var raw = [UInt8](repeating: 0, count: byteCount)
-    var text = [UInt8](repeating: 0, count: byteCount * 2 + 1)
-    defer { text.withUnsafeMutableBytes { sg_memzero($0.baseAddress, $0.count) } }
     raw.withUnsafeMutableBufferPointer { sg_random_bytes($0.baseAddress, $0.count) }
-    for i in 0..<byteCount {
-      text[2 * i] = Hex.digit(raw[i] >> 4)
-      text[2 * i + 1] = Hex.digit(raw[i])
-    }
-    text[byteCount * 2] = 0x0A
-    do throws(FileError) { try SecretFile.create(path, text) } catch {
+    do throws(FileError) { try write(path, raw) } catch {
       raw.withUnsafeMutableBytes { sg_memzero($0.baseAddress, $0.count) }
       throw error
     }
     return raw
+  }
+
+  /// Writes `raw` to `path` as hex digits and a newline (0600, never over an existing file).
+  static func write(_ path: String, _ raw: [UInt8]) throws(FileError) {
+    var text = [UInt8](repeating: 0, count: raw.count * 2 + 1)
+    defer { text.withUnsafeMutableBytes { sg_memzero($0.baseAddress, $0.count) } }
+    for i in 0..<raw.count {
+      text[2 * i] = Hex.digit(raw[i] >> 4)
+      text[2 * i + 1] = Hex.digit(raw[i])
+    }
+    text[raw.count * 2] = 0x0A
+    try SecretFile.create(path, text)
   }
 }

@@ -113,7 +113,9 @@ public final class AllowListWatcher: PollParticipant {
 /// finds it when nothing is written. Adds no descriptor; allocates nothing while all are there.
 public final class StateFileWatch: PollParticipant {
   private var due: Instant? = nil
-  public init() {}
+  /// Files that are not slot files, each with how to put it back from memory (the tag key).
+  private let others: [() -> Void]
+  public init(restoring others: [() -> Void] = []) { self.others = others }
   public var pollCapacity: Int { 0 }
   public func prepare(_ poll: PollSet, now: Instant) -> Instant? {
     if due == nil { due = now.adding(milliseconds: 1000) }
@@ -123,5 +125,6 @@ public final class StateFileWatch: PollParticipant {
     guard let due, !(now < due) else { return }
     self.due = now.adding(milliseconds: 1000)
     SlotFile.checkAll()
+    for restore in others { restore() }
   }
 }

@@ -80,7 +80,6 @@ extension Service {
     let floorKeeper = makeClockFloorKeeper(config, ring: ring)
     loop.engine.policy.time = floorKeeper.time
     loop.register(floorKeeper)
-    loop.register(StateFileWatch())
     // Every configured path that is not what the reader needs (a FIFO, a directory or a device where
     // a file belongs; the log's database is then never handed to SQLite): named once at startup,
     // as `check-config` names it. Each part then refuses it where it reads it (the allow-list: a note).
@@ -89,7 +88,15 @@ extension Service {
     }
     let (auditLog, fleet, fleetRequests) = attachAuditLogAndFleet(config, ring: ring, time: floorKeeper.time, loop: &loop)
     loop.engine.relayGuard = watchdog  // the relay's cap, held off the loop too
-    loop.engine.tagger = TagKey.forService(logPath: config.log.path)  // events show keyed tags, never a payload's SHA-256
+    // Events show keyed tags, never a payload's SHA-256; a turnstile's anti-passback keeps its
+    // records by tag, so its key must be the one they were kept under, or the reader does not start.
+    let t = config.turnstile
+    guard let tagKey = TagKey.forService(logPath: config.log.path, stableTags: t.machine.enabled && t.passback.mode != .off && !t.site.enabled)
+    else { throw SetupRefused() }
+    loop.engine.tagger = tagKey
+    let tagKeyPath = TagKey.defaultPath(forLog: config.log.path)
+    // State files deleted while the reader runs are put back from memory (a slot file, the tag key).
+    loop.register(StateFileWatch(restoring: config.log.path.isEmpty ? [] : [{ tagKey.restoreIfMissing(tagKeyPath) }]))
     let emergency = try attachEmergency(config, options: options, clock: clock, ring: ring, loop: &loop)
     let door = try attachDoor(config, options: options, clock: clock, ring: ring, loop: &loop)
     door?.exitDuringLockdown = config.emergency.settings.exitDuringLockdown

@@ -123,6 +123,8 @@ public final class TurnstileController: PollParticipant, PassageGate, SitePassag
     occupancy = count
     occupancyGauge.store(count.count)
     problem = problems.isEmpty ? nil : problems.joined(separator: "; ")
+    // On STATUS for as long as it lasts, and in the journal once (a deleted file is a fault).
+    for p in problems { writeStandardError("scangate: turnstile: \(p)\n") }
     self.ring = ring
     self.wall = wall
     self.time = time
