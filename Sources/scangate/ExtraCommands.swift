@@ -50,8 +50,7 @@ enum CheckConfigCommand {
   static func run(_ arguments: [String]) -> Int32 {
     do {
       let options = try Options(arguments, valued: ["config"], known: [])
-      let path = options.value("config") ?? "config.toml"
-      guard let config = loadConfig(options) else { return 1 }
+      guard let config = loadConfig(options), let path = configPath(options) else { return 1 }
       print("\(path): OK")
       var status: Int32 = 0
       // The schedules and the allow-list, parsed exactly as the service would, each reference resolved.

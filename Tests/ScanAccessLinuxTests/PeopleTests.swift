@@ -94,7 +94,7 @@ import Testing
       """
     let (pyStatus, lines) = runCommand(["/usr/bin/python3", "-c", script, dir + "/log.csv"])
     #expect(pyStatus == 0, "\(lines)")
-    #expect(lines.contains("ENROL%20by%20uid%20\(getuid()) 16") && lines.contains("REMOVE%20by%20uid%20\(getuid()) 16"), "\(lines)")
+    #expect(lines.contains("ENROL by uid \(getuid()) 16") && lines.contains("REMOVE by uid \(getuid()) 16"), "\(lines)")
     #expect(!csv.contains("BOB-0002") && !csv.contains("horse"))
   }
 

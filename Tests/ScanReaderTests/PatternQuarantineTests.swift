@@ -81,6 +81,46 @@ import Testing
     #expect(shown.suffix(10).allSatisfy { $0 & ~Self.leftHalf == ~Self.leftHalf || $0 & ~Self.leftHalf == 0 })
   }
 
+  @Test("a dense code read now and then at ten times the usual cost (a signed pass, a loaded machine): never searched, never masked")
+  func denseCodeIsNoSuspect() {
+    var q = PatternQuarantine()
+    let picture = Self.sheet(over: 0)
+    for i in 0..<400 {
+      let now = Instant(nanoseconds: UInt64(i) * 50_000_000)
+      let visible = picture.withUnsafeBytes { q.plan(at: now, gray: $0, width: Self.width, height: Self.height) }
+      // Every 20th frame shows the pass and reads it; it costs 80 where a view costs 4.
+      let pass = i % 20 == 19
+      q.completed(cost: pass ? 80 : visible.nonzeroBitCount / 4, found: pass)
+    }
+    #expect(q.masked == 0 && !q.isActive && q.searches == 0, "masked \(String(q.masked, radix: 16)), searches \(q.searches)")
+  }
+
+  @Test("a search whose costlier half read a code masks the other half; both halves with codes mask nothing")
+  func halfWithACodeIsKept() {
+    for bothRead in [false, true] {
+      var q = PatternQuarantine()
+      let picture = Self.sheet(over: Self.leftHalf)
+      var firstSearchMasked: UInt16? = nil
+      for i in 0..<60 where firstSearchMasked == nil {
+        let now = Instant(nanoseconds: UInt64(i) * 50_000_000)
+        let visible = picture.withUnsafeBytes { q.plan(at: now, gray: $0, width: Self.width, height: Self.height) }
+        if visible == PatternQuarantine.everyTile {
+          q.abandoned(at: now)  // the whole view stops the decoder; each half comes back
+        } else {
+          // The left half (the sheet) costs more and, here, holds a badge read in it too.
+          let left = visible & Self.leftHalf != 0
+          q.completed(cost: left ? 80 : 4, found: left || bothRead)
+        }
+        if q.masked != 0 || (q.searches > 0 && !q.isActive) { firstSearchMasked = q.masked }
+      }
+      if bothRead {
+        #expect(firstSearchMasked == 0, "both halves read codes: \(String(firstSearchMasked ?? 0xFFFF, radix: 16))")
+      } else {
+        #expect(firstSearchMasked == ~Self.leftHalf, "the half without a code: \(String(firstSearchMasked ?? 0, radix: 16))")
+      }
+    }
+  }
+
   @Test("a slower machine (every whole view costs 60, nothing stops the decoder): nothing is ever masked")
   func slowMachine() {
     var q = PatternQuarantine()

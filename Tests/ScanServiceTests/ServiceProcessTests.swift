@@ -106,8 +106,8 @@ import Testing
     let (_, json) = runCommand([scangateBinary, "log", "--json", "--db", dir + "/audit.db"])
     #expect(json.contains(#""kind":"decision","verdict":"granted""#))
     #expect(
-      json.contains(#""kind":"command""#) && json.contains(#""payload":"LOG%205""#)
-        && json.contains(#""payload":"AUTH%20ok""#))
+      json.contains(#""kind":"command""#) && json.contains(#""payload":"LOG 5""#)
+        && json.contains(#""payload":"AUTH ok""#), "escaped once, where it leaves: \(json)")
     #expect(json.contains(#""detail":"stopping""#))
     #expect(!json.contains("ALICE-0001"))  // no raw payloads unless configured
     #expect(!json.contains("horse"))  // the secret is never recorded

@@ -120,4 +120,25 @@ import Testing
     #expect(output.contains("ScanGate demo:"))
     #expect(output.contains("summary: 5 frames"), "\(output)")
   }
+
+  @Test("without --config a command reads ./config.toml, else /etc/scangate/config.toml, and says which; a missing file is named once")
+  func findsItsConfig() {
+    let dir = temporaryDirectory("find-config")
+    defer { removeTree(dir) }
+    _ = mkdir(dir + "/here", 0o755)
+    _ = mkdir(dir + "/empty", 0o755)
+    writeFile(dir + "/here/config.toml", "[camera]\nsource = \"replay\"\nreplay_path = \"\(dir)\"\n[log]\npath = \"\(dir)/audit.db\"\n")
+    var (status, out) = runCommand(["/bin/sh", "-c", "cd '\(dir)/here' && exec '\(scangateBinary)' check-config"])
+    #expect(out.contains("scangate: reading config.toml (no --config given)") && out.contains("config.toml: OK"), "\(out)")
+    (status, out) = runCommand(["/bin/sh", "-c", "cd '\(dir)/empty' && exec '\(scangateBinary)' check-config"])
+    if fileExists("/etc/scangate/config.toml") {
+      #expect(out.contains("scangate: reading /etc/scangate/config.toml (no --config given)"), "\(out)")
+    } else {
+      #expect(status == 1 && out.contains("neither ./config.toml nor /etc/scangate/config.toml exists; name one with --config FILE"), "\(out)")
+    }
+    (status, out) = runCommand([scangateBinary, "check-config", "--config", dir + "/nope.toml"])
+    #expect(status == 1 && out.contains("scangate: \(dir)/nope.toml: No such file or directory"), "\(out)")
+    #expect(!out.contains("nope.toml: \(dir)/nope.toml"), "the name once: \(out)")
+    #expect(!out.contains("no --config given"), "\(out)")
+  }
 }

@@ -299,9 +299,9 @@ check("(c) after the reset the pass is granted",
       wait_for(lambda: re.search(r"decision granted qr label=alice", c.journal()), 5), c.journal()[-600:])
 c.stop()
 records = c.records()
-resets = [r for r in records if r["kind"] == "command" and r["payload"].startswith("CLOCK%20FLOOR%20RESET")]
+resets = [r for r in records if r["kind"] == "command" and r["payload"].startswith("CLOCK FLOOR RESET")]
 check("(c) the audit log holds the reset with the floors and who",
-      len(resets) == 1 and re.fullmatch(rf"CLOCK%20FLOOR%20RESET%20{now + 366 * 86400}->\d+%20by%20(uid%20\d+|local)",
+      len(resets) == 1 and re.fullmatch(rf"CLOCK FLOOR RESET {now + 366 * 86400}->\d+ by (uid \d+|local)",
                                         resets[0]["payload"]) is not None, resets)
 rc, out = c.verify()
 check("(c) log verify passes", rc == 0, out[-400:])

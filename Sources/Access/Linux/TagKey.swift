@@ -157,7 +157,7 @@ public final class TagKey: PayloadTagger, CustomStringConvertible, @unchecked Se
   public func restoreIfMissing(_ path: String) -> Bool {
     guard isPersistent, !fileExists(path) else { return false }
     let folder = String(path[..<(path.lastIndex(of: "/") ?? path.startIndex)])
-    if !folder.isEmpty && !isDirectory(folder) { _ = mkdir(folder, 0o750) }
+    if !folder.isEmpty && !isDirectory(folder) { _ = try? syscall("mkdir \(folder)", { mkdir(folder, 0o750) }) }
     var raw = [UInt8](UnsafeRawBufferPointer(storage))
     defer { raw.withUnsafeMutableBytes { sg_memzero($0.baseAddress, $0.count) } }
     do throws(FileError) { try SecretKeyFile.write(path, raw) } catch {

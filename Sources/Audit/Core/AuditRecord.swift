@@ -81,7 +81,8 @@ public struct AuditRecord: Equatable, Sendable {
       code = Int64(e.code)
       if let source = DecisionSource(rawValue: UInt8(truncatingIfNeeded: e.code)), source != .none { detail = source.name }
     case .command, .authFailure:
-      payload = e.withPayload { PayloadEscaping.escaped($0) }
+      // The reader's own words with who gave the command: spaces kept, escaped once (writeText).
+      payload = e.withPayload { AuditRecord.text($0) }
       code = Int64(e.code)
       // ENROL and REMOVE name the entry they changed: its label and keyed tag.
       if e.tag != .zero { tag = PayloadTag.hex(e.tag) }
@@ -138,6 +139,15 @@ public struct AuditRecord: Equatable, Sendable {
     let input = previous + canonicalBytes
     let d = input.withUnsafeBytes { digester.sha256($0) }
     return (0..<32).map { d.byte($0) }
+  }
+
+  /// `ByteWriter.writeText`'s form as a String.
+  static func text(_ bytes: UnsafeRawBufferPointer) -> String {
+    String(unsafeUninitializedCapacity: bytes.count * 3) { out in
+      var w = ByteWriter(UnsafeMutableRawBufferPointer(out))
+      w.writeText(bytes)
+      return w.count
+    }
   }
 
   /// A one-line human form (for `scangate log` and the console's LOG).

@@ -66,7 +66,7 @@ extension AuditLog {
         let line = withUnsafeTemporaryAllocation(byteCount: 1_024, alignment: 1) { buffer in
           var w = ByteWriter(buffer)
           w.write("| ")
-          ConsoleText.writeSanitized(record.line, into: &w)
+          ConsoleText.writeSanitized(record.line, into: &w, escaped: true)
           w.newline()
           return w.overflowed ? Array("| (record too long to show)\n".utf8) : Array(w.written)
         }

@@ -37,6 +37,16 @@ public struct ByteWriter: ~Copyable {
     if consumed < bytes.count { overflowed = true }
   }
 
+  /// Text made by the reader with a part from outside (an operator command and who gave it): as
+  /// it reads, spaces kept; a control byte, a byte outside ASCII and `%` become `%XX`, so it
+  /// can never put a control character on a terminal, and shows escaped once.
+  public mutating func writeText(_ bytes: UnsafeRawBufferPointer) {
+    for b in bytes {
+      if b < 0x20 || b >= 0x7F || b == UInt8(ascii: "%") { writePercentEscaped(b) } else { byte(b) }
+      if overflowed { return }
+    }
+  }
+
   public mutating func write<T: BinaryInteger>(_ value: T) {
     if value < 0 {
       byte(UInt8(ascii: "-"))

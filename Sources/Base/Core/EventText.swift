@@ -43,7 +43,7 @@ public enum EventText {
       }
     case .command, .authFailure:
       w.write(" ")
-      e.withPayload { w.writeEscaped($0) }
+      e.withPayload { w.writeText($0) }
     case .recordsLost:
       w.write(" ")
       w.write(e.code)

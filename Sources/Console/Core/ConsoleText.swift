@@ -57,9 +57,11 @@ public enum ConsoleText {
 
   /// Writes text that may hold file names, driver or USB strings with control bytes and
   /// non-ASCII escaped as %XX, so no device name can put an escape sequence on a terminal.
-  public static func writeSanitized(_ text: String, into w: inout ByteWriter) {
+  /// `escaped`: the text's fields are escaped already (an audit record's line): its `%` are
+  /// escapes, kept as they are, so nothing shows escaped twice.
+  public static func writeSanitized(_ text: String, into w: inout ByteWriter, escaped: Bool = false) {
     for b in text.utf8 {
-      if b < 0x20 || b >= 0x7F || b == UInt8(ascii: "%") {
+      if b < 0x20 || b >= 0x7F || (b == UInt8(ascii: "%") && !escaped) {
         w.writePercentEscaped(b)
       } else {
         w.byte(b)

@@ -293,6 +293,10 @@ public struct DecoderChannel: Sendable {
 
   /// Copies the worker's reply into `results` (cleared first), checking every count and size:
   /// a worker is untrusted, whatever it wrote. Returns the strategy's figures and the engine's.
+  /// How many codes the reply in `base` says were read (untrusted: only "any or none" is used,
+  /// by the pattern quarantine, before `readReply` checks it).
+  public static func replyCount(_ base: UnsafeRawPointer) -> Int { Int(base.loadUnaligned(fromByteOffset: 48, as: UInt32.self)) }
+
   public func readReply(from base: UnsafeRawPointer, into results: inout DecodeResults) -> (StrategyFrame, DecoderStats) {
     results.removeAll()
     let n = min(Int(load(base, 48, UInt32.self)), capacity)

@@ -71,8 +71,8 @@ public struct PatternQuarantine: Sendable {
   /// first one's tiles and decoder CPU time. Both back: the set is hostile only as a whole (a
   /// sheet's candidates cost the decoder far more than in proportion to its area), and the half
   /// that cost more is masked.
-  private var open = InlineArray<8, (tiles: UInt16, clean: Int, firstHalf: UInt16, firstCost: Int, root: Bool)>(
-    repeating: (0, 0, 0, 0, false))
+  private var open = InlineArray<8, (tiles: UInt16, clean: Int, firstHalf: UInt16, firstCost: Int, firstFound: Bool, root: Bool)>(
+    repeating: (0, 0, 0, 0, false, false))
   private var openCount = 0
   /// The frame in flight: the tiles it shows, the set it is half of, the group it rechecks.
   private var inFlight: UInt16? = nil
@@ -151,16 +151,18 @@ public struct PatternQuarantine: Sendable {
     return 1 << UInt8(g)
   }
 
-  /// The frame in flight came back, having used `cost` of the decoder's CPU time (any unit): the
-  /// tiles it showed are clean (a rechecked group is unmasked; of a set whose halves both came
-  /// back, the half that cost more is masked).
-  public mutating func completed(cost: Int = 0) {
+  /// The frame in flight came back, having used `cost` of the decoder's CPU time (any unit), and
+  /// `found`: with a code read. The tiles it showed are clean (a rechecked group is unmasked; of
+  /// a set whose halves both came back, the half that cost more is masked). A view that read a
+  /// code is doing its job, however much it cost (a dense pass, a loaded machine): it is never
+  /// suspect, and a half that read one is never masked.
+  public mutating func completed(cost: Int = 0, found: Bool = false) {
     guard let visible = inFlight else { return }
     // A view that comes back but spent most of the deadline holds what blinds the decoder short of
     // stopping it: searched as if abandoned (its results still count).
     if inFlightGroups == 0 && inFlightParent == 0 {
       // Judged once this reader's own typical cost is known (16 views).
-      if typicalSamples >= 16 && cost > max(settings.slowCost, 4 * typicalCost) {
+      if !found && typicalSamples >= 16 && cost > max(settings.slowCost, 4 * typicalCost) {
         abandoned(at: lastPlanned)
         return
       }
@@ -169,7 +171,7 @@ public struct PatternQuarantine: Sendable {
     }
     inFlight = nil
     if inFlightGroups != 0 {
-      if cost > max(settings.recheckCostMax, 2 * typicalCost) {
+      if !found && cost > max(settings.recheckCostMax, 2 * typicalCost) {
         softFailures += 1
         if softFailures < settings.softFailuresMax {
           failedRecheck(visible, at: lastPlanned)
@@ -187,14 +189,21 @@ public struct PatternQuarantine: Sendable {
     if open[i].clean == 1 {
       open[i].firstHalf = visible
       open[i].firstCost = cost
+      open[i].firstFound = found
+      return
+    }
+    let (first, firstFound, root, tiles) = (open[i].firstHalf, open[i].firstFound, open[i].root, open[i].tiles)
+    let heavier = open[i].firstCost > cost ? first : visible
+    closeOpen(i)
+    // A half that read a code holds a badge: never masked. The other is, if it read none; both
+    // read codes: nothing here is hostile.
+    if found || firstFound {
+      if !(found && firstFound) { mask(found ? first : visible) }
       return
     }
     // A set below the whole view is masked whole; the whole view never is (it holds the badge
     // too): its costlier half is, and a view still slow after that is searched again.
-    let heavier = open[i].firstCost > cost ? open[i].firstHalf : visible
-    let whole = open[i].root ? heavier : open[i].tiles
-    closeOpen(i)
-    mask(whole)
+    mask(root ? heavier : tiles)
   }
 
   /// The frame in flight was abandoned at its deadline (or its worker died decoding it): some
@@ -225,7 +234,7 @@ public struct PatternQuarantine: Sendable {
       return
     }
     let (first, second) = Self.split(visible)
-    open[openCount] = (visible, 0, 0, 0, inFlightParent == 0)
+    open[openCount] = (visible, 0, 0, 0, false, inFlightParent == 0)
     openCount += 1
     pending[pendingCount] = (second, visible)
     pending[pendingCount + 1] = (first, visible)  // decoded next

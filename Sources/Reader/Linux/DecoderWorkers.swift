@@ -333,7 +333,7 @@ public final class DecoderWorkers: PollParticipant {
       if supervisor.completed(slot: slot, sequence: o.sequence, at: now) != nil {
         reply = (slot, o.geometry, o.captured, o.frameSequence, now)
         // A snapshot's every-view decode (2 s allowed) says nothing of a pattern's cost.
-        quarantine.completed(cost: outstandingAllViews ? 0 : cost)
+        quarantine.completed(cost: outstandingAllViews ? 0 : cost, found: DecoderChannel.replyCount(UnsafeRawPointer(base)) > 0)
         noteMask(now: now)
       }
       outstanding = nil

@@ -73,11 +73,33 @@ public func median(_ values: [Double]) -> Double {
   return sorted.count % 2 == 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2
 }
 
-/// The configuration `--config` names (config.toml by default), or nil after printing why not.
+/// Where an installed reader keeps its configuration (the package's, the unit's `--config`).
+public let installedConfigPath = "/etc/scangate/config.toml"
+
+/// The configuration file a command reads: `--config`'s; without it `./config.toml` when there
+/// is one (a checkout, the demo's folder), else the installed reader's /etc/scangate/config.toml
+/// (docs/admin.md's commands, typed on a reader); `nil` when there is neither (said by `loadConfig`).
+public func configPath(_ options: Options) -> String? {
+  if let named = options.value("config") { return named }
+  if fileExists("config.toml") { return "config.toml" }
+  if fileExists(installedConfigPath) { return installedConfigPath }
+  return nil
+}
+
+/// The configuration `configPath` finds, or nil after printing why not. Without `--config` the
+/// file read is said on standard error, so nobody wonders which reader's settings answered.
 public func loadConfig(_ options: Options) -> ScanConfig? {
-  let path = options.value("config") ?? "config.toml"
+  guard let path = configPath(options) else {
+    writeStandardError(
+      "scangate: no configuration: neither ./config.toml nor \(installedConfigPath) exists; name one with --config FILE\n")
+    return nil
+  }
+  if options.value("config") == nil { writeStandardError("scangate: reading \(path) (no --config given)\n") }
   do { return try ConfigLoader.load(path: path) } catch {
-    for e in error.errors { writeStandardError("scangate: \(path): \(e)\n") }
+    for e in error.errors {
+      let text = "\(e)"  // a file error names the path itself: never twice
+      writeStandardError("scangate: " + (text.hasPrefix(path + ":") ? text : "\(path): \(text)") + "\n")
+    }
     return nil
   }
 }
