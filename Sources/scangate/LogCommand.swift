@@ -48,12 +48,13 @@ enum LogCommand {
         guard !overflow else { throw ParseError(message: "--since \(text): out of range (years 1678...2262)") }
         since = ns
       }
+      // The newest N, oldest first: what the console's LOG N shows (one meaning for both).
       let limit = Int64(try options.integer("limit", default: Int.max, range: 1...Int.max))
       let json = options.flag("json"), csv = options.flag("csv")
       guard !(json && csv) else { throw ParseError(message: "give --json or --csv, not both") }
       if csv { print(CSV.record(csvColumns), terminator: "") }
       do {
-        try store.read(sinceNanoseconds: since, limit: limit) { r in
+        try store.read(sinceNanoseconds: since, limit: limit, newest: true) { r in
           if csv {
             print(CSV.record(csvRow(r)), terminator: "")
           } else if json {

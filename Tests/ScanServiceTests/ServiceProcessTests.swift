@@ -109,6 +109,10 @@ import Testing
       json.contains(#""kind":"command""#) && json.contains(#""payload":"LOG 5""#)
         && json.contains(#""payload":"AUTH ok""#), "escaped once, where it leaves: \(json)")
     #expect(json.contains(#""detail":"stopping""#))
+    // --limit N: the newest N, oldest first, as the console's LOG N (the last record is the stop's).
+    let all = runCommand([scangateBinary, "log", "--db", dir + "/audit.db"]).1.split(separator: "\n")
+    let newest = runCommand([scangateBinary, "log", "--db", dir + "/audit.db", "--limit", "2"]).1.split(separator: "\n")
+    #expect(all.count > 4 && newest == Array(all.suffix(2)), "\(newest) of \(all.suffix(3))")
     #expect(!json.contains("ALICE-0001"))  // no raw payloads unless configured
     #expect(!json.contains("horse"))  // the secret is never recorded
   }
@@ -232,11 +236,11 @@ import Testing
     func decided(_ verdict: String, _ rest: String) -> Bool {
       lines.contains { $0.contains("decision \(verdict) qr") && $0.contains(rest) }
     }
-    #expect(decided("granted", "label=alice payload=ALICE-0001"))
-    #expect(decided("denied-unknown", "payload=MALLORY-9999"))
-    #expect(decided("granted", "label=dave payload=DAVE-0004"))
-    #expect(decided("denied-expired", "label=bob"))
-    #expect(decided("denied-not-yet-valid", "label=carol"))
+    #expect(decided("granted", "label=alice payload=ALICE-0001"), "\(output)")
+    #expect(decided("denied-unknown", "payload=MALLORY-9999"), "\(output)")
+    #expect(decided("granted", "label=dave payload=DAVE-0004"), "\(output)")
+    #expect(decided("denied-expired", "label=bob"), "\(output)")
+    #expect(decided("denied-not-yet-valid", "label=carol"), "\(output)")
     #expect(output.contains("payload=EVIL%0D%0AOK%20%1B[2J"))
     #expect(!output.contains("\u{1b}"))
     #expect(output.contains("edge relay active"))

@@ -214,7 +214,8 @@ public final class ConsoleCommands<Clock: MonotonicClock> {
     _ request: ConsoleRequest, slot: Int, host: borrowing Host, output: some ConsoleOutput
   ) {
     switch request.verb {
-    case .help: output.send(slot) { ConsoleText.writeHelp(operator: sessions[slot].isOperator, into: &$0) }
+    case .help:
+      output.send(slot) { ConsoleText.writeHelp(operator: sessions[slot].isOperator, verb: request.helpVerb, into: &$0) }
     case .version: output.send(slot) { ConsoleText.writeVersion(host.consoleStatus(), into: &$0) }
     case .status: output.send(slot) { ConsoleText.writeStatus(host.consoleStatus(), into: &$0) }
     case .door: output.send(slot) { ConsoleText.writeDoor(host.consoleStatus().door, into: &$0) }

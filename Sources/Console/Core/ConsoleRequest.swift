@@ -58,29 +58,73 @@ public enum ConsoleVerb: UInt8, CaseIterable, Sendable {
   /// One line of HELP.
   public var usage: StaticString {
     switch self {
-    case .help: "HELP                this list"
+    case .help: "HELP [verb]         this list, or one command explained"
     case .version: "VERSION             software, decoder and GPIO library versions"
     case .status: "STATUS              camera, GPIO, allow-list, decoder and console state"
     case .stats: "STATS               counters and latency percentiles"
-    case .last: "LAST [n]            the last n decisions (default 5, max 50; payloads for operators)"
+    case .last: "LAST [n]            the last n decisions (default 5, max 50; payloads for\n                    operators)"
     case .watch: "WATCH ON|OFF        event lines (starting with '! '; payloads for operators)"
-    case .check: "CHECK <payload>     operator: the decision on a payload (percent-escaped), rate-limited"
-    case .log: "LOG [n]             operator: the last n audit log records (default 10, max 100)"
+    case .check: "CHECK <payload>     operator: the decision on a payload (percent-escaped),\n                    rate-limited"
+    case .log: "LOG [n]             operator: the newest n audit log records (default 10,\n                    max 100)"
     case .auth: "AUTH <secret>       become operator on this connection"
     case .quit: "QUIT                close this connection"
     case .open: "OPEN [ms]           operator: pulse the relay (capped)"
     case .reload: "RELOAD              operator: reload the allow-list now"
-    case .selftest: "SELFTEST            operator: play every buzzer pattern, pulse the relay 200 ms"
-    case .snapshot: "SNAPSHOT [TEXT]     operator: the latest frame (PNG as base64, or TEXT: ASCII art)"
+    case .selftest: "SELFTEST            operator: play every buzzer pattern, pulse the relay\n                    200 ms"
+    case .snapshot: "SNAPSHOT [TEXT]     operator: the latest frame (PNG as base64, or TEXT: ASCII\n                    art)"
     case .door: "DOOR                the door: state, strike, inputs, alarm and counts"
-    case .clock: "CLOCK [FLOOR RESET] the clock, its floor, synchronised; operator: set the floor to the clock"
-    case .lockdown: "LOCKDOWN [ON|OFF]   fire and lockdown; operator: latch or lift a lockdown (only its own)"
+    case .clock: "CLOCK [FLOOR RESET] the clock and its floor; operator: reset the floor to now"
+    case .lockdown: "LOCKDOWN [ON|OFF]   fire and lockdown; operator: latch or lift a lockdown\n                    (only its own)"
     case .turnstile:
-      "TURNSTILE [FORGIVE LAST|<tag>|RESET] the turnstile; operator: forgive anti-passback, reset occupancy"
+      "TURNSTILE [FORGIVE LAST|<tag>|RESET]\n                    the turnstile; operator: forgive anti-passback, reset\n                    occupancy"
     case .enrol:
-      "ENROL CANDIDATES | LAST|<tag> label=<label> [schedule=<name>] operator: the newest unknown codes; put one on the allow-list"
+      "ENROL CANDIDATES | LAST|<tag> label=<label> [schedule=<name>]\n                    operator: the newest unknown codes; enrol one"
     case .remove: "REMOVE label=<label>  operator: take that entry off the allow-list"
-    case .list: "LIST [n]            operator: the allow-list's labels, tags and flags (default 50, max 200)"
+    case .list: "LIST [n]            operator: the allow-list's labels, tags and flags (default\n                    50, max 200)"
+    }
+  }
+}
+
+extension ConsoleVerb {
+  /// `HELP <verb>`: what the command does, its replies and who may run it, in lines that fit an
+  /// 80-column terminal with the body's `| ` (docs/console.md has the whole story).
+  public var explanation: StaticString {
+    switch self {
+    case .help: "Lists every command, or with a verb explains that one. Anyone.\nReplies: body lines, then OK help."
+    case .version: "The software, decoder engine and GPIO library versions. Anyone.\nReply: OK scangate <version> decoder <engine> gpio <library>."
+    case .status:
+      "The reader at a glance: camera, GPIO lines, allow-list, decoder, console\nclients, the audit log and its chain head, the clock and uptime. Anyone.\nPayloads and allow-list lines are never shown."
+    case .stats:
+      "Counters (frames, codes, grants, denies, opens, errors) and latency p50/p99\n(decode, decision, edge). Anyone."
+    case .last:
+      "The last n decisions, oldest first, as event lines. Anyone; payloads only\nafter AUTH (then it is recorded in the audit log)."
+    case .watch:
+      "WATCH ON: every event as a '! ' line on this connection until WATCH OFF or\nQUIT. Payloads only after AUTH."
+    case .check:
+      "What the decision on a payload would be now, without acting on the door:\nOK granted label=... or OK denied-.... The payload is percent-escaped.\nOperator; at most 3 in a burst and 12 a minute (ERR 429); recorded."
+    case .log:
+      "The newest n records of the audit log (default 10, max 100), oldest first,\nas scangate log --limit n prints them. Operator; recorded."
+    case .auth:
+      "AUTH <secret>: become operator on this connection (the secret file's line).\nWrong secrets back off per peer (ERR 429, then ERR 423); never recorded."
+    case .quit: "Closes this connection after OK bye."
+    case .open:
+      "A manual relay pulse of ms (default relay_pulse_ms, capped by\nrelay_pulse_ms_max) with the grant pattern. Operator; recorded with who.\nERR 409 while the relay rests after its maximum on-time."
+    case .reload: "Reloads the allow-list now; a bad file is refused whole (the live list stays).\nOperator; recorded."
+    case .selftest: "Plays the grant, deny and fault patterns and pulses the relay 200 ms.\nOperator; recorded."
+    case .snapshot:
+      "The next frame as a PNG in base64 lines, or SNAPSHOT TEXT as 80x40 ASCII for\na serial terminal: to aim the camera. Operator; recorded."
+    case .door:
+      "The door: state, strike, contact, exit button, tamper, alarm and counts.\nAnyone."
+    case .clock:
+      "The clock, its floor (the earliest time it may be) and whether it is\nsynchronised. CLOCK FLOOR RESET (operator) sets the floor to the clock now,\ndurably; recorded with both floors and who."
+    case .lockdown:
+      "Fire and lockdown state. LOCKDOWN ON latches a lockdown (every grant refused\nbut lockdown credentials), durable across restarts; LOCKDOWN OFF lifts one\nthis console latched, never a fire. Operator; recorded with who."
+    case .turnstile:
+      "The turnstile: state, queue, occupancy, anti-passback. FORGIVE LAST|<tag>\nlets the one refused for anti-passback through once; RESET sets occupancy\nto 0. Operator; recorded with who."
+    case .enrol:
+      "ENROL CANDIDATES lists the newest codes denied as unknown, with their tags.\nENROL <tag>|LAST label=<label> [schedule=<name>] puts that code on the\nallow-list as its sha256: entry and reloads it. Operator; recorded with who."
+    case .remove: "REMOVE label=<label> takes that entry off the allow-list and reloads it.\nOperator; recorded with who."
+    case .list: "The first n allow-list entries: label, tag and flags, never a payload.\nOperator; recorded."
     }
   }
 }
@@ -138,6 +182,8 @@ public struct ConsoleRequest: Sendable {
   /// ENROL <tag>: the candidate's shown tag (16 hex digits); nil for ENROL LAST. ENROL CANDIDATES
   /// sets `flag` instead.
   public var enrolTag: UInt64? = nil
+  /// HELP <verb>: the verb to explain.
+  public var helpVerb: ConsoleVerb? = nil
 
   /// Whether this request needs AUTH: an operator verb, or a state change of CLOCK, LOCKDOWN or
   /// TURNSTILE (the bare verbs are read-only).
@@ -174,6 +220,13 @@ public struct ConsoleRequest: Sendable {
     }
     guard words <= 3 || verb == .enrol else { return .failure(.tooManyArguments) }
     switch verb {
+    case .help where words == 2:
+      guard let asked = ConsoleVerb.allCases.first(where: { equalsIgnoringCase(word(1), $0.name) }) else {
+        return .failure(.unknownVerb)
+      }
+      var request = ConsoleRequest(verb: .help)
+      request.helpVerb = asked
+      return .success(request)
     case .help, .version, .status, .stats, .quit, .reload, .selftest, .door:
       guard words == 1 else { return .failure(.tooManyArguments) }
       return .success(ConsoleRequest(verb: verb))

@@ -2,14 +2,33 @@ import ScanCore
 
 /// The console's reply bodies, encoded from values (no I/O): HELP, VERSION, STATUS, STATS.
 public enum ConsoleText {
-  public static func writeHelp(operator isOperator: Bool, into w: inout ByteWriter) {
-    for verb in ConsoleVerb.allCases {
-      w.write("| ")
-      w.write(verb.usage)
-      w.newline()
+  /// HELP: every verb's form and one-line use; HELP <verb>: that one's form and explanation.
+  /// Every line fits 80 columns with its `| ` (a serial terminal's width).
+  public static func writeHelp(operator isOperator: Bool, verb: ConsoleVerb? = nil, into w: inout ByteWriter) {
+    var lines = 0
+    func body(_ text: StaticString) {
+      text.withUTF8Buffer { bytes in
+        var start = 0
+        for i in 0...bytes.count where i == bytes.count || bytes[i] == 0x0A {
+          w.write("| ")
+          w.write(bytes: UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(bytes)[start..<i]))
+          w.newline()
+          lines += 1
+          start = i + 1
+        }
+      }
     }
+    if let verb {
+      body(verb.usage)
+      body(verb.explanation)
+      w.write("OK help ")
+      w.write(verb.name)
+      w.newline()
+      return
+    }
+    for verb in ConsoleVerb.allCases { body(verb.usage) }
     w.write(isOperator ? "OK help " : "OK help (operator commands need AUTH) ")
-    w.write(ConsoleVerb.allCases.count)
+    w.write(lines)
     w.write(" lines\n")
   }
 

@@ -40,13 +40,8 @@ public struct PatternQuarantine: Sendable {
     public var recheckCostMax = 25
     /// Rechecks that come back over their cost in a row before the group is unmasked anyway (a
     /// scene that got heavier, a slower machine): a wrong mask lasts seconds, never for good; a
-    /// real pattern is found again by the deadline and the slow rule.
+    /// real pattern is found again by its abandoned decodes.
     public var softFailuresMax = 8
-    /// A whole view that comes back having cost more than this, and more than 4 times the
-    /// typical whole view's, is searched as if abandoned. Relative too, since a slower machine (a
-    /// Pi 3) or an unoptimised build decodes every view slower: only a view far slower than this
-    /// reader's own is suspect. Rechecks likewise pass under twice the typical cost.
-    public var slowCost = 50
     public init() {}
   }
 
@@ -158,14 +153,11 @@ public struct PatternQuarantine: Sendable {
   /// suspect, and a half that read one is never masked.
   public mutating func completed(cost: Int = 0, found: Bool = false) {
     guard let visible = inFlight else { return }
-    // A view that comes back but spent most of the deadline holds what blinds the decoder short of
-    // stopping it: searched as if abandoned (its results still count).
+    // A whole view that comes back is never suspect, however slow: only a decode abandoned at its
+    // deadline starts a search. (A rule that searched slow views misfired on a loaded machine,
+    // where an empty view's decode can take ten times its usual CPU time: docs/decoder.md.) Its
+    // cost is the typical one a recheck is judged against.
     if inFlightGroups == 0 && inFlightParent == 0 {
-      // Judged once this reader's own typical cost is known (16 views).
-      if !found && typicalSamples >= 16 && cost > max(settings.slowCost, 4 * typicalCost) {
-        abandoned(at: lastPlanned)
-        return
-      }
       typicalCost = typicalSamples == 0 ? cost : (typicalCost * 7 + cost) / 8
       typicalSamples = min(typicalSamples + 1, 1 << 20)
     }

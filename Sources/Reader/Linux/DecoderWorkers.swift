@@ -75,7 +75,6 @@ public final class DecoderWorkers: PollParticipant {
     supervisor = DecoderSupervisor(settings: supervision, now: SystemMonotonicClock().now())
     var patterns = PatternQuarantine.Settings()
     patterns.recheckCostMax = max(1, supervision.deadlineMilliseconds / 4)
-    patterns.slowCost = max(2, supervision.deadlineMilliseconds / 2)
     quarantines = InlineArray(repeating: PatternQuarantine(settings: patterns))
     let arguments = [
       "scangate", "decode-worker", "--parent", String(getpid()), "--bytes", String(DecoderChannel(settings).totalBytes),
