@@ -115,7 +115,12 @@ if os.path.exists(cred_path):
 md += ["", "## Plots", "", "![decode rate](decode-rate.png)", "![frame to relay edge](latency.png)", "![RSS](rss.png)", ""]
 if os.path.exists(os.path.join(out, "fuzz.txt")):
     md += ["## Fuzzing", ""] + ["    " + l.strip() for l in open(os.path.join(out, "fuzz.txt")) if l.startswith("fuzz:")] + [""]
-open(os.path.join(bench, "RESULTS.md"), "w").write("\n".join(md))
+# Sections measured by other scripts (the fleet link, the service over hours, the card's wear)
+# follow the marker and are kept as they are.
+MARK = "<!-- measured by other scripts: kept by bench/report.py -->"
+previous = open(os.path.join(bench, "RESULTS.md")).read() if os.path.exists(os.path.join(bench, "RESULTS.md")) else ""
+kept = previous[previous.index(MARK):] if MARK in previous else MARK + "\n"
+open(os.path.join(bench, "RESULTS.md"), "w").write("\n".join(md) + "\n" + kept)
 
 hist = [r for r in csv.reader(open(os.path.join(out, "latency.csv")))][1:]
 fig, axes = plt.subplots(1, 2, figsize=(10, 3.5))

@@ -85,50 +85,6 @@ public enum ConsoleVerb: UInt8, CaseIterable, Sendable {
   }
 }
 
-extension ConsoleVerb {
-  /// `HELP <verb>`: what the command does, its replies and who may run it, in lines that fit an
-  /// 80-column terminal with the body's `| ` (docs/console.md has the whole story).
-  public var explanation: StaticString {
-    switch self {
-    case .help: "Lists every command, or with a verb explains that one. Anyone.\nReplies: body lines, then OK help."
-    case .version: "The software, decoder engine and GPIO library versions. Anyone.\nReply: OK scangate <version> decoder <engine> gpio <library>."
-    case .status:
-      "The reader at a glance: camera, GPIO lines, allow-list, decoder, console\nclients, the audit log and its chain head, the clock and uptime. Anyone.\nPayloads and allow-list lines are never shown."
-    case .stats:
-      "Counters (frames, codes, grants, denies, opens, errors) and latency p50/p99\n(decode, decision, edge). Anyone."
-    case .last:
-      "The last n decisions, oldest first, as event lines. Anyone; payloads only\nafter AUTH (then it is recorded in the audit log)."
-    case .watch:
-      "WATCH ON: every event as a '! ' line on this connection until WATCH OFF or\nQUIT. Payloads only after AUTH."
-    case .check:
-      "What the decision on a payload would be now, without acting on the door:\nOK granted label=... or OK denied-.... The payload is percent-escaped.\nOperator; at most 3 in a burst and 12 a minute (ERR 429); recorded."
-    case .log:
-      "The newest n records of the audit log (default 10, max 100), oldest first,\nas scangate log --limit n prints them. Operator; recorded."
-    case .auth:
-      "AUTH <secret>: become operator on this connection (the secret file's line).\nWrong secrets back off per peer (ERR 429, then ERR 423); never recorded."
-    case .quit: "Closes this connection after OK bye."
-    case .open:
-      "A manual relay pulse of ms (default relay_pulse_ms, capped by\nrelay_pulse_ms_max) with the grant pattern. Operator; recorded with who.\nERR 409 while the relay rests after its maximum on-time."
-    case .reload: "Reloads the allow-list now; a bad file is refused whole (the live list stays).\nOperator; recorded."
-    case .selftest: "Plays the grant, deny and fault patterns and pulses the relay 200 ms.\nOperator; recorded."
-    case .snapshot:
-      "The next frame as a PNG in base64 lines, or SNAPSHOT TEXT as 80x40 ASCII for\na serial terminal: to aim the camera. Operator; recorded."
-    case .door:
-      "The door: state, strike, contact, exit button, tamper, alarm and counts.\nAnyone."
-    case .clock:
-      "The clock, its floor (the earliest time it may be) and whether it is\nsynchronised. CLOCK FLOOR RESET (operator) sets the floor to the clock now,\ndurably; recorded with both floors and who."
-    case .lockdown:
-      "Fire and lockdown state. LOCKDOWN ON latches a lockdown (every grant refused\nbut lockdown credentials), durable across restarts; LOCKDOWN OFF lifts one\nthis console latched, never a fire. Operator; recorded with who."
-    case .turnstile:
-      "The turnstile: state, queue, occupancy, anti-passback. FORGIVE LAST|<tag>\nlets the one refused for anti-passback through once; RESET sets occupancy\nto 0. Operator; recorded with who."
-    case .enrol:
-      "ENROL CANDIDATES lists the newest codes denied as unknown, with their tags.\nENROL <tag>|LAST label=<label> [schedule=<name>] puts that code on the\nallow-list as its sha256: entry and reloads it. Operator; recorded with who."
-    case .remove: "REMOVE label=<label> takes that entry off the allow-list and reloads it.\nOperator; recorded with who."
-    case .list: "The first n allow-list entries: label, tag and flags, never a payload.\nOperator; recorded."
-    }
-  }
-}
-
 /// A console error: code and message, as sent in `ERR <code> <message>`.
 public struct ConsoleError: Error, Equatable, Sendable {
   public var code: Int
