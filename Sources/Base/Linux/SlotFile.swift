@@ -97,9 +97,21 @@ public final class SlotFile {
   /// again there from what the reader holds (as after a write), so that a restart finds it.
   /// True when it had to be. Allocates nothing unless it makes the file again.
   public func checkPath() -> Bool {
-    guard FileIdentity.at(cPath) != identity else { return false }
-    return recreate()
+    guard FileIdentity.at(cPath) != identity else {
+      checkBackoff = 0
+      return false
+    }
+    // After a failed attempt (a full disk), tried again once a minute, not every second: said
+    // once a minute in the journal. A write still tries at once.
+    if checkBackoff > 0 {
+      checkBackoff -= 1
+      return false
+    }
+    if recreate() { return true }
+    checkBackoff = 59
+    return false
   }
+  private var checkBackoff = 0
 
   /// `checkPath` for every slot file the calling thread opened (the loop's, once a second):
   /// how many were made again.
