@@ -77,7 +77,7 @@ check "unit: systemd-analyze verify passes" \
   bash -c "systemd-analyze verify --root='$C' /lib/systemd/system/scangate.service 2>&1 | tee -a /dev/stderr | { ! grep -q .; }"
 check "check-config: the installed default configuration is valid" \
   IN scangate check-config --config /etc/scangate/config.toml
-check "demo: runs and prints decisions" IN bash -c 'scangate demo --fps 60 --dir /tmp/demo | grep -q "decision granted qr label=alice"'
+check "demo: runs and prints decisions" IN bash -c 'scangate demo --port 0 --fps 60 --dir /tmp/demo | grep -q "decision granted qr label=alice"'
 # The service as its unit runs it (same command line, same user), in demo mode.
 IN bash -c 'cat > /tmp/demo.toml <<TOML
 [camera]

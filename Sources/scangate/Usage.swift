@@ -17,7 +17,7 @@ enum Usage {
     CommandUsage(
       name: "demo",
       lines: [
-        "demo [--config FILE] [--fps N] [--frames N] [--dir DIR] [--keep] [--panel] [--turnstile]", "demo --snapshot PREFIX",
+        "demo [--config FILE] [--fps N] [--frames N] [--dir DIR] [--port N] [--keep] [--panel] [--turnstile]", "demo --snapshot PREFIX",
         "demo --bench [--fps N] [--trace]",
       ],
       summary:

@@ -11,7 +11,7 @@ import Testing
     // dave's codes, each 0.6 s in view and followed by an empty second (DemoCommand.writeScenes).
     let codeFrames = max(3, fps * 6 / 10), gapFrames = max(2, fps)
     let frames = gapFrames + 3 * (codeFrames + gapFrames)
-    let (status, output) = runCommand([scangateBinary, "demo", "--fps", "\(fps)", "--frames", "\(frames)"], timeoutSeconds: 120)
+    let (status, output) = runCommand([scangateBinary, "demo", "--port", "0", "--fps", "\(fps)", "--frames", "\(frames)"], timeoutSeconds: 120)
     #expect(status == 0, "\(output)")
     #expect(output.contains("summary: \(frames) frames"), "\(output)")
     let decisions = output.split(separator: "\n").filter { $0.contains(" decision ") }

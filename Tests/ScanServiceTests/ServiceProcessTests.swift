@@ -227,7 +227,7 @@ import Testing
 
   @Test("the demo runs the real loop on simulated GPIO and prints every decision")
   func demo() {
-    let (status, output) = runCommand([scangateBinary, "demo", "--fps", "60"], timeoutSeconds: 120)
+    let (status, output) = runCommand([scangateBinary, "demo", "--port", "0", "--fps", "60"], timeoutSeconds: 120)
     #expect(status == 0, "\(output)")
     // The view that read a code ("[inverted]", "[mirrored]") depends on the engine (1.4 needs the
     // inverted view for dave's dark-mode phone, 2.x does not) and, with the decode budget, on
@@ -248,7 +248,7 @@ import Testing
 
   @Test("demo --turnstile: an entry, the same pass refused again, a grant nobody used, an exit, and the fire release")
   func demoTurnstile() {
-    let (status, output) = runCommand([scangateBinary, "demo", "--turnstile", "--fps", "30"], timeoutSeconds: 120)
+    let (status, output) = runCommand([scangateBinary, "demo", "--port", "0", "--turnstile", "--fps", "30"], timeoutSeconds: 120)
     #expect(status == 0, "\(output)")
     let lines = output.split(separator: "\n").map(String.init)
     /// The first line after `from` containing every one of `parts`, or nil.

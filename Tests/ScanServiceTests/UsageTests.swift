@@ -115,7 +115,7 @@ import Testing
     let names = Set(Self.options(demo).map(\.name))
     #expect(names.isSuperset(of: ["--fps", "--frames"]))
     #expect(!names.contains("--realtime"))
-    let (status, output) = runCommand([scangateBinary, "demo", "--fps", "20", "--frames", "5"], timeoutSeconds: 120)
+    let (status, output) = runCommand([scangateBinary, "demo", "--port", "0", "--fps", "20", "--frames", "5"], timeoutSeconds: 120)
     #expect(status == 0, "\(output)")
     #expect(output.contains("ScanGate demo:"))
     #expect(output.contains("summary: 5 frames"), "\(output)")
@@ -140,5 +140,27 @@ import Testing
     #expect(status == 1 && out.contains("scangate: \(dir)/nope.toml: No such file or directory"), "\(out)")
     #expect(!out.contains("nope.toml: \(dir)/nope.toml"), "the name once: \(out)")
     #expect(!out.contains("no --config given"), "\(out)")
+  }
+
+  @Test("demo --port: another port is named in the instructions; a port something answers on is said, and the demo runs without its console")
+  func demoPort() {
+    // A listener of this test's own (an ephemeral port: no test binds a fixed one).
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let bound = withUnsafeMutablePointer(to: &address) {
+      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && listen(fd, 4) == 0 && getsockname(fd, $0, &length) == 0 }
+    }
+    #expect(bound)
+    let busy = Int(UInt16(bigEndian: address.sin_port))
+    var (status, output) = runCommand([scangateBinary, "demo", "--port", String(busy), "--fps", "20", "--frames", "5"], timeoutSeconds: 120)
+    #expect(status == 0 && output.contains("console: 127.0.0.1:\(busy) is in use (another reader or demo)"), "\(output)")
+    #expect(!output.contains("scangate console") && !output.contains("console listening"), "no instructions for someone else's console: \(output)")
+    (status, output) = runCommand([scangateBinary, "demo", "--port", "0", "--fps", "20", "--frames", "5"], timeoutSeconds: 120)
+    #expect(status == 0 && output.contains("scangate console --tcp 127.0.0.1:PORT --command STATUS"), "\(output)")
+    #expect(output.contains("console listening on 127.0.0.1:") && !output.contains("127.0.0.1:4570"), "\(output)")
   }
 }

@@ -37,14 +37,16 @@ public enum DemoCommand {
 
   public static func run(_ arguments: [String]) -> Int32 {
     do {
-      let options = try Options(arguments, valued: ["config", "fps", "dir", "frames", "snapshot"], known: ["keep", "panel", "bench", "trace", "turnstile"])
+      let options = try Options(
+        arguments, valued: ["config", "fps", "dir", "frames", "snapshot", "port"], known: ["keep", "panel", "bench", "trace", "turnstile"])
       if let prefix = options.value("snapshot") { return try snapshot(prefix: prefix) }
       let fps = try options.integer("fps", default: 15, range: 1...240)
       if options.flag("bench") { return try bench(fps: fps, trace: options.flag("trace")) }
       guard var config = baseConfig(options) else { return 1 }
       let directory = try prepareDirectory(options.value("dir"))
       let width = 640, height = 480
-      let demoConsole = options.value("config") == nil
+      let port = try options.integer("port", default: 4570, range: 0...65535)
+      var demoConsole = options.value("config") == nil
       let turnstile = options.flag("turnstile")
       let extra = demoConsole && !turnstile ? try DemoCredentials.prepare(in: directory, config: &config) : []
       let list = turnstile ? DemoTurnstile.scenes : scenes
@@ -53,7 +55,8 @@ public enum DemoCommand {
         trailingSeconds: turnstile ? 5 : 0)
       try configure(&config, directory: directory, fps: fps, width: width, height: height, turnstile: turnstile, demoConsole: demoConsole)
       print("ScanGate demo: \(index) frames of \(width)x\(height) at \(fps) fps from \(directory), simulated GPIO")
-      printIntroduction(config, codes: list + extra, turnstile: turnstile, demoConsole: demoConsole)
+      if demoConsole { demoConsole = listen(&config, port: port) }
+      printIntroduction(config, codes: list + extra, turnstile: turnstile, demoConsole: demoConsole, port: port)
       var panel: DemoPanel? = nil
       if options.flag("panel") { panel = try startPanel(&config) }
       defer { panel?.stop() }
@@ -125,13 +128,26 @@ public enum DemoCommand {
       let secret = SecretBytes.random(16)
       config.consoleSecretFile = directory + "/operator-secret"
       try SecretFile.create(config.consoleSecretFile, Array((Hex.string(secret) + "\n").utf8))
-      config.consoleListen = ["127.0.0.1:4570"]
     }
+  }
+
+  /// The demo's console on 127.0.0.1:`port` (0: any free port, said when it listens), unless
+  /// something already answers there (another reader, another demo): then the demo runs without
+  /// it and says so, rather than print how to reach a console that is someone else's.
+  static func listen(_ config: inout ScanConfig, port: Int) -> Bool {
+    if port != 0, let fd = try? connectTCP("127.0.0.1:\(port)") {
+      closeDescriptor(fd)
+      print("console: 127.0.0.1:\(port) is in use (another reader or demo): this demo runs without its console; --port N picks another")
+      config.consoleListen = []
+      return false
+    }
+    config.consoleListen = ["127.0.0.1:\(port)"]
+    return true
   }
 
   /// The decoder and its views, each code shown with what it is, the door's or turnstile's
   /// story and (for the demo's own console) how to reach it.
-  static func printIntroduction(_ config: ScanConfig, codes: [Scene], turnstile: Bool, demoConsole: Bool) {
+  static func printIntroduction(_ config: ScanConfig, codes: [Scene], turnstile: Bool, demoConsole: Bool, port: Int = 4570) {
     print(
       "decoder \(ZXingDecoder.engineVersion), views \(config.engine.decode.variantMode.rawValue) over "
         + config.engine.decode.variants.map(\.name).joined(separator: ","))
@@ -141,13 +157,15 @@ public enum DemoCommand {
     }
     for note in turnstile ? DemoTurnstile.notes : DemoDoor.notes { print("  " + note) }
     if demoConsole {
+      // The default port needs no --tcp; another is named (0: the port the console says it took).
+      let tcp = port == 4570 ? "" : "--tcp 127.0.0.1:\(port == 0 ? "PORT" : String(port)) "
       print(
         """
-        console: in a second terminal, while the demo runs (a lower --fps, e.g. 5, gives more time):
-          scangate console --command STATUS
-          scangate console --command 'WATCH ON'          (decisions by label and digest)
-          scangate console --secret-file \(config.consoleSecretFile) --command 'LAST 5'   (as operator: payloads)
-          scangate snapshot --secret-file \(config.consoleSecretFile) --text
+        console: in a second terminal, while the demo runs (a lower --fps, e.g. 5, gives more time)\(port == 0 ? ",\n  PORT as 'console listening on' says" : ""):
+          scangate console \(tcp)--command STATUS
+          scangate console \(tcp)--command 'WATCH ON'          (decisions by label and digest)
+          scangate console \(tcp)--secret-file \(config.consoleSecretFile) --command 'LAST 5'   (as operator: payloads)
+          scangate snapshot \(tcp)--secret-file \(config.consoleSecretFile) --text
         """)
     }
   }
