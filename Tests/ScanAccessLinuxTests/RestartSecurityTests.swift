@@ -277,4 +277,14 @@ import Testing
     #expect(RFC3339.format(.max) == "9999-12-31T23:59:59Z")
     #expect(RFC3339.format(1_780_000_000) == "2026-05-28T20:26:40Z")
   }
+
+  @Test("a clock fault says in the journal why it matters and what to do; a synchronised clock says nothing")
+  func clockFaultExplained() {
+    let unsynchronised = ClockFloorKeeper.explanation(.clockUnsynchronised) ?? ""
+    #expect(unsynchronised.contains("not synchronised") && unsynchronised.contains("timedatectl set-ntp true"), "\(unsynchronised)")
+    #expect(unsynchronised.contains("unlock windows stay closed"))
+    let behind = ClockFloorKeeper.explanation(.clockBehindFloor) ?? ""
+    #expect(behind.contains("CLOCK FLOOR RESET"), "\(behind)")
+    #expect(ClockFloorKeeper.explanation(.clockSynchronised) == nil)
+  }
 }

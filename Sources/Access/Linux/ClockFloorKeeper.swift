@@ -144,8 +144,23 @@ public final class ClockFloorKeeper: PollParticipant {
     if state != lastState {
       lastState = state
       _ = ring.append(ScanEvent(state == .clockSynchronised ? .state : .fault, code: state.rawValue, at: now, wall: wallNanoseconds))
+      if let why = Self.explanation(state) { writeStandardError("scangate: clock: \(why)\n") }
     }
     if time.floor - written >= Self.writeSeconds { persist() }
+  }
+
+  /// What a clock fault means and what to do, for the journal (once per change of state).
+  public static func explanation(_ state: FaultCode) -> String? {
+    switch state {
+    case .clockUnsynchronised:
+      "not synchronised (the kernel has no NTP lock): passes, schedules and the log's ages are judged at the clock floor, "
+        + "never later than the true time, and unlock windows stay closed; run a time client (systemd-timesyncd or chrony: "
+        + "timedatectl set-ntp true) and the fault clears once the clock is synchronised (docs/credentials.md, \"Time\")"
+    case .clockBehindFloor:
+      "behind its floor (the latest time this reader has proof of): every pass is judged at the floor; set the clock right, "
+        + "or, if the floor itself is wrong, an operator's CLOCK FLOOR RESET (docs/credentials.md, \"Time\")"
+    default: nil
+    }
   }
 
   /// Writes the floor now (a clean stop, an operator's reset), durably.
