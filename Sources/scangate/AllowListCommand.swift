@@ -217,8 +217,11 @@ enum AllowListCommand {
       func fail(_ why: String) -> Result<[Row], CSV.Problem> { .failure(CSV.Problem(record: n + 1, reason: why)) }
       guard record.count == header.count else { return fail("\(record.count) fields, the header has \(header.count)") }
       func cell(_ key: String) -> String { column[key].map { CSV.readInert(record[$0]) } ?? "" }
-      let label = cell("label")
-      guard AllowListEdit.isValidLabel(label) else { return fail("label: 1 to 48 of letters, digits, '.', '_', '-', '@', '+'") }
+      // A spreadsheet's names as they are ("ivy smith", "Zoë"): kept escaped (ivy%20smith), as
+      // the file, the console and the log show them.
+      guard let label = AllowListEdit.labelFromText(cell("label")) else {
+        return fail("label: 1 to 48 bytes as shown (letters, digits, '.', '_', '-', '@', '+'; anything else as %XX)")
+      }
       guard labels.insert(label).inserted else { return fail("label \(label) given twice") }
       guard cell("zones").isEmpty else { return fail("zones: allow-list entries have no zones (zones are for signed passes); use schedule") }
       var entry = AllowListEdit.Entry(match: "", label: label)
@@ -332,7 +335,10 @@ enum AllowListCommand {
       let tag = digestOf(entry.match, digester: digester).flatMap { d in tagKey.map { PayloadTag.hex($0.tag(d)) } } ?? ""
       let kind = entry.match.hasPrefix("text:") ? "text" : "sha256"
       // Made inert for spreadsheets (a label `+1 visitor` is text, not a formula); import reads it back.
-      out += CSV.record(([entry.label ?? ""] + [tag, kind] + exportColumns.dropFirst(3).map { values[$0] ?? "" }).map(CSV.inert))
+      // The label as a spreadsheet holds it ("ivy smith" for the file's ivy%20smith): import escapes it again.
+      let label = (entry.label ?? "").utf8
+      let shown = (try? PayloadEscaping.unescape(label[...])).map { String(decoding: $0, as: UTF8.self) } ?? String(label)
+      out += CSV.record(([shown] + [tag, kind] + exportColumns.dropFirst(3).map { values[$0] ?? "" }).map(CSV.inert))
     }
     print(out, terminator: "")
     return 0

@@ -64,6 +64,17 @@ import Testing
     ])
   func labels(_ label: String, _ valid: Bool) { #expect(AllowListEdit.isValidLabel(label) == valid) }
 
+  @Test("a spreadsheet's name becomes a label shown escaped; the console and the file accept that form, and only valid escapes")
+  func shownLabels() {
+    #expect(AllowListEdit.labelFromText(" ivy smith ") == "ivy%20smith")
+    #expect(AllowListEdit.labelFromText("Zo\u{EB} 50%") == "Zo%C3%AB%2050%25")
+    #expect(AllowListEdit.labelFromText("   ") == nil && AllowListEdit.labelFromText("") == nil)
+    #expect(AllowListEdit.labelFromText(String(repeating: "\u{EB}", count: 9)) == nil, "48 bytes as shown at most")
+    for (shown, valid) in [("ivy%20smith", true), ("bob", true), ("bo%2", false), ("bo%zz", false), ("bo b", false), ("%", false), ("", false)] {
+      #expect(AllowListEdit.isShownLabel(Array(shown.utf8)) == valid, "\(shown)")
+    }
+  }
+
   @Test("validate checks in the spare table: the live list is untouched")
   func validateKeepsLive() {
     var list = AllowList(limits: AllowListLimits())

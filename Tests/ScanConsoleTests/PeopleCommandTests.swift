@@ -43,7 +43,7 @@ import Testing
     "ENROL refuses what it cannot write as asked",
     arguments: [
       ("ENROL label=bob", ConsoleError.badArgument), ("ENROL LAST", .badArgument), ("ENROL LAST schedule=x", .badLabel),
-      ("ENROL LAST label=", .badLabel), ("ENROL LAST label=bo%20b", .badLabel), ("ENROL LAST label=a label=b", .badLabel),
+      ("ENROL LAST label=", .badLabel), ("ENROL LAST label=bo%2", .badLabel), ("ENROL LAST label=a label=b", .badLabel),
       ("ENROL LAST label=bob schedule=Bad", .badSchedule), ("ENROL LAST label=bob zones=a,b", .noZones),
       ("ENROL LAST label=bob colour=red", .badArgument), ("ENROL LAST label=a schedule=b x=1 y=2", .tooManyArguments),
     ])

@@ -66,6 +66,46 @@ public enum AllowListEdit {
     return bytes.allSatisfy { isLabelByte($0) }
   }
 
+  /// Whether `bytes` is a label as the file, the console and a CSV show it: label bytes and `%XX`
+  /// escapes of anything else (a spreadsheet's "ivy smith" is `ivy%20smith`), 1 to 48 bytes as
+  /// shown. Allocates nothing (the console parses with it).
+  public static func isShownLabel<C: Collection>(_ bytes: C) -> Bool where C.Element == UInt8 {
+    guard !bytes.isEmpty, bytes.count <= AllowListLimits.labelBytesMax else { return false }
+    var i = bytes.startIndex
+    while i != bytes.endIndex {
+      let b = bytes[i]
+      if b == UInt8(ascii: "%") {
+        var digits = 0
+        var j = bytes.index(after: i)
+        while digits < 2, j != bytes.endIndex, Hex.value(of: bytes[j]) != nil {
+          digits += 1
+          j = bytes.index(after: j)
+        }
+        guard digits == 2 else { return false }
+        i = j
+        continue
+      }
+      guard isLabelByte(b) else { return false }
+      i = bytes.index(after: i)
+    }
+    return true
+  }
+
+  /// A spreadsheet's name as a label: spaces at either end dropped, every byte that is not a
+  /// label byte escaped as `%XX` (a space, `é`, a quote); nil when nothing is left or the shown
+  /// form is over 48 bytes.
+  public static func labelFromText(_ text: String) -> String? {
+    var shown = ""
+    for b in Array(text.utf8).drop(while: { $0 == 0x20 }).reversed().drop(while: { $0 == 0x20 }).reversed() {
+      if isLabelByte(b) {
+        shown.unicodeScalars.append(Unicode.Scalar(b))
+      } else {
+        shown += "%" + String(decoding: [Hex.digit(b >> 4), Hex.digit(b)], as: UTF8.self).uppercased()
+      }
+    }
+    return isShownLabel(shown.utf8) ? shown : nil
+  }
+
   /// A byte `isValidLabel` accepts.
   public static func isLabelByte(_ b: UInt8) -> Bool {
     switch b {

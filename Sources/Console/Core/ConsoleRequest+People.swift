@@ -11,7 +11,7 @@ extension ConsoleRequest {
     var schedule: UnsafeRawBufferPointer? = nil
     for k in 2..<words {
       if let v = value(word(k), key: "label=") {
-        guard label == nil, v.count > 0, v.count <= LabelLimits.bytesMax, v.allSatisfy({ AllowListEdit.isLabelByte($0) }) else {
+        guard label == nil, v.count <= LabelLimits.bytesMax, AllowListEdit.isShownLabel(v) else {
           return .failure(.badLabel)
         }
         label = v

@@ -105,7 +105,7 @@ public struct ConsoleError: Error, Equatable, Sendable {
   public static let lineTooLong = ConsoleError(413, "line too long (max 512 bytes)")
   public static let throttled = ConsoleError(429, "too many lines; slow down (lines are dropped)")
   public static let badLabel = ConsoleError(
-    400, "label=: 1 to 48 of letters, digits, '.', '_', '-', '@', '+' (ENROL LAST label=<label> [schedule=<name>])")
+    400, "label=: 1 to 48 bytes of letters, digits, '.', '_', '-', '@', '+' or %XX (ENROL LAST label=<label> [schedule=<name>])")
   public static let badSchedule = ConsoleError(400, "schedule=: names are 1 to 32 of a-z, 0-9, '-', '_'")
   public static let noZones = ConsoleError(
     400, "zones=: allow-list entries have no zones (zones are for signed passes); use schedule=")
@@ -221,8 +221,7 @@ public struct ConsoleRequest: Sendable {
     var request = ConsoleRequest(verb: verb)
     guard words == 2 else { return .failure(.badArgument) }
     if verb == .remove {
-      guard let label = value(word(1), key: "label="), label.count > 0, label.count <= LabelLimits.bytesMax,
-        label.allSatisfy({ AllowListEdit.isLabelByte($0) })
+      guard let label = value(word(1), key: "label="), label.count <= LabelLimits.bytesMax, AllowListEdit.isShownLabel(label)
       else { return .failure(.badLabel) }
       argument.copyMemory(from: label)
       argumentCount = label.count
