@@ -32,10 +32,11 @@ enum AllowListCommand {
         guard options.flag("csv") else { throw ParseError(message: "export writes CSV only: give --csv") }
         guard let config = loadConfig(options) else { return 1 }
         return exportCSV(config: config, keyPath: options.value("key"))
+      case "enrol": return try enrol(arguments)
       case "pin-key": return try pinKey(arguments)
       case "pin": return try pin(arguments)
       default:
-        throw ParseError(message: "give import, export, pin or pin-key (scangate allow-list --help)")
+        throw ParseError(message: "give import, export, enrol, pin or pin-key (scangate allow-list --help)")
       }
     } catch {
       writeStandardError("scangate allow-list: \(error)\n")

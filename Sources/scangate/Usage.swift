@@ -74,6 +74,7 @@ enum Usage {
       lines: [
         "allow-list import --csv FILE [--dry-run] [--keep-text] [--remove-missing] [--config FILE]",
         "allow-list export --csv [--config FILE] [--key FILE]",
+        "allow-list enrol --tag TAG --label NAME [--schedule NAME] [--config FILE] [--tcp HOST:PORT] [--secret-file FILE]",
         "allow-list pin-key FILE",
         "allow-list pin [--config FILE] [--pin-key FILE] (--label NAME | --text PAYLOAD | --sha256 HEX)   (the PIN on standard input)",
       ],

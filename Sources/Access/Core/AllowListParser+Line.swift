@@ -97,11 +97,15 @@ extension AllowListParser {
       guard seen.insert(key).inserted else { return fail("key \(known) given twice") }
       switch key {
       case "label":
-        if case .failure(let problem) = unescape(value) { return fail("label: " + problem.reason) }
         guard value.utf8.count <= AllowListLimits.labelBytesMax else {
           return fail("label longer than \(AllowListLimits.labelBytesMax) bytes")
         }
-        entry.label = Array(value.utf8)
+        // Held as the name it stands for (label=ivy%20smith is "ivy smith"): every place it
+        // leaves the reader escapes it once (an event line, LIST), never twice.
+        switch unescape(value) {
+        case .failure(let problem): return fail("label: " + problem.reason)
+        case .success(let name): entry.label = name
+        }
       case "from":
         do { entry.from = try RFC3339.parse(value) } catch { return fail("from: " + timeProblem(error, value)) }
       case "until":

@@ -108,7 +108,9 @@ extension RunLoop where Source: ~Copyable, Decoder: ~Copyable, Relay: ~Copyable,
     let name = String(decoding: label, as: UTF8.self)
     // The tag of the entry as it is live now (before the edit), for the reply and the record.
     var tagged = Digest.zero
-    for i in 0..<engine.allowList.count where engine.allowList.withLabel(i, { $0.elementsEqual(label) }) {
+    // The live table holds the name (ivy smith); the console gives it as shown (ivy%20smith).
+    let held = (try? PayloadEscaping.unescape(Substring(name).utf8)) ?? Array(label)
+    for i in 0..<engine.allowList.count where engine.allowList.withLabel(i, { $0.elementsEqual(held) }) {
       if let tagger = engine.tagger { tagged = tagger.tag(engine.allowList.digest(i)) }
     }
     let edited = editAllowList(path) { text in
@@ -127,7 +129,7 @@ extension RunLoop where Source: ~Copyable, Decoder: ~Copyable, Relay: ~Copyable,
     for i in 0..<shown {
       w.write("| ")
       engine.allowList.withLabel(i) { label in
-        if label.isEmpty { w.write("(no label)") } else { w.write(bytes: label) }
+        if label.isEmpty { w.write("(no label)") } else { w.writeEscaped(label) }
       }
       w.write(" tag=")
       if let tagger = engine.tagger { w.writeHex(tagger.tag(engine.allowList.digest(i)), bytes: PayloadTag.shownBytes) } else { w.write("none") }
@@ -179,7 +181,10 @@ extension RunLoop where Source: ~Copyable, Decoder: ~Copyable, Relay: ~Copyable,
     let verb = what.description.hasPrefix("ENROL") ? ConsoleVerb.enrol : ConsoleVerb.remove
     var e = ScanEvent(.command, code: UInt16(verb.rawValue), at: engine.clock.now(), wall: engine.wall.unixNanoseconds())
     e.tag = tag
-    e.setLabel(label)
+    // The name the label stands for, as the live table holds it (the console gives it as shown).
+    let shown = String(decoding: label, as: UTF8.self)
+    let held = (try? PayloadEscaping.unescape(Substring(shown).utf8)) ?? Array(label)
+    held.withUnsafeBytes { e.setLabel($0) }
     withUnsafeTemporaryAllocation(byteCount: 96, alignment: 1) { buffer in
       var w = ByteWriter(buffer)
       w.write(what)
