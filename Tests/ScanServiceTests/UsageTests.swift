@@ -163,4 +163,12 @@ import Testing
     #expect(status == 0 && output.contains("scangate console --tcp 127.0.0.1:PORT --command STATUS"), "\(output)")
     #expect(output.contains("console listening on 127.0.0.1:") && !output.contains("127.0.0.1:4570"), "\(output)")
   }
+
+  @Test("demo --panel tells the panel's story: the panel grants and drives the door, no forced-door alarm after each grant")
+  func demoPanel() {
+    let (status, output) = runCommand([scangateBinary, "demo", "--panel", "--port", "0", "--fps", "60", "--frames", "330"], timeoutSeconds: 120)
+    #expect(status == 0 && output.contains("decision granted qr label=alice"), "\(output)")
+    #expect(output.contains("the panel grants: LED green"), "\(output)")
+    #expect(!output.contains("door-forced") && !output.contains("door-held-open") && !output.contains("edge alarm"), "\(output)")
+  }
 }

@@ -53,17 +53,20 @@ public enum DemoCommand {
       let index = try writeScenes(
         to: directory, fps: fps, width: width, height: height, extra: extra, list: list,
         trailingSeconds: turnstile ? 5 : 0)
-      try configure(&config, directory: directory, fps: fps, width: width, height: height, turnstile: turnstile, demoConsole: demoConsole)
+      let panelMode = options.flag("panel")
+      try configure(
+        &config, directory: directory, fps: fps, width: width, height: height, turnstile: turnstile, panel: panelMode, demoConsole: demoConsole)
       print("ScanGate demo: \(index) frames of \(width)x\(height) at \(fps) fps from \(directory), simulated GPIO")
       if demoConsole { demoConsole = listen(&config, port: port) }
-      printIntroduction(config, codes: list + extra, turnstile: turnstile, demoConsole: demoConsole, port: port)
+      printIntroduction(config, codes: list + extra, turnstile: turnstile, panel: panelMode, demoConsole: demoConsole, port: port)
       var panel: DemoPanel? = nil
-      if options.flag("panel") { panel = try startPanel(&config) }
+      if panelMode { panel = try startPanel(&config) }
       defer { panel?.stop() }
       flushStandardOutput()
       var serviceOptions = Service.Options()
       serviceOptions.maxFrames = UInt64(try options.integer("frames", default: 0, range: 0...Int.max))
-      serviceOptions.doorDriver = { DemoDoor.Driver(lines: $0, ring: $1) }
+      // In panel mode the panel drives the door and watches its contact: the reader has no door.
+      if !panelMode { serviceOptions.doorDriver = { DemoDoor.Driver(lines: $0, ring: $1) } }
       if turnstile {
         let emergency = EmergencySetup.SimulatedLines()
         serviceOptions.emergencyLines = emergency
@@ -109,7 +112,8 @@ public enum DemoCommand {
   /// Replay from `directory`, simulated GPIO, the door's or the turnstile's settings and (for
   /// the demo's own console) an operator secret made for this run.
   static func configure(
-    _ config: inout ScanConfig, directory: String, fps: Int, width: Int, height: Int, turnstile: Bool, demoConsole: Bool
+    _ config: inout ScanConfig, directory: String, fps: Int, width: Int, height: Int, turnstile: Bool, panel: Bool = false,
+    demoConsole: Bool
   ) throws {
     config.cameraSource = .replay
     config.replayPath = directory
@@ -121,7 +125,7 @@ public enum DemoCommand {
     config.allowListPath = directory + "/allow-list.txt"
     config.allowListWatch = false
     config.log.path = directory + "/audit.db"
-    if turnstile { DemoTurnstile.configure(&config) } else { DemoDoor.configure(&config) }
+    if turnstile { DemoTurnstile.configure(&config) } else if !panel { DemoDoor.configure(&config) }
     if demoConsole {
       // The console on loopback with an operator secret made for this run only (random,
       // in a 0600 file in the demo's folder), so a newcomer can try every command.
@@ -147,7 +151,9 @@ public enum DemoCommand {
 
   /// The decoder and its views, each code shown with what it is, the door's or turnstile's
   /// story and (for the demo's own console) how to reach it.
-  static func printIntroduction(_ config: ScanConfig, codes: [Scene], turnstile: Bool, demoConsole: Bool, port: Int = 4570) {
+  static func printIntroduction(
+    _ config: ScanConfig, codes: [Scene], turnstile: Bool, panel: Bool = false, demoConsole: Bool, port: Int = 4570
+  ) {
     print(
       "decoder \(ZXingDecoder.engineVersion), views \(config.engine.decode.variantMode.rawValue) over "
         + config.engine.decode.variants.map(\.name).joined(separator: ","))
@@ -155,7 +161,10 @@ public enum DemoCommand {
       let shown = scene.payload.count > 32 ? Array(scene.payload.prefix(20)) + Array("...".utf8) : scene.payload
       print("  code " + PayloadEscaping.escaped(shown) + " (\(scene.variant.name)): \(scene.note)")
     }
-    for note in turnstile ? DemoTurnstile.notes : DemoDoor.notes { print("  " + note) }
+    let panelNotes = [
+      "panel: the reader sends each code to the panel as a card number; the panel decides, drives the door and lights the reader's LED"
+    ]
+    for note in turnstile ? DemoTurnstile.notes : panel ? panelNotes : DemoDoor.notes { print("  " + note) }
     if demoConsole {
       // The default port needs no --tcp; another is named (0: the port the console says it took).
       let tcp = port == 4570 ? "" : "--tcp 127.0.0.1:\(port == 0 ? "PORT" : String(port)) "
