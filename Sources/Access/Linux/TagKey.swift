@@ -234,3 +234,25 @@ enum SecretKeyFile {
     try SecretFile.create(path, text)
   }
 }
+
+/// The service's tag key and its file, for the loop's once-a-second look (`StateFileWatch`): a
+/// file deleted while the reader runs is written back from memory. The path is a C string made
+/// once, so a look allocates nothing.
+public final class TagKeyFile: StateFileKeeper {
+  public let key: TagKey
+  public let path: String
+  private let cPath: UnsafeMutablePointer<CChar>
+
+  public init(key: TagKey, path: String) {
+    self.key = key
+    self.path = path
+    cPath = strdup(path)
+  }
+
+  deinit { free(cPath) }
+
+  public func restoreIfMissing() {
+    guard !pathExists(cPath) else { return }
+    key.restoreIfMissing(path)
+  }
+}

@@ -117,6 +117,9 @@ public func isDirectory(_ path: String) -> Bool {
 /// Whether `path` exists.
 public func fileExists(_ path: String) -> Bool { access(path, F_OK) == 0 }
 
+/// `fileExists` for a path made into a C string once (the loop's once-a-second look for its
+/// state files): allocates nothing.
+public func pathExists(_ cPath: UnsafePointer<CChar>) -> Bool { access(cPath, F_OK) == 0 }
 /// Removes `path` when it is there; false when it could not be (a missing file is not a failure).
 @discardableResult
 public func removeFile(_ path: String) -> Bool {

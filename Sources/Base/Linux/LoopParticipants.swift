@@ -113,9 +113,9 @@ public final class AllowListWatcher: PollParticipant {
 /// finds it when nothing is written. Adds no descriptor; allocates nothing while all are there.
 public final class StateFileWatch: PollParticipant {
   private var due: Instant? = nil
-  /// Files that are not slot files, each with how to put it back from memory (the tag key).
-  private let others: [() -> Void]
-  public init(restoring others: [() -> Void] = []) { self.others = others }
+  /// State files that are not slot files (the tag key), each able to put itself back.
+  private let others: [any StateFileKeeper]
+  public init(restoring others: [any StateFileKeeper] = []) { self.others = others }
   public var pollCapacity: Int { 0 }
   public func prepare(_ poll: PollSet, now: Instant) -> Instant? {
     if due == nil { due = now.adding(milliseconds: 1000) }
@@ -125,6 +125,12 @@ public final class StateFileWatch: PollParticipant {
     guard let due, !(now < due) else { return }
     self.due = now.adding(milliseconds: 1000)
     SlotFile.checkAll()
-    for restore in others { restore() }
+    for i in others.indices { others[i].restoreIfMissing() }
   }
+}
+
+/// A state file kept outside `SlotFile` that can put itself back at its path from memory when
+/// it is gone; looked at once a second on the loop's thread, so it must not allocate while there.
+public protocol StateFileKeeper: AnyObject {
+  func restoreIfMissing()
 }

@@ -118,13 +118,15 @@ public final class SlotFile {
   @discardableResult
   public static func checkAll() -> Int {
     let me = pthread_self()
-    let files = registry.withLock { $0 }
-    var made = 0
-    for entry in files {
-      guard let file = entry.file, pthread_equal(file.owner, me) != 0 else { continue }
-      if file.checkPath() { made += 1 }
+    // Looked at under the lock, never copied out (a copy would allocate once a second).
+    return registry.withLock { list in
+      var made = 0
+      for i in list.indices {
+        guard let file = list[i].file, pthread_equal(file.owner, me) != 0 else { continue }
+        if file.checkPath() { made += 1 }
+      }
+      return made
     }
-    return made
   }
 
   deinit {

@@ -94,9 +94,9 @@ extension Service {
     guard let tagKey = TagKey.forService(logPath: config.log.path, stableTags: t.machine.enabled && t.passback.mode != .off && !t.site.enabled)
     else { throw SetupRefused() }
     loop.engine.tagger = tagKey
-    let tagKeyPath = TagKey.defaultPath(forLog: config.log.path)
     // State files deleted while the reader runs are put back from memory (a slot file, the tag key).
-    loop.register(StateFileWatch(restoring: config.log.path.isEmpty ? [] : [{ tagKey.restoreIfMissing(tagKeyPath) }]))
+    let tagKeyFile = TagKeyFile(key: tagKey, path: TagKey.defaultPath(forLog: config.log.path))
+    loop.register(StateFileWatch(restoring: config.log.path.isEmpty || !tagKey.isPersistent ? [] : [tagKeyFile]))
     let emergency = try attachEmergency(config, options: options, clock: clock, ring: ring, loop: &loop)
     let door = try attachDoor(config, options: options, clock: clock, ring: ring, loop: &loop)
     door?.exitDuringLockdown = config.emergency.settings.exitDuringLockdown
