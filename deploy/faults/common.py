@@ -202,6 +202,22 @@ isolation = "{isolation}"
         return [json.loads(l) for l in p.stdout.splitlines() if l.startswith("{")]
 
 
+class Gate(Reader):
+    """A reader whose `run` walks people through each unlock (`--sim-passages`)."""
+
+    def start(self, env=None, wait=True):
+        real = self.bin
+        wrapper = f"{self.dir}/run-with-passages"
+        with open(wrapper, "w") as f:
+            f.write(f'#!/bin/sh\n[ "$1" = run ] && exec "{real}" "$@" --sim-passages\nexec "{real}" "$@"\n')
+        os.chmod(wrapper, 0o755)
+        self.bin = wrapper
+        try:
+            return super().start(env=env, wait=wait)
+        finally:
+            self.bin = real
+
+
 def jumping(workdir, shift_file):
     """The environment of a reader whose wall clock is off by the seconds in `shift_file`, read
     again while it runs (deploy/clockshift.c): writing the file steps its clock."""

@@ -21,7 +21,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import Reader, check, finish, qr_frames, shifted, wait_for  # noqa: E402
+from common import Gate, Reader, check, finish, qr_frames, shifted, wait_for  # noqa: E402
 
 B, W = sys.argv[1], sys.argv[2]
 shutil.rmtree(W, ignore_errors=True)
@@ -39,22 +39,6 @@ passback_minutes = 60
 passage_timeout_ms = 1000
 grants_queued_max = 1
 {extra}"""
-
-
-class Gate(Reader):
-    """A reader whose `run` walks people through each unlock (`--sim-passages`)."""
-
-    def start(self, env=None, wait=True):
-        real = self.bin
-        wrapper = f"{self.dir}/run-with-passages"
-        with open(wrapper, "w") as f:
-            f.write(f'#!/bin/sh\n[ "$1" = run ] && exec "{real}" "$@" --sim-passages\nexec "{real}" "$@"\n')
-        os.chmod(wrapper, 0o755)
-        self.bin = wrapper
-        try:
-            return super().start(env=env, wait=wait)
-        finally:
-            self.bin = real
 
 
 def granted(r, label):
