@@ -167,17 +167,9 @@ import Testing
 
   @Test("connectTCP reaches a listener, with the port from defaultPort")
   func connectReaches() throws {
-    let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    let (listener, port) = try #require(loopbackListener())
     defer { close(listener) }
-    var sa = sockaddr_in()
-    sa.sin_family = sa_family_t(AF_INET)
-    sa.sin_addr.s_addr = inet_addr("127.0.0.1")
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    let ok = withUnsafeMutablePointer(to: &sa) { p in
-      p.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, length) == 0 && getsockname(listener, $0, &length) == 0 }
-    }
-    #expect(ok && listen(listener, 4) == 0)
-    let fd = try connectTCP("127.0.0.1", defaultPort: String(UInt16(bigEndian: sa.sin_port)))
+    let fd = try connectTCP("127.0.0.1", defaultPort: String(port))
     try writeAll(fd, "PING\n")
     let peer = accept(listener, nil, nil)
     var buffer = [UInt8](repeating: 0, count: 16)

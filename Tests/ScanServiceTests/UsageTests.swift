@@ -146,17 +146,11 @@ import Testing
   @Test("demo --port: another port is named in the instructions; a port something answers on is said, and the demo runs without its console")
   func demoPort() {
     // A listener of this test's own (an ephemeral port: no test binds a fixed one).
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    defer { close(fd) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    let bound = withUnsafeMutablePointer(to: &address) {
-      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && listen(fd, 4) == 0 && getsockname(fd, $0, &length) == 0 }
+    guard let (fd, busy) = loopbackListener() else {
+      Issue.record("no loopback listener")
+      return
     }
-    #expect(bound)
-    let busy = Int(UInt16(bigEndian: address.sin_port))
+    defer { close(fd) }
     var (status, output) = runCommand([scangateBinary, "demo", "--port", String(busy), "--fps", "20", "--frames", "5"], timeoutSeconds: 120)
     #expect(status == 0 && output.contains("console: 127.0.0.1:\(busy) is in use (another reader or demo)"), "\(output)")
     #expect(!output.contains("scangate console") && !output.contains("console listening"), "no instructions for someone else's console: \(output)")

@@ -1,3 +1,4 @@
+import CLinux
 import Glibc
 import ScanCore
 import ScanLinux
@@ -138,4 +139,23 @@ package func runCommand(_ arguments: [String], timeoutSeconds: Int = 120) -> (In
   let output = child.output
   removeTree(String(child.outputPath.dropLast("/output.txt".count)))
   return (status, output)
+}
+
+/// A TCP listener of the test's own on 127.0.0.1 at a port the kernel picks (no test binds a
+/// fixed one): its descriptor and port, or nil when it could not be made. The caller closes it.
+package func loopbackListener() -> (fd: Int32, port: Int)? {
+  let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+  guard fd >= 0 else { return nil }
+  var address = sockaddr_in()
+  address.sin_family = sa_family_t(AF_INET)
+  address.sin_addr.s_addr = inet_addr("127.0.0.1")
+  var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+  let bound = withUnsafeMutablePointer(to: &address) {
+    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && listen(fd, 4) == 0 && getsockname(fd, $0, &length) == 0 }
+  }
+  guard bound else {
+    close(fd)
+    return nil
+  }
+  return (fd, Int(UInt16(bigEndian: address.sin_port)))
 }
