@@ -9,7 +9,8 @@
 # duplicates only within an unacknowledged batch per fault; the last will; Home Assistant
 # discovery against the keys Home Assistant documents and its decision events against the log
 # (deploy/ha-schema.py); then site-wide anti-passback between two readers
-# (deploy/fleet-passback.sh). Needs root (network namespace).
+# (deploy/fleet-passback.sh) and Home Assistant's command entities (deploy/fleet-ha.sh). Needs
+# root (network namespace).
 # Prints PASS/FAIL lines and "fleet: N passed, M failed"; exits non-zero unless all passed.
 #
 # Usage: deploy/fleet-test.sh [path/to/scangate]   (default: .build/debug/scangate)
@@ -309,4 +310,9 @@ deploy/fleet-passback.sh "$BIN" > "$D/passback.out" 2>&1
 cat "$D/passback.out"
 pass=$((pass + $(grep -c '^PASS' "$D/passback.out"))); fail=$((fail + $(grep -c '^FAIL' "$D/passback.out")))
 grep -q '^PASS\|^FAIL' "$D/passback.out" || bad "site-wide anti-passback said nothing: $(tail -3 "$D/passback.out")"
+# Home Assistant's command entities on a broker of their own with the ACL docs/fleet.md gives.
+deploy/fleet-ha.sh "$BIN" > "$D/ha-commands.out" 2>&1
+cat "$D/ha-commands.out"
+pass=$((pass + $(grep -c '^PASS' "$D/ha-commands.out"))); fail=$((fail + $(grep -c '^FAIL' "$D/ha-commands.out")))
+grep -q '^PASS\|^FAIL' "$D/ha-commands.out" || bad "the Home Assistant commands said nothing: $(tail -3 "$D/ha-commands.out")"
 finish

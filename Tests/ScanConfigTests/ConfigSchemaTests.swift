@@ -176,4 +176,39 @@ extension ConfigSchemaTests {
     ])
     #expect((try? good.get())?.fleet.readerID == "door-1")
   }
+
+  @Test("Home Assistant's commands: only over an authenticated broker, each with what carries it out on this reader")
+  func homeAssistantCommands() {
+    func errors(_ brokers: [String], _ commands: [String], _ more: [ConfigEntry] = []) -> [String] {
+      let entries =
+        [
+          ConfigEntry(key: "gpio.backend", value: .string("sim"), line: 1),
+          ConfigEntry(key: "fleet.brokers", value: .list(brokers.map { .string($0) }), line: 3),
+          ConfigEntry(key: "fleet.reader_id", value: .string("door-1"), line: 4),
+          ConfigEntry(key: "fleet.home_assistant_commands", value: .list(commands.map { .string($0) }), line: 5),
+        ] + more
+      if case .failure(let e) = ConfigSchema.build(entries) { return e.errors.map { "\($0.key): \($0.reason)" } }
+      return []
+    }
+    let door = ConfigEntry(key: "door.enabled", value: .boolean(true), line: 6)
+    #expect(errors(["mqtt://127.0.0.1"], ["open", "lockdown"], [door]).isEmpty)
+    // A broker anyone on the network can publish to, or one that does not know this reader: refused.
+    let remote = errors(["mqtt://10.0.0.2"], ["lockdown"])
+    #expect(remote.count == 1 && remote[0].contains("'mqtt://10.0.0.2' is not an authenticated broker"), "\(remote)")
+    let tls = [ConfigEntry(key: "fleet.tls_ca_file", value: .string("/etc/ca.crt"), line: 7)]
+    #expect(errors(["mqtts://b:8883"], ["lockdown"], tls).contains { $0.contains("not an authenticated broker") })
+    let password = [
+      ConfigEntry(key: "fleet.username", value: .string("door-1"), line: 8),
+      ConfigEntry(key: "fleet.password_file", value: .string("/etc/scangate/mqtt-password"), line: 9),
+    ]
+    #expect(errors(["mqtts://b:8883"], ["lockdown"], tls + password).isEmpty)
+    // Each command needs its owner here.
+    #expect(errors(["mqtt://127.0.0.1"], ["open"]) == [#"fleet.home_assistant_commands: "open" needs the reader's own door ([door] enabled = true): Home Assistant's lock shows its strike"#])
+    #expect(errors(["mqtt://127.0.0.1"], ["occupancy-reset"]).first?.contains("needs a turnstile") == true)
+    #expect(errors(["mqtt://127.0.0.1"], ["passback-forgive"]).first?.contains("needs a turnstile with anti-passback") == true)
+    #expect(errors(["mqtt://127.0.0.1"], ["unlock-all"]).first?.hasPrefix("fleet.home_assistant_commands:") == true)
+    #expect(errors(["mqtt://127.0.0.1"], ["lockdown", "lockdown"]) == ["fleet.home_assistant_commands: a command is named twice"])
+    let noDiscovery = ConfigEntry(key: "fleet.home_assistant_prefix", value: .string(""), line: 10)
+    #expect(errors(["mqtt://127.0.0.1"], ["lockdown"], [noDiscovery]).first?.contains("set home_assistant_prefix") == true)
+  }
 }

@@ -151,11 +151,21 @@ indirect enum JSONValue: Equatable {
 
   static let common: Set<String> = [
     "name", "unique_id", "default_entity_id", "availability_topic", "payload_available", "payload_not_available", "device",
+    "origin",
   ]
   static let documented: [String: Set<String>] = [
     "sensor": common.union(["state_topic", "value_template", "icon", "unit_of_measurement", "state_class", "entity_category"]),
     "binary_sensor": common.union(["state_topic", "value_template", "device_class", "payload_on", "payload_off"]),
     "event": common.union(["state_topic", "event_types", "qos", "icon"]),
+    // https://www.home-assistant.io/integrations/lock.mqtt/, switch.mqtt/, button.mqtt/
+    "lock": common.union([
+      "command_topic", "command_template", "code_format", "state_topic", "value_template", "state_locked", "state_unlocked",
+      "payload_lock", "payload_unlock", "payload_open", "qos", "retain",
+    ]),
+    "switch": common.union([
+      "command_topic", "state_topic", "value_template", "payload_on", "payload_off", "state_on", "state_off", "icon", "qos", "retain",
+    ]),
+    "button": common.union(["command_topic", "payload_press", "icon", "qos", "retain"]),
   ]
 
   @Test("every entity is a read-only platform with its documented keys, one device, availability and a default entity id")
@@ -165,7 +175,7 @@ indirect enum JSONValue: Equatable {
     d.lock = true
     d.occupancy = true
     let all = try configs(d)
-    #expect(all.count == 7)
+    #expect(all.count == 11)  // event, 2 sensors, 4 diagnostics, 2 binary sensors, the lock's, occupancy
     for (topic, config) in all {
       let parts = topic.split(separator: "/").map(String.init)
       #expect(parts.count == 5 && parts[0] == "homeassistant" && parts[2] == "door-1" && parts[4] == "config")
@@ -181,6 +191,7 @@ indirect enum JSONValue: Equatable {
       let device = try #require(config["device"])
       #expect(device["identifiers"]?.strings == ["scangate_door-1"])
       #expect(device["name"]?.string == "ScanGate door-1" && device["sw_version"]?.string == "1.2")
+      #expect(config["origin"]?["name"]?.string == "ScanGate" && config["origin"]?["sw_version"]?.string == "1.2")
       #expect(config["command_topic"] == nil)
     }
   }

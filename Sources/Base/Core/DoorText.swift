@@ -39,6 +39,8 @@ public enum UnlockReason: UInt16, Sendable, CaseIterable {
   case fire = 5
   /// A signed fleet command's OPEN.
   case fleet = 6
+  /// Home Assistant's door lock (`fleet.home_assistant_commands`), from an authenticated broker.
+  case homeAssistant = 7
 
   public var name: String {
     switch self {
@@ -48,6 +50,7 @@ public enum UnlockReason: UInt16, Sendable, CaseIterable {
     case .schedule: "schedule"
     case .fire: "fire"
     case .fleet: "fleet"
+    case .homeAssistant: "home-assistant"
     }
   }
 

@@ -54,12 +54,15 @@ public enum EmergencyAuthority: UInt8, Sendable, CaseIterable {
   case input = 1
   case console = 2
   case fleet = 3
+  /// Home Assistant's lockdown switch (`fleet.home_assistant_commands`).
+  case homeAssistant = 4
 
   public var name: String {
     switch self {
     case .input: "input"
     case .console: "console"
     case .fleet: "fleet"
+    case .homeAssistant: "home-assistant"
     }
   }
 }

@@ -190,8 +190,29 @@ public enum ConfigSchema {
     errors += lineClashErrors(config, line: line)
     errors += keyFileClashErrors(config, line: line)
     errors += config.fleet.configProblems(logPath: config.log.path, line: line)
+    errors += homeAssistantCommandProblems(config, line: line)
     errors.sort { $0.line < $1.line }
     return errors.isEmpty ? .success(config) : .failure(ConfigErrors(errors: errors))
+  }
+
+  /// Each command Home Assistant may send needs what carries it out here: the open a door of
+  /// this reader's own (the lock shows its strike), the anti-passback and occupancy buttons a
+  /// turnstile (with anti-passback, for the first).
+  static func homeAssistantCommandProblems(_ config: ScanConfig, line: ConfigLineLookup) -> [ConfigError] {
+    let key = "fleet.home_assistant_commands"
+    var errors: [ConfigError] = []
+    for command in config.fleet.homeAssistantCommands {
+      let missing: String? =
+        switch command {
+        case .open: config.door.machine.enabled ? nil : "\"open\" needs the reader's own door ([door] enabled = true): Home Assistant's lock shows its strike"
+        case .lockdown: nil
+        case .passbackForgive:
+          config.turnstile.machine.enabled && config.turnstile.passback.mode != .off ? nil : "\"passback-forgive\" needs a turnstile with anti-passback"
+        case .occupancyReset: config.turnstile.machine.enabled ? nil : "\"occupancy-reset\" needs a turnstile"
+        }
+      if let missing { errors.append(ConfigError(key: key, line: line(key), reason: missing)) }
+    }
+    return errors
   }
 
   /// ` (known in [camera]: source, device, ...)` for an unknown key in a known section.

@@ -29,6 +29,9 @@ public enum DoorState: UInt8, Sendable, CaseIterable {
   /// Opened while locked.
   case forced = 4
 
+  /// Whether the contact says open.
+  public var isOpen: Bool { self == .open || self == .heldOpen || self == .forced }
+
   public var name: String {
     switch self {
     case .closed: "closed"

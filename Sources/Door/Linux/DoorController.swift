@@ -119,11 +119,28 @@ public final class DoorController: PollParticipant {
   }
 
   /// Records the machine's transitions in the ring and drives the alarm line.
+  /// The door as it is now, for the fleet's state topic (`StateFlags`: open, tamper, strike;
+  /// each only when its input is fitted); nil: no one reads it.
+  /// Set from the start: the inputs were read when the controller was made.
+  public var stateGauge: SharedGauge? = nil {
+    didSet { storeState() }
+  }
+
+  private func storeState() {
+    guard let stateGauge else { return }
+    var flags = StateFlags()
+    if lines.isWired(DoorInput.contact.rawValue) { flags.set(StateFlags.doorOpen, machine.state.isOpen) }
+    if lines.isWired(DoorInput.tamper.rawValue) { flags.set(StateFlags.tamper, machine.tamperActive) }
+    flags.set(StateFlags.strikeReleased, machine.strikeActive)
+    stateGauge.store(flags.raw)
+  }
+
   private func publish(now: Instant) {
     let wallNow = wall.unixNanoseconds()
     while let t = machine.takeTransition() {
       ring.append(ScanEvent(t.kind, code: t.code, at: t.at, seenAt: now, wallNow: wallNow))
     }
+    storeState()
     // Our own events are behind the cursor's reach: skip them.
     cursor = EventCursor(next: max(cursor.next, ring.nextSequence))
     if alarm != nil {

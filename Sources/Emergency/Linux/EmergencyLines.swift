@@ -96,6 +96,21 @@ public final class EmergencyController: PollParticipant {
       if t.kind == .lockdown { state.latch.withWho { e.setPayload($0) } }
       ring.append(e)
     }
+    storeState()
+  }
+
+  /// Fire and lockdown as they are now, for the fleet's state topic (`StateFlags`), from the
+  /// start (the latch was read when the controller was made); nil: no one reads it.
+  public var stateGauge: SharedGauge? = nil {
+    didSet { storeState() }
+  }
+
+  private func storeState() {
+    guard let stateGauge else { return }
+    var flags = StateFlags()
+    flags.set(StateFlags.fire, state.fireActive)
+    flags.set(StateFlags.lockdown, state.latch.isActive)
+    stateGauge.store(flags.raw)
   }
 
   /// Writes the latch durably; false when it could not be (the caller keeps the old state).

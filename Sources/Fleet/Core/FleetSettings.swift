@@ -52,6 +52,11 @@ public struct FleetSettings: Equatable, Sendable {
   public var messageBytesMax = 1 << 20
   /// What a signed snapshot command returns.
   public var snapshot = FleetSnapshotPolicy.redacted
+  /// Home Assistant's command entities this reader announces and obeys (none by default).
+  public var homeAssistantCommands: [HomeAssistantCommand] = []
+  /// A secret file holding the code Home Assistant's door lock must send (4 to 12 digits);
+  /// empty: no code.
+  public var homeAssistantCodeFile = ""
 
   public init() {}
 
@@ -158,6 +163,10 @@ extension FleetSettings {
     Key(name: "fleet.snapshot", kind: .choice(FleetSnapshotPolicy.allCases.map(\.rawValue))) {
       $0.snapshot = FleetSnapshotPolicy(rawValue: $1.asString)!
     },
+    Key(name: "fleet.home_assistant_commands", kind: .choices(HomeAssistantCommand.allCases.map(\.rawValue), count: 0...4)) {
+      $0.homeAssistantCommands = $1.asStrings.compactMap(HomeAssistantCommand.init(rawValue:))
+    },
+    Key(name: "fleet.home_assistant_code_file", kind: .string) { $0.homeAssistantCodeFile = $1.asString },
   ]
 
   /// What is inconsistent in `[fleet]` (each naming its key), given the audit log's path (the
@@ -186,6 +195,58 @@ extension FleetSettings {
     if logPath.isEmpty {
       add("fleet.brokers", "the fleet link publishes the audit log: log.path must be set")
     }
+    errors += commandProblems(line: line)
     return errors
+  }
+}
+
+extension FleetSettings {
+  /// Whether commands from `broker` may be obeyed: a broker on this reader's own loopback, or
+  /// one reached over TLS (its certificate checked against `tls_ca_file`) that knows who this
+  /// reader is (a client certificate or a user name and password), so its ACL decides who may
+  /// publish on the command topics.
+  public func isAuthenticated(_ broker: BrokerAddress) -> Bool {
+    if broker.isLoopback { return true }
+    return broker.tls && !tlsCAFile.isEmpty && (!tlsCertFile.isEmpty || (!username.isEmpty && !passwordFile.isEmpty))
+  }
+
+  /// `home_assistant_commands` and its code file: each broker authenticated, the discovery
+  /// prefix set (Home Assistant finds the entities there), no command named twice.
+  func commandProblems(line: ConfigLineLookup) -> [ConfigError] {
+    guard !homeAssistantCommands.isEmpty || !homeAssistantCodeFile.isEmpty else { return [] }
+    var errors: [ConfigError] = []
+    let key = "fleet.home_assistant_commands"
+    if homeAssistantCommands.isEmpty {
+      errors.append(ConfigError(key: "fleet.home_assistant_code_file", line: line("fleet.home_assistant_code_file"), reason: "a code for no command: set home_assistant_commands"))
+    }
+    if Set(homeAssistantCommands).count != homeAssistantCommands.count {
+      errors.append(ConfigError(key: key, line: line(key), reason: "a command is named twice"))
+    }
+    if homeAssistantPrefix.isEmpty {
+      errors.append(ConfigError(key: key, line: line(key), reason: "command entities need Home Assistant discovery: set home_assistant_prefix"))
+    }
+    for url in brokers {
+      guard let address = BrokerAddress(url), !isAuthenticated(address) else { continue }
+      errors.append(
+        ConfigError(
+          key: key, line: line(key),
+          reason: "'\(url)' is not an authenticated broker: commands are obeyed only over mqtts:// with tls_ca_file and a client certificate or username and password_file, or from a broker on this reader's loopback"))
+    }
+    return errors
+  }
+}
+
+extension Character {
+  fileprivate var isASCIIDigitByte: Bool { isASCII && isNumber }
+}
+
+extension BrokerAddress {
+  /// A broker on this host's loopback: `localhost`, `::1` or a dotted IPv4 address in
+  /// 127.0.0.0/8 (a name such as `127.0.0.1.example.net` is not).
+  public var isLoopback: Bool {
+    if host == "localhost" || host == "::1" { return true }
+    let parts = host.split(separator: ".", omittingEmptySubsequences: false)
+    guard parts.count == 4, parts[0] == "127" else { return false }
+    return parts.allSatisfy { p in p.count <= 3 && !p.isEmpty && p.allSatisfy(\.isASCIIDigitByte) && Int(p)! <= 255 }
   }
 }

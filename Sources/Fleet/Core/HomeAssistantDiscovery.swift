@@ -15,9 +15,12 @@ import ScanBase
 ///   until the reader knows it;
 /// - with a turnstile, an "Occupancy" sensor.
 ///
-/// No command entity (lock, button) is announced: nothing unsigned opens a door, and the reader
-/// acts on no Home Assistant command topic. A PIN-protected remote open is a later step; until
-/// then a dashboard open goes through a signed fleet command.
+/// - diagnostic sensors: decoder restarts, the audit log's fault, the fleet backlog, the space
+///   left for the log;
+/// - the command entities `fleet.home_assistant_commands` lists, and only those
+///   (`HomeAssistantCommand`): a `lock` "Door" (asking for the code when one is configured), a
+///   `switch` "Lockdown" (in place of the lockdown binary sensor), `button`s to forgive
+///   anti-passback and to reset occupancy. Every message names its origin (ScanGate, version).
 public struct HomeAssistantDiscovery: Sendable {
   public let settings: FleetSettings
   public let version: String
@@ -29,11 +32,24 @@ public struct HomeAssistantDiscovery: Sendable {
   /// The lock as a read-only binary sensor: only with a door contact, whose state it needs to
   /// say "locked" (the strike engaged and the door closed).
   public var lock = false
+  /// The command entities to announce, and whether the door's lock asks for a code.
+  public var commands: [HomeAssistantCommand] = []
+  public var codeRequired = false
 
   /// The optional entities a reader may announce: a config topic of one of them not announced
   /// now is cleared (an empty retained message removes the entity from Home Assistant), and so
   /// is the command lock earlier versions announced.
   static let optionalBinarySensors = ["door_contact", "tamper", "fire", "lockdown", "lock"]
+
+  /// Each command's entity: (component, object id).
+  static func entity(_ command: HomeAssistantCommand) -> (component: String, object: String) {
+    switch command {
+    case .open: ("lock", "strike")
+    case .lockdown: ("switch", "lockdown")
+    case .passbackForgive: ("button", "passback_forgive")
+    case .occupancyReset: ("button", "occupancy_reset")
+    }
+  }
 
   public init(settings: FleetSettings, version: String) {
     self.settings = settings
@@ -78,6 +94,10 @@ public struct HomeAssistantDiscovery: Sendable {
     device.add("model", "QR door reader")
     device.add("sw_version", version)
     o.add("device", raw: device.json)
+    var origin = JSONObject()
+    origin.add("name", "ScanGate")
+    origin.add("sw_version", version)
+    o.add("origin", raw: origin.json)
   }
 
   /// A binary sensor reading `stateKey` ("ON"/"OFF", or the given payloads); the key is absent
@@ -123,9 +143,11 @@ public struct HomeAssistantDiscovery: Sendable {
     fps.add("entity_category", "diagnostic")
     out.append((configTopic("sensor", "fps"), fps.bytes))
 
-    for sensor in binarySensors {
+    out += diagnostics
+    for sensor in binarySensors where !(sensor.object == "lockdown" && commands.contains(.lockdown)) {
       out.append(binarySensor(sensor.object, name: sensor.name, deviceClass: sensor.deviceClass, stateKey: sensor.stateKey))
     }
+    for command in commands { out.append(commandEntity(command)) }
     if lock {
       out.append(binarySensor("lock", name: "Lock", deviceClass: "lock", stateKey: "lock", on: "UNLOCKED", off: "LOCKED"))
     }
@@ -142,11 +164,82 @@ public struct HomeAssistantDiscovery: Sendable {
     return out
   }
 
+  /// The diagnostic sensors, each reading one key of the state topic (absent: unknown).
+  var diagnostics: [(String, [UInt8])] {
+    let sensors: [(object: String, name: String, key: String, unit: String?, icon: String)] = [
+      ("decoder_restarts", "Decoder restarts", "decoder_restarts", nil, "mdi:restart-alert"),
+      ("log_fault", "Audit log", "log_fault", nil, "mdi:database-alert"),
+      ("fleet_backlog", "Fleet backlog", "fleet_backlog", "records", "mdi:tray-full"),
+      ("log_disk_free", "Disk left for the log", "log_disk_free_mib", "MiB", "mdi:harddisk"),
+    ]
+    return sensors.map { s in
+      var o = JSONObject()
+      common("sensor", s.object, name: s.name, into: &o)
+      o.add("state_topic", topics.state)
+      o.add("value_template", "{{ value_json.\(s.key) | default('None') }}")
+      if let unit = s.unit {
+        o.add("unit_of_measurement", unit)
+        o.add("state_class", "measurement")
+      }
+      o.add("entity_category", "diagnostic")
+      o.add("icon", s.icon)
+      return (configTopic("sensor", s.object), o.bytes)
+    }
+  }
+
+  /// One command entity: its command topic (`HomeAssistantCommand.topic`), the exact payloads
+  /// the reader accepts, and its state from the state topic where it has one.
+  func commandEntity(_ command: HomeAssistantCommand) -> (String, [UInt8]) {
+    let (component, object) = Self.entity(command)
+    var o = JSONObject()
+    switch command {
+    case .open:
+      common(component, object, name: "Door", into: &o)
+      o.add("state_topic", topics.state)
+      o.add("value_template", "{{ value_json.strike | default('None') }}")
+      o.add("state_locked", "LOCKED")
+      o.add("state_unlocked", "UNLOCKED")
+      o.add("payload_lock", "LOCK")
+      o.add("payload_unlock", "UNLOCK")
+      o.add("payload_open", "OPEN")
+      if codeRequired {
+        o.add("code_format", "^\\d{4,\(HomeAssistantCode.digitsMax)}$")
+        o.add("command_template", "{{ value }} {{ code }}")
+      }
+    case .lockdown:
+      common(component, object, name: "Lockdown", into: &o)
+      o.add("state_topic", topics.state)
+      o.add("value_template", "{{ value_json.lockdown | default('None') }}")
+      o.add("payload_on", "ON")
+      o.add("payload_off", "OFF")
+      o.add("state_on", "ON")
+      o.add("state_off", "OFF")
+      o.add("icon", "mdi:shield-lock")
+    case .passbackForgive:
+      common(component, object, name: "Forgive anti-passback (last denied)", into: &o)
+      o.add("payload_press", "PRESS")
+      o.add("icon", "mdi:account-reactivate")
+    case .occupancyReset:
+      common(component, object, name: "Reset occupancy", into: &o)
+      o.add("payload_press", "PRESS")
+      o.add("icon", "mdi:counter")
+    }
+    o.add("command_topic", command.topic(topics))
+    o.add("qos", 1)
+    o.add("retain", false)
+    return (configTopic(component, object), o.bytes)
+  }
+
   /// Config topics to clear with an empty retained message: the command lock of earlier
-  /// versions and every optional entity not announced now.
+  /// versions, every optional entity and command entity not announced now.
   public var retiredTopics: [String] {
     var out = [configTopic("lock", "door")]
-    let announced = Set(binarySensors.map(\.object) + (lock ? ["lock"] : []))
+    for command in HomeAssistantCommand.allCases where !commands.contains(command) {
+      let (component, object) = Self.entity(command)
+      out.append(configTopic(component, object))
+    }
+    let lockdownSensor = binarySensors.contains { $0.object == "lockdown" } && !commands.contains(.lockdown)
+    let announced = Set(binarySensors.map(\.object).filter { $0 != "lockdown" || lockdownSensor } + (lock ? ["lock"] : []))
     for object in Self.optionalBinarySensors where !announced.contains(object) {
       out.append(configTopic("binary_sensor", object))
     }

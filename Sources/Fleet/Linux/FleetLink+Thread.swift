@@ -62,7 +62,7 @@ struct FleetLinkRun {
       let now = clock.now()
       if link.worker.stopRequested { session.stop(now: now) }
       if unsavedAck != nil && now.milliseconds(since: lastAckSave) >= Self.ackSaveIntervalMilliseconds { saveAck(now: now) }
-      if link.telemetry.takeChanged() { session.stateDidChange() }
+      if link.telemetry.takeChanged(now: now, diagnostics: { diagnostics() }) { session.stateDidChange() }
       let writer = link.auditLog?.writerLog ?? .notHere
       let written = link.auditLog?.writtenRecords
       while true {
@@ -105,7 +105,7 @@ struct FleetLinkRun {
     case .publish(let from, let limit):
       publish(from: from, limit: limit, now: now)
     case .publishState:
-      _ = try? client?.publish(topic: topics.state, link.telemetry.stateJSON(link: link), qos: 1, retain: true)
+      _ = try? client?.publish(topic: topics.state, link.telemetry.stateJSON(link: link, diagnostics: diagnostics()), qos: 1, retain: true)
     case .saveContact:
       try? FleetState.storeContact(contactPath, unixSeconds: wall.unixSeconds())
     case .offline:
@@ -148,9 +148,25 @@ struct FleetLinkRun {
     guard session.receivesMessages, let c = client else { return }
     while let message = c.takeMessage() {
       if link.sitePassages?.received(message) == true { continue }
+      if link.homeAssistant?.received(message, link: link) == true { continue }
       link.inbox?.received(message, link: link, client: c)
     }
     link.sitePassages?.publishPending(c)
+  }
+
+  /// Home Assistant's diagnostics as this thread can see them: the log's fault, the records not
+  /// acknowledged yet, the space left in the log's folder, the loop's decoder restarts.
+  private func diagnostics() -> FleetDiagnostics {
+    var d = FleetDiagnostics()
+    d.decoderRestarts = link.telemetry.decoderRestarts.load()
+    d.logFault = link.auditLog?.faultName
+    if let newest = try? store?.newestSequence() { d.backlog = max(0, newest - link.acknowledgedThrough) }
+    let folder = link.logPath.contains("/") ? String(link.logPath[..<link.logPath.lastIndex(of: "/")!]) : "."
+    var st = statvfs()
+    if (try? syscall("statvfs (the log's folder)") { statvfs(folder.isEmpty ? "/" : folder, &st) }) != nil {
+      d.logDiskFreeMiB = Int64(st.f_bavail) * Int64(st.f_frsize) / (1 << 20)
+    }
+    return d
   }
 
   private func connectionUp(_ c: MQTTClient) {
@@ -158,7 +174,7 @@ struct FleetLinkRun {
     link.connectedFlag.store(true, ordering: .releasing)
     link.offlineFlag.store(false, ordering: .releasing)
     link.setProblem("")
-    link.announce(c)
+    link.announce(c, broker: broker)
   }
 
   /// Destroys the client (its socket closes, the broker sends the will); `now`: the link saw the

@@ -51,6 +51,8 @@ public final class FleetLink: FleetLinkView, @unchecked Sendable {
   public var inbox: (any FleetInbox)? = nil
   /// Site-wide anti-passback's exchange (set before `start`; nil: passages are not shared).
   public var sitePassages: SitePassages? = nil
+  /// Home Assistant's command entities (set before `start`; nil: none listed).
+  public var homeAssistant: HomeAssistantControl? = nil
   weak var auditLog: (any AuditLogProgress)?
   let worker = WorkerThread()
   let ackedSequence = Atomic<Int64>(0)
@@ -158,10 +160,11 @@ public final class FleetLink: FleetLinkView, @unchecked Sendable {
   }
 
   /// On every new connection: availability, subscriptions, Home Assistant discovery.
-  func announce(_ client: MQTTClient) {
+  func announce(_ client: MQTTClient, broker: String) {
     _ = try? client.publish(topic: topics.status, Array("online".utf8), qos: 1, retain: true)
     inbox?.connected(client, link: self)
     sitePassages?.subscribe(client)
+    homeAssistant?.connected(client, link: self, broker: BrokerAddress(broker))
     if !settings.homeAssistantPrefix.isEmpty {
       var discovery = HomeAssistantDiscovery(settings: settings, version: ScanGateVersion.string)
       if doorSensors.contact { discovery.binarySensors.append(("door_contact", "Door contact", "door", "door_contact")) }
@@ -172,6 +175,8 @@ public final class FleetLink: FleetLinkView, @unchecked Sendable {
       }
       discovery.occupancy = telemetry.occupancy != nil
       discovery.lock = doorSensors.contact
+      discovery.commands = homeAssistant?.commands ?? []
+      discovery.codeRequired = homeAssistant?.code != nil
       for topic in discovery.retiredTopics {
         _ = try? client.publish(topic: topic, [], qos: 1, retain: true)
       }
@@ -215,6 +220,7 @@ public final class FleetLink: FleetLinkView, @unchecked Sendable {
       w.write("; ")
       w.write(note)
     }
+    homeAssistant?.writeStatus(into: &w)
   }
 }
 
@@ -225,88 +231,23 @@ public protocol AuditLogProgress: AnyObject {
   var retainFrom: Int64 { get set }
   /// The log the writer has open (its id), so the link follows it to a new log.
   var writerLog: WriterLog { get }
+  /// "ok" or the writer's fault (nil: not known here).
+  var faultName: String? { get }
 }
 
 extension AuditLogProgress {
   public var writerLog: WriterLog { .notHere }
+  public var faultName: String? { nil }
 }
 
-extension AuditLog: AuditLogProgress {}
+extension AuditLog: AuditLogProgress {
+  /// "ok", or the log's fault (Home Assistant's diagnostic sensor).
+  public var faultName: String? { fault.name }
+}
 
 /// What arrives on the link's subscriptions (bundles, commands): the handler subscribes when
 /// a connection is up and is handed every message on the link's thread.
 public protocol FleetInbox: AnyObject {
   func connected(_ client: MQTTClient, link: FleetLink)
   func received(_ message: MQTTMessage, link: FleetLink, client: MQTTClient)
-}
-
-/// What the link publishes on the state topic: the last decision it published and the frame
-/// rate the loop measured.
-public final class FleetTelemetry: @unchecked Sendable {
-  /// The loop's frame rate ×100 (the loop stores it once a second).
-  public let framesPerSecond = SharedGauge()
-  private let changed = Atomic<Bool>(false)
-  private var lastVerdict = ""
-  private var lastLabel = ""
-  private var lastTime: Int64 = 0
-
-  public init() {}
-
-  public func noteDecision(_ record: AuditRecord) {
-    lastVerdict = record.verdict?.name ?? ""
-    lastLabel = record.label
-    lastTime = record.wallNanoseconds
-    changed.store(true, ordering: .relaxed)
-  }
-
-  /// The door as its records say (nil until the first one): contact, tamper, strike.
-  private var doorOpen: Bool? = nil
-  private var tamperActive: Bool? = nil
-  private var unlocked = false
-  /// Fire and lockdown as their records say (nil until the first one; "OFF" is published from
-  /// the start when `emergency` is set), and the turnstile's occupancy (nil: no turnstile).
-  private var fire: Bool? = nil
-  private var lockdown: Bool? = nil
-  public var emergency = false
-  public var occupancy: SharedGauge? = nil
-
-  public func noteDoor(_ record: AuditRecord) {
-    switch record.kind {
-    case .doorOpened, .doorForced, .doorHeldOpen: doorOpen = true
-    case .doorClosed: doorOpen = false
-    case .tamper: tamperActive = record.code == 1
-    case .doorUnlocked: unlocked = true
-    case .doorLocked: unlocked = false
-    case .fireAlarm: fire = record.code == 1
-    case .lockdown: lockdown = record.code & 0xFF == 1
-    case .passage, .occupancyReset: break  // the count is read from the gauge
-    default: return
-    }
-    changed.store(true, ordering: .relaxed)
-  }
-
-  func takeChanged() -> Bool { changed.exchange(false, ordering: .relaxed) }
-
-  public func stateJSON(link: FleetLink) -> [UInt8] {
-    var o = JSONObject()
-    o.add("reader", link.settings.readerID)
-    o.add("last_decision", lastVerdict.isEmpty ? "none" : lastVerdict)
-    if !lastLabel.isEmpty { o.add("last_label", lastLabel) }
-    if lastTime > 0 { o.add("last_decision_time", RFC3339.format(lastTime / 1_000_000_000)) }
-    let f = Int(framesPerSecond.load())
-    o.add("fps", raw: "\(f / 100).\(f % 100 < 10 ? "0" : "")\(f % 100)")
-    o.add("acked_seq", link.acknowledgedThrough)
-    o.add("offline_policy_active", link.isOffline)
-    // Locked only as far as the reader can tell: the strike engaged and the door contact saying
-    // closed. Without a contact (or before its first record) the key is absent: unknown.
-    if let doorOpen { o.add("lock", unlocked || doorOpen ? "UNLOCKED" : "LOCKED") }
-    if let doorOpen { o.add("door_contact", doorOpen ? "ON" : "OFF") }
-    if let tamperActive { o.add("tamper", tamperActive ? "ON" : "OFF") }
-    if emergency {
-      o.add("fire", fire == true ? "ON" : "OFF")
-      o.add("lockdown", lockdown == true ? "ON" : "OFF")
-    }
-    if let occupancy { o.add("occupancy", raw: String(occupancy.load())) }
-    return o.bytes
-  }
 }

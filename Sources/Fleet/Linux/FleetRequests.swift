@@ -26,8 +26,12 @@ public final class FleetRequests: PollParticipant, @unchecked Sendable {
     public var lockdown: Bool? = nil
     public var occupancyReset = false
     public var forgive: UInt64? = nil
+    public var forgiveLast = false
     public var by = ""
-    var any: Bool { reload || open || snapshot || lockdown != nil || occupancyReset || forgive != nil }
+    /// Who asks: a signed fleet command, or Home Assistant (its own authority: a lockdown it
+    /// latched is lifted by it alone).
+    public var fromHomeAssistant = false
+    var any: Bool { reload || open || snapshot || lockdown != nil || occupancyReset || forgive != nil || forgiveLast }
   }
   private let pending = Mutex<Pending>(Pending())
   /// The link: its state for STATUS, and its offline flag when `followsOffline` (the
@@ -71,6 +75,21 @@ public final class FleetRequests: PollParticipant, @unchecked Sendable {
     }
   }
 
+  /// What Home Assistant asks, once `HomeAssistantControl` has checked it (listed, rate, code).
+  public func accept(_ request: HomeAssistantRequest) {
+    ask {
+      switch request {
+      case .open: $0.open = true
+      case .lockdown(let on): $0.lockdown = on
+      case .forgiveLast: $0.forgiveLast = true
+      case .occupancyReset: $0.occupancyReset = true
+      case .lock: return
+      }
+      $0.by = "home-assistant"
+      $0.fromHomeAssistant = true
+    }
+  }
+
   public var pollCapacity: Int { 0 }
 
   public func prepare(_ poll: PollSet, now: Instant) -> Instant? {
@@ -98,28 +117,31 @@ public final class FleetRequests: PollParticipant, @unchecked Sendable {
       requests.post(.accessStaticOnly(staticOnly))
     }
     if p.reload { requests.post(.reloadAllowList) }
-    if p.open { requests.post(.open(milliseconds: p.openMilliseconds, by: .fleet)) }
+    if p.open { requests.post(.open(milliseconds: p.openMilliseconds, by: p.fromHomeAssistant ? .homeAssistant : .fleet)) }
     if p.snapshot, let snapshot { requests.post(.snapshot(snapshot)) }
-    if let on = p.lockdown { act(on ? .lockdownOn : .lockdownOff, by: p.by) }
-    if p.occupancyReset { act(.resetOccupancy, by: p.by) }
-    if let tag = p.forgive { act(.forgiveTag(tag), by: p.by) }
+    let authority: EmergencyAuthority = p.fromHomeAssistant ? .homeAssistant : .fleet
+    if let on = p.lockdown { act(on ? .lockdownOn : .lockdownOff, authority: authority, by: p.by) }
+    if p.occupancyReset { act(.resetOccupancy, authority: authority, by: p.by) }
+    if let tag = p.forgive { act(.forgiveTag(tag), authority: authority, by: p.by) }
+    if p.forgiveLast { act(.forgiveLast, authority: authority, by: p.by) }
   }
 
   /// On the loop's thread: the owner writes its state durably, then the change applies. A
   /// refusal is said in the journal (the command's reply was sent when it was accepted).
-  private func act(_ action: ConsoleAction, by: String) {
-    let command = OperatorCommand.action(action, authority: .fleet, who: Array(by.utf8))
+  private func act(_ action: ConsoleAction, authority: EmergencyAuthority, by: String) {
+    let command = OperatorCommand.action(action, authority: authority, who: Array(by.utf8))
+    let source = authority == .homeAssistant ? "home-assistant" : "fleet"
     for owner in owners {
       guard case .action(let outcome) = owner.perform(command) else { continue }
       lastOutcome = outcome
       switch outcome {
-      case .heldBy(let holder): writeStandardError("scangate: fleet: lockdown-off refused: the lockdown was latched by \(holder.name)\n")
-      case .notDurable: writeStandardError("scangate: fleet: nothing changed: the state could not be written durably\n")
-      case .unknownCredential: writeStandardError("scangate: fleet: passback-forgive: no anti-passback record for that tag\n")
+      case .heldBy(let holder): writeStandardError("scangate: \(source): lockdown-off refused: the lockdown was latched by \(holder.name)\n")
+      case .notDurable: writeStandardError("scangate: \(source): nothing changed: the state could not be written durably\n")
+      case .unknownCredential: writeStandardError("scangate: \(source): passback-forgive: no anti-passback record for that tag\n")
       default: break
       }
       return
     }
-    writeStandardError("scangate: fleet: nothing on this reader carries out that command\n")
+    writeStandardError("scangate: \(source): nothing on this reader carries out that command\n")
   }
 }

@@ -69,6 +69,8 @@ public struct RunLoop<
   /// Where the loop publishes the frame rate it measures (×100, once a second) for whoever
   /// reports it (the fleet's state topic); nil: nobody.
   public var framesPerSecondGauge: SharedGauge? = nil
+  /// Where the decoder workers' restarts are stored once a second (the fleet's diagnostics).
+  public var decoderRestartsGauge: SharedGauge? = nil
   /// Why-lines for the journal (a file refused on reload, a camera that would not open), printed
   /// by the event printer after their events (nil: none kept).
   public var journalNotes: JournalNotes? = nil
@@ -377,6 +379,7 @@ public struct RunLoop<
     fpsWindowStart = now
     fpsWindowFrames = engine.stats.frames
     framesPerSecondGauge?.store(Int64(framesPerSecondTimes100))
+    if let gauge = decoderRestartsGauge, let decoders { gauge.store(Int64(clamping: decoders.stats.restarts)) }
   }
 
   /// Whether a camera (or replay) is open now.

@@ -71,6 +71,7 @@ extension PathChecks {
       file("fleet.tls_cert_file", f.tlsCertFile, MQTTClient.tlsFileBytesMax)
       file("fleet.tls_key_file", f.tlsKeyFile, MQTTClient.tlsFileBytesMax)
       file("fleet.password_file", f.passwordFile, SecretFile.bytesMax)
+      file("fleet.home_assistant_code_file", f.homeAssistantCodeFile, 64)
     }
     file("console.secret_file", config.consoleSecretFile, SecretFile.bytesMax)
     file("console.tls_cert_file", config.consoleTLSCertFile, ConsoleTLS.pemBytesMax)

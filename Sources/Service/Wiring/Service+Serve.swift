@@ -86,7 +86,7 @@ extension Service {
     for (entry, problem) in PathChecks.problems(config) where entry.role != "allow_list.path" {
       writeStandardError("scangate: refused: \(entry.role) \(entry.path): \(problem)\n")
     }
-    let (auditLog, fleet, fleetRequests) = attachAuditLogAndFleet(config, ring: ring, time: floorKeeper.time, loop: &loop)
+    let (auditLog, fleet, fleetRequests) = try attachAuditLogAndFleet(config, ring: ring, time: floorKeeper.time, loop: &loop)
     loop.engine.relayGuard = watchdog  // the relay's cap, held off the loop too
     // Events show keyed tags, never a payload's SHA-256; a turnstile's anti-passback keeps its
     // records by tag, so its key must be the one they were kept under, or the reader does not start.
@@ -106,6 +106,15 @@ extension Service {
     fleetRequests?.owners = [emergency] + (turnstile.map { [$0] } ?? [])
     fleet?.telemetry.emergency = true  // fire and lockdown on the state topic and in Home Assistant
     fleet?.telemetry.occupancy = turnstile?.occupancyGauge
+    if let telemetry = fleet?.telemetry {
+      // What the door and the emergencies know now, shown at once after a start.
+      emergency.stateGauge = SharedGauge()
+      telemetry.emergencyState = emergency.stateGauge
+      if let door {
+        door.stateGauge = SharedGauge()
+        telemetry.doorState = door.stateGauge
+      }
+    }
     try attachSchedules(config, clock: clock, ring: ring, notes: notes, time: floorKeeper.time, loop: &loop)
     let (wiegand, panelLink) = try attachPanels(config, clock: clock, ring: ring, loop: &loop)
     try attachKeypad(config, options: options, time: floorKeeper.time, panel: panelLink, loop: &loop)
@@ -126,7 +135,7 @@ extension Service {
   >(
     _ config: ScanConfig, ring: EventRing, time: TrustedTime,
     loop: inout RunLoop<S, D, R, B, SystemMonotonicClock, SystemWallClock, SodiumDigester>
-  ) -> (AuditLog?, FleetLink?, FleetRequests?) {
+  ) throws(SetupRefused) -> (AuditLog?, FleetLink?, FleetRequests?) {
     let auditLog = config.log.path.isEmpty ? nil : AuditLog(settings: config.log, ring: ring)
     loop.auditLog = auditLog
     let fleet = config.fleet.isEnabled ? FleetLink(settings: config.fleet, logPath: config.log.path, auditLog: auditLog) : nil
@@ -137,7 +146,16 @@ extension Service {
       fleet.doorSensors = (config.door.inputs[DoorInput.contact.rawValue].line >= 0, config.door.inputs[DoorInput.tamper.rawValue].line >= 0)
     }
     loop.framesPerSecondGauge = fleet?.telemetry.framesPerSecond
+    loop.decoderRestartsGauge = fleet?.telemetry.decoderRestarts
     let requests = fleet.map { fleetControl(config, link: $0, time: time) }
+    if let requests, let fleet, !config.fleet.homeAssistantCommands.isEmpty {
+      do throws(HomeAssistantControl.SetupError) {
+        fleet.homeAssistant = try HomeAssistantControl(settings: config.fleet, requests: requests)
+      } catch {
+        writeStandardError("scangate: refused: \(error)\n")
+        throw SetupRefused()
+      }
+    }
     if let requests { loop.register(requests) }
     return (auditLog, fleet, requests)
   }
