@@ -61,18 +61,31 @@ check "install: apt-get install ./scangate.deb resolves its dependencies on a cl
 check "install: service user scangate exists, in groups video, gpio and dialout" \
   IN bash -c 'id scangate | grep -q video && id scangate | grep -q gpio && id scangate | grep -q dialout'
 check "install: /etc/scangate/config.toml is a conffile" IN bash -c 'grep -q config.toml /var/lib/dpkg/info/scangate.conffiles'
-# The config names every secret file and the allow-list's text: entries are working passes:
-# readable by the service's group, not by other local users.
-modes() { IN stat -c '%a %U:%G' /etc/scangate/config.toml /etc/scangate/allow-list.txt | sort -u | paste -sd' '; }
-check "install: config.toml and allow-list.txt are 0640 root:scangate ($(modes))" test "$(modes)" = "640 root:scangate"
-check "install: another local user cannot read the allow-list" IN runuser -u nobody -- sh -c '! cat /etc/scangate/allow-list.txt 2>/dev/null'
+# The config names every secret file: readable by the service's group, not by other local users.
+# The allow-list (text: entries are working passes) is the service's own, in its state directory.
+check "install: config.toml is 0640 root:scangate ($(IN stat -c '%a %U:%G' /etc/scangate/config.toml))" \
+  test "$(IN stat -c '%a %U:%G' /etc/scangate/config.toml)" = "640 root:scangate"
+AL=/var/lib/scangate/allow-list.txt
+check "install: the allow-list is made in the state directory, 0640 scangate:scangate ($(IN stat -c '%a %U:%G' $AL))" \
+  test "$(IN stat -c '%a %U:%G' $AL)" = "640 scangate:scangate"
+check "install: another local user cannot read the allow-list" IN runuser -u nobody -- sh -c "! cat $AL 2>/dev/null"
 check "install: the service user can read the config and the allow-list" \
-  IN runuser -u scangate -- sh -c 'cat /etc/scangate/config.toml /etc/scangate/allow-list.txt >/dev/null'
+  IN runuser -u scangate -- sh -c "cat /etc/scangate/config.toml $AL >/dev/null"
 check "check-config: no file-mode warning for the installed files" \
   IN bash -c '! scangate check-config --config /etc/scangate/config.toml | grep warning'
 check "check-config: warns once the allow-list is made world-readable (chmod 0644)" \
-  IN bash -c 'chmod 0644 /etc/scangate/allow-list.txt; out=$(scangate check-config --config /etc/scangate/config.toml); chmod 0640 /etc/scangate/allow-list.txt
-    echo "$out" | grep -q "^warning: allow-list /etc/scangate/allow-list.txt: readable by everyone (mode 0644)"'
+  IN bash -c "chmod 0644 $AL; out=\$(scangate check-config --config /etc/scangate/config.toml); chmod 0640 $AL
+    echo \"\$out\" | grep -q '^warning: allow-list $AL: readable by everyone (mode 0644)'"
+# An upgrade from a package that kept the list in /etc: postinst copies it into the state
+# directory once (never over one there), and says so.
+IN bash -c "mv $AL /root/allow-list.installed; printf 'text:OLD-0001 label=kept\n' > /etc/scangate/allow-list.txt
+  /var/lib/dpkg/info/scangate.postinst configure 0.0.9 > /tmp/upgrade.txt 2>&1"
+check "upgrade: the list an earlier package kept in /etc is copied to the state directory, 0640 scangate:scangate ($(head -c 120 "$C/tmp/upgrade.txt"))" \
+  IN bash -c "grep -q '^text:OLD-0001 label=kept' $AL && [ \"\$(stat -c '%a %U:%G' $AL)\" = '640 scangate:scangate' ] \
+    && grep -q 'is now $AL (copied from /etc/scangate/allow-list.txt' /tmp/upgrade.txt"
+IN bash -c "printf 'text:NEWER-0002 label=newer\n' > /etc/scangate/allow-list.txt; /var/lib/dpkg/info/scangate.postinst configure 0.0.9 >/dev/null 2>&1"
+check "upgrade: a second configure never overwrites the list in the state directory" IN grep -q '^text:OLD-0001' $AL
+IN bash -c "rm /etc/scangate/allow-list.txt; mv /root/allow-list.installed $AL"
 check "unit: systemd-analyze verify passes" \
   bash -c "systemd-analyze verify --root='$C' /lib/systemd/system/scangate.service 2>&1 | tee -a /dev/stderr | { ! grep -q .; }"
 check "check-config: the installed default configuration is valid" \
@@ -203,6 +216,24 @@ check "fleet: a bundle that would write into /etc/scangate (trust) is refused wh
     && ! test -e '$C/etc/scangate/trust.toml.bundle' && ! test -e '$C/var/lib/scangate/fleet/allow-list.txt.bundle'"
 check "fleet: the refused bundle changed nothing (version 1 kept, trust file untouched)" \
   bash -c "grep -q '\"version_kept\":1' '$C/tmp/bundle2.txt' && cmp -s '$C/root/trust-before.toml' '$C/etc/scangate/trust.toml'"
+# Enrolling out of the box: the installed unit (ProtectSystem=strict) with the packaged
+# allow-list in its state directory; ALICE-0001 is denied, then enrolled from a shell by its tag
+# through the console, and granted from the next scan.
+SD bash -c 'head -c 24 /dev/urandom | od -An -tx1 | tr -d " \n" > /etc/scangate/console-secret
+  chown root:scangate /etc/scangate/console-secret; chmod 0640 /etc/scangate/console-secret
+  sed -i -e "s#^path = \"/var/lib/scangate/fleet/allow-list.txt\"#path = \"/var/lib/scangate/allow-list.txt\"#" \
+    -e "s#^listen = \[\"127.0.0.1:4570\"\]#listen = [\"127.0.0.1:4570\"]\nsecret_file = \"/etc/scangate/console-secret\"#" \
+    -e "/^\[fleet\]/,\$d" /etc/scangate/config.toml
+  systemctl restart scangate.service'
+denied_tag() { for _ in $(seq 60); do
+  t=$(journal | grep "decision denied-unknown" | grep -o "tag=[0-9a-f]*" | tail -1 | cut -d= -f2); [ -n "$t" ] && { echo "$t"; return; }; sleep 0.5; done; }
+TAG=$(denied_tag)
+check "enrol: with the packaged allow-list the demo badge is denied as unknown (tag ${TAG:-none})" test -n "$TAG"
+SD scangate allow-list enrol --tag "${TAG:-0}" --label "Alice Example" --config /etc/scangate/config.toml > "$C/tmp/enrol.txt" 2>&1
+check "enrol: scangate allow-list enrol through the installed service's console ($(head -c 160 "$C/tmp/enrol.txt"))" \
+  bash -c "grep -q '^OK #[0-9]* enrolled Alice%20Example' '$C/tmp/enrol.txt' && grep -q 'label=Alice%20Example' '$C/var/lib/scangate/allow-list.txt'"
+enrolled_granted() { for _ in $(seq 40); do journal | grep -q "decision granted.* label=Alice%20Example" && return 0; sleep 0.5; done; return 1; }
+check "enrol: the next scan of the badge is granted (journal)" enrolled_granted
 SD systemctl stop scangate.service
 RESULT=$(SD systemctl show -p Result --value scangate.service)
 check "unit: stops cleanly (Result=$RESULT)" test "$RESULT" = success

@@ -21,10 +21,11 @@ install -D -m 0755 "$BIN" "$P/usr/bin/scangate"
 strip --strip-unneeded "$P/usr/bin/scangate"
 install -D -m 0644 deploy/scangate.service "$P/lib/systemd/system/scangate.service"
 install -D -m 0644 deploy/99-scangate.rules "$P/lib/udev/rules.d/99-scangate.rules"
-# 0640, group scangate (postinst): the allow-list's text: entries are working passes, and the
-# configuration names every secret file; neither is for other local users.
+# 0640, group scangate (postinst): the configuration names every secret file, not for other local
+# users. The allow-list is made by postinst in the state directory from this sample (0640
+# scangate:scangate: text: entries are working passes), so that the service may edit it.
 install -D -m 0640 config.toml "$P/etc/scangate/config.toml"
-install -D -m 0640 deploy/allow-list.txt "$P/etc/scangate/allow-list.txt"
+install -D -m 0644 deploy/allow-list.txt "$P/usr/share/scangate/allow-list.txt"
 install -D -m 0644 README.md "$P/usr/share/doc/scangate/README.md"
 for doc in docs/*.md; do install -D -m 0644 "$doc" "$P/usr/share/doc/scangate/$(basename "$doc")"; done
 
@@ -53,7 +54,7 @@ Description: camera barcode reader for doors and turnstiles
  drives a relay and a buzzer through libgpiod. Fixed memory, a technician console over serial
  and TCP, and a tamper-evident audit log. Built for Debian $CODENAME.
 CONTROL
-printf '/etc/scangate/config.toml\n/etc/scangate/allow-list.txt\n' > "$P/DEBIAN/conffiles"
+printf '/etc/scangate/config.toml\n' > "$P/DEBIAN/conffiles"
 install -m 0755 deploy/debian/postinst "$P/DEBIAN/postinst"
 install -m 0755 deploy/debian/prerm "$P/DEBIAN/prerm"
 install -m 0755 deploy/debian/postrm "$P/DEBIAN/postrm"

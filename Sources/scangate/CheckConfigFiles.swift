@@ -44,6 +44,13 @@ enum CheckConfigFiles {
       }
     }
 
+    if config.allowListPath.hasPrefix("/etc/") && !config.fleet.isEnabled {
+      // The packaged unit cannot write /etc: the console's ENROL, REMOVE and PIN changes fail there.
+      warn(
+        "allow-list \(config.allowListPath) is in /etc, which the packaged service (ProtectSystem=strict) cannot write: "
+          + "ENROL, REMOVE and `scangate allow-list enrol` through the console will be refused; the packaged default is "
+          + "\(FleetBundleFiles.stateDirectory)/allow-list.txt (docs/admin.md, \"Where the allow-list lives\")")
+    }
     if config.fleet.isEnabled {
       for (name, path) in FleetBundleFiles.targets(config).sorted(by: { $0.key < $1.key }) {
         if FleetBundleFiles.isInStateDirectory(path) {

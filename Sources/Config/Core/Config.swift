@@ -95,7 +95,8 @@ public struct ScanConfig: Equatable, Sendable {
     return e
   }
   // [allow_list]
-  public var allowListPath = "/etc/scangate/allow-list.txt"
+  /// In the state directory: the packaged service may write it (ENROL, REMOVE, PIN changes).
+  public var allowListPath = "/var/lib/scangate/allow-list.txt"
   public var allowListWatch = true
   // [credentials]
   public var credentials = CredentialSettings()
