@@ -226,7 +226,7 @@ let package = Package(
     adapterTests("ScanServiceTests"),
     .testTarget(
       name: "HotPathAllocationTests",
-      dependencies: ["ScanCore", "ScanSim", "ScanLinux", "ScanService", "CAllocCounter", "CImageIO", "CTestJPEG"],
+      dependencies: ["ScanCore", "ScanConsole", "ScanSim", "ScanLinux", "ScanService", "CAllocCounter", "CImageIO", "CTestJPEG"],
       swiftSettings: swiftSettings),
   ],
   swiftLanguageModes: [.v6],

@@ -2,14 +2,17 @@
 # The serial console with the tools a technician really uses: picocom (and screen) in a terminal
 # (tmux), on one end of a pty pair made by socat, the real `scangate run` on the other end with a
 # replayed QR frame and simulated GPIO. Enter in picocom and screen sends a bare CR, and no
-# mapping is added: a bare CR must end a line. Checks roles on the screen itself: STATUS, LAST
+# mapping is added: a bare CR must end a line. picocom runs in a terminal of 80 columns and 24
+# rows (the technician's): STATUS must arrive with no line wrapped by the terminal (tmux's
+# capture-pane -J rejoins wrapped rows: none may be wider than 80) and with its fields, the
+# continuation lines joined back (`|   ` lines, docs/console.md). Checks roles on the screen itself: STATUS, LAST
 # without AUTH (label, never the payload), OPEN without AUTH (ERR 401), AUTH, then LAST with the
 # payload and OPEN with a relay pulse in the journal.
 # Prints PASS/FAIL lines and "console-tools: N passed, M failed"; exits non-zero unless all passed.
 #
 # Usage: deploy/console-tools.sh [path/to/scangate]   (default: .build/debug/scangate)
 # TOOLS_BREAK=<check>: deliberately wrong expectation for one check (status, hidden, label, 401,
-#   auth, shown, open, exit, screen), to see that check fail.
+#   auth, shown, open, exit, screen, width, fields), to see that check fail.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BIN=$(realpath "${1:-.build/debug/scangate}")
@@ -93,7 +96,16 @@ wait_screen() {  # session pattern seconds: waits until the pane shows pattern (
   while [ $SECONDS -lt $end ]; do screen_text "$1" | grep -qF -- "$2" && return 0; sleep 0.1; done
   return 1
 }
-$TM new-session -d -s pc -x 160 -y 50 "picocom -b 115200 $D/tech" || die "tmux new-session"
+# Continuation lines (`|   `, `!   `) joined to the line before, as docs/console.md says: a
+# line ending in `\` was cut inside a word and joins without a space.
+join_lines() {
+  awk '/^[|!]   / && n { if (line ~ /\\$/) line = substr(line, 1, length(line) - 1) substr($0, 5);
+                         else line = line " " substr($0, 5); next }
+       { if (n) print line; line = $0; n = 1 } END { if (n) print line }'
+}
+# --imap lfcrlf: the reader ends lines with a bare LF, which a raw terminal moves down without
+# returning (a staircase that wraps at once); picocom's map puts the CR back.
+$TM new-session -d -s pc -x 80 -y 24 "picocom -b 115200 --imap lfcrlf $D/tech" || die "tmux new-session"
 $TM set-option -t pc remain-on-exit on >/dev/null
 wait_screen pc "Terminal ready" 10 || die "picocom did not start: $(screen_text pc)"
 
@@ -115,13 +127,29 @@ expect() { [ "$BREAK" = "$1" ] && echo "${2}-broken" || echo "$2"; }
 
 run_cmd pc STATUS "$(expect status 'OK status')" 10
 check $? "picocom: STATUS with a bare CR gets its reply ($(grep -m1 -oE 'camera [a-z]+' <<<"$REPLY_TEXT"), 'OK status' on screen)"
+status_text=$(sed -n '/^| camera /,/^OK status/p' <<<"$REPLY_TEXT")
+width_max=80; [ "$BREAK" = width ] && width_max=40
+widest=$(awk '{ if (length($0) > w) w = length($0) } END { print w + 0 }' <<<"$status_text")
+wrapped=$(awk -v m="$width_max" 'length($0) > m' <<<"$status_text" | head -3)
+[ "$($TM display-message -p -t pc '#{window_width}x#{window_height}')" = 80x24 ] && [ -n "$status_text" ] && [ -z "$wrapped" ]
+check $? "picocom at 80x24: no STATUS line wrapped by the terminal (widest $widest columns)${wrapped:+: $wrapped}"
+rows=$(grep -c '^|' <<<"$status_text"); said=$(grep -oE '^OK status [0-9]+' <<<"$status_text" | grep -oE '[0-9]+$')
+joined=$(join_lines <<<"$status_text")
+fields_ok=1
+for field in "| camera " "| gpio relay " "| allow-list version 1, 1 entries" "| decoder " "| aim " "| presence " \
+  "| uptime " "$(expect fields 'operator secret loaded')"; do
+  grep -qF -- "$field" <<<"$joined" || { fields_ok=0; bad "picocom: STATUS has no '$field' (continuation lines joined): $joined"; }
+done
+console_line=$(grep -m1 '^| console ' <<<"$joined")
+[ $fields_ok = 1 ] && [ "$rows" = "$said" ] && grep -q '; serial .*; operator secret loaded$' <<<"$console_line"
+check $? "picocom: STATUS's fields all there, one logical line each once joined ($(grep -c '^|' <<<"$joined") lines in $rows rows; 'OK status $said lines' counts the rows)"
 
 run_cmd pc "LAST 1" "OK last 1 decisions" 10; st=$?
 hidden_payload=$PAYLOAD; [ "$BREAK" = hidden ] && hidden_payload="label="
 if [ $st = 0 ] && ! screen_text pc | grep -qF -- "$hidden_payload"; then
   ok "picocom: LAST 1 without AUTH does not show the payload anywhere on screen"
 else bad "picocom: LAST 1 without AUTH: payload on screen or no reply: $REPLY_TEXT"; fi
-grep -qF -- "$(expect label 'decision granted qr label=technician tag=')" <<<"$REPLY_TEXT"
+grep -qF -- "$(expect label 'decision granted qr label=technician tag=')" <<<"$(join_lines <<<"$REPLY_TEXT")"
 check $? "picocom: LAST 1 without AUTH shows the decision by label and keyed tag"
 
 run_cmd pc OPEN "$(expect 401 'ERR 401')" 10; st=$?
@@ -135,7 +163,7 @@ if [ $st = 0 ] && ! screen_text pc | grep -qF -- "$SECRET"; then
 else bad "picocom: AUTH: $REPLY_TEXT"; fi
 
 run_cmd pc "LAST 1" "OK last 1 decisions" 10; st=$?
-grep -qF -- "$(expect shown "label=technician payload=$PAYLOAD")" <<<"$REPLY_TEXT" && [ $st = 0 ]
+grep -qF -- "$(expect shown "label=technician payload=$PAYLOAD")" <<<"$(join_lines <<<"$REPLY_TEXT")" && [ $st = 0 ]
 check $? "picocom: after AUTH, LAST 1 shows the payload ($PAYLOAD)"
 
 run_cmd pc "OPEN 150" "OK #" 10; st=$?
@@ -154,7 +182,7 @@ check $? "picocom: C-a C-x exits picocom"
 # ---------------------------------------------------------------- screen, one STATUS
 # The new session first: a server left with no session exits, and a new-session racing that
 # exit fails with "server exited unexpectedly".
-$TM new-session -d -s sc -x 160 -y 50 "TERM=screen screen -q $D/tech 115200" || die "tmux new-session (screen)"
+$TM new-session -d -s sc -x 80 -y 24 "TERM=screen screen -q $D/tech 115200" || die "tmux new-session (screen)"
 $TM kill-session -t pc 2>/dev/null
 $TM set-option -t sc remain-on-exit on >/dev/null
 sleep 1

@@ -108,9 +108,11 @@ grep -q "panel-command 104" "$D/journal" && ok "journal: the panel's output comm
 grep -q "buzzer active" "$D/journal" && ok "the buzzer line followed the panel (edge buzzer active)" || bad "the buzzer never sounded"
 grep -q "panel-card 26" "$D/journal" && ok "journal: the pass forwarded as a 26-bit card" || bad "journal: no panel-card event"
 grep -q "relay active" "$D/journal" && bad "panel mode drove the local relay" || ok "panel mode never drove the local relay"
-console_status() {  # the console's STATUS reply
+console_status() {  # the console's STATUS reply, its continuation lines joined (one line each)
   "$PY" - "$PORT" <<'PYEOF'
 import socket, sys
+sys.path.insert(0, "deploy/faults")
+from common import join_continuations
 s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=5)
 s.sendall(b"STATUS\n")
 data = b""
@@ -119,7 +121,7 @@ while b"OK status" not in data:
     if not chunk:
         break
     data += chunk
-print(data.decode(errors="replace"))
+print(join_continuations(data.decode(errors="replace")))
 PYEOF
 }
 status=$(console_status)

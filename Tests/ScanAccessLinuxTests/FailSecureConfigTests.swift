@@ -1,5 +1,6 @@
 import CLinux
 import Glibc
+import ScanConsole
 import ScanCore
 import ScanLinux
 import ScanTestSupport
@@ -51,6 +52,7 @@ import Testing
     (status, out) = runCommand([scangateBinary, "console", "--tcp", "127.0.0.1:" + port, "--secret-file", dir + "/secret", "--command", "CHECK HANK-0001"])
     #expect(out.contains("denied-pin-unavailable") && !out.contains("granted"), "\(out)")
     (status, out) = runCommand([scangateBinary, "console", "--tcp", "127.0.0.1:" + port, "--command", "STATUS"])
+    out = ConsoleLayout.join(out)  // a line as written: its continuation lines joined
     #expect(out.contains("1 need a PIN and no keypad asks here: denied-pin-unavailable"), "\(out)")
   }
 
@@ -141,7 +143,9 @@ import Testing
     #expect(child.waitForOutput("decision denied-unknown", count: 3), "\(child.output)")
     let port = consolePort(child)
     func console(_ line: String) -> String {
-      runCommand([scangateBinary, "console", "--tcp", "127.0.0.1:" + port, "--secret-file", dir + "/secret", "--command", line]).1
+      // Lines as written: their continuation lines joined (docs/console.md).
+      ConsoleLayout.join(
+        runCommand([scangateBinary, "console", "--tcp", "127.0.0.1:" + port, "--secret-file", dir + "/secret", "--command", line]).1)
     }
     let listing = console("ENROL CANDIDATES")
     #expect(listing.contains("OK 3 candidates"), "\(listing)")

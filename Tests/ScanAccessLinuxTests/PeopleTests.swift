@@ -1,4 +1,5 @@
 import Glibc
+import ScanConsole
 import ScanCore
 import ScanLinux
 import ScanTestSupport
@@ -42,9 +43,10 @@ import Testing
       child.output.split(separator: "\n").first { $0.hasPrefix("console listening on 127.0.0.1:") }?
       .split(separator: ":").last.map(String.init) ?? "0"
     func console(_ line: String, asOperator: Bool = true) -> (Int32, String) {
-      runCommand(
+      let (status, text) = runCommand(
         [scangateBinary, "console", "--tcp", "127.0.0.1:" + port, "--command", line]
           + (asOperator ? ["--secret-file", dir + "/secret"] : []))
+      return (status, ConsoleLayout.join(text))  // lines as written: continuation lines joined
     }
     var (status, reply) = console("ENROL LAST label=bob", asOperator: false)
     #expect(status == 1 && reply.contains("ERR 401"), "ENROL needs AUTH: \(reply)")

@@ -10,7 +10,7 @@ import Testing
     return withUnsafeTemporaryAllocation(byteCount: 16_384, alignment: 1) { buffer in
       var w = ByteWriter(buffer)
       ConsoleText.writeStatus(status, into: &w)
-      let text = String(decoding: w.written, as: UTF8.self)
+      let text = ConsoleLayout.join(String(decoding: w.written, as: UTF8.self))  // the line as written
       return text.split(separator: "\n").first { $0.hasPrefix("| decoder-workers") }.map(String.init) ?? ""
     }
   }

@@ -203,16 +203,17 @@ import Testing
     let lines = text.split(separator: "\n").map { Array($0.dropFirst(2).utf8) }
     #expect(text.contains("code 1 qr granted payload=ALICE"))
     let picture = Array(lines.suffix(40))
-    #expect(picture.count == 40 && picture.allSatisfy { $0.count == 80 })
-    // 640×480 in 80×40 cells: 8 × 12 pixels per cell.
+    // 78 columns: with `| ` a row fills an 80-column terminal.
+    #expect(picture.count == 40 && picture.allSatisfy { $0.count == 78 })
+    // 640×480 in 78×40 cells: 9 × 12 pixels per cell (rounded up: the whole frame is shown).
     let c = s[0].corners
     for k in 0..<4 {
-      let column = Int(c[2 * k]) / 8, row = Int(c[2 * k + 1]) / 12
+      let column = Int(c[2 * k]) / 9, row = Int(c[2 * k + 1]) / 12
       #expect(picture[row][column] == UInt8(ascii: "1"), "corner \(k) at cell \(column),\(row)")
     }
-    #expect(picture[region.y / 12][region.x / 8 + 20] == UInt8(ascii: "_"))
-    #expect(picture[region.y / 12 + 10][region.x / 8] == UInt8(ascii: "|"))
-    #expect(picture[region.y / 12 + 10][(region.x + region.width - 1) / 8] == UInt8(ascii: "|"))
+    #expect(picture[region.y / 12][region.x / 9 + 20] == UInt8(ascii: "_"))
+    #expect(picture[region.y / 12 + 10][region.x / 9] == UInt8(ascii: "|"))
+    #expect(picture[region.y / 12 + 10][(region.x + region.width - 1) / 9] == UInt8(ascii: "|"))
     #expect(text.utf8.allSatisfy { $0 == 0x0A || ($0 >= 0x20 && $0 < 0x7F) })
   }
 

@@ -1,5 +1,6 @@
 import CLinux
 import Glibc
+import ScanConsole
 import ScanCore
 import ScanLinux
 import ScanService
@@ -94,7 +95,7 @@ import Testing
     // STATUS publishes the chain head; after the stop, the log still contains it.
     let (_, statusReply) = runCommand([scangateBinary, "console", "--tcp", "127.0.0.1:" + port, "--command", "STATUS"])
     let head =
-      statusReply.split(separator: "\n").compactMap { line -> String? in
+      ConsoleLayout.join(statusReply).split(separator: "\n").compactMap { line -> String? in
         guard let range = line.firstRange(of: "chain head ") else { return nil }
         return String(line[range.upperBound...].prefix { $0 != ";" && $0 != " " })
       }.first ?? ""
@@ -141,7 +142,7 @@ import Testing
     ])
     #expect(status == 0)
     #expect(output.contains("code 1 qr granted") && output.contains("payload=ALICE-0001"))
-    #expect(output.split(separator: "\n").filter { $0.count == 80 }.count == 40)
+    #expect(output.split(separator: "\n").filter { $0.count == 78 }.count == 40)  // with `| `, 80 columns
     kill(child.pid, SIGTERM)
     #expect(child.wait() == 0)
   }

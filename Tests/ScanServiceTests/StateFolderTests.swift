@@ -1,5 +1,6 @@
 import CLinux
 import Glibc
+import ScanConsole
 import ScanCore
 import ScanLinux
 import ScanTestSupport
@@ -15,7 +16,9 @@ import Testing
     let port =
       child.output.split(separator: "\n").first { $0.hasPrefix("console listening on 127.0.0.1:") }?.split(separator: ":").last.map(String.init)
       ?? "0"
-    return runCommand([scangateBinary, "console", "--tcp", "127.0.0.1:" + port, "--secret-file", dir + "/secret", "--command", line]).1
+    // Lines as written: their continuation lines joined (docs/console.md).
+    return ConsoleLayout.join(
+      runCommand([scangateBinary, "console", "--tcp", "127.0.0.1:" + port, "--secret-file", dir + "/secret", "--command", line]).1)
   }
 
   @Test("the state folder deleted while the reader runs: LOCKDOWN ON is made durable at its path (folder and file made again), and holds after a restart")

@@ -94,7 +94,7 @@ import Testing
 
     /// STATUS's line that starts with `prefix` (e.g. "| fleet "), or nil.
     func statusLine(_ prefix: String) -> String? {
-      say("STATUS").split(separator: "\n").map(String.init).first { $0.hasPrefix(prefix) }
+      ConsoleLayout.join(say("STATUS")).split(separator: "\n").map(String.init).first { $0.hasPrefix(prefix) }
     }
 
     /// Decisions in the ring, as "verdict label".

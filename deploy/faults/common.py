@@ -55,6 +55,19 @@ def qr_frames(workdir, name, text):
     return d
 
 
+
+def join_continuations(text):
+    """Console text with its continuation lines joined to the line before (docs/console.md: a
+    line longer than 80 columns is sent as lines that begin `|   ` or `!   `; one that ends in
+    a backslash was cut inside a word and joins without a space): each line as written."""
+    out = []
+    for line in text.split("\n"):
+        if out and line[:1] in ("|", "!") and line[1:4] == "   ":
+            out[-1] = out[-1][:-1] + line[4:] if out[-1].endswith("\\") else out[-1] + " " + line[4:]
+        else:
+            out.append(line)
+    return "\n".join(out)
+
 class Reader:
     """One reader: `W/<name>/` holds its config, allow-list, state and journal."""
 
@@ -140,7 +153,8 @@ isolation = "{isolation}"
         return (data if whole else data[self.mark:]).decode(errors="replace")
 
     def command(self, *lines, timeout=5.0):
-        """Sends console lines (AUTH first with the operator secret when `auth`), returns replies."""
+        """Sends console lines (AUTH first with the operator secret when `auth`), returns replies,
+        their continuation lines joined (`join_continuations`): a line as the reader wrote it."""
         s = socket.create_connection(("127.0.0.1", self.port), timeout=timeout)
         s.sendall(b"".join(l.encode() + b"\n" for l in lines))
         data = b""
@@ -158,7 +172,7 @@ isolation = "{isolation}"
             if len(re.findall(rb"^(OK|ERR)\b.*\n", data, re.M)) >= expected:
                 break
         s.close()
-        return data.decode(errors="replace")
+        return join_continuations(data.decode(errors="replace"))
 
     def ask(self, *lines, operator=False, timeout=5.0):
         """Console lines, after AUTH with the reader's secret when `operator`; "" when the reader

@@ -31,11 +31,18 @@ stop_door_sample() { kill $door_sampler 2>/dev/null; wait $door_sampler 2>/dev/n
 # Runs of column $2 at 1 in sample file $1: "count longest_ms".
 runs() { awk -v c=$2 '$c==1 && !on {on=1; s=$1; n++} $c==0 && on {on=0; d=$1-s; if (d>m) m=d} END {if (on) {d=$1-s; if (d>m) m=d}; print n+0, m+0}' "$1"; }
 events() { grep -c -- "$1" "$W/door.out"; }
-door_status() {  # the DOOR line from the service's loopback console
-  local line
+door_status() {  # the DOOR line from the service's loopback console, its continuation lines joined
+  local line door=""
   exec 7<> /dev/tcp/127.0.0.1/4572 || return 1
   printf 'DOOR\r\n' >&7
-  while IFS= read -r -t 10 line <&7; do case $line in "| door "*) echo "${line#| }"; break ;; esac; done
+  while IFS= read -r -t 10 line <&7; do
+    case $line in
+      "| door "*) door=${line#| } ;;
+      "|   "*) [ -n "$door" ] && door="$door ${line#|   }" ;;  # a continuation (docs/console.md)
+      OK* | ERR*) break ;;
+    esac
+  done
+  echo "$door"
   exec 7<&- 7>&-
 }
 

@@ -128,6 +128,23 @@ public struct ByteWriter: ~Copyable {
     }
   }
 
+  /// Inserts `text` at `index` (an index already written), moving what follows it on; sets
+  /// `overflowed` and changes nothing when it does not fit. Returns whether it was inserted.
+  @discardableResult
+  public mutating func insert(_ text: StaticString, at index: Int) -> Bool {
+    let n = text.utf8CodeUnitCount
+    guard index >= 0, index <= count else { return false }
+    guard n <= remaining else {
+      overflowed = true
+      return false
+    }
+    let base = buffer.baseAddress!
+    if index < count { (base + index + n).copyMemory(from: base + index, byteCount: count - index) }
+    (base + index).copyMemory(from: text.utf8Start, byteCount: n)
+    count += n
+    return true
+  }
+
   public mutating func reset() {
     count = 0
     overflowed = false

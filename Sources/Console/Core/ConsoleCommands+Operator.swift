@@ -93,13 +93,14 @@ extension ConsoleCommands {
     }
     let clock = host.clockReport()
     output.send(slot) { w in
+      // The warning is a body line: the status line stays within 80 columns.
+      if let clock, !clock.synchronized { w.write("| the clock is not synchronised: check it is right\n") }
       w.write("OK #")
       w.write(sequence)
       w.write(" clock floor reset from ")
       w.write(RFC3339.format(before))
       w.write(" to ")
       w.write(RFC3339.format(after))
-      if let clock, !clock.synchronized { w.write(" (the clock is not synchronised: check it is right)") }
       w.newline()
     }
   }

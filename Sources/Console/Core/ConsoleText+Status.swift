@@ -2,22 +2,24 @@ import ScanCore
 
 /// STATUS and the lines it is made of (CLOCK and STATS reuse some).
 extension ConsoleText {
-  /// STATUS: one `| ` line per part of the reader, then `OK status n lines`.
-  public static func writeStatus(_ s: ReaderStatus, into w: inout ByteWriter) {
-    var lines = 0
-    writeCameraLine(s, into: &w); lines += 1
-    writeGPIOLine(s, into: &w); lines += 1
-    writeAllowListLine(s, into: &w); lines += 1
+  /// STATUS: one `| ` line per part of the reader, folded to the console's width (ConsoleLayout:
+  /// a field per line, continuation lines indented), then `OK status n lines` counting the
+  /// lines sent.
+  public static func writeStatus(_ s: ReaderStatus, into w: inout ByteWriter, width: Int = ConsoleLayout.columns) {
+    let start = w.count
+    writeCameraLine(s, into: &w)
+    writeGPIOLine(s, into: &w)
+    writeAllowListLine(s, into: &w)
     if let d = s.decoder {
-      writeDecoderLine(s.decoderVersion, d, budget: s.stats, into: &w); lines += 1
+      writeDecoderLine(s.decoderVersion, d, budget: s.stats, into: &w)
     }
     if let workers = s.decoderWorkers {
-      writeWorkersLine(workers, lastCrash: s.decoderLastCrash, into: &w); lines += 1
+      writeWorkersLine(workers, lastCrash: s.decoderLastCrash, into: &w)
     }
-    writeAimLine(s, into: &w); lines += 1
-    writePresenceLine(s, into: &w); lines += 1
-    writeConsoleLine(s.console, into: &w); lines += 1
-    lines += writeOptionalLines(s, into: &w)
+    writeAimLine(s, into: &w)
+    writePresenceLine(s, into: &w)
+    writeConsoleLine(s.console, into: &w)
+    writeOptionalLines(s, into: &w)
     let up = s.uptimeSeconds
     w.write("| uptime ")
     w.write(up / 3600)
@@ -25,7 +27,8 @@ extension ConsoleText {
     w.write(up / 60 % 60)
     w.write("m ")
     w.write(up % 60)
-    w.write("s\n"); lines += 1
+    w.write("s\n")
+    let lines = ConsoleLayout.fold(&w, from: start, width: width)
     w.write("OK status ")
     w.write(lines)
     w.write(" lines\n")
@@ -58,43 +61,39 @@ extension ConsoleText {
   }
 
   /// STATUS's lines for the parts a reader may not have (log, door, emergency, turnstile,
-  /// keypad, fleet, credentials, panel, clock); returns how many it wrote.
-  static func writeOptionalLines(_ s: ReaderStatus, into w: inout ByteWriter) -> Int {
-    var lines = 0
+  /// keypad, fleet, credentials, panel, clock).
+  static func writeOptionalLines(_ s: ReaderStatus, into w: inout ByteWriter) {
     if let log = s.logLine {
       w.write("| log ")
       w.write(log)
-      w.newline(); lines += 1
+      w.newline()
     }
     if let door = s.door {
       w.write("| ")
       door.write(into: &w)
-      w.newline(); lines += 1
+      w.newline()
     }
-    lines += writeSanitizedLine("| emergency ", s.emergencyLine, into: &w)
-    lines += writeSanitizedLine("| turnstile ", s.turnstileLine, into: &w)
-    lines += writeSanitizedLine("| keypad ", s.keypadLine, into: &w)
-    lines += writeSanitizedLine("| fleet ", s.fleetLine, into: &w)
-    lines += writeSanitizedLine("| credentials ", s.credentialsLine, into: &w)
+    writeSanitizedLine("| emergency ", s.emergencyLine, into: &w)
+    writeSanitizedLine("| turnstile ", s.turnstileLine, into: &w)
+    writeSanitizedLine("| keypad ", s.keypadLine, into: &w)
+    writeSanitizedLine("| fleet ", s.fleetLine, into: &w)
+    writeSanitizedLine("| credentials ", s.credentialsLine, into: &w)
     if let panel = s.panelLine {
       w.write("| ")
       w.write(panel)
-      w.newline(); lines += 1
+      w.newline()
     }
     if let clock = s.clock {
-      writeClock(clock, into: &w); lines += 1
+      writeClock(clock, into: &w)
     }
-    return lines
   }
 
-  /// `<prefix><text>` with the text sanitized, then a newline, when there is a text; returns
-  /// the lines written (0 or 1).
-  static func writeSanitizedLine(_ prefix: StaticString, _ text: String?, into w: inout ByteWriter) -> Int {
-    guard let text else { return 0 }
+  /// `<prefix><text>` with the text sanitized, then a newline, when there is a text.
+  static func writeSanitizedLine(_ prefix: StaticString, _ text: String?, into w: inout ByteWriter) {
+    guard let text else { return }
     w.write(prefix)
     writeSanitized(text, into: &w)
     w.newline()
-    return 1
   }
 
   /// `| clock <now> floor <floor> synchronised|unsynchronised[, BEHIND its floor by <n> s][; floor file <problem>]`.

@@ -90,7 +90,9 @@ public enum ConsoleText {
 
   // MARK: - STATS
 
-  public static func writeStats(_ s: ReaderStatus, console c: ConsoleCounters, into w: inout ByteWriter) {
+  /// STATS: counters and latencies, folded as STATUS is, then `OK stats n lines`.
+  public static func writeStats(_ s: ReaderStatus, console c: ConsoleCounters, into w: inout ByteWriter, width: Int = ConsoleLayout.columns) {
+    let start = w.count
     let t = s.stats
     w.write("| frames ")
     w.write(t.frames)
@@ -133,11 +135,10 @@ public enum ConsoleText {
     w.write(" serial-deauth ")
     w.write(c.serialDeauthentications)
     w.newline()
-    var lines = 7
     if let workers = s.decoderWorkers {
       writeWorkersLine(workers, lastCrash: s.decoderLastCrash, into: &w)
-      lines += 1
     }
+    let lines = ConsoleLayout.fold(&w, from: start, width: width)
     w.write("OK stats ")
     w.write(lines)
     w.write(" lines\n")

@@ -25,7 +25,7 @@ extension ConsoleVerb {
     case .reload: "Reloads the allow-list now; a bad file is refused whole (the live list stays).\nOperator; recorded."
     case .selftest: "Plays the grant, deny and fault patterns and pulses the relay 200 ms.\nOperator; recorded."
     case .snapshot:
-      "The next frame as a PNG in base64 lines, or SNAPSHOT TEXT as 80x40 ASCII for\na serial terminal: to aim the camera. Operator; recorded."
+      "The next frame as a PNG in base64 lines, or SNAPSHOT TEXT as 78x40 ASCII for\na serial terminal: to aim the camera. Operator; recorded."
     case .door:
       "The door: state, strike, contact, exit button, tamper, alarm and counts.\nAnyone."
     case .clock:

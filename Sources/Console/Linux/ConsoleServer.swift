@@ -245,8 +245,9 @@ public final class ConsoleServer<Clock: MonotonicClock>: ConsoleOutput {
 
   // MARK: - Output
 
-  /// Appends one whole reply or event to client `i`'s output through `body`. If it does not fit,
-  /// the client is disconnected (it is not reading); partial replies are never sent.
+  /// Appends one whole reply or event to client `i`'s output through `body`, its lines folded to
+  /// 80 columns (ConsoleLayout). If it does not fit, the client is disconnected (it is not
+  /// reading); partial replies are never sent.
   public func send(_ slot: Int, _ body: (inout ByteWriter) -> Void) { write(slot, body) }
   public func closeWhenFlushed(_ slot: Int) {
     clients[slot].closeWhenFlushed = true
@@ -271,6 +272,7 @@ public final class ConsoleServer<Clock: MonotonicClock>: ConsoleOutput {
     let free = UnsafeMutableRawBufferPointer(rebasing: output[(base + clients[i].outputEnd)..<(base + size)])
     var w = ByteWriter(free)
     body(&w)
+    ConsoleLayout.fold(&w, from: 0)  // every line sent fits 80 columns (docs/console.md)
     if w.overflowed {
       disconnect(i, dropped: true)
       return

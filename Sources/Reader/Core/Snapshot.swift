@@ -189,7 +189,8 @@ public enum SnapshotText {
   /// Dark to light.
   public static let ramp: StaticString = " .:-=+*#%@"
 
-  public static func write(_ s: SnapshotBuffer, columns: Int = 80, rows: Int = 40, into w: inout ByteWriter) -> Int {
+  /// 78 columns: with its `| ` a row fills an 80-column terminal.
+  public static func write(_ s: SnapshotBuffer, columns: Int = 78, rows: Int = 40, into w: inout ByteWriter) -> Int {
     var lines = 0
     w.write("| snapshot ")
     s.writeHeader(into: &w)
@@ -203,7 +204,8 @@ public enum SnapshotText {
       lines += 1
     }
     guard s.width > 0, s.height > 0 else { return lines }
-    let cellW = max(1, s.width / columns), cellH = max(1, s.height / rows)
+    // Rounded up, so the whole frame is shown (640 wide: 9 pixels a cell, 72 of the 78 columns).
+    let cellW = max(1, (s.width + columns - 1) / columns), cellH = max(1, (s.height + rows - 1) / rows)
     let region = s.effectiveRegion
     for row in 0..<rows {
       w.write("| ")

@@ -206,8 +206,10 @@ extension RunLoop: ConsoleHost where Source: ~Copyable, Decoder: ~Copyable, Rela
         if snapshotText {
           let snapshot = engine.snapshot
           sendSnapshot(console) { w in
-            let lines = SnapshotText.write(snapshot, into: &w)
-            w.write("OK snapshot text 80x40, ")
+            let start = w.count
+            _ = SnapshotText.write(snapshot, into: &w)
+            let lines = ConsoleLayout.fold(&w, from: start)  // its header lines; the picture fits
+            w.write("OK snapshot text 78x40, ")
             w.write(lines)
             w.write(" lines\n")
           }
