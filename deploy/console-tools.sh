@@ -103,9 +103,9 @@ join_lines() {
                          else line = line " " substr($0, 5); next }
        { if (n) print line; line = $0; n = 1 } END { if (n) print line }'
 }
-# --imap lfcrlf: the reader ends lines with a bare LF, which a raw terminal moves down without
-# returning (a staircase that wraps at once); picocom's map puts the CR back.
-$TM new-session -d -s pc -x 80 -y 24 "picocom -b 115200 --imap lfcrlf $D/tech" || die "tmux new-session"
+# No --imap: the reader's serial port sends CR LF itself (a bare LF would step down without
+# returning, a staircase that wraps at once).
+$TM new-session -d -s pc -x 80 -y 24 "picocom -b 115200 $D/tech" || die "tmux new-session"
 $TM set-option -t pc remain-on-exit on >/dev/null
 wait_screen pc "Terminal ready" 10 || die "picocom did not start: $(screen_text pc)"
 

@@ -374,7 +374,11 @@ import Testing
     }
     rig.step(5)
     #expect(rig.loop.console!.serialOpen)
-    #expect(exchange("STATUS\r\n").contains("OK status"))
+    // A technician's terminal (picocom, screen) needs CR LF: a bare LF would step down without returning.
+    let reply = exchange("STATUS\r\n")
+    let bytes = Array(reply.utf8)
+    let lineFeeds = bytes.indices.filter { bytes[$0] == 0x0A }
+    #expect(!lineFeeds.isEmpty && lineFeeds.allSatisfy { $0 > 0 && bytes[$0 - 1] == 0x0D } && !reply.contains("\r\r"), "\(reply)")
     // Unplug: the pty goes away. The console closes it and keeps retrying.
     close(master)
     unlink(link)

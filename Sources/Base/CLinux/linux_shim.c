@@ -123,6 +123,13 @@ int sg_tty_configure_raw(int fd, unsigned baud) {
   return tcsetattr(fd, TCSANOW, &t);
 }
 
+int sg_tty_output_crlf(int fd) {
+  struct termios t;
+  if (tcgetattr(fd, &t) != 0) return -1;
+  t.c_oflag |= OPOST | ONLCR;
+  return tcsetattr(fd, TCSANOW, &t);
+}
+
 int sg_accept_nonblocking(int listener, struct sockaddr *address, socklen_t *length) {
   return accept4(listener, address, length, SOCK_NONBLOCK | SOCK_CLOEXEC);
 }

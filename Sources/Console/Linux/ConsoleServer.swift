@@ -161,7 +161,7 @@ public final class ConsoleServer<Clock: MonotonicClock>: ConsoleOutput {
 
   func openSerial() {
     let fd: Int32
-    do { fd = try SerialPort.open(path: settings.serialPath, baud: settings.serialBaud, nonBlocking: true) } catch {
+    do { fd = try SerialPort.open(path: settings.serialPath, baud: settings.serialBaud, nonBlocking: true, terminalLineEndings: true) } catch {
       serialError = error.code.rawValue
       scheduleSerialRetry()
       return

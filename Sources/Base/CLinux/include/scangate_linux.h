@@ -66,6 +66,9 @@ int64_t sg_realtime_ns(void);
 
 /// Sets a tty raw 8N1 at `baud` (a plain number such as 115200). Returns 0, or -1 with errno.
 int sg_tty_configure_raw(int fd, unsigned baud);
+/* Output post-processing on a raw port: each LF goes out as CR LF (a serial terminal's line
+   ending; the console's port only, never a binary protocol's). */
+int sg_tty_output_crlf(int fd);
 
 
 
