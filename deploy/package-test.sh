@@ -220,7 +220,7 @@ check "fleet: the refused bundle changed nothing (version 1 kept, trust file unt
 # allow-list in its state directory; ALICE-0001 is denied, then enrolled from a shell by its tag
 # through the console, and granted from the next scan.
 SD bash -c 'head -c 24 /dev/urandom | od -An -tx1 | tr -d " \n" > /etc/scangate/console-secret
-  chown root:scangate /etc/scangate/console-secret; chmod 0640 /etc/scangate/console-secret
+  chown scangate:scangate /etc/scangate/console-secret; chmod 0600 /etc/scangate/console-secret
   sed -i -e "s#^path = \"/var/lib/scangate/fleet/allow-list.txt\"#path = \"/var/lib/scangate/allow-list.txt\"#" \
     -e "s#^listen = \[\"127.0.0.1:4570\"\]#listen = [\"127.0.0.1:4570\"]\nsecret_file = \"/etc/scangate/console-secret\"#" \
     -e "/^\[fleet\]/,\$d" /etc/scangate/config.toml

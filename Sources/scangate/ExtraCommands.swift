@@ -37,7 +37,7 @@ enum RunCommand {
       serviceOptions.maxFrames = UInt64(try options.integer("frames", default: 0, range: 0...Int.max))
       if options.flag("quiet-edges") { serviceOptions.skipping = [.edge] }
       // gpio.backend = "sim": every grant's passage is reported (a service process test's turnstile).
-      if options.flag("sim-passages") { serviceOptions.turnstileDriver = { SimulatedPassages(lines: $0, ring: $1) } }
+      if options.flag("sim-passages") { serviceOptions.turnstileDriver = { SimulatedPassages(lines: $0.lines, ring: $0.ring) } }
       return Service.run(config, options: serviceOptions)
     } catch {
       writeStandardError("scangate run: \(error)\n")

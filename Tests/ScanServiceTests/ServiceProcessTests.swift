@@ -264,6 +264,9 @@ import Testing
     let left = find(["passage exit grant label=alice"], after: refused ?? -1)
     let fire = find(["fire-alarm active"], after: left ?? -1)
     #expect(granted != nil && entered != nil && refused != nil && erin != nil && unused != nil && left != nil, "\(output)")
+    // The turnstile's own count after each passage: 1 once alice is in, 0 once she has left.
+    #expect(find(["occupancy 1 in area demo (after the entry)"], after: entered ?? -1) == (entered ?? -2) + 1, "\(output)")
+    #expect(find(["occupancy 0 in area demo (after the exit)"], after: left ?? -1) == (left ?? -2) + 1, "\(output)")
     #expect(fire != nil && find(["turnstile-unlocked exit fire"], after: fire!) != nil && find(["edge relay active"], after: fire!) != nil)
     let cleared = find(["fire-alarm cleared"], after: fire ?? -1)
     #expect(cleared != nil && find(["turnstile-locked entry fire"], after: cleared ?? -1) != nil)

@@ -18,7 +18,8 @@ public enum Service {
     /// The turnstile's simulated lines (nil: made by the service) and the script that drives them
     /// (the demo), registered after the turnstile.
     public var turnstileLines: TurnstileSetup.SimulatedLines? = nil
-    public var turnstileDriver: ((TurnstileSetup.SimulatedLines, EventRing) -> any PollParticipant)? = nil
+    /// With simulated GPIO: the turnstile's scripted hand (the demo's, `--sim-passages`).
+    public var turnstileDriver: ((TurnstileSetup.DriverContext) -> any PollParticipant)? = nil
     /// Which camera a decision came from, with `camera.second` (set by `withSource`; the turnstile reads it).
     public var cameraOrigin: FrameOrigin? = nil
     /// The PIN keypad's keys (nil: the configured input device; tests give their own).

@@ -5,6 +5,15 @@ import ScanLinux
 /// lines (`gpio.backend = "sim"`, scripted by the demo and tests), its state files in the state
 /// directory, and the controller the loop polls and the engine asks as its gate.
 public enum TurnstileSetup {
+  /// What a simulated turnstile's scripted hand is given: its lines, the event ring, the
+  /// turnstile's occupancy as its controller counts it, and the journal's notes.
+  public struct DriverContext {
+    public let lines: SimulatedLines
+    public let ring: EventRing
+    public let occupancy: SharedGauge
+    public let notes: JournalNotes?
+  }
+
   /// The simulated lines, handed to a script (the demo) before the loop runs.
   public struct SimulatedLines {
     public let entryPassage = SimulatedInputLine()

@@ -70,7 +70,7 @@ public enum DemoCommand {
       if turnstile {
         let emergency = EmergencySetup.SimulatedLines()
         serviceOptions.emergencyLines = emergency
-        serviceOptions.turnstileDriver = { DemoTurnstile.Driver(lines: $0, fire: emergency.fire, ring: $1) }
+        serviceOptions.turnstileDriver = { DemoTurnstile.Driver($0, fire: emergency.fire) }
       }
       let status = Service.run(config, options: serviceOptions)
       if !options.flag("keep") && options.value("dir") == nil { removeDirectory(directory) }

@@ -20,11 +20,16 @@ class DemoDecisionScript: PollParticipant {
 
   func service(_ poll: PollSet, now: Instant, requests: LoopRequests) {
     cursor.read(ring) { item in
-      guard case .event(let e) = item, e.kind == .decision else { return }
+      guard case .event(let e) = item else { return }
+      noticed(e)
+      guard e.kind == .decision else { return }
       decisions += 1
       act(scene: decisions - 1, at: e.monotonic)
     }
   }
+
+  /// Every event, as it is read (here: nothing).
+  func noticed(_ e: ScanEvent) {}
 
   /// Scripts the simulated lines for the scene whose decision came at `t` (here: nothing).
   func act(scene: Int, at t: Instant) {}

@@ -6,7 +6,8 @@ import ScanService
 /// direction input and the fire panel's contact are scripted against the decisions, so a run
 /// shows an entry, the same pass refused a second entry (hard anti-passback), a grant nobody
 /// used (granted-not-passed at the timeout), an exit, and the fire release freeing both
-/// directions, each as events on the console and in the audit log.
+/// directions, each as events on the console and in the audit log; after each passage, how many
+/// people the turnstile counts in its area.
 enum DemoTurnstile {
   static let scenes: [DemoCommand.Scene] = [
     DemoCommand.Scene(payload: Array("ALICE-0001".utf8), variant: .upright, note: "on the list: entry, she walks through"),
@@ -36,11 +37,23 @@ enum DemoTurnstile {
   final class Driver: DemoDecisionScript {
     let lines: TurnstileSetup.SimulatedLines
     let fire: SimulatedInputLine
+    /// The turnstile's own count (its controller stores it), shown after each passage through
+    /// the journal's notes (printed right after the event, in order).
+    let occupancy: SharedGauge
+    let notes: JournalNotes?
 
-    init(lines: TurnstileSetup.SimulatedLines, fire: SimulatedInputLine, ring: EventRing) {
-      self.lines = lines
+    init(_ context: TurnstileSetup.DriverContext, fire: SimulatedInputLine) {
+      lines = context.lines
       self.fire = fire
-      super.init(ring: ring)
+      occupancy = context.occupancy
+      notes = context.notes
+      super.init(ring: context.ring)
+    }
+
+    override func noticed(_ e: ScanEvent) {
+      guard e.kind == .passage || e.kind == .occupancyReset else { return }
+      let after = e.kind == .passage ? PassageCode.direction(e.code).name : "reset"
+      notes?.post("  occupancy \(occupancy.load()) in area demo (after the \(after))", after: e.sequence)
     }
 
     override func act(scene: Int, at t: Instant) {
