@@ -62,13 +62,17 @@ enum CredentialCommand {
       arguments,
       valued: [
         "key", "kid", "sub", "label", "zones", "valid", "nbf", "exp", "id", "digits", "site-public", "card", "png", "sheet", "at", "guest",
-        "uses",
+        "uses", "zone",
         "first-use-window",
       ],
       known: ["single-use", "lockdown", "rotating", "wallet", "json", "pin"])
     let guest = o.value("guest")
     guard let keyPath = o.value("key"), let kid = o.value("kid"), let sub = o.value("sub") ?? guest.map({ _ in "guest" }) else {
       throw ParseError(message: "--key FILE --kid KID and --sub HOLDER (or --guest NAME) are required")
+    }
+    // The sheet's times in the site's zone (schedule.time_zone's names), else this host's.
+    if let zone = o.value("zone"), zone.isEmpty || !SystemLocalCalendar.useTimeZone(zone) {
+      throw ParseError(message: "--zone \(zone): not a time zone in tzdata (e.g. Europe/Berlin)")
     }
     let now = try o.value("at").map(time) ?? Int64(Glibc.time(nil))
     var claims = PassClaims(subject: sub, expires: 0, id: [])

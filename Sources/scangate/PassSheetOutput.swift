@@ -21,7 +21,9 @@ extension CredentialCommand {
     for file in files where PassSheet.format(of: file) == nil {
       throw ParseError(message: "--sheet: '\(file)' must end in .pdf or .png")
     }
-    var lines = ["Valid from \(RFC3339.format(claims.notBefore ?? claims.issuedAt ?? 0)) to \(RFC3339.format(claims.expires)) (UTC)"]
+    // In the site's zone (--zone, else this host's): the times a visitor reads at the door.
+    let from = SystemLocalCalendar.text(unixSeconds: claims.notBefore ?? claims.issuedAt ?? 0)
+    var lines = ["Valid from \(from) to \(SystemLocalCalendar.text(unixSeconds: claims.expires))"]
     if claims.singleUse { lines.append("Single use: the first scan uses it up") }
     if claims.uses > 0 { lines.append("Opens \(claims.uses) time\(claims.uses == 1 ? "" : "s") at each door") }
     if claims.firstUseWindow > 0 { lines.append("From its first use, valid for \(windowText(claims.firstUseWindow))") }

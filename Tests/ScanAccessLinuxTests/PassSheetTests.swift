@@ -155,12 +155,20 @@ import Testing
     let key = dir + "/issuer.key"
     #expect(runCommand([scangateBinary, "credential", "keygen", "--issuer", key, "--kid", "hq"]).0 == 0)
     let issue = [scangateBinary, "credential", "issue", "--key", key, "--kid", "hq", "--sub", "emp-7", "--label", "Bob Example"]
-    let (status, output) = runCommand(issue + ["--nbf", "2026-12-03T09:00:00Z", "--valid", "2d", "--sheet", "\(dir)/bob.pdf,\(dir)/bob.png"])
+    let (status, output) = runCommand(
+      issue + ["--nbf", "2026-12-03T09:00:00Z", "--valid", "2d", "--zone", "Europe/Berlin", "--sheet", "\(dir)/bob.pdf,\(dir)/bob.png"])
     #expect(status == 0, "\(output)")
     let text = try #require(output.split(separator: "\n").first { $0.hasPrefix("SG1:") }.map(String.init))
     #expect(try Self.zbar(dir + "/bob.png") == text + "\n")
     let (_, words) = try Self.tool("pdftotext '\(dir)/bob.pdf' -")
-    #expect(words.contains("Bob Example") && words.contains("Valid from 2026-12-03T09:00:00Z to 2026-12-05T09:00:00Z (UTC)"), "\(words)")
+    // The times a visitor reads at the door: the site's zone (09:00 UTC is 10:00 in Berlin in December).
+    #expect(words.contains("Bob Example") && words.contains("Valid from 2026-12-03 10:00 CET to 2026-12-05 10:00 CET"), "\(words)")
+    let (_, summer) = runCommand(issue + ["--nbf", "2026-07-03T09:00:00Z", "--valid", "1d", "--zone", "America/New_York", "--sheet", "\(dir)/s.pdf"])
+    let (_, summerWords) = try Self.tool("pdftotext '\(dir)/s.pdf' -")
+    #expect(summerWords.contains("Valid from 2026-07-03 05:00 EDT to 2026-07-04 05:00 EDT"), "\(summer) \(summerWords)")
+    unlink(dir + "/s.pdf")
+    let (badZone, badOutput) = runCommand(issue + ["--zone", "Mars/Olympus", "--sheet", "\(dir)/z.pdf"])
+    #expect(badZone == 2 && badOutput.contains("--zone Mars/Olympus: not a time zone"), "\(badOutput)")
     #expect(words.contains(Self.instructions[1]), "\(words)")
 
     let site = CredentialIssuer.sitePublicKey(CredentialIssuer.randomBytes(32))!

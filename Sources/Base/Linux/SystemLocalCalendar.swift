@@ -26,4 +26,15 @@ public struct SystemLocalCalendar: LocalCalendar {
       year: Int(out.tm_year) + 1900, month: Int(out.tm_mon) + 1, day: Int(out.tm_mday), weekday: Int(out.tm_wday),
       minuteOfDay: Int(out.tm_hour) * 60 + Int(out.tm_min))
   }
+
+  /// `2026-12-05 10:00 CET` in the process's zone (what a person at the door reads), from
+  /// tzdata's rules for that instant (DST included).
+  public static func text(unixSeconds: Int64) -> String {
+    var t = time_t(unixSeconds)
+    var out = tm()
+    _ = localtime_r(&t, &out)
+    var buffer = [CChar](repeating: 0, count: 64)
+    let n = strftime(&buffer, buffer.count, "%Y-%m-%d %H:%M %Z", &out)
+    return String(decoding: buffer[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+  }
 }
