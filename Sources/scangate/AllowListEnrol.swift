@@ -19,6 +19,14 @@ extension AllowListCommand {
       throw ParseError(message: "--label: 1 to 48 bytes as shown (anything but letters, digits, '.', '_', '-', '@', '+' counts as %XX)")
     }
     guard let config = loadConfig(options) else { return 1 }
+    let schedule = options.value("schedule").map { " schedule=" + $0 } ?? ""
+    let command = "ENROL \(tag) label=\(label)\(schedule)"
+    if options.value("tcp") == nil && !config.consoleUnixPath.isEmpty {
+      // The reader's Unix socket: root (and console.unix_operators) are operators there, no secret.
+      let fd = try ConsoleCommand.open(try Options(["--unix", config.consoleUnixPath], valued: ["unix"], known: []))
+      defer { closeDescriptor(fd) }
+      return ConsoleCommand.oneShot(fd, command, timeoutSeconds: 10)
+    }
     // The reader's own console: a plain loopback listener from its configuration, or --tcp.
     let listener = config.consoleListen.first { $0.hasPrefix("127.0.0.1:") || $0.hasPrefix("[::1]:") || $0.hasPrefix("localhost:") }
     guard let address = options.value("tcp") ?? listener else {
@@ -28,7 +36,6 @@ extension AllowListCommand {
     guard !secret.isEmpty else { throw ParseError(message: "no console.secret_file: give --secret-file FILE") }
     let fd = try ConsoleCommand.open(try Options(["--tcp", address, "--secret-file", secret], valued: ["tcp", "secret-file"], known: []))
     defer { closeDescriptor(fd) }
-    let schedule = options.value("schedule").map { " schedule=" + $0 } ?? ""
-    return ConsoleCommand.oneShot(fd, "ENROL \(tag) label=\(label)\(schedule)", timeoutSeconds: 10)
+    return ConsoleCommand.oneShot(fd, command, timeoutSeconds: 10)
   }
 }

@@ -1,3 +1,4 @@
+import CLinux
 import Glibc
 import ScanCore
 import ScanLinux
@@ -10,7 +11,7 @@ import ScanTools
 enum ConsoleCommand {
   static func run(_ arguments: [String]) -> Int32 {
     do {
-      let options = try Options(arguments, valued: ["tcp", "serial", "baud", "command", "timeout", "secret-file"], known: [])
+      let options = try Options(arguments, valued: ["tcp", "unix", "serial", "baud", "command", "timeout", "secret-file"], known: [])
       let fd = try open(options)
       defer { closeDescriptor(fd) }
       if let command = options.value("command") {
@@ -72,7 +73,7 @@ enum ConsoleCommand {
     return reply.status.hasPrefix("OK") ? 0 : 1
   }
 
-  /// Opens the console named by `--tcp` or `--serial` (default TCP 127.0.0.1:4570) and, with
+  /// Opens the console named by `--tcp`, `--unix` or `--serial` (default TCP 127.0.0.1:4570) and, with
   /// `--secret-file`, becomes operator first (the secret is read from the file, never from the
   /// command line, where `ps` would show it).
   static func open(_ options: Options) throws(ParseError) -> Int32 {
@@ -94,6 +95,10 @@ enum ConsoleCommand {
   }
 
   static func openTransport(_ options: Options) throws(ParseError) -> Int32 {
+    if let path = options.value("unix") {
+      // The reader's Unix socket (console.unix_path): who connects is the role (root: operator).
+      do { return try syscall("connect to \(path)", { sg_connect_unix(path) }) } catch { throw ParseError(message: "\(error)") }
+    }
     if let path = options.value("serial") {
       let baud = try options.integer("baud", default: 115_200, range: 300...4_000_000)
       do { return try SerialPort.open(path: path, baud: baud) } catch { throw ParseError(message: "\(error)") }

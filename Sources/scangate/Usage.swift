@@ -46,7 +46,7 @@ enum Usage {
       name: "keypad", lines: ["keypad listen --device PATH [--seconds N]"],
       summary: "a PIN keypad: open and grab it as the reader would, print its name and each key (until N seconds, SIGINT or unplugged)"),
     CommandUsage(
-      name: "console", lines: ["console [--tcp HOST:PORT | --serial PATH [--baud N]] [--secret-file FILE] [--command LINE [--timeout SECONDS]]"],
+      name: "console", lines: ["console [--tcp HOST:PORT | --unix PATH | --serial PATH [--baud N]] [--secret-file FILE] [--command LINE [--timeout SECONDS]]"],
       summary: "talk to a running reader's console (docs/console.md)"),
     CommandUsage(
       name: "credential",

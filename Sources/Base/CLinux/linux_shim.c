@@ -8,6 +8,10 @@
 #include <linux/falloc.h>
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <errno.h>
 #include <time.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -121,6 +125,67 @@ int sg_tty_configure_raw(int fd, unsigned baud) {
   t.c_cc[VTIME] = 0;
   if (cfsetispeed(&t, speed) != 0 || cfsetospeed(&t, speed) != 0) return -1;
   return tcsetattr(fd, TCSANOW, &t);
+}
+
+int sg_peer_uid(int fd, uint32_t *uid) {
+  struct ucred cred;
+  socklen_t length = sizeof cred;
+  if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &length) != 0) return -1;
+  *uid = (uint32_t)cred.uid;
+  return 0;
+}
+
+int sg_listen_unix(const char *path, unsigned mode) {
+  struct sockaddr_un address;
+  memset(&address, 0, sizeof address);
+  address.sun_family = AF_UNIX;
+  if (strlen(path) >= sizeof address.sun_path) {
+    errno = ENAMETOOLONG;
+    return -1;
+  }
+  strcpy(address.sun_path, path);
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  if (bind(fd, (struct sockaddr *)&address, sizeof address) != 0 || chmod(path, (mode_t)mode) != 0 || listen(fd, 16) != 0) {
+    int saved = errno;
+    close(fd);
+    errno = saved;
+    return -1;
+  }
+  return fd;
+}
+
+int sg_connect_unix(const char *path) {
+  struct sockaddr_un address;
+  memset(&address, 0, sizeof address);
+  address.sun_family = AF_UNIX;
+  if (strlen(path) >= sizeof address.sun_path) {
+    errno = ENAMETOOLONG;
+    return -1;
+  }
+  strcpy(address.sun_path, path);
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  if (connect(fd, (struct sockaddr *)&address, sizeof address) != 0) {
+    int saved = errno;
+    close(fd);
+    errno = saved;
+    return -1;
+  }
+  return fd;
+}
+
+int sg_unix_answers(const char *path) {
+  struct sockaddr_un address;
+  memset(&address, 0, sizeof address);
+  address.sun_family = AF_UNIX;
+  if (strlen(path) >= sizeof address.sun_path) return 0;
+  strcpy(address.sun_path, path);
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return 0;
+  int answered = connect(fd, (struct sockaddr *)&address, sizeof address) == 0;
+  close(fd);
+  return answered;
 }
 
 int sg_tty_output_crlf(int fd) {

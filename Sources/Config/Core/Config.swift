@@ -131,6 +131,10 @@ public struct ScanConfig: Equatable, Sendable {
   public var consoleSerialPath = ""
   public var consoleSerialBaud = 115_200
   public var consoleSecretFile = ""
+  /// A Unix socket for consoles on this host ("": none); the peer's user gives the role.
+  public var consoleUnixPath = ""
+  /// Users who are operators on the Unix socket without AUTH (root always is).
+  public var consoleUnixOperators: [String] = []
   public var consoleAuth = AuthSettings()
   public var consoleLimits = ConsoleLimits()
   public var consoleTLSCertFile = ""

@@ -111,6 +111,8 @@ public enum ConfigSchema {
       $0.consoleSerialBaud = Int($1.asString)!
     },
     Key(name: "console.secret_file", kind: .string) { $0.consoleSecretFile = $1.asString },
+    Key(name: "console.unix_path", kind: .string) { $0.consoleUnixPath = $1.asString },
+    Key(name: "console.unix_operators", kind: .strings(count: 0...16)) { $0.consoleUnixOperators = $1.asStrings },
     Key(name: "console.tls_cert_file", kind: .string) { $0.consoleTLSCertFile = $1.asString },
     Key(name: "console.tls_key_file", kind: .string) { $0.consoleTLSKeyFile = $1.asString },
     Key(name: "console.tls_client_ca_file", kind: .string) { $0.consoleTLSClientCAFile = $1.asString },

@@ -61,6 +61,14 @@ public final class ConsoleCommands<Clock: MonotonicClock> {
     sessions[slot] = .opened(peer: peer, transport: transport, generation: generations, at: clock.now(), limits: limits)
   }
 
+  /// The session in `slot` is an operator without AUTH: its transport vouched for who it is (a
+  /// Unix socket peer the configuration names). Recorded like an AUTH, with who, before its
+  /// first command.
+  public func grantOperator(_ slot: Int) {
+    sessions[slot].isOperator = true
+    sessions[slot].grantToRecord = true
+  }
+
   /// The client in `slot` left (or was dropped, or the serial line hung up): its role ends.
   public func closed(_ slot: Int) { sessions[slot] = ConsoleSession() }
 
@@ -100,6 +108,15 @@ public final class ConsoleCommands<Clock: MonotonicClock> {
     let now = clock.now()
     sessions[slot].lastActivity = now
     guard admitLine(slot, at: now, output: output) else { return }
+    if sessions[slot].grantToRecord {
+      sessions[slot].grantToRecord = false
+      withUnsafeTemporaryAllocation(byteCount: 96, alignment: 1) { buffer in
+        var w = ByteWriter(buffer)
+        w.write("AUTH by the Unix socket's peer, ")
+        Self.writePeer(sessions[slot].peer, into: &w)
+        _ = host.record(.command, code: UInt16(ConsoleVerb.auth.rawValue), text: w.written)
+      }
+    }
     guard let line else {
       counters.badLines &+= 1
       reply(output, slot, error: .lineTooLong)

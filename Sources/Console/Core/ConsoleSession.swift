@@ -13,6 +13,8 @@ public struct ConsoleSession: Sendable {
   public var transport = ConsoleTransport.tcp
   public var peer = PeerKey(high: 0, low: 0)
   public var isOperator = false
+  /// An operator by its transport (`ConsoleCommands.grantOperator`), not yet recorded.
+  var grantToRecord = false
   public var watching = false
   public var lastActivity = Instant(nanoseconds: 0)
   /// Line budget (token bucket, whole lines × 1000).

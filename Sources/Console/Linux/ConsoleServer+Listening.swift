@@ -60,6 +60,42 @@ extension ConsoleServer {
     return (fd, isV6 ? "[\(host)]:\(boundPort)" : "\(host):\(boundPort)")
   }
 
+  /// The Unix socket (`console.unix_path`), mode 0660 (the service's group may connect): a
+  /// socket left by a reader that died is replaced; one another process answers on, or anything
+  /// that is not a socket, is refused. The operators' names are looked up now, once.
+  func listenOnUnixSocket() throws(SystemError) {
+    let path = settings.unixPath
+    unixOperatorUIDs = [0]
+    for name in settings.unixOperators {
+      guard let pw = getpwnam(name) else { throw SystemError(errno: EINVAL, operation: "console.unix_operators: no user '\(name)'") }
+      unixOperatorUIDs.append(pw.pointee.pw_uid)
+    }
+    var st = stat()
+    if lstat(path, &st) == 0 {
+      guard st.st_mode & S_IFMT == S_IFSOCK else {
+        throw SystemError(errno: EEXIST, operation: "console.unix_path \(path): not a socket (refused, never replaced)")
+      }
+      guard sg_unix_answers(path) == 0 else {
+        throw SystemError(errno: EADDRINUSE, operation: "console.unix_path \(path): another process answers on it")
+      }
+      _ = try syscall("remove the stale socket \(path)", { unlink(path) })
+    }
+    let fd = try syscall("listen on \(path)", { sg_listen_unix(path, 0o660) })
+    unixSocketPath = path
+    listenerDescriptors.append(fd)
+    boundAddresses.append("unix:" + path)
+    listenerTLS.append(false)
+    listenerUnix.append(true)
+  }
+
+  /// The user at the other end of a Unix socket connection (`PeerKey.localUser`), or the
+  /// unknown-owner key.
+  static func unixPeer(_ fd: Int32) -> PeerKey {
+    var uid: UInt32 = 0
+    guard (try? syscall("SO_PEERCRED", { sg_peer_uid(fd, &uid) })) != nil else { return .loopback }
+    return .localUser(uid)
+  }
+
   /// bind(2) of `fd` to the socket address in `address` (a sockaddr_in or sockaddr_in6).
   private static func bindAddress<Address>(_ fd: Int32, _ address: inout Address, _ operation: String) throws(SystemError) {
     let size = socklen_t(MemoryLayout<Address>.size)

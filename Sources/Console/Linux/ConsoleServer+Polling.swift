@@ -57,7 +57,7 @@ extension ConsoleServer {
   public func service(_ poll: PollSet) {
     let now = clock.now()
     for k in 0..<listenerDescriptors.count where poll.revents(listenerTokens[k]) & Int16(POLLIN) != 0 {
-      acceptAll(listenerDescriptors[k], tls: listenerTLS[k])
+      acceptAll(listenerDescriptors[k], tls: listenerTLS[k], unix: listenerUnix[k])
     }
     for i in 0..<slotCount where clients[i].fd >= 0 {
       let revents = poll.revents(clientTokens[i])
@@ -93,7 +93,7 @@ extension ConsoleServer {
     if !settings.serialPath.isEmpty && !serialOpen && now >= serialRetryAt { openSerial() }
   }
 
-  func acceptAll(_ listener: Int32, tls: Bool) {
+  func acceptAll(_ listener: Int32, tls: Bool, unix: Bool = false) {
     for _ in 0..<16 {
       var address = sockaddr_storage()
       var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
@@ -101,7 +101,7 @@ extension ConsoleServer {
         try? syscallRetrying("accept on \(listener)", { a.withMemoryRebound(to: sockaddr.self, capacity: 1) { sg_accept_nonblocking(listener, $0, &length) } })
       }
       guard case .done(let fd)? = accepted else { return }  // EAGAIN: none left; other errors: try again next time
-      let peer = peerKey(fd, address)
+      let peer = unix ? Self.unixPeer(fd) : peerKey(fd, address)
       let slot: Int
       switch admission(for: peer) {
       case .free(let free): slot = free
@@ -119,6 +119,14 @@ extension ConsoleServer {
       }
       guard tls else {
         attach(fd: fd, peer: peer, slot: slot, serial: false)
+        if unix, let uid = peer.localUID, unixOperatorUIDs.contains(uid) {
+          commands.grantOperator(slot)
+          write(slot) { w in
+            w.write("! operator: uid ")
+            w.write(uid)
+            w.write(" on the Unix socket (console.unix_operators)\n")
+          }
+        }
         continue
       }
       // One OpenSSL session per accepted connection: allocated here, freed on disconnect.

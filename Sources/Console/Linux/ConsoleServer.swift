@@ -52,6 +52,12 @@ public final class ConsoleServer<Clock: MonotonicClock>: ConsoleOutput {
   public internal(set) var boundAddresses: [String] = []
   /// Whether each listener speaks TLS.
   public internal(set) var listenerTLS: [Bool] = []
+  /// Whether each listener is the Unix socket (`console.unix_path`).
+  public internal(set) var listenerUnix: [Bool] = []
+  /// Who is an operator on the Unix socket without AUTH: root and `console.unix_operators`.
+  var unixOperatorUIDs: [UInt32] = []
+  /// The socket file this server made (removed when it goes).
+  var unixSocketPath = ""
   /// The TLS context (nil when no TLS is configured).
   public let tls: ConsoleTLS?
   public internal(set) var tlsHandshakes: UInt64 = 0
@@ -111,7 +117,7 @@ public final class ConsoleServer<Clock: MonotonicClock>: ConsoleOutput {
     queue.initializeMemory(as: UInt8.self, repeating: 0)
     readBuffer = .allocate(byteCount: 4_096, alignment: 64)
     guard settings.listen.count <= 8 else { throw SystemError(errno: EINVAL, operation: "console.listen: at most 8 addresses") }
-    listenerTokens = .allocate(capacity: 8)
+    listenerTokens = .allocate(capacity: 9)  // 8 addresses and the Unix socket
     listenerTokens.initialize(repeating: .none)
     clientTokens = .allocate(capacity: slotCount)
     clientTokens.initialize(repeating: .none)
@@ -125,6 +131,7 @@ public final class ConsoleServer<Clock: MonotonicClock>: ConsoleOutput {
       listenerDescriptors.append(fd)
       boundAddresses.append(listener.tls ? ConsoleListener.tlsPrefix + bound : bound)
       listenerTLS.append(listener.tls)
+      listenerUnix.append(false)
     }
     if listenerDescriptors.isEmpty {
       peerOwners = -1
@@ -138,11 +145,13 @@ public final class ConsoleServer<Clock: MonotonicClock>: ConsoleOutput {
         peerOwnerLookup = "unknown (\(error.code)): all local clients are one peer"
       }
     }
+    if !settings.unixPath.isEmpty { try listenOnUnixSocket() }
     if !settings.serialPath.isEmpty { openSerial() }
   }
 
   deinit {
     for fd in listenerDescriptors { closeDescriptor(fd) }
+    if !unixSocketPath.isEmpty { unlink(unixSocketPath) }
     if peerOwners >= 0 { closeDescriptor(peerOwners) }
     for i in 0..<slotCount where clients[i].fd >= 0 { disconnect(i) }
     for i in 0..<slotCount { (framers + i).deinitialize(count: 1) }

@@ -13,6 +13,11 @@ public struct ConsoleSettings: Sendable {
   public var serialPath: String
   public var serialBaud: Int
   public var secretFile: String
+  /// A Unix socket for consoles on this host ("": none): the peer's credentials (SO_PEERCRED)
+  /// say who connects; root and `unixOperators` are operators without AUTH, anyone else who may
+  /// open the socket (its mode 0660: the service's group) starts as a viewer.
+  public var unixPath: String
+  public var unixOperators: [String]
   /// TLS for listeners that are not loopback, or that say "tls:" (see `ConsoleListener`).
   public var tlsCertFile: String
   public var tlsKeyFile: String
@@ -33,6 +38,8 @@ public struct ConsoleSettings: Sendable {
     serialPath = c.consoleSerialPath
     serialBaud = c.consoleSerialBaud
     secretFile = c.consoleSecretFile
+    unixPath = c.consoleUnixPath
+    unixOperators = c.consoleUnixOperators
     tlsCertFile = c.consoleTLSCertFile
     tlsKeyFile = c.consoleTLSKeyFile
     tlsClientCAFile = c.consoleTLSClientCAFile

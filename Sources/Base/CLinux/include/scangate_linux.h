@@ -69,6 +69,14 @@ int sg_tty_configure_raw(int fd, unsigned baud);
 /* Output post-processing on a raw port: each LF goes out as CR LF (a serial terminal's line
    ending; the console's port only, never a binary protocol's). */
 int sg_tty_output_crlf(int fd);
+/* The user owning the other end of a connected Unix socket (SO_PEERCRED). */
+int sg_peer_uid(int fd, uint32_t *uid);
+/* A non-blocking Unix stream socket listening at path (which must not exist), mode set on it. */
+int sg_listen_unix(const char *path, unsigned mode);
+/* A blocking connection to the Unix stream socket at path. */
+int sg_connect_unix(const char *path);
+/* 1 when a process accepts connections on the Unix socket at path, else 0. */
+int sg_unix_answers(const char *path);
 
 
 
