@@ -40,6 +40,15 @@ int sg_kdf_derive(uint8_t *out, size_t out_size, uint64_t subkey_id, const char 
 
 void sg_random_bytes(uint8_t *out, size_t size) { randombytes_buf(out, size); }
 
+int sg_pwhash_str(char out[128], const char *password, size_t size) {
+  return crypto_pwhash_str(out, password, (unsigned long long)size, crypto_pwhash_OPSLIMIT_INTERACTIVE,
+                           crypto_pwhash_MEMLIMIT_INTERACTIVE);
+}
+
+int sg_pwhash_verify(const char *hash, const char *password, size_t size) {
+  return crypto_pwhash_str_verify(hash, password, (unsigned long long)size);
+}
+
 void sg_memzero(void *pointer, size_t size) { sodium_memzero(pointer, size); }
 
 int sg_errno(void) { return errno; }

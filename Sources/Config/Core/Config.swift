@@ -131,6 +131,8 @@ public struct ScanConfig: Equatable, Sendable {
   public var consoleSerialPath = ""
   public var consoleSerialBaud = 115_200
   public var consoleSecretFile = ""
+  /// The web admin page's accounts (`scangate admin user ...`): name, role, Argon2id hash.
+  public var adminUsersFile = "/etc/scangate/admin-users"
   /// A Unix socket for consoles on this host ("": none); the peer's user gives the role.
   public var consoleUnixPath = ""
   /// Users who are operators on the Unix socket without AUTH (root always is).

@@ -112,6 +112,7 @@ public enum ConfigSchema {
     },
     Key(name: "console.secret_file", kind: .string) { $0.consoleSecretFile = $1.asString },
     Key(name: "console.unix_path", kind: .string) { $0.consoleUnixPath = $1.asString },
+    Key(name: "admin.users_file", kind: .string) { $0.adminUsersFile = $1.asString },
     Key(name: "console.unix_operators", kind: .strings(count: 0...16)) { $0.consoleUnixOperators = $1.asStrings },
     Key(name: "console.tls_cert_file", kind: .string) { $0.consoleTLSCertFile = $1.asString },
     Key(name: "console.tls_key_file", kind: .string) { $0.consoleTLSKeyFile = $1.asString },

@@ -27,6 +27,11 @@ void sg_hmac_sha256(const uint8_t *key, size_t key_size, const uint8_t *data, si
 /// libsodium's crypto_kdf_derive_from_key (BLAKE2b): subkey `subkey_id` of `out_size` (16-64) bytes
 /// from the 32-byte `key` under an 8-byte `context`; 0 on success.
 int sg_kdf_derive(uint8_t *out, size_t out_size, uint64_t subkey_id, const char context[8], const uint8_t key[32]);
+/// libsodium's crypto_pwhash_str: an Argon2id hash string ("$argon2id$v=19$m=65536,t=2,p=1$...",
+/// NUL-terminated, at most 128 bytes) of the password, at the interactive limits (64 MiB, 2 passes).
+int sg_pwhash_str(char out[128], const char *password, size_t size);
+/// 0 when `password` matches the hash string `hash`.
+int sg_pwhash_verify(const char *hash, const char *password, size_t size);
 /// Fills `out` with `size` bytes from the kernel's CSPRNG (libsodium's randombytes_buf).
 void sg_random_bytes(uint8_t *out, size_t size);
 /// Zeroes `size` bytes so the compiler cannot drop the write (libsodium's sodium_memzero).

@@ -1,0 +1,129 @@
+import CLinux
+import Glibc
+import ScanCore
+import ScanLinux
+import ScanService
+import ScanTools
+
+/// The accounts of the web admin page (issue 42): `scangate admin user add NAME --role ROLE`,
+/// `passwd NAME`, `remove NAME`, `list`. One file (`admin.users_file`, default
+/// /etc/scangate/admin-users), mode 0600, a line per account: `name role hash`, the hash an
+/// Argon2id string from libsodium's `crypto_pwhash_str` (64 MiB, 2 passes: a Pi 3 computes one
+/// in under a second). Passwords are read on standard input, never from the command line; the
+/// file is read whole and refused whole when any line is wrong, and written whole through the
+/// durable-write helper.
+enum AdminUsers {
+  enum Role: String, CaseIterable { case viewer, `operator`, admin }
+
+  struct Account: Equatable {
+    var name: String
+    var role: Role
+    var hash: String
+  }
+
+  static let accountsMax = 256
+  static let passwordBytes = 12...128
+
+  /// `name`: 1 to 32 of a-z, 0-9, '.', '_', '-', starting with a letter.
+  static func nameProblem(_ name: String) -> String? {
+    let bytes = Array(name.utf8)
+    guard (1...32).contains(bytes.count), let first = bytes.first, (0x61...0x7A).contains(first) else {
+      return "a name is 1 to 32 characters, starting with a-z"
+    }
+    let ok = bytes.allSatisfy { (0x61...0x7A).contains($0) || (0x30...0x39).contains($0) || $0 == 0x2E || $0 == 0x5F || $0 == 0x2D }
+    return ok ? nil : "a name holds only a-z, 0-9, '.', '_' and '-'"
+  }
+
+  /// The file's accounts; refused whole (with the line) when any line is wrong.
+  static func parse(_ text: String) throws(ParseError) -> [Account] {
+    var accounts: [Account] = []
+    for (i, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+      let line = raw.trimmingPrefix { $0 == " " }
+      if line.isEmpty || line.hasPrefix("#") { continue }
+      let fields = line.split(separator: " ")
+      guard fields.count == 3, nameProblem(String(fields[0])) == nil, let role = Role(rawValue: String(fields[1])),
+        fields[2].hasPrefix("$argon2id$"), fields[2].utf8.count < 128
+      else { throw ParseError(message: "line \(i + 1): want 'name role $argon2id$...' (the file is refused whole)") }
+      guard !accounts.contains(where: { $0.name == fields[0] }) else { throw ParseError(message: "line \(i + 1): \(fields[0]) twice") }
+      accounts.append(Account(name: String(fields[0]), role: role, hash: String(fields[2])))
+    }
+    guard accounts.count <= accountsMax else { throw ParseError(message: "more than \(accountsMax) accounts") }
+    return accounts
+  }
+
+  static func text(_ accounts: [Account]) -> String {
+    "# ScanGate web admin accounts (scangate admin user add|passwd|remove): name role Argon2id\n"
+      + accounts.map { "\($0.name) \($0.role.rawValue) \($0.hash)\n" }.joined()
+  }
+
+  /// The password on standard input (one line, 12 to 128 bytes, no control characters), hashed.
+  static func readPasswordHash() throws(ParseError) -> String {
+    var password = Array((readLine(strippingNewline: true) ?? "").utf8)
+    defer { SecretBytes.wipe(&password) }
+    guard passwordBytes.contains(password.count), password.allSatisfy({ $0 >= 0x20 && $0 != 0x7F }) else {
+      throw ParseError(message: "the password (standard input) must be \(passwordBytes.lowerBound) to \(passwordBytes.upperBound) bytes, no control characters")
+    }
+    var out = [CChar](repeating: 0, count: 128)
+    let rc = password.withUnsafeBufferPointer { p in
+      p.withMemoryRebound(to: CChar.self) { sg_pwhash_str(&out, $0.baseAddress, $0.count) }
+    }
+    guard rc == 0 else { throw ParseError(message: "the password could not be hashed (out of memory: Argon2id takes 64 MiB)") }
+    return String(decoding: out.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+  }
+
+  /// `scangate admin user add|passwd|remove|list NAME [--role ROLE] [--users FILE | --config FILE]`.
+  static func run(_ arguments: [String]) -> Int32 {
+    do throws(ParseError) {
+      guard arguments.first == "user", arguments.count >= 2 else {
+        throw ParseError(message: "usage: admin user add|passwd|remove|list [NAME] [--role viewer|operator|admin] [--users FILE | --config FILE]")
+      }
+      let verb = arguments[1]
+      let options = try Options(Array(arguments.dropFirst(2)), valued: ["role", "users", "config"], known: [])
+      let path: String
+      if let users = options.value("users") {
+        path = users
+      } else {
+        guard let config = loadConfig(options) else { return 1 }
+        path = config.adminUsersFile
+      }
+      var accounts: [Account] = []
+      if fileExists(path) {
+        let bytes: [UInt8]
+        do { bytes = try SecretFile.read(path, maxBytes: 64 * 1024) } catch { throw ParseError(message: "\(error)") }
+        accounts = try parse(String(decoding: bytes, as: UTF8.self))
+      }
+      if verb == "list" {
+        for a in accounts { print("\(a.name) \(a.role.rawValue)") }
+        return 0
+      }
+      guard let name = options.positionals.first, options.positionals.count == 1 else { throw ParseError(message: "\(verb): one NAME") }
+      if let problem = nameProblem(name) { throw ParseError(message: "\(name): \(problem)") }
+      let index = accounts.firstIndex { $0.name == name }
+      switch verb {
+      case "add":
+        guard index == nil else { throw ParseError(message: "\(name) exists: admin user passwd \(name) changes the password") }
+        guard let role = options.value("role").flatMap(Role.init(rawValue:)) else { throw ParseError(message: "add wants --role viewer|operator|admin") }
+        accounts.append(Account(name: name, role: role, hash: try readPasswordHash()))
+      case "passwd":
+        guard let index else { throw ParseError(message: "no account \(name)") }
+        accounts[index].hash = try readPasswordHash()
+        if let role = options.value("role") {
+          guard let r = Role(rawValue: role) else { throw ParseError(message: "--role viewer|operator|admin") }
+          accounts[index].role = r
+        }
+      case "remove":
+        guard let index else { throw ParseError(message: "no account \(name)") }
+        accounts.remove(at: index)
+      default:
+        throw ParseError(message: "admin user \(verb): add, passwd, remove or list")
+      }
+      guard accounts.count <= accountsMax else { throw ParseError(message: "more than \(accountsMax) accounts") }
+      do { try SecretFile.replace(path, Array(text(accounts).utf8)) } catch { throw ParseError(message: "\(error)") }
+      writeStandardError("scangate admin: \(path): \(name) \(verb == "remove" ? "removed" : verb == "add" ? "added" : "changed")\n")
+      return 0
+    } catch {
+      writeStandardError("scangate admin: \(error)\n")
+      return 2
+    }
+  }
+}
