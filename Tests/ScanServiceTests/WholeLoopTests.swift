@@ -175,6 +175,27 @@ import Testing
     #expect(w.pulses().count == 1)
   }
 
+  @Test("a signed fleet OPEN and Home Assistant's, asked in the same cycle, are each carried out in its own name")
+  func fleetAndHomeAssistantKeepTheirNames() {
+    let w = World(script: Self.gap + Self.gap + Self.gap)
+    w.run(50)
+    let asked = w.clock.now()
+    w.fleet.accept(
+      FleetCommand(reader: "door-1", action: .open, nonce: "n1", expiresUnixSeconds: w.clock.unixSeconds() + 60, pulseMilliseconds: 300),
+      by: "fleet key ops")
+    w.fleet.accept(HomeAssistantRequest.open)
+    w.run(150)
+    let opens = w.ring.lines { e in e.kind == .manualOpen ? EventText.line(e, since: asked, payloads: .hidden) : nil }
+    // One pulse (one open a cycle), in the signed command's name: never the fleet's pulse recorded
+    // as Home Assistant's.
+    #expect(opens.count == 1 && opens[0].hasSuffix("manual-open relay 300ms by fleet"), "\(opens)")
+    w.run(300)  // past the relay's rest
+    w.fleet.accept(HomeAssistantRequest.open)
+    w.run(150)
+    let after = w.ring.lines { e in e.kind == .manualOpen ? EventText.line(e, since: asked, payloads: .hidden) : nil }
+    #expect(after.last?.hasSuffix("by home-assistant") == true && after.filter { $0.hasSuffix("by fleet") }.count == 1, "\(after)")
+  }
+
   @Test("the loop publishes the frame rate it measures to its gauge, which the fleet's state topic reads")
   func frameRateGauge() {
     let w = World(script: Array(repeating: 0, count: 400))

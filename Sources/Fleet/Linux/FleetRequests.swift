@@ -28,12 +28,13 @@ public final class FleetRequests: PollParticipant, @unchecked Sendable {
     public var forgive: UInt64? = nil
     public var forgiveLast = false
     public var by = ""
-    /// Who asks: a signed fleet command, or Home Assistant (its own authority: a lockdown it
-    /// latched is lifted by it alone).
-    public var fromHomeAssistant = false
     var any: Bool { reload || open || snapshot || lockdown != nil || occupancyReset || forgive != nil || forgiveLast }
   }
   private let pending = Mutex<Pending>(Pending())
+  /// Home Assistant's requests, kept apart from the signed commands' so that neither is ever
+  /// carried out in the other's name (Home Assistant is an authority of its own: a lockdown it
+  /// latched is lifted by it alone).
+  private let pendingHomeAssistant = Mutex<Pending>(Pending())
   /// The link: its state for STATUS, and its offline flag when `followsOffline` (the
   /// deny-all-but-static policy); nil: no link.
   private let link: (any FleetLinkView)?
@@ -77,7 +78,7 @@ public final class FleetRequests: PollParticipant, @unchecked Sendable {
 
   /// What Home Assistant asks, once `HomeAssistantControl` has checked it (listed, rate, code).
   public func accept(_ request: HomeAssistantRequest) {
-    ask {
+    pendingHomeAssistant.withLock {
       switch request {
       case .open: $0.open = true
       case .lockdown(let on): $0.lockdown = on
@@ -86,14 +87,13 @@ public final class FleetRequests: PollParticipant, @unchecked Sendable {
       case .lock: return
       }
       $0.by = "home-assistant"
-      $0.fromHomeAssistant = true
     }
   }
 
   public var pollCapacity: Int { 0 }
 
   public func prepare(_ poll: PollSet, now: Instant) -> Instant? {
-    if pending.withLock({ $0.any }) { return now }
+    if pending.withLock({ $0.any }) || pendingHomeAssistant.withLock({ $0.any }) { return now }
     return followsOffline ? now.adding(milliseconds: 1_000) : nil  // the offline flag, once a second
   }
 
@@ -108,18 +108,28 @@ public final class FleetRequests: PollParticipant, @unchecked Sendable {
   }
 
   public func service(_ poll: PollSet, now: Instant, requests: LoopRequests) {
-    let p = pending.withLock { p in
-      defer { p = Pending() }
-      return p
-    }
     if followsOffline, let link, link.isOffline != staticOnly {
       staticOnly = link.isOffline
       requests.post(.accessStaticOnly(staticOnly))
     }
+    // Home Assistant's first: two opens in one cycle are one pulse (the loop's requests keep one
+    // of a kind, the last), and then it is the signed command's.
+    apply(pendingHomeAssistant.withLock { p in
+      defer { p = Pending() }
+      return p
+    }, authority: .homeAssistant, requests: requests)
+    apply(pending.withLock { p in
+      defer { p = Pending() }
+      return p
+    }, authority: .fleet, requests: requests)
+  }
+
+  /// Carries out what one source asked, in its own name.
+  private func apply(_ p: Pending, authority: EmergencyAuthority, requests: LoopRequests) {
+    guard p.any else { return }
     if p.reload { requests.post(.reloadAllowList) }
-    if p.open { requests.post(.open(milliseconds: p.openMilliseconds, by: p.fromHomeAssistant ? .homeAssistant : .fleet)) }
+    if p.open { requests.post(.open(milliseconds: p.openMilliseconds, by: authority == .homeAssistant ? .homeAssistant : .fleet)) }
     if p.snapshot, let snapshot { requests.post(.snapshot(snapshot)) }
-    let authority: EmergencyAuthority = p.fromHomeAssistant ? .homeAssistant : .fleet
     if let on = p.lockdown { act(on ? .lockdownOn : .lockdownOff, authority: authority, by: p.by) }
     if p.occupancyReset { act(.resetOccupancy, authority: authority, by: p.by) }
     if let tag = p.forgive { act(.forgiveTag(tag), authority: authority, by: p.by) }
