@@ -46,7 +46,8 @@ enum Usage {
       name: "keypad", lines: ["keypad listen --device PATH [--seconds N]"],
       summary: "a PIN keypad: open and grab it as the reader would, print its name and each key (until N seconds, SIGINT or unplugged)"),
     CommandUsage(
-      name: "admin", lines: ["admin user add NAME --role viewer|operator|admin [--users FILE | --config FILE]", "admin user passwd|remove NAME", "admin user list"],
+      name: "admin",
+      lines: ["admin user add NAME --role viewer|operator|admin [--users FILE | --config FILE]", "admin user passwd|remove NAME", "admin user list"],
       summary: "the web admin page's accounts (password on standard input; Argon2id hashes in admin.users_file)"),
     CommandUsage(
       name: "console", lines: ["console [--tcp HOST:PORT | --unix PATH | --serial PATH [--baud N]] [--secret-file FILE] [--command LINE [--timeout SECONDS]]"],

@@ -203,7 +203,10 @@ extension ConfigSchemaTests {
     ]
     #expect(errors(["mqtts://b:8883"], ["lockdown"], tls + password).isEmpty)
     // Each command needs its owner here.
-    #expect(errors(["mqtt://127.0.0.1"], ["open"]) == [#"fleet.home_assistant_commands: "open" needs the reader's own door ([door] enabled = true): Home Assistant's lock shows its strike"#])
+    #expect(
+      errors(["mqtt://127.0.0.1"], ["open"]) == [
+        #"fleet.home_assistant_commands: "open" needs the reader's own door ([door] enabled = true): Home Assistant's lock shows its strike"#
+      ])
     #expect(errors(["mqtt://127.0.0.1"], ["occupancy-reset"]).first?.contains("needs a turnstile") == true)
     #expect(errors(["mqtt://127.0.0.1"], ["passback-forgive"]).first?.contains("needs a turnstile with anti-passback") == true)
     #expect(errors(["mqtt://127.0.0.1"], ["unlock-all"]).first?.hasPrefix("fleet.home_assistant_commands:") == true)

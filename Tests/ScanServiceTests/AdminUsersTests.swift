@@ -66,7 +66,8 @@ import Testing
     defer { removeTree(dir) }
     #expect(admin(dir, "add dana --role admin", password: "dana long password").0 == 0)
     let h = try #require(hash(dir, "dana"))
-    let script = "import sys, nacl.pwhash.argon2id as a\ntry:\n  a.verify(sys.argv[1].encode(), sys.argv[2].encode()); print('ok')\nexcept Exception as e:\n  print('refused', type(e).__name__)\n"
+    let script =
+      "import sys, nacl.pwhash.argon2id as a\ntry:\n  a.verify(sys.argv[1].encode(), sys.argv[2].encode()); print('ok')\nexcept Exception as e:\n  print('refused', type(e).__name__)\n"
     writeFile(dir + "/v.py", script)
     #expect(runCommand([Self.peerPython, dir + "/v.py", h, "dana long password"]).1.contains("ok"))
     #expect(runCommand([Self.peerPython, dir + "/v.py", h, "dana long passwore"]).1.contains("refused"))

@@ -217,7 +217,9 @@ extension FleetSettings {
     var errors: [ConfigError] = []
     let key = "fleet.home_assistant_commands"
     if homeAssistantCommands.isEmpty {
-      errors.append(ConfigError(key: "fleet.home_assistant_code_file", line: line("fleet.home_assistant_code_file"), reason: "a code for no command: set home_assistant_commands"))
+      errors.append(
+        ConfigError(
+          key: "fleet.home_assistant_code_file", line: line("fleet.home_assistant_code_file"), reason: "a code for no command: set home_assistant_commands"))
     }
     if Set(homeAssistantCommands).count != homeAssistantCommands.count {
       errors.append(ConfigError(key: key, line: line(key), reason: "a command is named twice"))
@@ -230,7 +232,9 @@ extension FleetSettings {
       errors.append(
         ConfigError(
           key: key, line: line(key),
-          reason: "'\(url)' is not an authenticated broker: commands are obeyed only over mqtts:// with tls_ca_file and a client certificate or username and password_file, or from a broker on this reader's loopback"))
+          reason:
+            "'\(url)' is not an authenticated broker: commands are obeyed only over mqtts:// with tls_ca_file and a client certificate or username and password_file, or from a broker on this reader's loopback"
+        ))
     }
     return errors
   }

@@ -114,14 +114,16 @@ public final class FleetRequests: PollParticipant, @unchecked Sendable {
     }
     // Home Assistant's first: two opens in one cycle are one pulse (the loop's requests keep one
     // of a kind, the last), and then it is the signed command's.
-    apply(pendingHomeAssistant.withLock { p in
-      defer { p = Pending() }
-      return p
-    }, authority: .homeAssistant, requests: requests)
-    apply(pending.withLock { p in
-      defer { p = Pending() }
-      return p
-    }, authority: .fleet, requests: requests)
+    apply(
+      pendingHomeAssistant.withLock { p in
+        defer { p = Pending() }
+        return p
+      }, authority: .homeAssistant, requests: requests)
+    apply(
+      pending.withLock { p in
+        defer { p = Pending() }
+        return p
+      }, authority: .fleet, requests: requests)
   }
 
   /// Carries out what one source asked, in its own name.

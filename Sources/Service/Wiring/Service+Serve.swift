@@ -219,8 +219,12 @@ extension Service {
     turnstile.frameOrigin = options.cameraOrigin  // direction = "camera": the camera that saw the code
     loop.engine.gate = turnstile
     loop.register(turnstile)
-    if config.gpioBackend == .sim, let driver = options.turnstileDriver?(
-      TurnstileSetup.DriverContext(lines: lines, ring: ring, occupancy: turnstile.occupancyGauge, notes: loop.journalNotes)) { loop.register(driver) }
+    if config.gpioBackend == .sim,
+      let driver = options.turnstileDriver?(
+        TurnstileSetup.DriverContext(lines: lines, ring: ring, occupancy: turnstile.occupancyGauge, notes: loop.journalNotes))
+    {
+      loop.register(driver)
+    }
     return turnstile
   }
 
