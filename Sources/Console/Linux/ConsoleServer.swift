@@ -151,7 +151,7 @@ public final class ConsoleServer<Clock: MonotonicClock>: ConsoleOutput {
 
   deinit {
     for fd in listenerDescriptors { closeDescriptor(fd) }
-    if !unixSocketPath.isEmpty { unlink(unixSocketPath) }
+    if !unixSocketPath.isEmpty { _ = try? syscall("remove \(unixSocketPath)", { unlink(unixSocketPath) }) }
     if peerOwners >= 0 { closeDescriptor(peerOwners) }
     for i in 0..<slotCount where clients[i].fd >= 0 { disconnect(i) }
     for i in 0..<slotCount { (framers + i).deinitialize(count: 1) }
