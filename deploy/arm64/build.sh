@@ -56,6 +56,15 @@ in_root() { # ROOT COMMAND...: a clean environment inside a root
 }
 # apt in the roots: no recommends; the mirror's unstable Release file may be past its
 # Valid-Until date (a frozen mirror), which apt would otherwise refuse.
+# Removes a half-made root, never through a mount left inside it (a host /dev bound by an
+# interrupted smoke.sh, say).
+remove_root() {
+  if awk -v d="$1/" 'index($2, d) == 1 { found = 1 } END { exit !found }' /proc/mounts; then
+    echo "arm64: something is mounted under $1; unmount it first" >&2
+    exit 1
+  fi
+  rm -rf "$1"
+}
 apt_settings() {
   printf 'APT::Install-Recommends "false";\nAcquire::Check-Valid-Until "false";\n' >"$1/etc/apt/apt.conf.d/90scangate"
 }
@@ -84,7 +93,7 @@ mkdir -p "$CACHE"
 # --- The compiler: Debian unstable's swiftlang in an amd64 root --------------------------------
 if [ ! -e "$HOSTROOT/.scangate-debootstrap" ]; then
   step "debootstrap sid amd64 (for Debian's swiftlang) from $MIRROR"
-  rm -rf "$HOSTROOT"
+  remove_root "$HOSTROOT"
   debootstrap --variant=minbase sid "$HOSTROOT" "$MIRROR" >"$CACHE/debootstrap-sid-amd64.log" 2>&1 ||
     { tail -20 "$CACHE/debootstrap-sid-amd64.log" >&2; exit 1; }
   touch "$HOSTROOT/.scangate-debootstrap"
@@ -104,7 +113,7 @@ step "compiler: $(in_root "$HOSTROOT" swift --version 2>/dev/null | head -1) (sw
 # --- The sysroot: a Debian arm64 root with ScanGate's -dev packages ----------------------------
 if [ ! -e "$ROOT/.scangate-debootstrap" ]; then
   step "debootstrap $SUITE arm64 (under qemu-user) from $MIRROR"
-  rm -rf "$ROOT"
+  remove_root "$ROOT"
   debootstrap --arch=arm64 --variant=minbase "$SUITE" "$ROOT" "$MIRROR" >"$CACHE/debootstrap-$SUITE-arm64.log" 2>&1 ||
     { tail -20 "$CACHE/debootstrap-$SUITE-arm64.log" >&2; exit 1; }
   touch "$ROOT/.scangate-debootstrap"
