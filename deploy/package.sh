@@ -3,7 +3,7 @@
 # inside deploy/trixie/run.sh): dist/scangate_<version>+<codename>_<arch>.deb. The binary is
 # built with the Swift standard library linked in statically; Depends is computed from the
 # libraries it links, with the versions this machine has.
-# Usage: deploy/package.sh [SCRATCH_PATH]
+# Usage: deploy/package.sh [SCRATCH_PATH]   (SCANGATE_PREBUILT=BINARY: package that binary instead)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v swift >/dev/null 2>&1 || export PATH=/opt/swift/usr/bin:$PATH
@@ -12,8 +12,14 @@ PKG_VERSION=$(sed -n 's/.*static let string = "\(.*\)".*/\1/p' Sources/Base/Core
 
 CODENAME=$(. /etc/os-release; echo "${VERSION_CODENAME:-unknown}")
 ARCH=$(dpkg --print-architecture)
-swift build -c release --static-swift-stdlib --product scangate --scratch-path "$SCRATCH" >/dev/null
-BIN="$SCRATCH/release/scangate"
+if [ -n "${SCANGATE_PREBUILT:-}" ]; then
+  # A binary built elsewhere for this machine's architecture (deploy/arm64/build.sh runs this
+  # script in an arm64 root under qemu-user): packaged as it is, not built here.
+  BIN=$SCANGATE_PREBUILT
+else
+  swift build -c release --static-swift-stdlib --product scangate --scratch-path "$SCRATCH" >/dev/null
+  BIN="$SCRATCH/release/scangate"
+fi
 STAGE=$(mktemp -d)
 trap 'rm -rf "$STAGE"' EXIT
 P=$STAGE/scangate

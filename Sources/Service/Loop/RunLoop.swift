@@ -123,8 +123,11 @@ public struct RunLoop<
     allowListWatcher = watcher
     poll = PollSet(capacity: 1 + (console?.pollCapacity ?? 0) + Self.extraPollCapacity)
     participants.reserveCapacity(Self.extraPollCapacity)
-    if let signals { register(signals) }
-    if let watcher { register(watcher) }
+    // Appended, not `register`ed: Swift 6.2 rejects a mutating call in this initializer ("mutating
+    // method 'register' may not be used on immutable value 'self.openSource'"; 6.3 accepts it).
+    // Two participants of one descriptor each fit the table reserved just above.
+    if let signals { participants.append(signals) }
+    if let watcher { participants.append(watcher) }
   }
 
   deinit { snapshotWorker?.stop() }

@@ -85,14 +85,17 @@ enum SceneHarness {
     let period: UInt64
     let budget: UInt64
     let attempts: [DecodeAttempt]
-    var sequence: UInt64 = 0
-    var figures = FrameFigures()
+    var sequence: UInt64
+    var figures: FrameFigures
 
     /// The engine for `settings` with every scene's payload on its allow-list.
     init(_ scenes: [Scene], width: Int, height: Int, fps: Int, settings: EngineSettings) throws(ParseError) {
-      clock = StreamHarness.StreamClock()
-      relay = RecordingOutputLine(name: "relay", clock: clock, capacity: 4 * scenes.count + 16)
-      buzzer = RecordingOutputLine(name: "buzzer", clock: clock, capacity: 16 * scenes.count + 16)
+      // Locals first, every stored property (none has a default) after the last throw: Swift
+      // 6.2's SIL verifier aborts on a throw from this ~Copyable initializer once a property is
+      // set, a default included (6.3 accepts it).
+      let clock = StreamHarness.StreamClock()
+      let relay = RecordingOutputLine(name: "relay", clock: clock, capacity: 4 * scenes.count + 16)
+      let buzzer = RecordingOutputLine(name: "buzzer", clock: clock, capacity: 16 * scenes.count + 16)
       let decoder: ZXingDecoder
       do {
         decoder = try ZXingDecoder(
@@ -105,6 +108,11 @@ enum SceneHarness {
       if let error = engine.allowList.load(Array(list.utf8), digester: SodiumDigester(), nowUnixSeconds: SystemWallClock().unixSeconds()) {
         throw ParseError(message: "allow-list: \(error)")
       }
+      sequence = 0
+      figures = FrameFigures()
+      self.clock = clock
+      self.relay = relay
+      self.buzzer = buzzer
       self.engine = engine
       self.width = width
       self.height = height
