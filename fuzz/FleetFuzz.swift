@@ -1,5 +1,6 @@
 // libFuzzer harness for what the fleet link takes from the broker: bundle and command payloads
-// (after the signature, still parsed as hostile) and the nonce ledger's file.
+// (after the signature, still parsed as hostile), Home Assistant's command messages (never
+// signed: the exact forms or nothing) and the nonce ledger's file.
 import ScanCore
 
 @_cdecl("LLVMFuzzerTestOneInput")
@@ -15,6 +16,12 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
     var ledger = NonceLedger(capacity: 4)
     _ = ledger.admit(command, now: command.expiresUnixSeconds - 1)
     precondition(ledger.admit(command, now: command.expiresUnixSeconds - 1) != nil)  // never twice
+  }
+  for command in HomeAssistantCommand.allCases {
+    guard case .success(let (request, code)) = HomeAssistantRequest.parse(command, bytes) else { continue }
+    precondition(size <= HomeAssistantRequest.bytesMax && code.count <= HomeAssistantCode.digitsMax)
+    precondition(code.allSatisfy { $0 >= 0x30 && $0 <= 0x39 } && (code.isEmpty || command == .open))
+    precondition((request == .open || request == .lock) == (command == .open))
   }
   var ledger = NonceLedger(capacity: 16)
   ledger.load(bytes)

@@ -211,7 +211,23 @@ extension ConfigSchemaTests {
     #expect(errors(["mqtt://127.0.0.1"], ["passback-forgive"]).first?.contains("needs a turnstile with anti-passback") == true)
     #expect(errors(["mqtt://127.0.0.1"], ["unlock-all"]).first?.hasPrefix("fleet.home_assistant_commands:") == true)
     #expect(errors(["mqtt://127.0.0.1"], ["lockdown", "lockdown"]) == ["fleet.home_assistant_commands: a command is named twice"])
+    // A setting that would mean less than it says is refused: a code with no lock to ask for it.
+    let code = ConfigEntry(key: "fleet.home_assistant_code_file", value: .string("/etc/scangate/ha-code"), line: 11)
+    #expect(errors(["mqtt://127.0.0.1"], ["lockdown"], [code]).first?.contains("the code guards the door's open only") == true)
+    #expect(errors(["mqtt://127.0.0.1"], ["open"], [door, code]).isEmpty)
     let noDiscovery = ConfigEntry(key: "fleet.home_assistant_prefix", value: .string(""), line: 10)
     #expect(errors(["mqtt://127.0.0.1"], ["lockdown"], [noDiscovery]).first?.contains("set home_assistant_prefix") == true)
+  }
+
+  @Test("console.unix_operators without console.unix_path is refused (operators of nothing)")
+  func unixOperatorsNeedASocket() {
+    let operators = ConfigEntry(key: "console.unix_operators", value: .list([.string("alice")]), line: 2)
+    guard case .failure(let e) = ConfigSchema.build([operators]) else {
+      Issue.record("accepted")
+      return
+    }
+    #expect(e.errors.map(\.key) == ["console.unix_operators"])
+    let path = ConfigEntry(key: "console.unix_path", value: .string("/run/scangate/console.sock"), line: 3)
+    #expect((try? ConfigSchema.build([operators, path]).get())?.consoleUnixOperators == ["alice"])
   }
 }

@@ -144,57 +144,51 @@ int sg_peer_uid(int fd, uint32_t *uid) {
   return 0;
 }
 
-int sg_listen_unix(const char *path, unsigned mode) {
-  struct sockaddr_un address;
-  memset(&address, 0, sizeof address);
-  address.sun_family = AF_UNIX;
-  if (strlen(path) >= sizeof address.sun_path) {
+/* The address of the Unix socket at path; -1 (ENAMETOOLONG) when it does not fit. */
+static int unix_address(const char *path, struct sockaddr_un *address) {
+  memset(address, 0, sizeof *address);
+  address->sun_family = AF_UNIX;
+  if (strlen(path) >= sizeof address->sun_path) {
     errno = ENAMETOOLONG;
     return -1;
   }
-  strcpy(address.sun_path, path);
+  strcpy(address->sun_path, path);
+  return 0;
+}
+
+/* Closes fd after a failed step and returns -1 with that step's errno. */
+static int fail_closing(int fd) {
+  int saved = errno;
+  close(fd);
+  errno = saved;
+  return -1;
+}
+
+int sg_listen_unix(const char *path, unsigned mode) {
+  struct sockaddr_un address;
+  if (unix_address(path, &address) != 0) return -1;
   int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) return -1;
   if (bind(fd, (struct sockaddr *)&address, sizeof address) != 0 || chmod(path, (mode_t)mode) != 0 || listen(fd, 16) != 0) {
-    int saved = errno;
-    close(fd);
-    errno = saved;
-    return -1;
+    return fail_closing(fd);
   }
   return fd;
 }
 
 int sg_connect_unix(const char *path) {
   struct sockaddr_un address;
-  memset(&address, 0, sizeof address);
-  address.sun_family = AF_UNIX;
-  if (strlen(path) >= sizeof address.sun_path) {
-    errno = ENAMETOOLONG;
-    return -1;
-  }
-  strcpy(address.sun_path, path);
+  if (unix_address(path, &address) != 0) return -1;
   int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return -1;
-  if (connect(fd, (struct sockaddr *)&address, sizeof address) != 0) {
-    int saved = errno;
-    close(fd);
-    errno = saved;
-    return -1;
-  }
+  if (connect(fd, (struct sockaddr *)&address, sizeof address) != 0) return fail_closing(fd);
   return fd;
 }
 
 int sg_unix_answers(const char *path) {
-  struct sockaddr_un address;
-  memset(&address, 0, sizeof address);
-  address.sun_family = AF_UNIX;
-  if (strlen(path) >= sizeof address.sun_path) return 0;
-  strcpy(address.sun_path, path);
-  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int fd = sg_connect_unix(path);
   if (fd < 0) return 0;
-  int answered = connect(fd, (struct sockaddr *)&address, sizeof address) == 0;
   close(fd);
-  return answered;
+  return 1;
 }
 
 int sg_tty_output_crlf(int fd) {

@@ -194,6 +194,12 @@ public enum ConfigSchema {
     errors += keyFileClashErrors(config, line: line)
     errors += config.fleet.configProblems(logPath: config.log.path, line: line)
     errors += homeAssistantCommandProblems(config, line: line)
+    if !config.consoleUnixOperators.isEmpty && config.consoleUnixPath.isEmpty {
+      errors.append(
+        ConfigError(
+          key: "console.unix_operators", line: line("console.unix_operators"),
+          reason: "operators on a Unix socket that is not there: set console.unix_path, or remove them"))
+    }
     errors.sort { $0.line < $1.line }
     return errors.isEmpty ? .success(config) : .failure(ConfigErrors(errors: errors))
   }

@@ -216,10 +216,13 @@ extension FleetSettings {
     guard !homeAssistantCommands.isEmpty || !homeAssistantCodeFile.isEmpty else { return [] }
     var errors: [ConfigError] = []
     let key = "fleet.home_assistant_commands"
-    if homeAssistantCommands.isEmpty {
+    if !homeAssistantCodeFile.isEmpty && !homeAssistantCommands.contains(.open) {
+      // Only the lock asks for a code (Home Assistant's switch and button have none): a code
+      // file without "open" would guard nothing.
       errors.append(
         ConfigError(
-          key: "fleet.home_assistant_code_file", line: line("fleet.home_assistant_code_file"), reason: "a code for no command: set home_assistant_commands"))
+          key: "fleet.home_assistant_code_file", line: line("fleet.home_assistant_code_file"),
+          reason: "the code guards the door's open only: list \"open\" in home_assistant_commands, or remove the code file"))
     }
     if Set(homeAssistantCommands).count != homeAssistantCommands.count {
       errors.append(ConfigError(key: key, line: line(key), reason: "a command is named twice"))

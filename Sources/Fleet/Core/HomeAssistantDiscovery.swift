@@ -215,14 +215,11 @@ public struct HomeAssistantDiscovery: Sendable {
       o.add("state_on", "ON")
       o.add("state_off", "OFF")
       o.add("icon", "mdi:shield-lock")
-    case .passbackForgive:
-      common(component, object, name: "Forgive anti-passback (last denied)", into: &o)
+    case .passbackForgive, .occupancyReset:
+      let forgive = command == .passbackForgive
+      common(component, object, name: forgive ? "Forgive anti-passback (last denied)" : "Reset occupancy", into: &o)
       o.add("payload_press", "PRESS")
-      o.add("icon", "mdi:account-reactivate")
-    case .occupancyReset:
-      common(component, object, name: "Reset occupancy", into: &o)
-      o.add("payload_press", "PRESS")
-      o.add("icon", "mdi:counter")
+      o.add("icon", forgive ? "mdi:account-reactivate" : "mdi:counter")
     }
     o.add("command_topic", command.topic(topics))
     o.add("qos", 1)
