@@ -193,23 +193,25 @@ public enum ConfigSchema {
     errors += lineClashErrors(config, line: line)
     errors += keyFileClashErrors(config, line: line)
     errors += config.fleet.configProblems(logPath: config.log.path, line: line)
-    errors += homeAssistantCommandProblems(config, line: line)
+    errors += actorProblems(config, line: line)
+    errors.sort { $0.line < $1.line }
+    return errors.isEmpty ? .success(config) : .failure(ConfigErrors(errors: errors))
+  }
+
+  /// Who acts from outside needs what carries it out here: `console.unix_operators` a socket;
+  /// each command Home Assistant may send: the open a door of
+  /// this reader's own (the lock shows its strike), the anti-passback and occupancy buttons a
+  /// turnstile (with anti-passback, for the first).
+  static func actorProblems(_ config: ScanConfig, line: ConfigLineLookup) -> [ConfigError] {
+    let key = "fleet.home_assistant_commands"
+    var errors: [ConfigError] = []
     if !config.consoleUnixOperators.isEmpty && config.consoleUnixPath.isEmpty {
+      // Operators of a socket that is not there: a setting that would mean nothing.
       errors.append(
         ConfigError(
           key: "console.unix_operators", line: line("console.unix_operators"),
           reason: "operators on a Unix socket that is not there: set console.unix_path, or remove them"))
     }
-    errors.sort { $0.line < $1.line }
-    return errors.isEmpty ? .success(config) : .failure(ConfigErrors(errors: errors))
-  }
-
-  /// Each command Home Assistant may send needs what carries it out here: the open a door of
-  /// this reader's own (the lock shows its strike), the anti-passback and occupancy buttons a
-  /// turnstile (with anti-passback, for the first).
-  static func homeAssistantCommandProblems(_ config: ScanConfig, line: ConfigLineLookup) -> [ConfigError] {
-    let key = "fleet.home_assistant_commands"
-    var errors: [ConfigError] = []
     for command in config.fleet.homeAssistantCommands {
       let missing: String? =
         switch command {
