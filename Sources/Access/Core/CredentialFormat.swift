@@ -72,6 +72,7 @@ public enum CredentialProblem: Error, Equatable, Sendable {
   case unavailable  // a fixed cache or the single-use store cannot take it: refused, fail-secure
   case lockdown  // a lockdown is in force and the pass does not carry the lockdown claim
   case pinUnavailable  // the pass carries a PIN claim and this reader cannot ask for a PIN
+  case usesOffline  // uses counted site-wide, the fleet link down, and the offline rule refuses
 
   public var verdict: Verdict {
     switch self {
@@ -93,6 +94,7 @@ public enum CredentialProblem: Error, Equatable, Sendable {
     case .unavailable: .deniedUnavailable
     case .lockdown: .deniedLockdown
     case .pinUnavailable: .deniedPinUnavailable
+    case .usesOffline: .deniedOffline
     }
   }
 
@@ -129,6 +131,7 @@ public enum CredentialProblem: Error, Equatable, Sendable {
     case .unavailable: "unavailable"
     case .lockdown: "lockdown"
     case .pinUnavailable: "pin-unavailable"
+    case .usesOffline: "uses-offline"
     }
   }
 }

@@ -23,6 +23,10 @@ public struct CredentialSettings: Equatable, Sendable {
   public var replayCacheEntries = 1_024
   /// Single-use passes remembered (until they expire).
   public var singleUseEntries = 4_096
+  /// Where a counted pass's uses are counted: this reader, or the site (over the fleet link).
+  public var usesScope = UsesScope.reader
+  /// Counted site-wide, while the fleet link is down.
+  public var usesOffline = UsesOffline.deny
 
   public init() {}
 
@@ -49,5 +53,9 @@ extension CredentialSettings {
     },
     Key(name: "credentials.replay_cache_entries", kind: .integer(16...65_536)) { $0.replayCacheEntries = $1.asInt },
     Key(name: "credentials.single_use_entries", kind: .integer(16...1_000_000)) { $0.singleUseEntries = $1.asInt },
+    Key(name: "credentials.uses_scope", kind: .choice(UsesScope.allCases.map(\.rawValue))) { $0.usesScope = UsesScope(rawValue: $1.asString)! },
+    Key(name: "credentials.uses_offline", kind: .choice(UsesOffline.allCases.map(\.rawValue))) {
+      $0.usesOffline = UsesOffline(rawValue: $1.asString)!
+    },
   ]
 }

@@ -184,6 +184,13 @@ public protocol UseStore: AnyObject {
   /// Records one more use of `id` (its first at `now`), kept until `expires` (after which it
   /// cannot verify anyway). False when it could not be made durable: the pass is then refused.
   func recordUse(_ id: CredentialID, expires: Int64, now: Int64) -> Bool
+  /// False while counted passes cannot be counted as configured (uses counted site-wide, the
+  /// fleet link down, the offline rule `deny`): they are refused `denied-offline`.
+  var countsNow: Bool { get }
+}
+
+extension UseStore {
+  public var countsNow: Bool { true }
 }
 
 /// What to do with time-bound passes while the clock is not known to be right.

@@ -40,6 +40,7 @@ extension CredentialVerifier {
       // Uses are counted, and a first use starts the window, only where they are kept durably
       // (a tool inspecting a pass without the reader's store judges the rest).
       guard useStore != nil || mode == .inspect else { return .unavailable }
+      if useStore?.countsNow == false { return .usesOffline }
       if let seen = useStore?.usage(id) {
         if last.usesAllowed > 0 && seen.uses >= last.usesAllowed { return .used }
         if last.firstUseWindow > 0 && seen.firstUse > 0

@@ -109,7 +109,8 @@ public final class UsedCredentialFile: UseStore {
       guard index < capacity else { return false }
     }
     let n = seen ? uses[index] &+ (uses[index] == .max ? 0 : 1) : 1
-    let first = seen ? firstUses[index] : now
+    // The earliest use known (another reader's may arrive after this one's); 0 stays unknown.
+    let first = seen ? (firstUses[index] == 0 ? 0 : min(firstUses[index], now)) : now
     let until = seen ? max(expiries[index], expires) : expires
     guard file.write(index, id: id, value: until, uses: n, firstUse: first) else { return false }
     ids[index] = id

@@ -177,6 +177,10 @@ public enum KeyPurpose: Sendable {
   case passageIdentity
   /// The site key's MAC over site passages.
   case passageMAC
+  /// The site key's identities of counted passes (visitors' uses counted site-wide).
+  case useIdentity
+  /// The site key's MAC over counted uses.
+  case useMAC
   /// The site key's public key id (`keyID`).
   case keyID
 
@@ -184,6 +188,8 @@ public enum KeyPurpose: Sendable {
     switch self {
     case .passageIdentity: "SGpassid"
     case .passageMAC: "SGpassmc"
+    case .useIdentity: "SGuseid_"
+    case .useMAC: "SGusemac"
     case .keyID: "SGkeyid_"
     }
   }

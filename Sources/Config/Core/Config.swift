@@ -166,3 +166,9 @@ extension ScanConfig {
   /// `name` in the state directory, or nil without one.
   public func statePath(_ name: String) -> String? { stateDirectory.map { $0 + "/" + name } }
 }
+
+extension ScanConfig {
+  /// The site key the readers of a site share: `fleet.site_key_file`, else the turnstile's
+  /// (site-wide anti-passback had it first); "" = none.
+  public var siteKeyFile: String { fleet.siteKeyFile.isEmpty ? turnstile.site.keyFile : fleet.siteKeyFile }
+}

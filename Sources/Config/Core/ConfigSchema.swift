@@ -151,7 +151,7 @@ public enum ConfigSchema {
     errors += config.engine.actuation.configProblems(line: line)
     errors += readerProblems(config, line: line)
     errors += config.door.configProblems(gpiod: config.gpioBackend == .gpiod, line: line)
-    errors += config.turnstile.configProblems(gpiod: config.gpioBackend == .gpiod, line: line)
+    errors += config.turnstile.configProblems(gpiod: config.gpioBackend == .gpiod, siteKeyFile: config.siteKeyFile, line: line)
     // In panel mode the panel checks PINs: over OSDP the keys go to it (osdp_KEYPAD) and no PIN
     // key is needed here; Wiegand's keypad formats are not sent.
     let keysToPanel = config.panel.mode == .panel && config.panel.link == .osdp
@@ -212,6 +212,7 @@ public enum ConfigSchema {
           key: "console.unix_operators", line: line("console.unix_operators"),
           reason: "operators on a Unix socket that is not there: set console.unix_path, or remove them"))
     }
+    errors += siteKeyProblems(config, line: line)
     for command in config.fleet.homeAssistantCommands {
       let missing: String? =
         switch command {
@@ -222,6 +223,30 @@ public enum ConfigSchema {
         case .occupancyReset: config.turnstile.machine.enabled ? nil : "\"occupancy-reset\" needs a turnstile"
         }
       if let missing { errors.append(ConfigError(key: key, line: line(key), reason: missing)) }
+    }
+    return errors
+  }
+
+  /// The site key the readers of a site share: one file (`fleet.site_key_file`, or the
+  /// turnstile's), and counted uses site-wide need it, signed passes and the fleet link.
+  static func siteKeyProblems(_ config: ScanConfig, line: ConfigLineLookup) -> [ConfigError] {
+    var errors: [ConfigError] = []
+    let fleetKey = config.fleet.siteKeyFile, turnstileKey = config.turnstile.site.keyFile
+    if !fleetKey.isEmpty && !turnstileKey.isEmpty && fleetKey != turnstileKey {
+      errors.append(
+        ConfigError(
+          key: "turnstile.site_key_file", line: line("turnstile.site_key_file"),
+          reason: "a second site key (fleet.site_key_file names another file): a site has one; set fleet.site_key_file only"))
+    }
+    guard config.credentials.usesScope == .site else { return errors }
+    let key = "credentials.uses_scope"
+    let missing = [
+      config.credentials.enabled ? nil : "signed passes (credentials.trust_file)",
+      config.fleet.isEnabled ? nil : "the fleet link ([fleet] brokers)",
+      config.siteKeyFile.isEmpty ? "the site key (fleet.site_key_file)" : nil,
+    ].compactMap { $0 }
+    if !missing.isEmpty {
+      errors.append(ConfigError(key: key, line: line(key), reason: "\"site\" needs " + missing.joined(separator: ", ")))
     }
     return errors
   }
@@ -262,7 +287,9 @@ public enum ConfigSchema {
   static func keyFileClashErrors(_ c: ScanConfig, line: ConfigLineLookup) -> [ConfigError] {
     let logKey = c.log.path.isEmpty ? "" : (c.log.chainKeyFile.isEmpty ? c.log.path + ".key" : c.log.chainKeyFile)
     let files: [(String, String)] = [
-      ("credentials.site_key_file", c.credentials.siteKeyFile ?? ""), ("turnstile.site_key_file", c.turnstile.site.keyFile),
+      ("credentials.site_key_file", c.credentials.siteKeyFile ?? ""),
+      ("turnstile.site_key_file", c.turnstile.site.keyFile == c.fleet.siteKeyFile ? "" : c.turnstile.site.keyFile),
+      ("fleet.site_key_file", c.fleet.siteKeyFile),
       ("keypad.pin_key_file", c.keypad.pinKeyFile), ("console.secret_file", c.consoleSecretFile),
       ("console.tls_key_file", c.consoleTLSKeyFile), ("fleet.tls_key_file", c.fleet.tlsKeyFile),
       ("fleet.password_file", c.fleet.passwordFile), ("panel.scbk_file", c.panel.scbkFile),

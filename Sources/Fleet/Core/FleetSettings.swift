@@ -57,6 +57,10 @@ public struct FleetSettings: Equatable, Sendable {
   /// A secret file holding the code Home Assistant's door lock must send (4 to 12 digits);
   /// empty: no code.
   public var homeAssistantCodeFile = ""
+  /// The site key the readers of a site share (a secret file, the same on every reader): keys
+  /// counted uses (`credentials.uses_scope = "site"`) and, when `turnstile.site_key_file` is
+  /// empty, site-wide anti-passback. "" = none.
+  public var siteKeyFile = ""
 
   public init() {}
 
@@ -167,6 +171,7 @@ extension FleetSettings {
       $0.homeAssistantCommands = $1.asStrings.compactMap(HomeAssistantCommand.init(rawValue:))
     },
     Key(name: "fleet.home_assistant_code_file", kind: .string) { $0.homeAssistantCodeFile = $1.asString },
+    Key(name: "fleet.site_key_file", kind: .string) { $0.siteKeyFile = $1.asString },
   ]
 
   /// What is inconsistent in `[fleet]` (each naming its key), given the audit log's path (the

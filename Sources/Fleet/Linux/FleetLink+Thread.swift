@@ -73,10 +73,10 @@ struct FleetLinkRun {
           return
         }
         if case .wait(let until) = action {
-          // Site passages go out within 100 ms of the loop queuing them.
+          // Site passages and uses go out within 100 ms of the loop queuing them.
           var wait = until.milliseconds(since: now)
           if unsavedAck != nil { wait = min(wait, Self.ackSaveIntervalMilliseconds) }  // the batched point is written in time
-          pump(for: link.sitePassages == nil ? wait : min(wait, 100))
+          pump(for: link.sitePassages == nil && link.siteUses == nil ? wait : min(wait, 100))
           break
         }
         perform(action, now: now, writer: writer)
@@ -148,10 +148,12 @@ struct FleetLinkRun {
     guard session.receivesMessages, let c = client else { return }
     while let message = c.takeMessage() {
       if link.sitePassages?.received(message) == true { continue }
+      if link.siteUses?.received(message) == true { continue }
       if link.homeAssistant?.received(message, link: link) == true { continue }
       link.inbox?.received(message, link: link, client: c)
     }
     link.sitePassages?.publishPending(c)
+    link.siteUses?.publishPending(c)
   }
 
   /// Home Assistant's diagnostics as this thread can see them: the log's fault, the records not

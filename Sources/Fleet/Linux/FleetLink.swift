@@ -51,6 +51,8 @@ public final class FleetLink: FleetLinkView, @unchecked Sendable {
   public var inbox: (any FleetInbox)? = nil
   /// Site-wide anti-passback's exchange (set before `start`; nil: passages are not shared).
   public var sitePassages: SitePassages? = nil
+  /// Counted uses shared across the site (set before `start`; nil: counted on this reader).
+  public var siteUses: SiteUses? = nil
   /// Home Assistant's command entities (set before `start`; nil: none listed).
   public var homeAssistant: HomeAssistantControl? = nil
   weak var auditLog: (any AuditLogProgress)?
@@ -164,6 +166,7 @@ public final class FleetLink: FleetLinkView, @unchecked Sendable {
     _ = try? client.publish(topic: topics.status, Array("online".utf8), qos: 1, retain: true)
     inbox?.connected(client, link: self)
     sitePassages?.subscribe(client)
+    siteUses?.subscribe(client)
     homeAssistant?.connected(client, link: self, broker: BrokerAddress(broker))
     if !settings.homeAssistantPrefix.isEmpty {
       var discovery = HomeAssistantDiscovery(settings: settings, version: ScanGateVersion.string)
@@ -219,6 +222,10 @@ public final class FleetLink: FleetLinkView, @unchecked Sendable {
     if !note.isEmpty {
       w.write("; ")
       w.write(note)
+    }
+    if let siteUses {
+      w.write("; ")
+      w.write(siteUses.statusText)
     }
     homeAssistant?.writeStatus(into: &w)
   }

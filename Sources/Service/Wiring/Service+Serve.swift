@@ -122,6 +122,7 @@ extension Service {
       ring: ring, start: loop.startedAt, clock: clock, skipping: options.skipping,
       payloads: config.log.rawPayloads ? .shown : .hidden, notes: notes)
     installCredentials(config, loop: &loop)
+    try attachSiteUses(config, fleet: fleet, loop: &loop)
     loop.reloadAllowList()  // a refusal's why is a journal note (denying every code until it loads)
     return Parts(
       floorKeeper: floorKeeper, auditLog: auditLog, fleet: fleet, door: door, turnstile: turnstile, wiegand: wiegand,
@@ -191,7 +192,7 @@ extension Service {
         writeStandardError("scangate: refused: turnstile.passback_site = true needs the fleet link ([fleet] brokers)\n")
         throw SetupRefused()
       }
-      do { siteKey = try TagKey.loadSiteKey(config.turnstile.site.keyFile) } catch {
+      do { siteKey = try TagKey.loadSiteKey(config.siteKeyFile) } catch {
         writeStandardError("scangate: refused: turnstile.passback_site = true, and the site key cannot be read: \(error)\n")
         throw SetupRefused()
       }
@@ -226,6 +227,29 @@ extension Service {
       loop.register(driver)
     }
     return turnstile
+  }
+
+  /// Counted uses across the site (`credentials.uses_scope = "site"`): the verifier's use store
+  /// becomes the site's exchange over its used-passes file. The site key must be readable, or the
+  /// reader does not start.
+  private static func attachSiteUses<
+    S: LoopFrameSource & ~Copyable, D: CodeDecoder & ~Copyable, R: OutputLine & ~Copyable, B: OutputLine & ~Copyable
+  >(
+    _ config: ScanConfig, fleet: FleetLink?,
+    loop: inout RunLoop<S, D, R, B, SystemMonotonicClock, SystemWallClock, SodiumDigester>
+  ) throws(SetupRefused) {
+    guard config.credentials.usesScope == .site, let fleet, let verifier = loop.engine.policy.credentials else { return }
+    let siteKey: TagKey
+    do { siteKey = try TagKey.loadSiteKey(config.siteKeyFile) } catch {
+      writeStandardError("scangate: refused: credentials.uses_scope = \"site\", and the site key cannot be read: \(error)\n")
+      throw SetupRefused()
+    }
+    // Without a durable file nothing can be counted: counted passes stay refused, as per reader.
+    guard let store = verifier.useStore else { return }
+    let exchange = SiteUses(link: fleet, siteKey: siteKey, store: store, offline: config.credentials.usesOffline)
+    verifier.useStore = exchange
+    fleet.siteUses = exchange
+    loop.register(exchange)
   }
 
   /// The door controller and its driver (the demo's script), when a door is configured.

@@ -86,12 +86,15 @@ extension TurnstileConfig {
 
   /// An enabled turnstile on real GPIO needs the unlock line and the passage sensor of each
   /// direction it grants: without the sensor a grant could never be seen used.
-  package func configProblems(gpiod: Bool, line: ConfigLineLookup) -> [ConfigError] {
+  package func configProblems(gpiod: Bool, siteKeyFile: String, line: ConfigLineLookup) -> [ConfigError] {
     var errors: [ConfigError] = []
     // Sharing passages needs the site key (identities keyed the same on every reader) and a mode.
     if machine.enabled && site.enabled {
-      if site.keyFile.isEmpty {
-        errors.append(ConfigError(key: "turnstile.site_key_file", line: line("turnstile.passback_site"), reason: "turnstile.passback_site needs it"))
+      if siteKeyFile.isEmpty {
+        errors.append(
+          ConfigError(
+            key: "turnstile.site_key_file", line: line("turnstile.passback_site"),
+            reason: "turnstile.passback_site needs a site key (fleet.site_key_file, or this one)"))
       }
       if passback.mode == .off {
         errors.append(ConfigError(key: "turnstile.passback", line: line("turnstile.passback_site"), reason: "turnstile.passback_site needs timed or hard"))
