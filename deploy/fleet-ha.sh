@@ -19,6 +19,7 @@ for t in mosquitto mosquitto_passwd qrencode; do command -v $t >/dev/null || die
 PY=$(deploy/peers.sh) || die "deploy/peers.sh"
 
 D=$(mktemp -d /tmp/scangate-ha.XXXXXX)
+. deploy/site-broker.sh
 BROKER=""
 cleanup() {
   [ -n "$BROKER" ] && kill -9 "$BROKER" 2>/dev/null && wait "$BROKER" 2>/dev/null
@@ -27,8 +28,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 1' INT TERM HUP
 
-# A port nothing listens on now (the kernel's choice), never a fixed one.
-PORT=$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+PORT=$(free_port)
 for u in door-1 homeassistant intruder; do
   head -c 18 /dev/urandom | base64 | tr -d '/+=' > "$D/$u.pw"
   mosquitto_passwd -b $([ -e "$D/passwd" ] || echo -c) "$D/passwd" "$u" "$(cat "$D/$u.pw")" || die "mosquitto_passwd"
@@ -56,22 +56,7 @@ user intruder
 topic read scangate/#
 topic read homeassistant/#
 EOF
-cat > "$D/mosquitto.conf" <<EOF
-per_listener_settings false
-allow_anonymous false
-listener $PORT 127.0.0.1
-password_file $D/passwd
-acl_file $D/acl
-log_dest file $D/mosquitto.log
-log_type error
-log_type warning
-log_type notice
-EOF
-[ "$(id -u)" = 0 ] && echo "user root" >> "$D/mosquitto.conf"
-mosquitto -c "$D/mosquitto.conf" 2> "$D/mosquitto.err" &
-BROKER=$!
-for _ in $(seq 50); do (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null && break; sleep 0.1; done
-(exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null || die "mosquitto did not start: $(cat "$D/mosquitto.err" "$D/mosquitto.log" 2>/dev/null | tail -3)"
+broker_start "allow_anonymous false" "password_file $D/passwd" || die "mosquitto did not start: $(cat "$D/mosquitto.err" "$D/mosquitto.log" 2>/dev/null | tail -3)"
 
 CODE=$(( $(od -An -N2 -tu2 /dev/urandom) % 9000 + 1000 ))
 printf '%s\n' "$CODE" > "$D/ha-code"; chmod 600 "$D/ha-code"

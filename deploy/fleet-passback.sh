@@ -22,6 +22,7 @@ die() { bad "$*"; finish; }
 for t in mosquitto qrencode; do command -v $t >/dev/null || die "$t is not installed"; done
 
 D=$(mktemp -d /tmp/scangate-passback.XXXXXX)
+. deploy/site-broker.sh
 BROKER=""; NORTH=""; SOUTH=""; LISTENER=""
 cleanup() {
   for p in $NORTH $SOUTH $BROKER $LISTENER; do kill -9 "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
@@ -31,28 +32,14 @@ trap cleanup EXIT
 trap 'exit 1' INT TERM HUP
 
 # ---------------------------------------------------------------- the broker (loopback, a free port)
-PORT=$(( 20000 + $$ % 20000 ))
+PORT=$(free_port)
 cat > "$D/acl" <<EOF
 # Every reader may publish and read the site's passages, and only its own topics otherwise
 # (anonymous here; a site uses certificates: docs/fleet.md).
 topic readwrite scangate/site/passages
 pattern readwrite scangate/%c/#
 EOF
-cat > "$D/mosquitto.conf" <<EOF
-user $(id -un)
-per_listener_settings false
-allow_anonymous true
-listener $PORT 127.0.0.1
-acl_file $D/acl
-log_dest file $D/mosquitto.log
-log_type error
-log_type warning
-log_type notice
-EOF
-mosquitto -c "$D/mosquitto.conf" 2> "$D/mosquitto.err" &
-BROKER=$!
-for _ in $(seq 50); do (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null && break; sleep 0.1; done
-(exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null || die "mosquitto did not start: $(tail -3 "$D/mosquitto.err")"
+broker_start "allow_anonymous true" || die "mosquitto did not start: $(tail -3 "$D/mosquitto.err")"
 
 # ---------------------------------------------------------------- two readers of one site
 head -c 32 /dev/urandom > "$D/site.key"; chmod 600 "$D/site.key"
@@ -93,16 +80,7 @@ keepalive_s = 5
 max_offline_s = 2
 EOF
 }
-start() {  # reader: sets PID; returns once it said it started
-  local before
-  before=$(grep -c "state started" "$D/$1/journal" 2>/dev/null)
-  "$BIN" run --config "$D/$1/config.toml" --quiet-edges --sim-passages >> "$D/$1/journal" 2>&1 &
-  PID=$!
-  for _ in $(seq 300); do [ "$(grep -c "state started" "$D/$1/journal" 2>/dev/null)" -gt "${before:-0}" ] && return 0; sleep 0.2; done
-}
-waitfor() {  # file pattern seconds
-  for _ in $(seq $(($3 * 5))); do grep -qE "$2" "$1" 2>/dev/null && return 0; sleep 0.2; done; return 1
-}
+start() { reader_start "$D/$1/journal" "$D/$1/config.toml" --sim-passages; }  # reader: sets PID
 
 config north deny; config south deny
 # A site key others can read: the reader refuses to start, and says why.

@@ -9,7 +9,8 @@
 # duplicates only within an unacknowledged batch per fault; the last will; Home Assistant
 # discovery against the keys Home Assistant documents and its decision events against the log
 # (deploy/ha-schema.py); then site-wide anti-passback between two readers
-# (deploy/fleet-passback.sh) and Home Assistant's command entities (deploy/fleet-ha.sh). Needs
+# (deploy/fleet-passback.sh), visitors' uses across a site (deploy/fleet-uses.sh) and Home Assistant's
+# command entities (deploy/fleet-ha.sh). Needs
 # root (network namespace).
 # Prints PASS/FAIL lines and "fleet: N passed, M failed"; exits non-zero unless all passed.
 #
@@ -310,6 +311,11 @@ deploy/fleet-passback.sh "$BIN" > "$D/passback.out" 2>&1
 cat "$D/passback.out"
 pass=$((pass + $(grep -c '^PASS' "$D/passback.out"))); fail=$((fail + $(grep -c '^FAIL' "$D/passback.out")))
 grep -q '^PASS\|^FAIL' "$D/passback.out" || bad "site-wide anti-passback said nothing: $(tail -3 "$D/passback.out")"
+# Visitors' uses counted across a site: two door readers on a broker of their own (deploy/fleet-uses.sh).
+deploy/fleet-uses.sh "$BIN" > "$D/uses.out" 2>&1
+cat "$D/uses.out"
+pass=$((pass + $(grep -c '^PASS' "$D/uses.out"))); fail=$((fail + $(grep -c '^FAIL' "$D/uses.out")))
+grep -q '^PASS\|^FAIL' "$D/uses.out" || bad "the site's counted uses said nothing: $(tail -3 "$D/uses.out")"
 # Home Assistant's command entities on a broker of their own with the ACL docs/fleet.md gives.
 deploy/fleet-ha.sh "$BIN" > "$D/ha-commands.out" 2>&1
 cat "$D/ha-commands.out"

@@ -6,7 +6,9 @@ key, the subkey id as the salt and the context as the personalisation, so hashli
   site-passage-peer.py verify SITE_KEY MESSAGE_FILE PAYLOAD   checks a reader's passage: key id, identity, MAC
   site-passage-peer.py forge SITE_KEY PAYLOAD NOW             prints an exit passage MACed the way an attacker can:
       under the identity a listener saw for a code whose payload is the old MAC label
-Prints PASS/FAIL lines (verify) or the message (forge)."""
+  site-passage-peer.py verify-use SITE_KEY MESSAGE_FILE ID_HEX  checks a reader's counted use: key id, identity, MAC
+  site-passage-peer.py use SITE_KEY ID_HEX NOW READER         prints a counted use as a reader of the site would send it
+Prints PASS/FAIL lines (verify, verify-use) or the message (forge, use)."""
 import hashlib, hmac, struct, sys
 
 def kdf(key, context, subkey_id=1, size=32):
@@ -42,6 +44,31 @@ def main():
         for what, good in checks:
             print(("PASS" if good else "FAIL") + " site-passage-peer: " + what)
         return 0 if all(good for _, good in checks) else 1
+    if mode == "verify-use":
+        message = open(sys.argv[3], "rb").read().strip()
+        fields = message.split(b" ")
+        ok = len(fields) == 8 and fields[0] == b"scangate-use" and fields[1] == b"1"
+        print(("PASS" if ok else "FAIL") + f" site-passage-peer: the reader's counted use has the documented form ({message[:40]!r}...)")
+        if not ok:
+            return 1
+        pass_id = bytes.fromhex(sys.argv[4])
+        checks = [
+            ("the use's key id is BLAKE2b-KDF(site key, 'SGkeyid_', 1)[:8]", fields[2].decode() == key_id),
+            ("its identity is HMAC-SHA-256(KDF(site key, 'SGuseid_', 1), SHA-256(the pass's id))",
+             fields[6].decode() == tag(kdf(key, b"SGuseid_"), pass_id).hex()),
+            ("its MAC is HMAC-SHA-256(KDF(site key, 'SGusemac', 1), SHA-256(the text before it))",
+             fields[7].decode() == tag(kdf(key, b"SGusemac"), message[:-65]).hex()),
+            ("the pass's id is not in the message", sys.argv[4].lower().encode() not in message),
+        ]
+        for what, good in checks:
+            print(("PASS" if good else "FAIL") + " site-passage-peer: " + what)
+        return 0 if all(good for _, good in checks) else 1
+    if mode == "use":
+        pass_id, now, reader = bytes.fromhex(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+        identity = tag(kdf(key, b"SGuseid_"), pass_id).hex()
+        text = f"scangate-use 1 {key_id} {reader} {now * 1000} {now + 86400} {identity}".encode()
+        sys.stdout.write((text + b" " + tag(kdf(key, b"SGusemac"), text).hex().encode()).decode())
+        return 0
     if mode == "forge":
         payload, now = sys.argv[3].encode(), sys.argv[4]
         seen = tag(kdf(key, b"SGpassid"), b"scangate-site-passage-mac-1")  # published by a reader, captured

@@ -1,5 +1,5 @@
 // libFuzzer harness for the turnstile's and emergency's inputs from outside: a site passage from
-// the broker (before its MAC is checked, so parsed as hostile), and the records of the state
+// the broker and a counted use (before the MAC is checked, so parsed as hostile), and the records of the state
 // files (the lockdown latch, an anti-passback slot, the occupancy) as a damaged disk gives them.
 import ScanCore
 
@@ -10,6 +10,11 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
     // What parses is bounded and prints back to the same message.
     precondition(bytes.count <= SitePassage.bytesMax && p.reader != "gate-self")
     precondition(p.message(mac: p.mac) == bytes)
+  }
+  // A counted use from another reader of the site: the same frame, the same rule.
+  if case .success(let u) = SiteUse.parse(bytes, ownReader: "gate-self", nowUnixSeconds: 1_800_000_000) {
+    precondition(bytes.count <= SiteMessage.bytesMax && u.reader != "gate-self")
+    precondition(u.message(mac: u.mac) == bytes)
   }
   bytes.withUnsafeBytes { raw in
     if let latch = LockdownLatch(decoding: raw) {

@@ -10,12 +10,22 @@ extension CredentialCommand {
   static func show(_ arguments: [String]) throws -> Int32 {
     let o = try Options(
       arguments, valued: ["config", "trust", "site-key", "revocation", "at", "zones", "time-policy", "repeat"], known: ["json"])
-    guard let (settings, usedPath) = try showSettings(o) else { return 1 }
+    guard let (settings, usedPath, siteKeyPath) = try showSettings(o) else { return 1 }
     guard let trustPath = settings.trustFile else { throw ParseError(message: "no trust file ([credentials] trust_file, or --trust FILE)") }
     var text = o.positionals.first ?? "-"
     if text == "-" { text = readLine(strippingNewline: true) ?? "" }
     let now = try o.value("at").map(time) ?? Int64(Glibc.time(nil))
     let verifier = try showVerifier(settings, trustPath: trustPath, usedPath: usedPath, now: now)
+    if let siteKeyPath, let store = verifier.useStore {
+      // Uses counted site-wide are kept under the pass's site identity: read them as the reader does.
+      do {
+        verifier.useStore = SiteUses(
+          readerID: "", topicPrefix: "", siteKey: try TagKey.loadSiteKey(siteKeyPath), store: store, offline: .allow,
+          linkConnected: { true })
+      } catch {
+        writeStandardError("scangate: credential show: uses counted site-wide, and the site key cannot be read (\(error)): uses at this reader only\n")
+      }
+    }
     let bytes = Array(text.utf8)
     let problem: CredentialProblem? = bytes.withUnsafeBytes { b in
       do throws(CredentialProblem) {
@@ -32,14 +42,17 @@ extension CredentialCommand {
 
   /// The settings `show` judges by: the configuration's (nil when it does not load) unless
   /// --trust is given, with --site-key, --revocation, --zones and --time-policy over them; and
-  /// the reader's used-passes file, when they are its configuration's.
-  static func showSettings(_ o: Options) throws -> (settings: CredentialSettings, usedPath: String?)? {
+  /// the reader's used-passes file and, when it counts uses site-wide, its site key, when they
+  /// are its configuration's.
+  static func showSettings(_ o: Options) throws -> (settings: CredentialSettings, usedPath: String?, siteKeyPath: String?)? {
     var settings = CredentialSettings()
     var usedPath: String? = nil
+    var siteKeyPath: String? = nil
     if o.value("trust") == nil {
       guard let config = loadConfig(o) else { return nil }
       settings = config.credentials
       usedPath = settings.usedFile ?? config.statePath("used-passes")
+      if settings.usesScope == .site { siteKeyPath = config.siteKeyFile }
     }
     if let t = o.value("trust") { settings.trustFile = t }
     if let k = o.value("site-key") { settings.siteKeyFile = k }
@@ -49,7 +62,7 @@ extension CredentialCommand {
       guard let policy = TimePolicy(rawValue: p) else { throw ParseError(message: "--time-policy deny|floor") }
       settings.timePolicy = policy
     }
-    return (settings, usedPath)
+    return (settings, usedPath, siteKeyPath)
   }
 
   /// A verifier as the reader's: its trust file, site key, revocation list and counted uses.

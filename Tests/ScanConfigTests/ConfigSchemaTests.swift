@@ -230,4 +230,37 @@ extension ConfigSchemaTests {
     let path = ConfigEntry(key: "console.unix_path", value: .string("/run/scangate/console.sock"), line: 3)
     #expect((try? ConfigSchema.build([operators, path]).get())?.consoleUnixOperators == ["alice"])
   }
+
+  @Test("uses counted site-wide need signed passes, the fleet link and the site key; a second site key is refused")
+  func siteUses() {
+    func entry(_ key: String, _ value: ConfigValue, _ line: Int) -> ConfigEntry { ConfigEntry(key: key, value: value, line: line) }
+    func problems(_ entries: [ConfigEntry]) -> [String] {
+      guard case .failure(let e) = ConfigSchema.build(entries) else { return [] }
+      return e.errors.map { "\($0.key): \($0.reason)" }
+    }
+    let scope = entry("credentials.uses_scope", .string("site"), 1)
+    #expect(
+      problems([scope]) == [
+        #"credentials.uses_scope: "site" needs signed passes (credentials.trust_file), the fleet link ([fleet] brokers), the site key (fleet.site_key_file)"#
+      ])
+    let whole = [
+      scope, entry("credentials.trust_file", .string("/etc/scangate/trust.toml"), 2),
+      entry("fleet.brokers", .list([.string("mqtt://127.0.0.1")]), 3), entry("fleet.reader_id", .string("door-1"), 4),
+      entry("fleet.site_key_file", .string("/etc/scangate/site.key"), 5),
+    ]
+    let config = try? ConfigSchema.build(whole).get()
+    #expect(config?.credentials.usesScope == .site && config?.credentials.usesOffline == .deny)
+    #expect(config?.siteKeyFile == "/etc/scangate/site.key")
+    #expect(problems(whole + [entry("credentials.uses_offline", .string("maybe"), 6)]).first?.hasPrefix("credentials.uses_offline:") == true)
+    // One site key: the turnstile's may name the same file, never another.
+    #expect(problems(whole + [entry("turnstile.site_key_file", .string("/etc/scangate/site.key"), 6)]).isEmpty)
+    #expect(
+      problems(whole + [entry("turnstile.site_key_file", .string("/etc/scangate/other.key"), 6)]).first?.contains("a second site key")
+        == true)
+    // The site key is one purpose: never also the console's secret.
+    #expect(
+      problems(whole + [entry("console.secret_file", .string("/etc/scangate/site.key"), 6)]).contains {
+        $0.contains("every key has one purpose")
+      })
+  }
 }
