@@ -23,15 +23,8 @@ die() { bad "$*"; finish; }
 [ -x "$BIN" ] || die "no scangate binary at $BIN (build first)"
 for t in mosquitto mosquitto_sub mosquitto_pub qrencode; do command -v $t >/dev/null || die "$t is not installed"; done
 
-D=$(mktemp -d /tmp/scangate-uses.XXXXXX)
 . deploy/site-broker.sh
-BROKER=""; NORTH=""; SOUTH=""; LISTENER=""
-cleanup() {
-  for p in $NORTH $SOUTH $BROKER $LISTENER; do kill -9 "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
-  [ -n "${KEEP:-}" ] && echo "kept $D" || rm -rf "$D"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM HUP
+site_folder uses
 
 # ---------------------------------------------------------------- the broker (loopback, a free port)
 PORT=$(free_port)

@@ -1,5 +1,7 @@
 # Sourced by the fleet stage's scripts that run a broker and readers of their own
 # (fleet-passback.sh, fleet-uses.sh, fleet-ha.sh); defines, with D the script's folder:
+#   site_folder NAME             D, a new folder; at exit the broker and the readers (BROKER, NORTH,
+#                                SOUTH, LISTENER) are killed and D removed (kept with KEEP=1)
 #   free_port                    a port nothing listens on now (the kernel's choice, never fixed)
 #   broker_start AUTH...         mosquitto on loopback at $PORT with the ACL in $D/acl and AUTH's
 #                                lines (e.g. "allow_anonymous true"); sets BROKER; false unless it listens
@@ -32,4 +34,11 @@ reader_start() {
 }
 waitfor() {
   for _ in $(seq $(($3 * 5))); do grep -qE "$2" "$1" 2>/dev/null && return 0; sleep 0.2; done; return 1
+}
+site_folder() {
+  D=$(mktemp -d "/tmp/scangate-$1.XXXXXX")
+  BROKER=""; NORTH=""; SOUTH=""; LISTENER=""
+  trap 'for p in $NORTH $SOUTH $BROKER $LISTENER; do kill -9 "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+    [ -n "${KEEP:-}" ] && echo "kept $D" || rm -rf "$D"' EXIT
+  trap 'exit 1' INT TERM HUP
 }
