@@ -39,6 +39,34 @@ import Testing
     #expect(commands.contains { $0.contains("AUTH by the Unix socket's peer, uid 0") }, "\(commands)")
   }
 
+  @Test("AS names the web page's person once and only lowers the role: a viewer cannot OPEN; an operator's OPEN says who")
+  func asNamesTheSession() {
+    let path = temporaryDirectory("unix") + "/console.sock"
+    let rig = ConsoleTests.Rig { $0.unixPath = path }
+    let viewer = client(rig, path)
+    _ = viewer.readUntil { $0.contains("Unix socket") }
+    #expect(viewer.command("AS alice viewer").last == "OK as web:alice viewer", "\(viewer.text)")
+    #expect(viewer.command("OPEN").last?.hasPrefix("ERR 401") == true, "a viewer, though root's socket: \(viewer.text)")
+    #expect(viewer.command("AS alice operator").last?.hasPrefix("ERR 409") == true, "once per connection")
+    #expect(viewer.command("WATCH ON").last == "OK watching (payloads hidden until AUTH)")
+    #expect(viewer.command("AS Alice viewer").last?.hasPrefix("ERR 400") == true, "names are lowercase")
+    let op = client(rig, path)
+    _ = op.readUntil { $0.contains("Unix socket") }
+    #expect(op.command("AS bob operator").last == "OK as web:bob operator", "\(op.text)")
+    #expect(op.command("OPEN 300").last?.hasPrefix("OK #") == true, "\(op.text)")
+    rig.step(20)
+    #expect(!rig.relay.edges.isEmpty)
+    let commands = rig.loop.engine.events.lines { e in
+      e.kind == .command ? EventText.line(e, since: Instant(nanoseconds: 0), payloads: .shown) : nil
+    }
+    #expect(commands.contains { $0.contains("AS operator web:bob (uid 0)") }, "\(commands)")
+    #expect(commands.contains { $0.contains("OPEN 300 by web:bob (uid 0)") }, "\(commands)")
+    #expect(!commands.contains { $0.contains("alice") && $0.contains("OPEN") })
+    // Over TCP, a client of this host that is no operator cannot lift itself either.
+    let tcp = rig.connect()
+    #expect(tcp.command("AS eve operator").last?.hasPrefix("ERR 4") == true, "\(tcp.text)")
+  }
+
   /// As user nobody: connects to `path`, prints the greeting and the reply to OPEN.
   static let nobodyOpen = """
     import socket, sys

@@ -133,6 +133,13 @@ public struct ScanConfig: Equatable, Sendable {
   public var consoleSecretFile = ""
   /// The web admin page's accounts (`scangate admin user ...`): name, role, Argon2id hash.
   public var adminUsersFile = "/etc/scangate/admin-users"
+  /// Where `scangate admin` serves HTTPS ("host:port", "[v6]:port"; "" = off).
+  public var adminListen = ""
+  /// The admin page's certificate (PEM) and its key (a secret file).
+  public var adminTLSCertFile = "/etc/scangate/admin.crt"
+  public var adminTLSKeyFile = "/etc/scangate/admin.key"
+  /// A session unused this long is signed out.
+  public var adminSessionIdleMinutes = 30
   /// A Unix socket for consoles on this host ("": none); the peer's user gives the role.
   public var consoleUnixPath = ""
   /// Users who are operators on the Unix socket without AUTH (root always is).

@@ -44,7 +44,7 @@ extension ConsoleCommands {
           w.write(")\n")
         }
       }
-    case .help, .version, .status, .stats, .last, .watch, .check, .log, .auth, .quit, .door, .clock, .lockdown, .turnstile:
+    case .help, .version, .status, .stats, .last, .watch, .check, .log, .auth, .quit, .door, .clock, .lockdown, .turnstile, .as:
       // `run` dispatches these itself; a verb routed here by mistake is refused, never run.
       output.send(slot) { $0.write("ERR 500 not an operator action\n") }
     }
@@ -80,7 +80,7 @@ extension ConsoleCommands {
       output.send(slot) { $0.write("ERR 503 this reader keeps no clock floor\n") }
       return
     }
-    let peer = self[slot].peer
+    let peer = self[slot]
     let sequence = withUnsafeTemporaryAllocation(byteCount: 96, alignment: 1) { buffer in
       var w = ByteWriter(buffer)
       w.write("CLOCK FLOOR RESET ")
@@ -88,7 +88,7 @@ extension ConsoleCommands {
       w.write("->")
       w.write(after)
       w.write(" by ")
-      Self.writePeer(peer, into: &w)
+      Self.writeWho(peer, into: &w)
       return host.record(.command, code: UInt16(ConsoleVerb.clock.rawValue), text: w.written)
     }
     let clock = host.clockReport()
@@ -110,10 +110,10 @@ extension ConsoleCommands {
   func act<Host: ConsoleHost & ~Copyable>(
     _ request: ConsoleRequest, slot: Int, host: inout Host, output: some ConsoleOutput
   ) {
-    let peer = self[slot].peer
-    let outcome = withUnsafeTemporaryAllocation(byteCount: 48, alignment: 1) { buffer in
+    let peer = self[slot]
+    let outcome = withUnsafeTemporaryAllocation(byteCount: 64, alignment: 1) { buffer in
       var w = ByteWriter(buffer)
-      Self.writePeer(peer, into: &w)
+      Self.writeWho(peer, into: &w)
       return host.perform(request.action, who: w.written)
     }
     guard let outcome else {
@@ -138,7 +138,7 @@ extension ConsoleCommands {
         case .show: break
         }
         w.write(" by ")
-        Self.writePeer(peer, into: &w)
+        Self.writeWho(peer, into: &w)
         return host.record(.command, code: UInt16(request.verb.rawValue), text: w.written)
       }
     default: break
@@ -190,12 +190,12 @@ extension ConsoleCommands {
       }
       return
     }
-    let peer = self[slot].peer
+    let peer = self[slot]
     let label = UnsafeRawBufferPointer(rebasing: argument[0..<request.labelCount])
     let schedule = UnsafeRawBufferPointer(rebasing: argument[request.labelCount...])
-    let change = withUnsafeTemporaryAllocation(byteCount: 48, alignment: 1) { buffer in
+    let change = withUnsafeTemporaryAllocation(byteCount: 64, alignment: 1) { buffer in
       var w = ByteWriter(buffer)
-      Self.writePeer(peer, into: &w)
+      Self.writeWho(peer, into: &w)
       return request.verb == .enrol
         ? host.enrol(tag: request.enrolTag, label: label, schedule: schedule, who: w.written)
         : host.removeEntry(label: label, who: w.written)
@@ -219,6 +219,20 @@ extension ConsoleCommands {
       }
       w.newline()
     }
+  }
+
+  /// Who a session is, as records name it: its peer, after the name it gave itself with AS
+  /// (`web:alice (uid 998)`).
+  static func writeWho(_ session: ConsoleSession, into w: inout ByteWriter) {
+    guard session.actorCount > 0 else {
+      writePeer(session.peer, into: &w)
+      return
+    }
+    w.write("web:")
+    withUnsafeBytes(of: session.actor) { w.write(bytes: UnsafeRawBufferPointer(rebasing: $0[0..<session.actorCount])) }
+    w.write(" (")
+    writePeer(session.peer, into: &w)
+    w.write(")")
   }
 
   /// Who a session is, as records name it: `serial`, `uid <n>` (a local user), `local` (a local

@@ -24,7 +24,7 @@ public final class ConsoleCommands<Clock: MonotonicClock> {
   public private(set) var counters = ConsoleCounters()
   public var gate: AuthGate
   private let secret: any OperatorSecretVerifier
-  private let sessions: UnsafeMutableBufferPointer<ConsoleSession>
+  let sessions: UnsafeMutableBufferPointer<ConsoleSession>
   private let argument: UnsafeMutableRawBufferPointer
   private var generations: UInt32 = 0
 
@@ -166,7 +166,7 @@ public final class ConsoleCommands<Clock: MonotonicClock> {
       counters.readOnlyCommands &+= 1
       return 0
     }
-    return withUnsafeTemporaryAllocation(byteCount: 32, alignment: 1) { buffer in
+    return withUnsafeTemporaryAllocation(byteCount: 96, alignment: 1) { buffer in
       var w = ByteWriter(buffer)
       w.write(request.verb.name)
       if let n = request.number {
@@ -175,6 +175,11 @@ public final class ConsoleCommands<Clock: MonotonicClock> {
       }
       if request.flag {
         w.write(request.verb == .watch ? " ON" : " TEXT")
+      }
+      if sessions[slot].actorCount > 0 {
+        // The web admin page's person (AS), with the connection's own peer.
+        w.write(" by ")
+        Self.writeWho(sessions[slot], into: &w)
       }
       return host.record(.command, code: UInt16(request.verb.rawValue), text: w.written)
     }
@@ -221,6 +226,7 @@ public final class ConsoleCommands<Clock: MonotonicClock> {
     case .quit:
       output.send(slot) { $0.write("OK bye\n") }
       output.closeWhenFlushed(slot)  // closes at once when the reply is already out
+    case .as: nameSession(argument, asOperator: request.flag, slot: slot, host: &host, output: output)
     case .open, .reload, .selftest, .enrol, .remove, .list, .snapshot:
       runOperator(request, argument: argument, sequence: sequence, slot: slot, host: &host, output: output)
     }
@@ -239,7 +245,7 @@ public final class ConsoleCommands<Clock: MonotonicClock> {
     case .stats: output.send(slot) { ConsoleText.writeStats(host.consoleStatus(), console: counters, into: &$0) }
     case .last: writeLast(request, slot: slot, host: host, output: output)
     case .watch, .check, .log, .auth, .quit, .open, .reload, .selftest, .snapshot, .clock, .lockdown, .turnstile, .enrol,
-      .remove, .list:
+      .remove, .list, .as:
       // `run` dispatches these itself; a verb routed here by mistake is refused, never run.
       output.send(slot) { $0.write("ERR 500 not a report\n") }
     }

@@ -8,6 +8,7 @@ public enum ConsoleVerb: UInt8, CaseIterable, Sendable {
   case clock
   case lockdown, turnstile
   case enrol, remove, list
+  case `as`
 
   public var name: String {
     switch self {
@@ -32,6 +33,7 @@ public enum ConsoleVerb: UInt8, CaseIterable, Sendable {
     case .enrol: "ENROL"
     case .remove: "REMOVE"
     case .list: "LIST"
+    case .as: "AS"
     }
   }
 
@@ -41,7 +43,7 @@ public enum ConsoleVerb: UInt8, CaseIterable, Sendable {
   public var needsOperator: Bool {
     switch self {
     case .open, .reload, .selftest, .log, .snapshot, .check, .enrol, .remove, .list: true
-    case .help, .version, .status, .stats, .last, .watch, .auth, .quit, .door, .clock, .lockdown, .turnstile: false
+    case .help, .version, .status, .stats, .last, .watch, .auth, .quit, .door, .clock, .lockdown, .turnstile, .as: false
     }
   }
 
@@ -51,7 +53,8 @@ public enum ConsoleVerb: UInt8, CaseIterable, Sendable {
     case .open, .reload, .selftest, .log, .snapshot, .check, .last, .watch, .list: true
     // CLOCK FLOOR RESET records itself once done, with the floor before and after and who.
     // LOCKDOWN ON/OFF, TURNSTILE FORGIVE/RESET, ENROL and REMOVE record themselves once done, with who.
-    case .help, .version, .status, .stats, .auth, .quit, .door, .clock, .lockdown, .turnstile, .enrol, .remove: false
+    // AS records itself (who, as whom) when an operator's session gives itself a name.
+    case .help, .version, .status, .stats, .auth, .quit, .door, .clock, .lockdown, .turnstile, .enrol, .remove, .as: false
     }
   }
 
@@ -81,6 +84,8 @@ public enum ConsoleVerb: UInt8, CaseIterable, Sendable {
       "ENROL CANDIDATES | LAST|<tag> label=<label> [schedule=<name>]\n                    operator: the newest unknown codes; enrol one"
     case .remove: "REMOVE label=<label>  operator: take that entry off the allow-list"
     case .list: "LIST [n]            operator: the allow-list's labels, tags and flags (default\n                    50, max 200)"
+    case .as:
+      "AS <name> viewer|operator\n                    on the Unix socket: name this session web:<name> in\n                    records, at most its role"
     }
   }
 }
@@ -206,6 +211,21 @@ public struct ConsoleRequest: Sendable {
       return parsed
     case .remove, .check, .auth:
       return parseArgument(verb, words: words, word, argument: argument, argumentCount: &argumentCount)
+    case .as:
+      // AS <name> viewer|operator: the name (1 to 32 of a-z, 0-9, '.', '_', '-', a letter first) into `argument`.
+      let name = word(1)
+      guard words == 3, (1...32).contains(name.count), (0x61...0x7A).contains(name[0]),
+        name.allSatisfy({ (0x61...0x7A).contains($0) || (0x30...0x39).contains($0) || $0 == 0x2E || $0 == 0x5F || $0 == 0x2D })
+      else { return .failure(.badArgument) }
+      var request = ConsoleRequest(verb: .as)
+      if equalsIgnoringCase(word(2), "OPERATOR") {
+        request.flag = true
+      } else if !equalsIgnoringCase(word(2), "VIEWER") {
+        return .failure(.badArgument)
+      }
+      argument.copyMemory(from: name)
+      argumentCount = name.count
+      return .success(request)
     case .last, .log, .open, .list, .watch, .clock, .snapshot:
       return parseOption(verb, words: words, word)
     case .lockdown, .turnstile:
@@ -268,7 +288,7 @@ public struct ConsoleRequest: Sendable {
         guard let n = parseNumber(word(1)), n > 0 else { return .failure(.badArgument) }
         request.number = n
       }
-    case .help, .version, .status, .stats, .check, .auth, .quit, .reload, .selftest, .door, .lockdown, .turnstile, .enrol, .remove:
+    case .help, .version, .status, .stats, .check, .auth, .quit, .reload, .selftest, .door, .lockdown, .turnstile, .enrol, .remove, .as:
       return .failure(.badArgument)  // `parse` dispatches these itself; refused, never parsed here
     }
     return .success(request)

@@ -13,6 +13,9 @@ public struct ConsoleSession: Sendable {
   public var transport = ConsoleTransport.tcp
   public var peer = PeerKey(high: 0, low: 0)
   public var isOperator = false
+  /// The name AS gave this session (records say `web:<name>`); `actorCount` 0: none.
+  public var actor = InlineArray<32, UInt8>(repeating: 0)
+  public var actorCount = 0
   /// An operator by its transport (`ConsoleCommands.grantOperator`), not yet recorded.
   var grantToRecord = false
   public var watching = false
