@@ -112,6 +112,7 @@ let package = Package(
     .target(name: "CTLS", path: "Sources/Base/CTLS", linkerSettings: [.linkedLibrary("ssl"), .linkedLibrary("crypto")]),
     .target(name: "CSQLite", path: "Sources/Audit/CSQLite", linkerSettings: [.linkedLibrary("sqlite3")]),
     .target(name: "CMosquitto", path: "Sources/Fleet/CMosquitto", linkerSettings: [.linkedLibrary("mosquitto")]),
+    .target(name: "CHTTPD", path: "Sources/Admin/CHTTPD", linkerSettings: [.linkedLibrary("microhttpd"), .linkedLibrary("gnutls")]),
     .target(
       name: "CCredential", path: "Sources/Access/CCredential",
       linkerSettings: [.linkedLibrary("cbor"), .linkedLibrary("nettle"), .linkedLibrary("sodium")]),
@@ -166,12 +167,17 @@ let package = Package(
     .target(
       name: "ScanKeypadLinux", dependencies: ["ScanCore", "ScanConsole", "ScanPlatform", "ScanAccessLinux", "CLinux", "CEvdev"],
       path: "Sources/Keypad/Linux", swiftSettings: swiftSettings),
+    // The web admin page: its own process, a console client of the reader (never the loop).
+    .target(
+      name: "ScanAdminLinux", dependencies: ["ScanCore", "ScanPlatform", "ScanConsoleLinux", "CLinux", "CHTTPD"], path: "Sources/Admin/Linux",
+      swiftSettings: swiftSettings),
     // Every adapter under one import, for the service, the tools and the tests.
     .target(
       name: "ScanLinux",
       dependencies: [
         "ScanPlatform", "ScanConfigLinux", "ScanAuditLinux", "ScanAccessLinux", "ScanReaderLinux", "ScanPassSheet", "ScanDoorLinux",
         "ScanPanelsLinux", "ScanConsoleLinux", "ScanFleetLinux", "ScanTurnstileLinux", "ScanEmergencyLinux", "ScanKeypadLinux",
+        "ScanAdminLinux",
       ],
       swiftSettings: swiftSettings),
 

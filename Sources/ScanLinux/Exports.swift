@@ -1,6 +1,7 @@
 // Every domain's adapter under one import (as ScanCore is every pure core): the service, the
 // tools and the tests import ScanLinux; an adapter imports only the adapters Package.swift lets it.
 @_exported import ScanAccessLinux
+@_exported import ScanAdminLinux
 @_exported import ScanAuditLinux
 @_exported import ScanConfigLinux
 @_exported import ScanConsoleLinux

@@ -13,48 +13,13 @@ import ScanTools
 /// file is read whole and refused whole when any line is wrong, and written whole through the
 /// durable-write helper.
 enum AdminUsers {
-  enum Role: String, CaseIterable { case viewer, `operator`, admin }
-
-  struct Account: Equatable {
-    var name: String
-    var role: Role
-    var hash: String
-  }
-
-  static let accountsMax = 256
-  static let passwordBytes = 12...128
-
-  /// `name`: 1 to 32 of a-z, 0-9, '.', '_', '-', starting with a letter.
-  static func nameProblem(_ name: String) -> String? {
-    let bytes = Array(name.utf8)
-    guard (1...32).contains(bytes.count), let first = bytes.first, (0x61...0x7A).contains(first) else {
-      return "a name is 1 to 32 characters, starting with a-z"
-    }
-    let ok = bytes.allSatisfy { (0x61...0x7A).contains($0) || (0x30...0x39).contains($0) || $0 == 0x2E || $0 == 0x5F || $0 == 0x2D }
-    return ok ? nil : "a name holds only a-z, 0-9, '.', '_' and '-'"
-  }
-
-  /// The file's accounts; refused whole (with the line) when any line is wrong.
-  static func parse(_ text: String) throws(ParseError) -> [Account] {
-    var accounts: [Account] = []
-    for (i, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
-      let line = raw.trimmingPrefix { $0 == " " }
-      if line.isEmpty || line.hasPrefix("#") { continue }
-      let fields = line.split(separator: " ")
-      guard fields.count == 3, nameProblem(String(fields[0])) == nil, let role = Role(rawValue: String(fields[1])),
-        fields[2].hasPrefix("$argon2id$"), fields[2].utf8.count < 128
-      else { throw ParseError(message: "line \(i + 1): want 'name role $argon2id$...' (the file is refused whole)") }
-      guard !accounts.contains(where: { $0.name == fields[0] }) else { throw ParseError(message: "line \(i + 1): \(fields[0]) twice") }
-      accounts.append(Account(name: String(fields[0]), role: role, hash: String(fields[2])))
-    }
-    guard accounts.count <= accountsMax else { throw ParseError(message: "more than \(accountsMax) accounts") }
-    return accounts
-  }
-
-  static func text(_ accounts: [Account]) -> String {
-    "# ScanGate web admin accounts (scangate admin user add|passwd|remove): name role Argon2id\n"
-      + accounts.map { "\($0.name) \($0.role.rawValue) \($0.hash)\n" }.joined()
-  }
+  typealias Role = AdminAccounts.Role
+  typealias Account = AdminAccounts.Account
+  static var accountsMax: Int { AdminAccounts.accountsMax }
+  static var passwordBytes: ClosedRange<Int> { AdminAccounts.passwordBytes }
+  static func nameProblem(_ name: String) -> String? { AdminAccounts.nameProblem(name) }
+  static func parse(_ text: String) throws(ParseError) -> [Account] { try AdminAccounts.parse(text) }
+  static func text(_ accounts: [Account]) -> String { AdminAccounts.text(accounts) }
 
   /// The password on standard input (one line, 12 to 128 bytes, no control characters), hashed.
   static func readPasswordHash() throws(ParseError) -> String {
@@ -63,12 +28,7 @@ enum AdminUsers {
     guard passwordBytes.contains(password.count), password.allSatisfy({ $0 >= 0x20 && $0 != 0x7F }) else {
       throw ParseError(message: "the password (standard input) must be \(passwordBytes.lowerBound) to \(passwordBytes.upperBound) bytes, no control characters")
     }
-    var out = [CChar](repeating: 0, count: 128)
-    let rc = password.withUnsafeBufferPointer { p in
-      p.withMemoryRebound(to: CChar.self) { sg_pwhash_str(&out, $0.baseAddress, $0.count) }
-    }
-    guard rc == 0 else { throw ParseError(message: "the password could not be hashed (out of memory: Argon2id takes 64 MiB)") }
-    return String(decoding: out.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    return try AdminAccounts.hash(password)
   }
 
   /// `scangate admin user add|passwd|remove|list NAME [--role ROLE] [--users FILE | --config FILE]`.

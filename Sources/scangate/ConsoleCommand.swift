@@ -28,41 +28,11 @@ enum ConsoleCommand {
     do { return try connectTCP(address, defaultPort: "4570") } catch { throw ParseError(message: "\(error)") }
   }
 
-  static func send(_ fd: Int32, _ text: String) -> Bool {
-    do { try writeAll(fd, text, "send to the console") } catch { return false }
-    return true
-  }
-
-  /// Sends `command` and collects the reply: body lines (without "| ") and the status line.
-  /// Nil when the connection failed or no status line came in time.
+  /// Sends `command` and collects the reply (`ConsoleClient.exchange`) on a descriptor the caller keeps.
   static func exchange(_ fd: Int32, _ command: String, timeoutSeconds: Int) -> (body: [String], status: String)? {
-    guard send(fd, command + "\n") else { return nil }
-    var pending: [UInt8] = []
-    var body: [String] = []
-    var buffer = [UInt8](repeating: 0, count: 65_536)
-    let deadline = SystemMonotonicClock().now().adding(milliseconds: timeoutSeconds * 1000)
-    while SystemMonotonicClock().now() < deadline {
-      var p = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0)]
-      let n: Int
-      do {
-        guard try pollDescriptors(&p, timeoutMilliseconds: 200) > 0 else { continue }
-        n = try readSome(fd, into: &buffer, "read the console")
-      } catch { return nil }
-      if n == 0 { return nil }
-      pending += buffer[0..<n]
-      var start = 0
-      while let newline = pending[start...].firstIndex(of: 0x0A) {
-        var end = newline
-        if end > start && pending[end - 1] == 0x0D { end -= 1 }
-        let text = String(decoding: pending[start..<end], as: UTF8.self)
-        start = newline + 1
-        if text.hasPrefix("OK") || text.hasPrefix("ERR") { return (body, text) }
-        if text.hasPrefix("| ") { body.append(String(text.dropFirst(2))) }
-      }
-      pending.removeFirst(start)
-    }
-    writeStandardError("scangate console: no reply within \(timeoutSeconds) s\n")
-    return nil
+    let reply = ConsoleClient(fd: fd, owned: false).exchange(command, timeoutSeconds: timeoutSeconds)
+    if reply == nil { writeStandardError("scangate console: no reply within \(timeoutSeconds) s\n") }
+    return reply
   }
 
   /// Sends `command`, prints its reply; 0 on OK, 1 on ERR, 2 when there was none.

@@ -21,7 +21,7 @@ enum ExtraCommands {
     case "fleet": return FleetToolCommand.run(arguments)
     case "allow-list": return AllowListCommand.run(arguments)
     case "keypad": return KeypadCommand.run(arguments)
-    case "admin": return AdminUsers.run(arguments)
+    case "admin": return AdminCommand.run(arguments)
     default: return nil
     }
   }

@@ -62,6 +62,8 @@ import Testing
     #expect(commands.contains { $0.contains("AS operator web:bob (uid 0)") }, "\(commands)")
     #expect(commands.contains { $0.contains("OPEN 300 by web:bob (uid 0)") }, "\(commands)")
     #expect(!commands.contains { $0.contains("alice") && $0.contains("OPEN") })
+    // A named session never sees a payload, even as an operator.
+    #expect(op.command("WATCH ON").last == "OK watching (payloads hidden until AUTH)", "\(op.text)")
     // Over TCP, a client of this host that is no operator cannot lift itself either.
     let tcp = rig.connect()
     #expect(tcp.command("AS eve operator").last?.hasPrefix("ERR 4") == true, "\(tcp.text)")

@@ -96,7 +96,10 @@ public final class ConsoleCommands<Clock: MonotonicClock> {
   }
 
   /// How each session sees payloads in event lines.
-  public func payloadVisibility(_ slot: Int) -> PayloadVisibility { sessions[slot].isOperator ? .shown : .hidden }
+  /// A session named by AS (the web page) never sees a payload, whatever its role.
+  public func payloadVisibility(_ slot: Int) -> PayloadVisibility {
+    sessions[slot].isOperator && sessions[slot].actorCount == 0 ? .shown : .hidden
+  }
 
   // MARK: - Lines
 
@@ -214,7 +217,7 @@ public final class ConsoleCommands<Clock: MonotonicClock> {
     case .clock: runClock(request, slot: slot, host: &host, output: output)
     case .watch:
       sessions[slot].watching = request.flag
-      let shown = sessions[slot].isOperator
+      let shown = payloadVisibility(slot) == .shown
       output.send(slot) { w in
         w.write(request.flag ? "OK watching" : "OK not watching")
         if request.flag && !shown { w.write(" (payloads hidden until AUTH)") }

@@ -259,7 +259,7 @@ public enum Service {
   /// The console as configured, or nil (none configured, or it could not start: the door
   /// matters more than the console, so the reader runs without it, loudly).
   public static func makeConsole(_ config: ScanConfig, clock: SystemMonotonicClock) -> ConsoleServer<SystemMonotonicClock>? {
-    guard !config.consoleListen.isEmpty || !config.consoleSerialPath.isEmpty else { return nil }
+    guard !config.consoleListen.isEmpty || !config.consoleSerialPath.isEmpty || !config.consoleUnixPath.isEmpty else { return nil }
     if let problem = consoleRingProblem(config) {
       writeStandardError("scangate: console disabled: \(problem)\n")
       return nil

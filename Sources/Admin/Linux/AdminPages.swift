@@ -1,0 +1,157 @@
+import ScanCore
+
+/// The admin page's HTML: plain markup of our own, every value from the reader escaped, no
+/// inline script or style (the Content-Security-Policy forbids both), a layout that fits a
+/// phone at the door as well as a desk.
+enum AdminPages {
+  /// Text made safe for HTML (element content and quoted attributes).
+  static func escaped(_ text: String) -> String {
+    var out = ""
+    out.reserveCapacity(text.utf8.count)
+    for c in text.unicodeScalars {
+      switch c {
+      case "&": out += "&amp;"
+      case "<": out += "&lt;"
+      case ">": out += "&gt;"
+      case "\"": out += "&quot;"
+      case "'": out += "&#39;"
+      default: out.unicodeScalars.append(c)
+      }
+    }
+    return out
+  }
+
+  /// A name as the journal shows it: at most 32 printable ASCII characters, anything else `?`.
+  static func shown(_ name: String) -> String {
+    String(String.UnicodeScalarView(name.unicodeScalars.prefix(32).map { $0.isASCII && $0.value >= 0x21 && $0.value < 0x7F ? $0 : "?" }))
+  }
+
+  /// `text` percent-escaped for a URL's query.
+  static func urlEscaped(_ text: String) -> String {
+    var out = ""
+    for b in text.utf8 {
+      if (0x30...0x39).contains(b) || (0x41...0x5A).contains(b) || (0x61...0x7A).contains(b) || b == 0x2D || b == 0x2E || b == 0x5F {
+        out.unicodeScalars.append(UnicodeScalar(b))
+      } else {
+        out += "%" + String(decoding: [Hex.digit(b >> 4, uppercase: true), Hex.digit(b, uppercase: true)], as: UTF8.self)
+      }
+    }
+    return out
+  }
+
+  /// A label as the console's `label=` takes it (letters, digits, `.`, `_`, `-`, `@`, `+`, the
+  /// rest as %XX); nil when empty or over 48 bytes.
+  static func consoleLabel(_ label: String) -> String? {
+    guard (1...48).contains(label.utf8.count) else { return nil }
+    var out = ""
+    for b in label.utf8 {
+      if (0x30...0x39).contains(b) || (0x41...0x5A).contains(b) || (0x61...0x7A).contains(b) || b == 0x2D || b == 0x2E || b == 0x5F
+        || b == 0x40 || b == 0x2B
+      {
+        out.unicodeScalars.append(UnicodeScalar(b))
+      } else {
+        out += "%" + String(decoding: [Hex.digit(b >> 4, uppercase: true), Hex.digit(b, uppercase: true)], as: UTF8.self)
+      }
+    }
+    return out
+  }
+
+  static func layout(_ title: String, body: String, session: AdminSessions.Session?) -> String {
+    var nav = ""
+    if let session {
+      nav = """
+        <nav><a href="/">Door</a>\(session.role >= .operator ? " <a href=\"/people\">People</a>" : "")
+        <span class="who">\(escaped(session.name)) (\(session.role.rawValue))</span>
+        <form method="post" action="/logout" class="inline"><input type="hidden" name="csrf" value="\(session.csrf)"><button>Sign out</button></form></nav>
+        """
+    }
+    return """
+      <!doctype html>
+      <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+      <title>\(escaped(title)) · ScanGate</title><link rel="stylesheet" href="/app.css"><script src="/app.js" defer></script></head>
+      <body><header><h1>ScanGate</h1>\(nav)</header><main>\(body)</main></body></html>
+      """
+  }
+
+  static func signIn(message: String?) -> String {
+    """
+    <h2>Sign in</h2>\(message.map { "<p class=\"error\" id=\"message\">\(escaped($0))</p>" } ?? "")
+    <form method="post" action="/login" class="card">
+    <label>Name <input name="name" id="name" autocomplete="username" required autofocus></label>
+    <label>Password <input name="password" id="password" type="password" autocomplete="current-password" required></label>
+    <button id="sign-in">Sign in</button></form>
+    """
+  }
+
+  static func viewerOnly() -> String { "<p class=\"error\">This page is for operators and admins.</p>" }
+
+  /// A button that posts to `action` with the session's CSRF token.
+  static func button(_ action: String, _ label: String, id: String, session: AdminSessions.Session, danger: Bool = false) -> String {
+    """
+    <form method="post" action="\(action)" class="inline"><input type="hidden" name="csrf" value="\(session.csrf)"><button id="\(id)"\(danger ? " class=\"danger\"" : "")>\(label)</button></form>
+    """
+  }
+
+  static func unreachable() -> String {
+    "<p class=\"error\" id=\"unreachable\">The reader's console cannot be reached (is scangate running, with console.unix_path?).</p>"
+  }
+
+  static func dashboard(_ session: AdminSessions.Session, replies: [(body: [String], status: String)]?) -> String {
+    guard let replies, replies.count == 4 else { return unreachable() }
+    var html = "<meta name=\"csrf\" content=\"\(session.csrf)\">"
+    if session.role >= .operator {
+      html += "<section class=\"card actions\"><h2>Door</h2>"
+      html += button("/door/open", "Open door", id: "open", session: session)
+      html += button("/lockdown/on", "Lockdown", id: "lockdown-on", session: session, danger: true)
+      html += button("/lockdown/off", "Lift lockdown", id: "lockdown-off", session: session)
+      html += "<p id=\"said\"></p></section>"
+    }
+    let sections = [("Door", "door", replies[1]), ("Fire and lockdown", "emergency", replies[2]), ("Reader", "status", replies[0])]
+    for (title, id, reply) in sections {
+      html += "<section class=\"card\"><h2>\(title)</h2><ul id=\"\(id)\">"
+      let lines = reply.body.isEmpty ? [reply.status] : reply.body
+      for line in lines { html += "<li>\(escaped(line))</li>" }
+      html += "</ul></section>"
+    }
+    html += "<section class=\"card\"><h2>Decisions (live)</h2><ul id=\"events\" class=\"events\">"
+    for line in replies[3].body.reversed() { html += "<li>\(escaped(line))</li>" }
+    html += "</ul></section>"
+    return html
+  }
+
+  static func people(_ session: AdminSessions.Session, reply: (body: [String], status: String)?) -> String {
+    guard let reply else { return unreachable() }
+    var html = "<h2>People</h2><p><input id=\"search\" type=\"search\" placeholder=\"Search labels and tags\"></p>"
+    html += "<p id=\"count\">\(escaped(reply.status))</p><table id=\"people\"><thead><tr><th>Label</th><th>Tag</th><th>Flags</th><th></th></tr></thead><tbody>"
+    for line in reply.body {
+      let fields = line.split(separator: " ").map(String.init)
+      guard let label = fields.first else { continue }
+      let tag = fields.first { $0.hasPrefix("tag=") }.map { String($0.dropFirst(4)) } ?? ""
+      let flags = fields.dropFirst().filter { !$0.hasPrefix("tag=") }.joined(separator: " ")
+      let shownLabel = label.removingPercentEncodingForDisplay
+      html += "<tr><td>\(escaped(shownLabel))</td><td><code>\(escaped(tag))</code></td><td>\(escaped(flags))</td><td>"
+      html += "<form method=\"post\" action=\"/people/remove\" class=\"inline confirm\"><input type=\"hidden\" name=\"csrf\" value=\"\(session.csrf)\">"
+      html += "<input type=\"hidden\" name=\"label\" value=\"\(escaped(shownLabel))\"><button class=\"danger\">Remove</button></form></td></tr>"
+    }
+    return html + "</tbody></table>"
+  }
+}
+
+extension String {
+  /// The console's `%XX` escapes undone for showing (invalid ones kept as written).
+  var removingPercentEncodingForDisplay: String {
+    var out: [UInt8] = []
+    let b = Array(utf8)
+    var i = 0
+    while i < b.count {
+      if b[i] == 0x25, i + 2 < b.count, let hi = Hex.value(of: b[i + 1]), let lo = Hex.value(of: b[i + 2]) {
+        out.append(hi << 4 | lo)
+        i += 3
+      } else {
+        out.append(b[i])
+        i += 1
+      }
+    }
+    return String(decoding: out, as: UTF8.self)
+  }
+}

@@ -1,0 +1,198 @@
+import ScanConsoleLinux
+import ScanCore
+import ScanPlatform
+import Synchronization
+
+/// The web admin page (docs/admin.md, "The web page"): sign-in, the dashboard with decisions
+/// live, the door's actions, the people on the allow-list. It holds no door state: every page
+/// and action is a console command over the reader's Unix socket, on a connection that names
+/// its person first (`AS <name> viewer|operator`), so the reader applies the console's roles,
+/// limits and records (`OPEN by web:alice (uid 998)`) and a bug here cannot do more than that
+/// person could do on the console. Viewers see state and decisions (never a payload); operators
+/// and admins act.
+public final class AdminSite: HTTPHandler, @unchecked Sendable {
+  public struct Settings: Sendable {
+    public var usersFile: String
+    public var consolePath: String
+    public var idleMinutes: Int
+    public init(usersFile: String, consolePath: String, idleMinutes: Int) {
+      self.usersFile = usersFile
+      self.consolePath = consolePath
+      self.idleMinutes = idleMinutes
+    }
+  }
+
+  let settings: Settings
+  let sessions: AdminSessions
+  /// One Argon2id check at a time (64 MiB each): sign-in floods queue here, not in memory.
+  private let hashing = Mutex(())
+  private let streams = Mutex<[UInt64: ConsoleClient]>([:])
+  private let nextStream = Atomic<UInt64>(1)
+  private let wall = SystemWallClock()
+  static let streamsMax = 16
+  static let cookie = "sg_session"
+
+  /// A hash of a random password: what an unknown name is checked against.
+  private let unknownHash: String
+
+  public init(settings: Settings) {
+    self.settings = settings
+    sessions = AdminSessions(idleMinutes: settings.idleMinutes)
+    unknownHash = (try? AdminAccounts.hash(Array(AdminSessions.token().utf8))) ?? ""
+  }
+
+  // MARK: - Routing
+
+  public func respond(_ request: HTTPRequest) -> HTTPResponse {
+    let now = wall.unixSeconds()
+    switch (request.method, request.path) {
+    case ("GET", "/app.css"): return HTTPResponse(status: 200, contentType: "text/css; charset=utf-8", body: Array(AdminAssets.css.utf8))
+    case ("GET", "/app.js"): return HTTPResponse(status: 200, contentType: "text/javascript; charset=utf-8", body: Array(AdminAssets.script.utf8))
+    case ("GET", "/login"): return page("Sign in", body: AdminPages.signIn(message: nil), session: nil)
+    case ("POST", "/login"):
+      guard sameOrigin(request) else { return .text(403, "cross-site request refused\n") }
+      return signIn(request, now: now)
+    default: break
+    }
+    let token = request.cookie(Self.cookie)
+    guard let session = sessions.session(token, now: now) else {
+      return request.method == "GET" && request.path != "/events" ? .redirect("/login") : .text(401, "sign in first\n")
+    }
+    if request.method == "POST" {
+      // Every state change: from this site, and with the session's CSRF token.
+      guard sameOrigin(request), constantTimeEqual(request.form["csrf"] ?? request.csrf, session.csrf) else {
+        return .text(403, "missing or wrong CSRF token, or a cross-site request: refused\n")
+      }
+    }
+    switch (request.method, request.path) {
+    case ("GET", "/"): return dashboard(session)
+    case ("GET", "/people"): return people(session)
+    case ("GET", "/events"): return events(session)
+    case ("POST", "/logout"):
+      sessions.close(token)
+      writeStandardError("scangate admin: \(session.name) signed out\n")
+      return .redirect("/login", headers: ["Set-Cookie: \(Self.cookie)=; Path=/; Max-Age=0; Secure; HttpOnly; SameSite=Strict"])
+    case ("POST", "/door/open"): return act(session, "OPEN", back: "/")
+    case ("POST", "/lockdown/on"): return act(session, "LOCKDOWN ON", back: "/")
+    case ("POST", "/lockdown/off"): return act(session, "LOCKDOWN OFF", back: "/")
+    case ("POST", "/people/remove"):
+      guard let label = request.form["label"], let escaped = AdminPages.consoleLabel(label) else { return .text(400, "bad label\n") }
+      return act(session, "REMOVE label=" + escaped, back: "/people")
+    default: return .text(404, "not found\n")
+    }
+  }
+
+  private func sameOrigin(_ request: HTTPRequest) -> Bool {
+    !request.host.isEmpty && request.origin == "https://" + request.host
+  }
+
+  private func constantTimeEqual(_ a: String, _ b: String) -> Bool {
+    let x = Array(a.utf8), y = Array(b.utf8)
+    guard x.count == y.count else { return false }
+    var d: UInt8 = 0
+    for i in 0..<x.count { d |= x[i] ^ y[i] }
+    return d == 0
+  }
+
+  // MARK: - Sign-in
+
+  private func signIn(_ request: HTTPRequest, now: Int64) -> HTTPResponse {
+    let form = request.form
+    let name = form["name"] ?? ""
+    var password = Array((form["password"] ?? "").utf8)
+    defer { SecretBytes.wipe(&password) }
+    let client = request.client
+    let wait = sessions.waitBeforeTry(client: client, name: name, now: now)
+    guard wait == 0 else {
+      writeStandardError("scangate admin: sign-in for \(AdminPages.shown(name)) from \(client) refused: backing off \(wait) s\n")
+      return page("Sign in", body: AdminPages.signIn(message: "Too many failed sign-ins: try again in \(wait) s."), session: nil, status: 429)
+    }
+    let account: AdminAccounts.Account?
+    do {
+      account = try AdminAccounts.load(settings.usersFile).first { $0.name == name }
+    } catch {
+      writeStandardError("scangate admin: \(settings.usersFile): \(error): nobody can sign in\n")
+      return page("Sign in", body: AdminPages.signIn(message: "The accounts file cannot be read: see the admin service's journal."), session: nil, status: 503)
+    }
+    // The same work for an unknown name as for a wrong password (no account discovery by timing).
+    let good = hashing.withLock { _ in AdminAccounts.verify(password, hash: account?.hash ?? unknownHash) } && account != nil
+    guard good, let account else {
+      sessions.failed(client: client, name: name, now: now)
+      writeStandardError("scangate admin: sign-in failed for \(AdminPages.shown(name)) from \(client)\n")
+      return page("Sign in", body: AdminPages.signIn(message: "Wrong name or password."), session: nil, status: 401)
+    }
+    sessions.succeeded(client: client, name: name)
+    let (token, _) = sessions.open(account, now: now)
+    writeStandardError("scangate admin: \(account.name) (\(account.role.rawValue)) signed in from \(client)\n")
+    return .redirect("/", headers: ["Set-Cookie: \(Self.cookie)=\(token); Path=/; Secure; HttpOnly; SameSite=Strict"])
+  }
+
+  // MARK: - The reader, through its console
+
+  /// A console connection that acts for `session`'s person.
+  func console(_ session: AdminSessions.Session) -> ConsoleClient? {
+    guard let client = try? ConsoleClient(unixPath: settings.consolePath) else { return nil }
+    let role = session.role >= .operator ? "operator" : "viewer"
+    guard let named = client.exchange("AS \(session.name) \(role)", timeoutSeconds: 5), named.status.hasPrefix("OK") else { return nil }
+    return client
+  }
+
+  /// Runs `commands` for `session`; each reply, or nil when the reader cannot be reached.
+  func ask(_ session: AdminSessions.Session, _ commands: [String]) -> [(body: [String], status: String)]? {
+    guard let client = console(session) else { return nil }
+    var replies: [(body: [String], status: String)] = []
+    for c in commands {
+      guard let reply = client.exchange(c, timeoutSeconds: 10) else { return nil }
+      replies.append(reply)
+    }
+    return replies
+  }
+
+  private func act(_ session: AdminSessions.Session, _ command: String, back: String) -> HTTPResponse {
+    guard session.role >= .operator else { return .text(403, "an operator's action: this account is a viewer\n") }
+    guard let reply = ask(session, [command])?.first else { return .text(503, "the reader's console cannot be reached\n") }
+    writeStandardError("scangate admin: \(session.name): \(command.split(separator: " ").prefix(2).joined(separator: " ")): \(reply.status)\n")
+    return .redirect(back + "?said=" + AdminPages.urlEscaped(reply.status))
+  }
+
+  private func dashboard(_ session: AdminSessions.Session) -> HTTPResponse {
+    let replies = ask(session, ["STATUS", "DOOR", "LOCKDOWN", "LAST 10"])
+    return page("Door", body: AdminPages.dashboard(session, replies: replies), session: session)
+  }
+
+  private func people(_ session: AdminSessions.Session) -> HTTPResponse {
+    guard session.role >= .operator else { return page("People", body: AdminPages.viewerOnly(), session: session, status: 403) }
+    return page("People", body: AdminPages.people(session, reply: ask(session, ["LIST 200"])?.first), session: session)
+  }
+
+  func page(_ title: String, body: String, session: AdminSessions.Session?, status: UInt32 = 200) -> HTTPResponse {
+    HTTPResponse(status: status, body: Array(AdminPages.layout(title, body: body, session: session).utf8))
+  }
+
+  // MARK: - Decisions live (Server-Sent Events fed by WATCH)
+
+  private func events(_ session: AdminSessions.Session) -> HTTPResponse {
+    guard let client = console(session), client.exchange("WATCH ON", timeoutSeconds: 5)?.status.hasPrefix("OK") == true else {
+      return .text(503, "the reader's console cannot be reached\n")
+    }
+    let id = nextStream.wrappingAdd(1, ordering: .relaxed).oldValue
+    let admitted = streams.withLock { s -> Bool in
+      guard s.count < Self.streamsMax else { return false }
+      s[id] = client
+      return true
+    }
+    guard admitted else { return .text(503, "too many live views open\n") }
+    return HTTPResponse(status: 200, contentType: "text/event-stream", stream: id)
+  }
+
+  public func stream(_ id: UInt64, into buffer: UnsafeMutableRawBufferPointer) -> Int {
+    guard let client = streams.withLock({ $0[id] }) else { return -1 }
+    guard let line = client.nextEvent(waitingMilliseconds: 1000) else { return client.ended ? -1 : 0 }
+    let text = Array("data: \(line)\n\n".utf8)
+    guard text.count <= buffer.count else { return 0 }
+    text.withUnsafeBytes { buffer.copyMemory(from: $0) }
+    return text.count
+  }
+
+  public func endStream(_ id: UInt64) { _ = streams.withLock { $0.removeValue(forKey: id) } }
+}

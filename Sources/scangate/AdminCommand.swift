@@ -1,0 +1,59 @@
+import CHTTPD
+import Glibc
+import ScanCore
+import ScanLinux
+import ScanTools
+
+/// `scangate admin`: the web admin page (its own process and unit, scangate-admin.service),
+/// `admin fingerprint` (what a browser should see), `admin user ...` (the accounts).
+enum AdminCommand {
+  static func run(_ arguments: [String]) -> Int32 {
+    if arguments.first == "user" { return AdminUsers.run(arguments) }
+    do throws(ParseError) {
+      let fingerprint = arguments.first == "fingerprint"
+      let options = try Options(Array(arguments.dropFirst(fingerprint ? 1 : 0)), valued: ["config"], known: [])
+      guard let config = loadConfig(options) else { return 1 }
+      let certificate: [UInt8]
+      do { certificate = try readWholeFile(config.adminTLSCertFile, maxBytes: 64 * 1024) } catch {
+        throw ParseError(message: "admin.tls_cert_file: \(error)")
+      }
+      if fingerprint {
+        var out = [CChar](repeating: 0, count: 96)
+        guard sg_http_certificate_fingerprint(String(decoding: certificate, as: UTF8.self), &out) == 0 else {
+          throw ParseError(message: "\(config.adminTLSCertFile): no PEM certificate")
+        }
+        print("SHA-256 " + String(decoding: out.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
+        return 0
+      }
+      return try serve(config, certificate: certificate)
+    } catch {
+      writeStandardError("scangate admin: \(error)\n")
+      return 2
+    }
+  }
+
+  static func serve(_ config: ScanConfig, certificate: [UInt8]) throws(ParseError) -> Int32 {
+    guard !config.adminListen.isEmpty else { throw ParseError(message: "admin.listen is not set: the web page is off") }
+    guard !config.consoleUnixPath.isEmpty else {
+      throw ParseError(message: "admin.listen needs console.unix_path: the page drives the reader through its console")
+    }
+    var key: [UInt8]
+    do { key = try SecretFile.read(config.adminTLSKeyFile, maxBytes: 64 * 1024) } catch {
+      throw ParseError(message: "admin.tls_key_file: \(error)")
+    }
+    defer { SecretBytes.wipe(&key) }
+    let site = AdminSite(
+      settings: .init(usersFile: config.adminUsersFile, consolePath: config.consoleUnixPath, idleMinutes: config.adminSessionIdleMinutes))
+    let server: HTTPServer
+    do { server = try HTTPServer(listen: config.adminListen, certificatePEM: certificate, keyPEM: key, handler: site) } catch {
+      throw ParseError(message: "\(error)")
+    }
+    SecretBytes.wipe(&key)
+    writeStandardError("scangate admin: serving https://\(config.adminListen)/ (the reader's console: \(config.consoleUnixPath))\n")
+    // The page holds no state worth keeping: SIGTERM ends it where it stands.
+    withExtendedLifetime(server) {
+      while true { pause() }
+    }
+    return 0
+  }
+}
