@@ -26,6 +26,7 @@ P=$STAGE/scangate
 install -D -m 0755 "$BIN" "$P/usr/bin/scangate"
 strip --strip-unneeded "$P/usr/bin/scangate"
 install -D -m 0644 deploy/scangate.service "$P/lib/systemd/system/scangate.service"
+install -D -m 0644 deploy/scangate-admin.service "$P/lib/systemd/system/scangate-admin.service"
 install -D -m 0644 deploy/99-scangate.rules "$P/lib/udev/rules.d/99-scangate.rules"
 # 0640, group scangate (postinst): the configuration names every secret file, not for other local
 # users. The allow-list is made by postinst in the state directory from this sample (0640
@@ -53,6 +54,7 @@ Maintainer: ScanGate maintainers <scangate@localhost>
 Section: misc
 Priority: optional
 Depends: $depends, adduser
+Recommends: openssl
 Recommends: systemd, udev
 Description: camera barcode reader for doors and turnstiles
  ScanGate turns a V4L2 camera on a single-board computer into a door-access or turnstile

@@ -37,7 +37,10 @@ PACKAGES=(
   zbar-tools           # tests: zbarimg, an independent decoder, reads the fleet's snapshot PNGs and the pass sheets
   poppler-utils        # tests: pdftoppm, pdftotext, pdfinfo read the pass sheets' PDFs (PassSheetTests)
   libcamera-dev        # the libcamera frame source (Pi camera modules); optional at build time
+  libmicrohttpd-dev    # the web admin page's HTTPS server (libmicrohttpd, TLS through GnuTLS)
   python3-venv         # tests: the PyPI peers' venv (deploy/peers.sh)
+  chromium             # tests: the web admin page in a real browser (deploy/admin-test.sh)
+  chromium-driver      # tests: selenium drives it (never a downloaded browser or driver)
 )
 
 missing=()

@@ -74,6 +74,7 @@ swift_stage "swift test" "swift build --build-tests && swift test --skip-build"
 
 check_stage "console with picocom and screen (serial, pty pair)" "deploy/console-tools.sh .build/debug/scangate"
 check_stage "console abuse (64 clients, audit log, lockouts, frame rate)" "deploy/console-abuse.sh .build/debug/scangate"
+check_stage "web admin page in Debian's chromium (selenium, TLS, roles, CSRF)" "deploy/admin-test.sh .build/debug/scangate"
 check_stage "fleet link on a real broker (TLS, ACLs, broker kill, link cut, kill -9, Home Assistant)" "deploy/fleet-test.sh .build/debug/scangate"
 
 check_stage "signed passes against pycose, cbor2, pyotp and PyNaCl" "deploy/credential-interop.sh .build/debug/scangate"

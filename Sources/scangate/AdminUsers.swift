@@ -47,11 +47,7 @@ enum AdminUsers {
         path = config.adminUsersFile
       }
       var accounts: [Account] = []
-      if fileExists(path) {
-        let bytes: [UInt8]
-        do { bytes = try SecretFile.read(path, maxBytes: 64 * 1024) } catch { throw ParseError(message: "\(error)") }
-        accounts = try parse(String(decoding: bytes, as: UTF8.self))
-      }
+      if fileExists(path) { accounts = try AdminAccounts.load(path) }
       if verb == "list" {
         for a in accounts { print("\(a.name) \(a.role.rawValue)") }
         return 0
@@ -79,6 +75,12 @@ enum AdminUsers {
       }
       guard accounts.count <= accountsMax else { throw ParseError(message: "more than \(accountsMax) accounts") }
       do { try SecretFile.replace(path, Array(text(accounts).utf8)) } catch { throw ParseError(message: "\(error)") }
+      // The page's own user reads it (scangate-admin.service); still 0600: nobody else.
+      if getuid() == 0, let ids = AdminAccounts.serviceIDs {
+        do { try syscall("chown \(path)", { chown(path, ids.uid, ids.gid) }) } catch {
+          throw ParseError(message: "\(error): the page (\(AdminAccounts.serviceUser)) cannot read it")
+        }
+      }
       writeStandardError("scangate admin: \(path): \(name) \(verb == "remove" ? "removed" : verb == "add" ? "added" : "changed")\n")
       return 0
     } catch {

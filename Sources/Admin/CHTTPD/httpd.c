@@ -45,7 +45,7 @@ static void add_headers(struct MHD_Response *response, const char *content_type,
                           "form-action 'self'; frame-ancestors 'none'; base-uri 'none'");
   MHD_add_response_header(response, "X-Content-Type-Options", "nosniff");
   MHD_add_response_header(response, "X-Frame-Options", "DENY");
-  MHD_add_response_header(response, "Referrer-Policy", "no-referrer");
+  MHD_add_response_header(response, "Referrer-Policy", "same-origin");  // "no-referrer" would make a form's Origin "null"
   MHD_add_response_header(response, "Cache-Control", "no-store");
   MHD_add_response_header(response, "Strict-Transport-Security", "max-age=31536000");
   // Extra lines "Name: value\n".

@@ -1,4 +1,5 @@
 import CLinux
+import Glibc
 import ScanCore
 import ScanPlatform
 
@@ -59,10 +60,15 @@ public enum AdminAccounts {
       + accounts.map { "\($0.name) \($0.role.rawValue) \($0.hash)\n" }.joined()
   }
 
-  /// The file's accounts (a secret file: its owner's alone).
+  /// The page's own user (scangate-admin.service runs as it): it owns the accounts file, so that
+  /// the page can read it and nobody else can.
+  public static let serviceUser = "scangate-admin"
+  public static var serviceIDs: (uid: uid_t, gid: gid_t)? { getpwnam(serviceUser).map { ($0.pointee.pw_uid, $0.pointee.pw_gid) } }
+
+  /// The file's accounts (a secret file: root's, or the page's user's, alone).
   public static func load(_ path: String) throws(ParseError) -> [Account] {
     let bytes: [UInt8]
-    do { bytes = try SecretFile.read(path, maxBytes: 64 * 1024) } catch { throw ParseError(message: "\(error)") }
+    do { bytes = try SecretFile.read(path, maxBytes: 64 * 1024, owner: serviceIDs?.uid) } catch { throw ParseError(message: "\(error)") }
     return try parse(String(decoding: bytes, as: UTF8.self))
   }
 

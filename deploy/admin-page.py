@@ -1,0 +1,183 @@
+#!/usr/bin/env python3
+"""The web admin page in a real browser: Debian's chromium driven by selenium (PyPI) through
+Debian's chromium-driver, never a downloaded browser; plus an independent HTTP client (urllib)
+for what a browser would not send. Run by deploy/admin-test.sh, which starts the reader and
+`scangate admin`; prints PASS/FAIL lines.
+
+  admin-page.py URL JOURNAL ADMIN_LOG
+"""
+import json, os, re, ssl, sys, tempfile, time, urllib.error, urllib.request
+
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import WebDriverWait
+
+URL, JOURNAL, ADMIN_LOG = sys.argv[1], sys.argv[2], sys.argv[3]
+results = []
+
+
+def check(ok, what):
+    results.append(bool(ok))
+    print(("PASS" if ok else "FAIL") + " admin-page: " + what, flush=True)
+
+
+def read(path):
+    with open(path, errors="replace") as f:
+        return f.read()
+
+
+def wait_for(fn, seconds=15):
+    end = time.time() + seconds
+    while time.time() < end:
+        try:
+            v = fn()
+            if v:
+                return v
+        except Exception:
+            pass
+        time.sleep(0.2)
+    return None
+
+
+# ------------------------------------------------------------------ an HTTP client of our own
+INSECURE = ssl.create_default_context()
+INSECURE.check_hostname = False
+INSECURE.verify_mode = ssl.CERT_NONE
+
+
+class NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *a, **k):
+        return None
+
+
+opener = urllib.request.build_opener(urllib.request.HTTPSHandler(context=INSECURE), NoRedirect)
+
+
+def http(method, path, data=None, cookie=None, origin=URL, headers=None):
+    h = dict(headers or {})
+    if cookie:
+        h["Cookie"] = cookie
+    if origin:
+        h["Origin"] = origin
+    body = data.encode() if isinstance(data, str) else data
+    req = urllib.request.Request(URL + path, data=body, method=method, headers=h)
+    try:
+        r = opener.open(req, timeout=20)
+        return r.status, dict(r.headers), r.read().decode(errors="replace")
+    except urllib.error.HTTPError as e:
+        return e.code, dict(e.headers), e.read().decode(errors="replace")
+
+
+# ------------------------------------------------------------------ the browser
+def browser(width=1200, height=900):
+    o = webdriver.ChromeOptions()
+    o.binary_location = "/usr/bin/chromium"
+    for a in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+              "--user-data-dir=" + tempfile.mkdtemp(prefix="chromium-"), f"--window-size={width},{height}"):
+        o.add_argument(a)
+    o.accept_insecure_certs = True  # the reader's own certificate; its fingerprint is checked apart
+    return webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=o)
+
+
+def sign_in(d, name, password):
+    d.get(URL + "/login")
+    d.find_element(By.ID, "name").send_keys(name)
+    d.find_element(By.ID, "password").send_keys(password)
+    d.find_element(By.ID, "sign-in").click()
+
+
+def main():
+    # Headers: a strict CSP, no inline script anywhere, the cookie's flags.
+    status, headers, body = http("GET", "/login")
+    csp = headers.get("Content-Security-Policy", "")
+    check(status == 200 and "script-src 'self'" in csp and "unsafe-inline" not in csp and "default-src 'none'" in csp,
+          f"the sign-in page carries a strict Content-Security-Policy ({csp[:60]}...)")
+    check(not re.search(r"<script(?![^>]*\bsrc=)", body) and not re.search(r"\s(style|on\w+)=", body),
+          "no inline script, style or event handler in the page")
+    status, headers, _ = http("GET", "/")
+    check(status == 303 and headers.get("Location") == "/login", f"signed out, / sends to /login ({status})")
+
+    d = browser()
+    try:
+        sign_in(d, "olga", "not the password at all")
+        msg = wait_for(lambda: d.find_element(By.ID, "message").text)
+        check(msg == "Wrong name or password.", f"a wrong password is refused in the page ({msg!r})")
+        check("sign-in failed for olga" in read(ADMIN_LOG), "the failure is recorded with the client's address")
+
+        # A viewer: state and decisions, no actions, no payloads.
+        sign_in(d, "vic", "viewer password 1")
+        emergency = wait_for(lambda: d.find_element(By.ID, "emergency").text)
+        check(emergency and "lockdown" in emergency, f"viewer: the dashboard shows fire and lockdown ({emergency!r})")
+        check(not d.find_elements(By.ID, "open"), "viewer: no Open door button")
+        check(not d.find_elements(By.LINK_TEXT, "People"), "viewer: no People page in the menu")
+        cookies = {c["name"]: c for c in d.get_cookies()}
+        s = cookies.get("sg_session", {})
+        check(s.get("secure") and s.get("httpOnly") and s.get("sameSite") == "Strict",
+              f"the session cookie is Secure, HttpOnly, SameSite=Strict ({ {k: s.get(k) for k in ('secure', 'httpOnly', 'sameSite')} })")
+        check(d.execute_script("return document.cookie") == "", "the page's script cannot read the session cookie")
+        before = len(d.find_elements(By.CSS_SELECTOR, "#events li"))
+        grew = wait_for(lambda: len(d.find_elements(By.CSS_SELECTOR, "#events li")) > before, 15)
+        lines = [e.text for e in d.find_elements(By.CSS_SELECTOR, "#events li")]
+        check(grew and any("decision granted" in l for l in lines), f"viewer: decisions arrive live (SSE), {len(lines)} shown")
+        check(not any("payload=" in l for l in lines), "viewer: no decision shows a payload")
+        csrf = d.find_element(By.CSS_SELECTOR, "meta[name=csrf]").get_attribute("content")
+        forged = d.execute_script(
+            "return fetch('/door/open', {method: 'POST', headers: {'Content-Type': 'application/x-www-form-urlencoded'},"
+            " body: 'csrf=' + arguments[0], redirect: 'manual'}).then(r => r.status)", csrf)
+        check(forged == 403, f"viewer: a hand-made POST /door/open with the right CSRF token is refused ({forged})")
+        viewer_cookie = "sg_session=" + s.get("value", "")
+        d.find_element(By.XPATH, "//button[text()='Sign out']").click()
+        wait_for(lambda: d.current_url.endswith("/login"))
+        status, headers, _ = http("GET", "/", cookie=viewer_cookie)
+        check(status == 303 and headers.get("Location") == "/login", f"after signing out the old cookie opens nothing ({status})")
+
+        # An operator: the door opens through the console, recorded with who.
+        sign_in(d, "olga", "correct horse battery")
+        button = wait_for(lambda: d.find_element(By.ID, "open"))
+        button.click()
+        said = wait_for(lambda: d.find_element(By.ID, "said").text)
+        check(said and said.startswith("OK #"), f"operator: Open door answers as the console does ({said!r})")
+        record = wait_for(lambda: re.search(r"command OPEN by web:olga \(uid \d+\)", read(JOURNAL)), 10)
+        check(record, f"the reader records the open with who: {record.group(0) if record else read(JOURNAL)[-300:]!r}")
+        wait_for(lambda: d.find_element(By.ID, "lockdown-on")).click()
+        state = wait_for(lambda: "lockdown on" in d.find_element(By.ID, "emergency").text.lower() and d.find_element(By.ID, "emergency").text)
+        check(state, f"operator: Lockdown latches it ({state!r})")
+        d.find_element(By.ID, "lockdown-off").click()
+        state = wait_for(lambda: "lockdown off" in d.find_element(By.ID, "emergency").text.lower() and d.find_element(By.ID, "emergency").text)
+        check(state, f"operator: Lift lockdown lifts the page's own lockdown ({state!r})")
+        check(re.search(r"LOCKDOWN ON by web:olga", read(JOURNAL)), "the lockdown is recorded by web:olga")
+        lines = [e.text for e in d.find_elements(By.CSS_SELECTOR, "#events li")]
+        check(lines and not any("payload=" in l for l in lines), "operator: decisions never show a payload on the page either")
+
+        # People: the list, search.
+        d.get(URL + "/people")
+        rows = wait_for(lambda: d.find_elements(By.CSS_SELECTOR, "#people tbody tr"))
+        check(rows and "alice" in rows[0].text, f"people: the allow-list's entries, by label ({len(rows or [])} rows)")
+        d.find_element(By.ID, "search").send_keys("nobody-by-this-name")
+        hidden = wait_for(lambda: all(not r.is_displayed() for r in d.find_elements(By.CSS_SELECTOR, "#people tbody tr")))
+        check(hidden, "people: search hides the rows that do not match")
+
+        # CSRF and origin, with the operator's own cookie.
+        op_cookie = "sg_session=" + {c["name"]: c for c in d.get_cookies()}["sg_session"]["value"]
+        status, _, _ = http("POST", "/door/open", "csrf=", cookie=op_cookie)
+        check(status == 403, f"a POST without the CSRF token is refused ({status})")
+        status, _, _ = http("POST", "/door/open", "csrf=" + csrf, cookie=op_cookie, origin="https://evil.example")
+        check(status == 403, f"a POST from another origin is refused ({status})")
+
+        # A phone at the door: nothing wider than the screen.
+        d.set_window_size(390, 844)
+        d.get(URL + "/")
+        wait_for(lambda: d.find_element(By.ID, "open"))
+        wide = d.execute_script("return document.documentElement.scrollWidth - window.innerWidth")
+        check(wide <= 0, f"on a 390 px phone the dashboard needs no sideways scrolling ({wide} px over)")
+    finally:
+        d.quit()
+
+    # Sign-in limits: after four wrong passwords an account waits before the next is even checked.
+    codes = [http("POST", "/login", "name=olga&password=wrong-" + str(i))[0] for i in range(6)]
+    check(codes[:4] == [401] * 4 and codes[-1] == 429, f"sign-in backoff per account: {codes}")
+    return 0 if all(results) else 1
+
+
+sys.exit(main())
