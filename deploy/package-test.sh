@@ -234,6 +234,30 @@ check "enrol: scangate allow-list enrol through the installed service's console 
   bash -c "grep -q '^OK #[0-9]* enrolled Alice%20Example' '$C/tmp/enrol.txt' && grep -q 'label=Alice%20Example' '$C/var/lib/scangate/allow-list.txt'"
 enrolled_granted() { for _ in $(seq 40); do journal | grep -q "decision granted.* label=Alice%20Example" && return 0; sleep 0.5; done; return 1; }
 check "enrol: the next scan of the badge is granted (journal)" enrolled_granted
+# The web admin page as installed: its own unit and user, the certificate made at install, an
+# operator's "Open door" carried out by the reader's console and recorded with who (openssl
+# s_client as the HTTPS client: the root has no browser).
+check "admin: user scangate-admin, in group scangate; the key made at install is 0600 scangate-admin ($(IN stat -c '%a %U' /etc/scangate/admin.key 2>&1))" \
+  IN bash -c 'id scangate-admin | grep -q "(scangate)" && [ "$(stat -c "%a %U" /etc/scangate/admin.key)" = "600 scangate-admin" ] && test -s /etc/scangate/admin.crt'
+SD bash -c 'sed -i "s#^secret_file = \"/etc/scangate/console-secret\"#&\nunix_path = \"/run/scangate/console.sock\"\nunix_operators = [\"scangate-admin\"]#" /etc/scangate/config.toml
+  printf "[admin]\nlisten = \"127.0.0.1:8443\"\n" >> /etc/scangate/config.toml
+  echo "a long pass phrase" | scangate admin user add olga --role operator --config /etc/scangate/config.toml
+  systemctl restart scangate.service && systemctl start scangate-admin.service' > "$C/tmp/admin-setup.txt" 2>&1
+https() {  # request: the reply over TLS from inside the root
+  SD bash -c 'printf "%b" "$1" | timeout 10 openssl s_client -quiet -connect 127.0.0.1:8443 2>/dev/null' https "$1"
+}
+form() { printf 'POST %s HTTP/1.1\r\nHost: 127.0.0.1:8443\r\nOrigin: https://127.0.0.1:8443\r\n%sContent-Type: application/x-www-form-urlencoded\r\nContent-Length: %s\r\nConnection: close\r\n\r\n%s' "$1" "$2" "${#3}" "$3"; }
+for _ in $(seq 40); do https 'GET /login HTTP/1.1\r\nHost: 127.0.0.1:8443\r\nConnection: close\r\n\r\n' | grep -q "Sign in" && break; sleep 0.5; done
+ADMIN_OWNER=$(SD stat -c %U "/proc/$(SD systemctl show -p MainPID --value scangate-admin.service)" 2>/dev/null)
+check "admin: scangate-admin.service, as installed, serves the sign-in page as user scangate-admin ($ADMIN_OWNER; $(head -c 200 "$C/tmp/admin-setup.txt"))" \
+  test "$ADMIN_OWNER" = scangate-admin
+COOKIE=$(https "$(form /login "" "name=olga&password=a+long+pass+phrase")" | grep -o 'sg_session=[0-9a-f]*' | head -1)
+check "admin: olga signs in (a session cookie: ${COOKIE:0:20}...)" test -n "$COOKIE"
+CSRF=$(https "GET / HTTP/1.1\r\nHost: 127.0.0.1:8443\r\nCookie: $COOKIE\r\nConnection: close\r\n\r\n" | grep -o 'name="csrf" value="[0-9a-f]*"' | head -1 | grep -o '[0-9a-f]\{64\}')
+SAID=$(https "$(form /door/open "Cookie: $COOKIE\r\n" "csrf=$CSRF")" | grep -o 'said=[^[:space:]]*')
+opened() { for _ in $(seq 20); do journal | grep -q "command OPEN by web:olga (uid $(IN id -u scangate-admin))" && return 0; sleep 0.5; done; return 1; }
+check "admin: Open door on the page is the reader's OPEN, recorded by web:olga with the page's uid (${SAID:-no reply})" opened
+SD systemctl stop scangate-admin.service
 SD systemctl stop scangate.service
 RESULT=$(SD systemctl show -p Result --value scangate.service)
 check "unit: stops cleanly (Result=$RESULT)" test "$RESULT" = success

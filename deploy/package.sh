@@ -53,8 +53,7 @@ Architecture: $ARCH
 Maintainer: ScanGate maintainers <scangate@localhost>
 Section: misc
 Priority: optional
-Depends: $depends, adduser
-Recommends: openssl
+Depends: $depends, adduser, openssl
 Recommends: systemd, udev
 Description: camera barcode reader for doors and turnstiles
  ScanGate turns a V4L2 camera on a single-board computer into a door-access or turnstile

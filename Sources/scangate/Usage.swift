@@ -47,8 +47,12 @@ enum Usage {
       summary: "a PIN keypad: open and grab it as the reader would, print its name and each key (until N seconds, SIGINT or unplugged)"),
     CommandUsage(
       name: "admin",
-      lines: ["admin user add NAME --role viewer|operator|admin [--users FILE | --config FILE]", "admin user passwd|remove NAME", "admin user list"],
-      summary: "the web admin page's accounts (password on standard input; Argon2id hashes in admin.users_file)"),
+      lines: [
+        "admin [--config FILE]                 serve the web admin page on [admin] listen (HTTPS)",
+        "admin fingerprint [--config FILE]     the SHA-256 fingerprint of its certificate",
+        "admin user add NAME --role viewer|operator|admin [--users FILE | --config FILE]", "admin user passwd|remove NAME", "admin user list",
+      ],
+      summary: "the web admin page (HTTPS, through the reader's console socket) and its accounts (password on standard input; Argon2id)"),
     CommandUsage(
       name: "console", lines: ["console [--tcp HOST:PORT | --unix PATH | --serial PATH [--baud N]] [--secret-file FILE] [--command LINE [--timeout SECONDS]]"],
       summary: "talk to a running reader's console (docs/console.md)"),

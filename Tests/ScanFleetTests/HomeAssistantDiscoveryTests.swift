@@ -196,6 +196,15 @@ indirect enum JSONValue: Equatable {
     }
   }
 
+  @Test("with the web admin page on, every entity's device links to it (configuration_url, a documented device key)")
+  func configurationURL() throws {
+    var d = discovery()
+    #expect(try configs(d).values.allSatisfy { $0["device"]?["configuration_url"] == nil }, "no page, no link")
+    d.configurationURL = "https://door-1.local:8443/"
+    let all = try configs(d)
+    #expect(!all.isEmpty && all.values.allSatisfy { $0["device"]?["configuration_url"]?.string == "https://door-1.local:8443/" })
+  }
+
   @Test("the decision event entity lists every verdict's name as an event type, on the decision topic")
   func decisionEvent() throws {
     let all = try configs(discovery())

@@ -212,25 +212,32 @@ public struct ConsoleRequest: Sendable {
     case .remove, .check, .auth:
       return parseArgument(verb, words: words, word, argument: argument, argumentCount: &argumentCount)
     case .as:
-      // AS <name> viewer|operator: the name (1 to 32 of a-z, 0-9, '.', '_', '-', a letter first) into `argument`.
-      let name = word(1)
-      guard words == 3, (1...32).contains(name.count), (0x61...0x7A).contains(name[0]),
-        name.allSatisfy({ (0x61...0x7A).contains($0) || (0x30...0x39).contains($0) || $0 == 0x2E || $0 == 0x5F || $0 == 0x2D })
-      else { return .failure(.badArgument) }
-      var request = ConsoleRequest(verb: .as)
-      if equalsIgnoringCase(word(2), "OPERATOR") {
-        request.flag = true
-      } else if !equalsIgnoringCase(word(2), "VIEWER") {
-        return .failure(.badArgument)
-      }
-      argument.copyMemory(from: name)
-      argumentCount = name.count
-      return .success(request)
+      return parseAs(words: words, word, argument: argument, argumentCount: &argumentCount)
     case .last, .log, .open, .list, .watch, .clock, .snapshot:
       return parseOption(verb, words: words, word)
     case .lockdown, .turnstile:
       return parseAction(verb, words: words, word)
     }
+  }
+
+  /// AS <name> viewer|operator: the name (1 to 32 of a-z, 0-9, '.', '_', '-', a letter first) into
+  /// `argument`; `flag` for operator.
+  private static func parseAs(
+    words: Int, _ word: (Int) -> UnsafeRawBufferPointer, argument: UnsafeMutableRawBufferPointer, argumentCount: inout Int
+  ) -> Result<ConsoleRequest, ConsoleError> {
+    let name = word(1)
+    guard words == 3, (1...32).contains(name.count), (0x61...0x7A).contains(name[0]),
+      name.allSatisfy({ (0x61...0x7A).contains($0) || (0x30...0x39).contains($0) || $0 == 0x2E || $0 == 0x5F || $0 == 0x2D })
+    else { return .failure(.badArgument) }
+    var request = ConsoleRequest(verb: .as)
+    if equalsIgnoringCase(word(2), "OPERATOR") {
+      request.flag = true
+    } else if !equalsIgnoringCase(word(2), "VIEWER") {
+      return .failure(.badArgument)
+    }
+    argument.copyMemory(from: name)
+    argumentCount = name.count
+    return .success(request)
   }
 
   /// REMOVE's `label=`, CHECK's payload and AUTH's secret: copied (or unescaped) into `argument`.

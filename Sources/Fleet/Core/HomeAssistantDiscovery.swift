@@ -35,6 +35,8 @@ public struct HomeAssistantDiscovery: Sendable {
   /// The command entities to announce, and whether the door's lock asks for a code.
   public var commands: [HomeAssistantCommand] = []
   public var codeRequired = false
+  /// The web admin page (`[admin] listen`), Home Assistant's "Visit" link on the device.
+  public var configurationURL: String? = nil
 
   /// The optional entities a reader may announce: a config topic of one of them not announced
   /// now is cleared (an empty retained message removes the entity from Home Assistant), and so
@@ -93,6 +95,7 @@ public struct HomeAssistantDiscovery: Sendable {
     device.add("manufacturer", "ScanGate")
     device.add("model", "QR door reader")
     device.add("sw_version", version)
+    if let configurationURL { device.add("configuration_url", configurationURL) }
     o.add("device", raw: device.json)
     var origin = JSONObject()
     origin.add("name", "ScanGate")

@@ -53,6 +53,8 @@ public final class FleetLink: FleetLinkView, @unchecked Sendable {
   public var sitePassages: SitePassages? = nil
   /// Counted uses shared across the site (set before `start`; nil: counted on this reader).
   public var siteUses: SiteUses? = nil
+  /// The web admin page's address, for Home Assistant's device link (set before `start`; nil: no page).
+  public var adminURL: String? = nil
   /// Home Assistant's command entities (set before `start`; nil: none listed).
   public var homeAssistant: HomeAssistantControl? = nil
   weak var auditLog: (any AuditLogProgress)?
@@ -170,6 +172,7 @@ public final class FleetLink: FleetLinkView, @unchecked Sendable {
     homeAssistant?.connected(client, link: self, broker: BrokerAddress(broker))
     if !settings.homeAssistantPrefix.isEmpty {
       var discovery = HomeAssistantDiscovery(settings: settings, version: ScanGateVersion.string)
+      discovery.configurationURL = adminURL
       if doorSensors.contact { discovery.binarySensors.append(("door_contact", "Door contact", "door", "door_contact")) }
       if doorSensors.tamper { discovery.binarySensors.append(("tamper", "Tamper", "tamper", "tamper")) }
       if telemetry.emergency {

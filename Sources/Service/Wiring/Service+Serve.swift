@@ -1,3 +1,4 @@
+import Glibc
 import ScanCore
 import ScanLinux
 
@@ -140,6 +141,7 @@ extension Service {
     let auditLog = config.log.path.isEmpty ? nil : AuditLog(settings: config.log, ring: ring)
     loop.auditLog = auditLog
     let fleet = config.fleet.isEnabled ? FleetLink(settings: config.fleet, logPath: config.log.path, auditLog: auditLog) : nil
+    fleet?.adminURL = adminURL(config.adminListen)
     auditLog?.identity.stateDirectory = config.stateDirectory  // the log-id file; made again if deleted
     auditLog?.identity.fleetStatePath = fleet?.statePath
     auditLog?.time = time  // record ages are judged at the floor, never at a clock that jumped
@@ -159,6 +161,19 @@ extension Service {
     }
     if let requests { loop.register(requests) }
     return (auditLog, fleet, requests)
+  }
+
+  /// The web admin page's address as another machine reaches it: `[admin] listen`, with this
+  /// host's name for a wildcard address; nil when the page is off.
+  static func adminURL(_ listen: String) -> String? {
+    guard !listen.isEmpty, let colon = listen.lastIndex(of: ":") else { return nil }
+    var host = String(listen[..<colon])
+    if host == "0.0.0.0" || host == "[::]" {
+      var name = [CChar](repeating: 0, count: 256)
+      guard gethostname(&name, name.count - 1) == 0 else { return nil }
+      host = String(decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+    return "https://\(host)\(listen[colon...])/"
   }
 
   /// Fire and lockdown: registered before the door and the turnstile, which follow its events.
