@@ -24,18 +24,10 @@ for t in mosquitto qrencode; do command -v $t >/dev/null || die "$t is not insta
 . deploy/site-broker.sh
 site_folder passback
 
-# ---------------------------------------------------------------- the broker (loopback, a free port)
-PORT=$(free_port)
-cat > "$D/acl" <<EOF
-# Every reader may publish and read the site's passages, and only its own topics otherwise
-# (anonymous here; a site uses certificates: docs/fleet.md).
-topic readwrite scangate/site/passages
-pattern readwrite scangate/%c/#
-EOF
-broker_start "allow_anonymous true" || die "mosquitto did not start: $(tail -3 "$D/mosquitto.err")"
+# ---------------------------------------------------------------- the broker (loopback, a free port) and the site key
+site_broker passages || die "mosquitto did not start: $(tail -3 "$D/mosquitto.err")"
 
 # ---------------------------------------------------------------- two readers of one site
-head -c 32 /dev/urandom > "$D/site.key"; chmod 600 "$D/site.key"
 mkdir -p "$D/frames-north" "$D/frames-south" "$D/north" "$D/south"
 qrencode -s 8 -m 4 -o "$D/frames-north/p1.png" "SITE-PASS-1" || die "qrencode"
 cp "$D/frames-north/p1.png" "$D/frames-south/p1.png"

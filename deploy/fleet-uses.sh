@@ -26,18 +26,10 @@ for t in mosquitto mosquitto_sub mosquitto_pub qrencode; do command -v $t >/dev/
 . deploy/site-broker.sh
 site_folder uses
 
-# ---------------------------------------------------------------- the broker (loopback, a free port)
-PORT=$(free_port)
-cat > "$D/acl" <<EOF
-# Every reader may publish and read the site's uses, and only its own topics otherwise
-# (anonymous here; a site uses certificates: docs/fleet.md).
-topic readwrite scangate/site/uses
-pattern readwrite scangate/%c/#
-EOF
-broker_start "allow_anonymous true" || die "mosquitto did not start: $(tail -3 "$D/mosquitto.err")"
+# ---------------------------------------------------------------- the broker (loopback, a free port) and the site key
+site_broker uses || die "mosquitto did not start: $(tail -3 "$D/mosquitto.err")"
 
 # ---------------------------------------------------------------- the site: issuer, site key, passes
-head -c 32 /dev/urandom > "$D/site.key"; chmod 600 "$D/site.key"
 "$BIN" credential keygen --issuer "$D/issuer.key" --kid site-hq > "$D/trust.toml" 2> "$D/keygen.err" || die "keygen: $(cat "$D/keygen.err")"
 issue() {  # id-hex name uses -> the pass's text
   "$BIN" credential issue --key "$D/issuer.key" --kid site-hq --guest "$2" --uses "$3" --valid 1d --id "$1" 2>> "$D/issue.err"

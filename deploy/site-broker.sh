@@ -5,6 +5,8 @@
 #   free_port                    a port nothing listens on now (the kernel's choice, never fixed)
 #   broker_start AUTH...         mosquitto on loopback at $PORT with the ACL in $D/acl and AUTH's
 #                                lines (e.g. "allow_anonymous true"); sets BROKER; false unless it listens
+#   site_broker TOPIC            PORT, the site's key ($D/site.key) and an anonymous loopback broker whose
+#                                ACL lets each reader use TOPIC (under scangate/site/) and its own topics
 #   reader_start JOURNAL CONFIG ARGS...   `$BIN run` appending to JOURNAL; sets PID; returns once
 #                                it said "state started" (its decoder workers warm up first)
 #   waitfor FILE PATTERN SECONDS true once FILE holds PATTERN (grep -E)
@@ -41,4 +43,12 @@ site_folder() {
   trap 'for p in $NORTH $SOUTH $BROKER $LISTENER; do kill -9 "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
     [ -n "${KEEP:-}" ] && echo "kept $D" || rm -rf "$D"' EXIT
   trap 'exit 1' INT TERM HUP
+}
+site_broker() {
+  PORT=$(free_port)
+  printf '%s\n' "# Every reader may publish and read the site's $1, and only its own topics otherwise" \
+    "# (anonymous here; a site uses certificates: docs/fleet.md)." "topic readwrite scangate/site/$1" "pattern readwrite scangate/%c/#" > "$D/acl"
+  head -c 32 /dev/urandom > "$D/site.key"
+  chmod 600 "$D/site.key"
+  broker_start "allow_anonymous true"
 }
