@@ -158,6 +158,21 @@ def main():
         hidden = wait_for(lambda: all(not r.is_displayed() for r in d.find_elements(By.CSS_SELECTOR, "#people tbody tr")))
         check(hidden, "people: search hides the rows that do not match")
 
+        # Enrol by scanning: the unknown code in view is listed by its tag (never its payload),
+        # given a label, enrolled through the console, and granted from the next scan.
+        d.get(URL + "/enrol")
+        label = wait_for(lambda: d.find_element(By.CSS_SELECTOR, "#candidates form.enrol input[name=label]"), 20)
+        page = d.find_element(By.ID, "candidates").text
+        check(label and "ADMIN-PAGE" not in d.page_source, f"enrol: the unknown code is listed by tag and time, no payload ({page[:60]!r})")
+        label.send_keys("Dan Example")
+        label.find_element(By.XPATH, "./following-sibling::button").click()
+        said = wait_for(lambda: d.find_element(By.ID, "said").text)
+        check(said and said.startswith("OK #") and "enrolled Dan%20Example" in said, f"enrol: the reader's reply ({said!r})")
+        granted = wait_for(lambda: re.search(r"decision granted qr label=Dan%20Example", read(JOURNAL)), 15)
+        check(granted and re.search(r"command ENROL by web:olga \(uid \d+\)", read(JOURNAL)), "enrol: the next scan is granted, and the enrolment is recorded by web:olga")
+        d.get(URL + "/people")
+        check(wait_for(lambda: "Dan Example" in d.find_element(By.ID, "people").text), "enrol: Dan Example is on the people page")
+
         # CSRF and origin, with the operator's own cookie.
         op_cookie = "sg_session=" + {c["name"]: c for c in d.get_cookies()}["sg_session"]["value"]
         status, _, _ = http("POST", "/door/open", "csrf=", cookie=op_cookie)

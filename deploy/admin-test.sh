@@ -43,6 +43,7 @@ openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$D
 chmod 600 "$D/admin.key"
 mkdir -p "$D/frames"
 qrencode -s 6 -m 4 -o "$D/frames/alice.png" "ADMIN-PAGE-ALICE" || die "qrencode"
+qrencode -s 6 -m 4 -o "$D/frames/dan.png" "ADMIN-PAGE-DAN" || die "qrencode"  # unknown: enrolled on the page
 printf 'text:ADMIN-PAGE-ALICE label=alice\n' > "$D/allow-list.txt"
 PORT=$(free_port)
 cat > "$D/config.toml" <<EOF
@@ -99,6 +100,6 @@ check $? "TLS 1.1 is refused (1.2 and 1.3 only): $(grep -m1 -o 'alert [a-z ]*' "
 cat "$D/page.out" | grep -E '^(PASS|FAIL)'
 pass=$((pass + $(grep -c '^PASS' "$D/page.out"))); fail=$((fail + $(grep -c '^FAIL' "$D/page.out")))
 grep -q '^PASS\|^FAIL' "$D/page.out" || bad "the browser run said nothing: $(tail -5 "$D/page.out")"
-! grep -q "payload=ADMIN-PAGE-ALICE\|ADMIN-PAGE-ALICE" "$D/admin.log"
+! grep -q "ADMIN-PAGE-" "$D/admin.log"
 check $? "the page's own journal never holds a payload"
 finish

@@ -77,7 +77,7 @@ enum AdminUsers {
       do { try SecretFile.replace(path, Array(text(accounts).utf8)) } catch { throw ParseError(message: "\(error)") }
       // The page's own user reads it (scangate-admin.service); still 0600: nobody else.
       if getuid() == 0, let ids = AdminAccounts.serviceIDs {
-        do { try syscall("chown \(path)", { chown(path, ids.uid, ids.gid) }) } catch {
+        do { _ = try syscall("chown \(path)", { chown(path, ids.uid, ids.gid) }) } catch {
           throw ParseError(message: "\(error): the page (\(AdminAccounts.serviceUser)) cannot read it")
         }
       }

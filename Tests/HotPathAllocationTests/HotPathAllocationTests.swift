@@ -94,7 +94,7 @@ import Testing
     settings.trustFile = "(memory)"
     let crypto = SodiumCredentialCrypto(siteSecretKey: siteSecret)
     let verifier = CredentialVerifier(settings: settings, sign1: Sign1Verifier(trust: trust, codec: LibCBOR(), crypto: crypto))
-    let stepsPath = "/tmp/scangate-alloc-steps-\(getpid())"
+    let stepsPath = freshDirectory("alloc-steps") + "/replay-steps"
     defer { unlink(stepsPath) }
     verifier.replayStore = try ReplayStepFile(path: stepsPath, cache: verifier.replay)
     engine.policy.credentials = verifier
@@ -147,7 +147,8 @@ import Testing
   @Test("accepted rotating steps and used or counted passes are made durable without allocating")
   func durableCredentialStateDoesNotAllocate() throws {
     let cache = ReplayCache(capacity: 64)
-    let steps = "/tmp/scangate-alloc-replay-\(getpid())", used = "/tmp/scangate-alloc-used-\(getpid())"
+    let folder = freshDirectory("alloc-replay")
+    let steps = folder + "/replay-steps", used = folder + "/used-passes"
     defer {
       unlink(steps)
       unlink(used)
@@ -666,4 +667,11 @@ import Testing
         + "all threads \(Double(process) / Double(max(got, 1))); dropped \(source.droppedFrames)")
     #expect(got == frames)
   }
+}
+
+/// A new folder of the test's own under /tmp (state files keep their list beside them: never
+/// /tmp itself, which other runs share).
+func freshDirectory(_ tag: String) -> String {
+  var template = Array("/tmp/scangate-\(tag)-XXXXXX".utf8CString)
+  return template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)!) }
 }

@@ -142,9 +142,8 @@ import Testing
   @Test("single use: used once, refused after a restart (the store is a file)")
   func singleUseAcrossRestart() throws {
     let site = CredentialSite()
-    let path = "/tmp/scangate-used-\(getpid())"
-    unlink(path)
-    defer { unlink(path) }
+    let path = temporaryDirectory("used") + "/used-passes"
+    defer { removeTree(String(path[..<path.lastIndex(of: "/")!])) }
     var c = site.claims()
     c.singleUse = true
     let pass = try site.issue(c)
@@ -310,9 +309,8 @@ import Testing
   @Test("a single-use pass refused outside its window is not used up")
   func singleUseOutsideWindow() throws {
     let site = CredentialSite()
-    let path = "/tmp/scangate-used-window-\(getpid())"
-    unlink(path)
-    defer { unlink(path) }
+    let path = temporaryDirectory("used-window") + "/used-passes"
+    defer { removeTree(String(path[..<path.lastIndex(of: "/")!])) }
     var c = site.claims(valid: (site.now - 86_400)...(site.now + 86_400))
     c.zones = ["evening"]
     c.singleUse = true
@@ -331,9 +329,8 @@ import Testing
   @Test("static only: static=yes entries grant, others and signed passes are denied-offline, nothing is spent")
   func staticOnly() throws {
     let site = CredentialSite()
-    let path = "/tmp/scangate-used-static-\(getpid())"
-    unlink(path)
-    defer { unlink(path) }
+    let path = temporaryDirectory("used-static") + "/used-passes"
+    defer { removeTree(String(path[..<path.lastIndex(of: "/")!])) }
     var c = site.claims()
     c.singleUse = true
     let pass = try site.issue(c)
@@ -372,9 +369,8 @@ import Testing
   @Test("lockdown: lockdown=yes entries and passes with the claim grant; the rest are denied-lockdown and spend nothing")
   func lockdown() throws {
     let site = CredentialSite()
-    let path = "/tmp/scangate-used-lockdown-\(getpid())"
-    unlink(path)
-    defer { unlink(path) }
+    let path = temporaryDirectory("used-lockdown") + "/used-passes"
+    defer { removeTree(String(path[..<path.lastIndex(of: "/")!])) }
     var plain = site.claims("visitor", id: [1, 1, 1, 1])
     plain.singleUse = true
     let visitorPass = try site.issue(plain)

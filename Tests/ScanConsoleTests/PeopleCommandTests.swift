@@ -97,7 +97,7 @@ import Testing
       )
       return change
     }
-    func writeEnrolCandidates(into w: inout ByteWriter) -> Int {
+    func writeEnrolCandidates(payloads: PayloadVisibility, into w: inout ByteWriter) -> Int {
       w.write("| 5a0c11e2d4f7a9b1 2026-12-04T10:00:00Z denied-unknown qr payload=BOB-0002\n")
       return 1
     }

@@ -50,6 +50,16 @@ enum AdminAssets {
           }
         });
       }
+      // Enrol by scanning: the candidates refresh every 2 s while no label is being typed.
+      const candidates = document.getElementById("candidates");
+      if (candidates) {
+        setInterval(() => {
+          if (candidates.contains(document.activeElement)) return;
+          fetch("/enrol/candidates").then((r) => (r.ok ? r.text() : null)).then((rows) => {
+            if (rows !== null && !candidates.contains(document.activeElement)) candidates.innerHTML = rows;
+          });
+        }, 2000);
+      }
       for (const form of document.querySelectorAll("form.confirm")) {
         form.addEventListener("submit", (e) => { if (!window.confirm("Remove this person from the allow-list?")) e.preventDefault(); });
       }

@@ -60,7 +60,7 @@ enum AdminPages {
     var nav = ""
     if let session {
       nav = """
-        <nav><a href="/">Door</a>\(session.role >= .operator ? " <a href=\"/people\">People</a>" : "")
+        <nav><a href="/">Door</a>\(session.role >= .operator ? " <a href=\"/people\">People</a> <a href=\"/enrol\">Enrol</a>" : "")
         <span class="who">\(escaped(session.name)) (\(session.role.rawValue))</span>
         <form method="post" action="/logout" class="inline"><input type="hidden" name="csrf" value="\(session.csrf)"><button>Sign out</button></form></nav>
         """
@@ -134,6 +134,41 @@ enum AdminPages {
       html += "<input type=\"hidden\" name=\"label\" value=\"\(escaped(shownLabel))\"><button class=\"danger\">Remove</button></form></td></tr>"
     }
     return html + "</tbody></table>"
+  }
+}
+
+extension AdminPages {
+  static func enrol(_ session: AdminSessions.Session, reply: (body: [String], status: String)?) -> String {
+    guard reply != nil else { return unreachable() }
+    return """
+      <h2>Enrol by scanning</h2>
+      <p class="card">Show the badge or code to the reader now: it is refused as unknown and appears below within a
+      few seconds, newest first. Compare its time with when it was shown, give it a label, and enrol it.</p>
+      <p id="said"></p>
+      <table><thead><tr><th>Tag</th><th>Seen</th><th>Format</th><th>Enrol as</th></tr></thead>
+      <tbody id="candidates">\(candidateRows(session, reply: reply))</tbody></table>
+      """
+  }
+
+  /// One row per candidate: `<tag> <time> <verdict> <format>` and what refuses it, if anything.
+  static func candidateRows(_ session: AdminSessions.Session, reply: (body: [String], status: String)?) -> String {
+    guard let reply else { return "<tr><td colspan=\"4\">\(unreachable())</td></tr>" }
+    var html = ""
+    for line in reply.body {
+      let fields = line.split(separator: " ", maxSplits: 4).map(String.init)
+      guard fields.count >= 4, fields[0].utf8.count == 16 else { continue }
+      let refused = fields.count > 4 ? fields[4] : ""
+      html += "<tr><td><code>\(escaped(fields[0]))</code></td><td>\(escaped(fields[1]))</td><td>\(escaped(fields[3]))</td><td>"
+      if refused.isEmpty {
+        html += "<form method=\"post\" action=\"/people/enrol\" class=\"enrol\"><input type=\"hidden\" name=\"csrf\" value=\"\(session.csrf)\">"
+        html += "<input type=\"hidden\" name=\"tag\" value=\"\(escaped(fields[0]))\"><input name=\"label\" placeholder=\"Label\" required maxlength=\"48\">"
+        html += "<input name=\"schedule\" placeholder=\"Schedule (optional)\" maxlength=\"32\"><button>Enrol</button></form>"
+      } else {
+        html += escaped(refused)
+      }
+      html += "</td></tr>"
+    }
+    return html.isEmpty ? "<tr><td colspan=\"4\" id=\"none\">No unknown code yet: show one to the reader.</td></tr>" : html
   }
 }
 

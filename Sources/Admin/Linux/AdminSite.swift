@@ -68,6 +68,20 @@ public final class AdminSite: HTTPHandler, @unchecked Sendable {
     case ("GET", "/"): return dashboard(session)
     case ("GET", "/people"): return people(session)
     case ("GET", "/events"): return events(session)
+    case ("GET", "/enrol"): return enrolPage(session, fragment: false)
+    case ("GET", "/enrol/candidates"): return enrolPage(session, fragment: true)
+    case ("POST", "/people/enrol"):
+      let form = request.form
+      guard let tag = form["tag"], tag.utf8.count == 16, tag.utf8.allSatisfy({ Hex.value(of: $0) != nil }),
+        let label = form["label"].flatMap(AdminPages.consoleLabel)
+      else { return .text(400, "a candidate's tag (16 hex digits) and a label (1 to 48 bytes)\n") }
+      var command = "ENROL \(tag) label=\(label)"
+      if let schedule = form["schedule"], !schedule.isEmpty {
+        guard schedule.utf8.count <= 32, schedule.utf8.allSatisfy({ (0x61...0x7A).contains($0) || (0x30...0x39).contains($0) || $0 == 0x2D || $0 == 0x5F })
+        else { return .text(400, "schedule: 1 to 32 of a-z, 0-9, '-', '_'\n") }
+        command += " schedule=" + schedule
+      }
+      return act(session, command, back: "/enrol")
     case ("POST", "/logout"):
       sessions.close(token)
       writeStandardError("scangate admin: \(session.name) signed out\n")
@@ -163,6 +177,15 @@ public final class AdminSite: HTTPHandler, @unchecked Sendable {
   private func people(_ session: AdminSessions.Session) -> HTTPResponse {
     guard session.role >= .operator else { return page("People", body: AdminPages.viewerOnly(), session: session, status: 403) }
     return page("People", body: AdminPages.people(session, reply: ask(session, ["LIST 200"])?.first), session: session)
+  }
+
+  /// Enrol by scanning: the newest unknown codes (their tags and times, never a payload), each
+  /// with a label to give it; `fragment`: the table's rows alone (the page refreshes them).
+  private func enrolPage(_ session: AdminSessions.Session, fragment: Bool) -> HTTPResponse {
+    guard session.role >= .operator else { return page("Enrol", body: AdminPages.viewerOnly(), session: session, status: 403) }
+    let reply = ask(session, ["ENROL CANDIDATES"])?.first
+    if fragment { return HTTPResponse(status: reply == nil ? 503 : 200, body: Array(AdminPages.candidateRows(session, reply: reply).utf8)) }
+    return page("Enrol", body: AdminPages.enrol(session, reply: reply), session: session)
   }
 
   func page(_ title: String, body: String, session: AdminSessions.Session?, status: UInt32 = 200) -> HTTPResponse {

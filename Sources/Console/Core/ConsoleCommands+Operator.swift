@@ -182,7 +182,7 @@ extension ConsoleCommands {
       _ = host.record(
         .command, code: UInt16(ConsoleVerb.enrol.rawValue), text: UnsafeRawBufferPointer(start: listing.utf8Start, count: listing.utf8CodeUnitCount))
       output.send(slot) { w in
-        let n = host.writeEnrolCandidates(into: &w)
+        let n = host.writeEnrolCandidates(payloads: payloadVisibility(slot), into: &w)
         w.write("OK ")
         w.write(n)
         w.write(" candidates (newest first; ENROL <tag> label=<label> puts one on the list)")

@@ -44,8 +44,8 @@ public protocol ConsoleHost: ~Copyable {
     tag: UInt64?, label: UnsafeRawBufferPointer, schedule: UnsafeRawBufferPointer, who: UnsafeRawBufferPointer
   ) -> AllowListChange
   /// ENROL CANDIDATES: the newest codes denied as unknown as `| ` lines (tag, time, verdict,
-  /// format, the payload escaped, what refuses it); returns how many.
-  func writeEnrolCandidates(into w: inout ByteWriter) -> Int
+  /// format, the payload escaped unless `payloads` hides it, what refuses it); returns how many.
+  func writeEnrolCandidates(payloads: PayloadVisibility, into w: inout ByteWriter) -> Int
   /// REMOVE label=... (operator `who`): that entry's line is taken out of the file the same way.
   mutating func removeEntry(label: UnsafeRawBufferPointer, who: UnsafeRawBufferPointer) -> AllowListChange
   /// LIST: up to `count` live entries as `| ` lines (label, tag, flags; never a payload or a
@@ -85,7 +85,7 @@ extension ConsoleHost where Self: ~Copyable {
   public mutating func enrol(
     tag: UInt64?, label: UnsafeRawBufferPointer, schedule: UnsafeRawBufferPointer, who: UnsafeRawBufferPointer
   ) -> AllowListChange { .refused(code: 503, reason: "this reader does not edit its allow-list") }
-  public func writeEnrolCandidates(into w: inout ByteWriter) -> Int { 0 }
+  public func writeEnrolCandidates(payloads: PayloadVisibility, into w: inout ByteWriter) -> Int { 0 }
   public mutating func removeEntry(label: UnsafeRawBufferPointer, who: UnsafeRawBufferPointer) -> AllowListChange {
     .refused(code: 503, reason: "this reader does not edit its allow-list")
   }

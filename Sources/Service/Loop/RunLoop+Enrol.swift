@@ -78,8 +78,9 @@ extension RunLoop where Source: ~Copyable, Decoder: ~Copyable, Relay: ~Copyable,
   }
 
   /// ENROL CANDIDATES: the newest codes denied as unknown, newest first, each on one line:
-  /// `| <tag> <time> <verdict> <format> payload=<escaped>`, and why it cannot be enrolled.
-  public func writeEnrolCandidates(into w: inout ByteWriter) -> Int {
+  /// `| <tag> <time> <verdict> <format> payload=<escaped>` (no payload when `payloads` hides
+  /// them: the web page's sessions), and why it cannot be enrolled.
+  public func writeEnrolCandidates(payloads: PayloadVisibility, into w: inout ByteWriter) -> Int {
     let candidates = engine.enrolCandidates
     for i in 0..<candidates.count {
       let c = candidates[newest: i]
@@ -91,9 +92,11 @@ extension RunLoop where Source: ~Copyable, Decoder: ~Copyable, Relay: ~Copyable,
       w.write(c.event.verdict.name)
       w.write(" ")
       w.write(c.event.format.name)
-      w.write(" payload=")
-      c.event.withPayload { w.writeEscaped($0) }
-      if c.event.payloadTruncated { w.write("...") }
+      if payloads == .shown {
+        w.write(" payload=")
+        c.event.withPayload { w.writeEscaped($0) }
+        if c.event.payloadTruncated { w.write("...") }
+      }
       if c.hasControl { w.write(" (control characters: not enrolled)") }
       if c.isSignedPass { w.write(" (a signed pass: not enrolled)") }
       w.newline()
