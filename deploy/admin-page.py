@@ -189,6 +189,19 @@ def main():
     finally:
         d.quit()
 
+    # /metrics: only with its token; read by Prometheus' own parser (prometheus_client).
+    from prometheus_client.parser import text_string_to_metric_families
+    token = os.environ["METRICS_TOKEN"]
+    codes = (http("GET", "/metrics")[0], http("GET", "/metrics", headers={"Authorization": "Bearer " + token[:-1] + "x"})[0])
+    check(codes == (401, 401), f"/metrics without its token, or with a wrong one: {codes}")
+    status, headers, body = http("GET", "/metrics", headers={"Authorization": "Bearer " + token})
+    families = {f.name: f for f in text_string_to_metric_families(body)} if status == 200 else {}
+    granted = families.get("scangate_decisions_granted")
+    value = granted.samples[0].value if granted and granted.samples else 0
+    check(status == 200 and granted and granted.type == "counter" and value >= 1 and "scangate_decode_seconds" in families,
+          f"/metrics with its token: {len(families)} families parsed by prometheus_client, {value:.0f} granted")
+    check("ADMIN-PAGE" not in body and "label" not in body and "tag" not in body, "/metrics holds no payload, label or tag")
+
     # Sign-in limits: after four wrong passwords an account waits before the next is even checked.
     codes = [http("POST", "/login", "name=olga&password=wrong-" + str(i))[0] for i in range(6)]
     check(codes[:4] == [401] * 4 and codes[-1] == 429, f"sign-in backoff per account: {codes}")

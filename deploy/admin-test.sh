@@ -69,7 +69,9 @@ listen = "127.0.0.1:$PORT"
 tls_cert_file = "$D/admin.crt"
 tls_key_file = "$D/admin.key"
 users_file = "$D/admin-users"
+metrics_token_file = "$D/metrics-token"
 EOF
+head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$D/metrics-token"; chmod 600 "$D/metrics-token"
 echo "correct horse battery" | "$BIN" admin user add olga --role operator --config "$D/config.toml" 2> "$D/users.err" || die "admin user add: $(cat "$D/users.err")"
 echo "viewer password 1" | "$BIN" admin user add vic --role viewer --config "$D/config.toml" 2>> "$D/users.err" || die "admin user add"
 
@@ -96,7 +98,7 @@ echo | openssl s_client -connect "127.0.0.1:$PORT" -tls1_1 -cipher 'DEFAULT:@SEC
 grep -q "Cipher is (NONE)" "$D/tls11.out" && ! grep -q "^    Cipher *: [A-Z]" "$D/tls11.out"
 check $? "TLS 1.1 is refused (1.2 and 1.3 only): $(grep -m1 -o 'alert [a-z ]*' "$D/tls11.out" || grep -m1 'Cipher is' "$D/tls11.out")"
 
-"$PY" deploy/admin-page.py "https://127.0.0.1:$PORT" "$D/journal" "$D/admin.log" > "$D/page.out" 2>&1
+METRICS_TOKEN=$(cat "$D/metrics-token") "$PY" deploy/admin-page.py "https://127.0.0.1:$PORT" "$D/journal" "$D/admin.log" > "$D/page.out" 2>&1
 cat "$D/page.out" | grep -E '^(PASS|FAIL)'
 pass=$((pass + $(grep -c '^PASS' "$D/page.out"))); fail=$((fail + $(grep -c '^FAIL' "$D/page.out")))
 grep -q '^PASS\|^FAIL' "$D/page.out" || bad "the browser run said nothing: $(tail -5 "$D/page.out")"

@@ -42,8 +42,21 @@ enum AdminCommand {
       throw ParseError(message: "admin.tls_key_file: \(error)")
     }
     defer { SecretBytes.wipe(&key) }
+    var token: String? = nil
+    if !config.adminMetricsTokenFile.isEmpty {
+      var bytes: [UInt8]
+      do { bytes = try SecretFile.read(config.adminMetricsTokenFile, maxBytes: 4096) } catch { throw ParseError(message: "admin.metrics_token_file: \(error)") }
+      defer { SecretBytes.wipe(&bytes) }
+      while let last = bytes.last, last == 0x0A || last == 0x0D { bytes.removeLast() }
+      guard (16...128).contains(bytes.count), bytes.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
+        throw ParseError(message: "admin.metrics_token_file: want 16 to 128 printable characters on one line")
+      }
+      token = String(decoding: bytes, as: UTF8.self)
+    }
     let site = AdminSite(
-      settings: .init(usersFile: config.adminUsersFile, consolePath: config.consoleUnixPath, idleMinutes: config.adminSessionIdleMinutes))
+      settings: .init(
+        usersFile: config.adminUsersFile, consolePath: config.consoleUnixPath, idleMinutes: config.adminSessionIdleMinutes,
+        metricsToken: token))
     let server: HTTPServer
     do { server = try HTTPServer(listen: config.adminListen, certificatePEM: certificate, keyPEM: key, handler: site) } catch {
       throw ParseError(message: "\(error)")

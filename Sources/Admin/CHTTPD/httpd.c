@@ -160,6 +160,7 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *connecti
   q.origin = header(connection, "Origin");
   q.host = header(connection, "Host");
   q.csrf = header(connection, "X-CSRF-Token");
+  q.authorization = header(connection, "Authorization");
   q.content_type = header(connection, "Content-Type");
   q.body = p->body;
   q.body_length = p->length;

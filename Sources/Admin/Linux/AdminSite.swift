@@ -15,10 +15,13 @@ public final class AdminSite: HTTPHandler, @unchecked Sendable {
     public var usersFile: String
     public var consolePath: String
     public var idleMinutes: Int
-    public init(usersFile: String, consolePath: String, idleMinutes: Int) {
+    /// `/metrics`' bearer token (nil: no /metrics).
+    public var metricsToken: String?
+    public init(usersFile: String, consolePath: String, idleMinutes: Int, metricsToken: String? = nil) {
       self.usersFile = usersFile
       self.consolePath = consolePath
       self.idleMinutes = idleMinutes
+      self.metricsToken = metricsToken
     }
   }
 
@@ -49,6 +52,7 @@ public final class AdminSite: HTTPHandler, @unchecked Sendable {
     case ("GET", "/app.css"): return HTTPResponse(status: 200, contentType: "text/css; charset=utf-8", body: Array(AdminAssets.css.utf8))
     case ("GET", "/app.js"): return HTTPResponse(status: 200, contentType: "text/javascript; charset=utf-8", body: Array(AdminAssets.script.utf8))
     case ("GET", "/login"): return page("Sign in", body: AdminPages.signIn(message: nil), session: nil)
+    case ("GET", "/metrics"): return metrics(request)
     case ("POST", "/login"):
       guard sameOrigin(request) else { return .text(403, "cross-site request refused\n") }
       return signIn(request, now: now)
@@ -190,6 +194,20 @@ public final class AdminSite: HTTPHandler, @unchecked Sendable {
 
   func page(_ title: String, body: String, session: AdminSessions.Session?, status: UInt32 = 200) -> HTTPResponse {
     HTTPResponse(status: status, body: Array(AdminPages.layout(title, body: body, session: session).utf8))
+  }
+
+  // MARK: - /metrics
+
+  private func metrics(_ request: HTTPRequest) -> HTTPResponse {
+    guard let token = settings.metricsToken else { return .text(404, "not found\n") }
+    guard constantTimeEqual(request.authorization, "Bearer " + token) else {
+      return HTTPResponse(
+        status: 401, contentType: "text/plain; charset=utf-8", headers: ["WWW-Authenticate: Bearer"], body: Array("token required\n".utf8))
+    }
+    // The numbers as a viewer sees them: no label, tag or payload is in STATS.
+    let viewer = AdminSessions.Session(name: "metrics", role: .viewer, csrf: "", created: 0, used: 0)
+    guard let stats = ask(viewer, ["STATS"])?.first else { return .text(503, "the reader's console cannot be reached\n") }
+    return HTTPResponse(status: 200, contentType: "text/plain; version=0.0.4; charset=utf-8", body: Array(AdminMetrics.text(stats: stats.body).utf8))
   }
 
   // MARK: - Decisions live (Server-Sent Events fed by WATCH)

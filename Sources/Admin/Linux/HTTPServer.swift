@@ -13,6 +13,7 @@ public struct HTTPRequest: Sendable {
   public var origin: String
   public var host: String
   public var csrf: String
+  public var authorization: String
   public var contentType: String
   public var body: [UInt8]
   /// The client's address (no port).
@@ -20,7 +21,7 @@ public struct HTTPRequest: Sendable {
 
   public init(
     method: String, path: String, cookie: String = "", origin: String = "", host: String = "", csrf: String = "",
-    contentType: String = "", body: [UInt8] = [], client: String = ""
+    authorization: String = "", contentType: String = "", body: [UInt8] = [], client: String = ""
   ) {
     self.method = method
     self.path = path
@@ -28,6 +29,7 @@ public struct HTTPRequest: Sendable {
     self.origin = origin
     self.host = host
     self.csrf = csrf
+    self.authorization = authorization
     self.contentType = contentType
     self.body = body
     self.client = client
@@ -151,7 +153,8 @@ public final class HTTPServer: @unchecked Sendable {
     let q = r.pointee
     var request = HTTPRequest(
       method: String(cString: q.method), path: String(cString: q.url), cookie: String(cString: q.cookie), origin: String(cString: q.origin),
-      host: String(cString: q.host), csrf: String(cString: q.csrf), contentType: String(cString: q.content_type),
+      host: String(cString: q.host), csrf: String(cString: q.csrf), authorization: String(cString: q.authorization),
+      contentType: String(cString: q.content_type),
       body: q.body_length > 0 ? Array(UnsafeBufferPointer(start: q.body, count: q.body_length)) : [],
       client: withUnsafeBytes(of: q.client) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) })
     if let query = request.path.firstIndex(of: "?") { request.path = String(request.path[..<query]) }

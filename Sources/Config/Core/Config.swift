@@ -140,6 +140,8 @@ public struct ScanConfig: Equatable, Sendable {
   public var adminTLSKeyFile = "/etc/scangate/admin.key"
   /// A session unused this long is signed out.
   public var adminSessionIdleMinutes = 30
+  /// A secret file holding `/metrics`' bearer token ("": no /metrics).
+  public var adminMetricsTokenFile = ""
   /// A Unix socket for consoles on this host ("": none); the peer's user gives the role.
   public var consoleUnixPath = ""
   /// Users who are operators on the Unix socket without AUTH (root always is).

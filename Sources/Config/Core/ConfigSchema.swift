@@ -117,6 +117,7 @@ public enum ConfigSchema {
     Key(name: "admin.tls_cert_file", kind: .string) { $0.adminTLSCertFile = $1.asString },
     Key(name: "admin.tls_key_file", kind: .string) { $0.adminTLSKeyFile = $1.asString },
     Key(name: "admin.session_idle_minutes", kind: .integer(1...1_440)) { $0.adminSessionIdleMinutes = $1.asInt },
+    Key(name: "admin.metrics_token_file", kind: .string) { $0.adminMetricsTokenFile = $1.asString },
     Key(name: "console.unix_operators", kind: .strings(count: 0...16)) { $0.consoleUnixOperators = $1.asStrings },
     Key(name: "console.tls_cert_file", kind: .string) { $0.consoleTLSCertFile = $1.asString },
     Key(name: "console.tls_key_file", kind: .string) { $0.consoleTLSKeyFile = $1.asString },

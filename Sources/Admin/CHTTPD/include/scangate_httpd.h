@@ -17,6 +17,7 @@ struct sg_http_request {
   const char *origin;        // the Origin header
   const char *host;          // the Host header
   const char *csrf;          // the X-CSRF-Token header
+  const char *authorization; // the Authorization header
   const char *content_type;
   const uint8_t *body;       // the body, at most SG_HTTP_BODY_MAX bytes
   size_t body_length;
