@@ -57,7 +57,7 @@ IN() { chroot "$R" /usr/bin/env -i HOME=/root LANG=C.UTF-8 DEBIAN_FRONTEND=nonin
          PATH=$SWIFT/usr/bin:/usr/sbin:/usr/bin:/sbin:/bin "$@"; }
 PKGS="build-essential pkg-config libzxing-dev libgpiod-dev libevdev-dev libv4l-dev libturbojpeg0-dev libjpeg62-turbo-dev libstb-dev libcamera-dev
       libsqlite3-dev libsodium-dev libseccomp-dev libtomlplusplus-dev libqrencode-dev libssl-dev libcbor-dev nettle-dev
-      libmosquitto-dev mosquitto libcairo2-dev zbar-tools poppler-utils
+      libmosquitto-dev mosquitto libcairo2-dev zbar-tools poppler-utils libmicrohttpd-dev
       libsqlite3-0 libncurses6 libtinfo6 libuuid1 zlib1g libxml2 libcurl4t64
       python3 openssl socat"  # python3: the independent HMAC check in AuditLogTests; openssl, socat: ConsoleTLSTests;
       # zbar-tools, poppler-utils: PassSheetTests read the sheets back
