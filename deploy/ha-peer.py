@@ -169,13 +169,16 @@ def main(binary, config, journal, host, port, folder, code):
         ha.publish(lock["command_topic"], rendered)
         opened = ha.wait(lambda: strike_was("UNLOCKED", t0), 10)
         relocked = ha.wait(lambda: any(s.get("strike") == "LOCKED" for s in ha.states(t0) if s), 15)
-        result(opened and relocked and journal_has(journal, "by home-assistant"),
+        # The journal is printed by its own thread, behind the state topic on a busy machine: waited for.
+        said = ha.wait(lambda: journal_has(journal, "by home-assistant"), 10)
+        result(opened and relocked and said,
                f"the right code pulses the relay: the strike UNLOCKED then LOCKED, the journal says by home-assistant ({rendered!r})")
         time.sleep(1.1)
         t0 = time.monotonic()
         ha.publish(switch["command_topic"], switch["payload_on"])
         on = ha.wait(lambda: any(s.get("lockdown") == "ON" for s in ha.states(t0)), 10)
-        result(on and journal_has(journal, "lockdown on home-assistant"), "the switch latches a lockdown (lockdown on home-assistant)")
+        said = ha.wait(lambda: journal_has(journal, "lockdown on home-assistant"), 10)
+        result(on and said, "the switch latches a lockdown (lockdown on home-assistant)")
         # kill -9 and a start: the first state after it says what the reader knows at once.
         reader.send_signal(signal.SIGKILL)
         reader.wait()
