@@ -146,7 +146,7 @@ def main():
         d.find_element(By.ID, "lockdown-off").click()
         state = wait_for(lambda: "lockdown off" in d.find_element(By.ID, "emergency").text.lower() and d.find_element(By.ID, "emergency").text)
         check(state, f"operator: Lift lockdown lifts the page's own lockdown ({state!r})")
-        check(re.search(r"LOCKDOWN ON by web:olga", read(JOURNAL)), "the lockdown is recorded by web:olga")
+        check(wait_for(lambda: re.search(r"LOCKDOWN ON by web:olga", read(JOURNAL)), 10), "the lockdown is recorded by web:olga")
         lines = [e.text for e in d.find_elements(By.CSS_SELECTOR, "#events li")]
         check(lines and not any("payload=" in l for l in lines), "operator: decisions never show a payload on the page either")
 
