@@ -6,6 +6,8 @@ import ScanService
 import ScanSim
 import Testing
 
+@testable import ScanFleetLinux
+
 /// The fixed-memory promise, measured: after warm-up, frames that are captured, decoded
 /// (by the real zxing-cpp engine), decided and actuated make no heap allocation at all on the
 /// loop's thread. malloc, calloc, realloc and the aligned allocators are counted per thread by
@@ -173,6 +175,37 @@ import Testing
     let allocations = alloc_counter_mallocs()
     #expect(ok)
     #expect(allocations == 0, "\(allocations) allocations writing 64 durable slots")
+  }
+
+  @Test("uses counted site-wide: each grant's identity, durable record and queued message, and each learned use, allocate nothing")
+  func siteUsesDoNotAllocate() throws {
+    let folder = freshDirectory("alloc-site-uses")
+    defer { unlink(folder + "/used-passes") }
+    let key = [UInt8](repeating: 7, count: 32).withUnsafeBytes { TagKey(bytes: $0, persistent: false) }
+    let uses = SiteUses(
+      readerID: "north", topicPrefix: "scangate", siteKey: key, store: try UsedCredentialFile(path: folder + "/used-passes", capacity: 128),
+      offline: .deny, linkConnected: { true })
+    let ids = (0..<32).map { i in [UInt8(i), 5, 5].withUnsafeBytes { CredentialID($0)! } }
+    _ = uses.recordUse(ids[0], expires: 2_000_000_000, now: 999)  // warm-up of each path (first-use metadata)
+    _ = uses.channel.takeOutgoing()
+    _ = uses.learn(SiteUses.Item(identity: Digest(words: (99, 2, 3, 4)), unixMilliseconds: 1_000_000, expires: 2_000_000_000, tag: 99))
+    var ok = true
+    alloc_counter_reset()
+    var i = 0
+    while i < ids.count {
+      let id = ids[i]
+      ok = uses.countsNow && ok
+      ok = uses.recordUse(id, expires: 2_000_000_000, now: 1_000 + Int64(i)) && ok
+      ok = (uses.usage(id)?.uses ?? 0) >= 1 && ok
+      // A use another reader made, as the link's thread hands it over.
+      let learned = SiteUses.Item(identity: Digest(words: (UInt64(i) + 1, 2, 3, 4)), unixMilliseconds: 1_000_000, expires: 2_000_000_000, tag: UInt64(i) + 1)
+      ok = uses.learn(learned) && ok
+      _ = uses.channel.takeOutgoing()
+      i += 1
+    }
+    let allocations = alloc_counter_mallocs()
+    #expect(ok)
+    #expect(allocations == 0, "\(allocations) allocations over 32 site-counted grants and 32 learned uses")
   }
 
   @Test("the run loop (poll, replay source, engine, GPIO) allocates nothing per iteration")

@@ -263,4 +263,16 @@ extension ConfigSchemaTests {
         $0.contains("every key has one purpose")
       })
   }
+
+  @Test("admin.listen without console.unix_path is refused: the page would have nothing to act through")
+  func adminNeedsTheSocket() {
+    let listen = ConfigEntry(key: "admin.listen", value: .string("0.0.0.0:8443"), line: 4)
+    guard case .failure(let e) = ConfigSchema.build([listen]) else {
+      Issue.record("accepted")
+      return
+    }
+    #expect(e.errors.map(\.key) == ["admin.listen"])
+    let path = ConfigEntry(key: "console.unix_path", value: .string("/run/scangate/console.sock"), line: 3)
+    #expect((try? ConfigSchema.build([listen, path]).get())?.adminListen == "0.0.0.0:8443")
+  }
 }

@@ -218,6 +218,11 @@ public enum ConfigSchema {
           reason: "operators on a Unix socket that is not there: set console.unix_path, or remove them"))
     }
     errors += siteKeyProblems(config, line: line)
+    if !config.adminListen.isEmpty && config.consoleUnixPath.isEmpty {
+      // The page drives the reader only through that socket: a page that could do nothing.
+      errors.append(
+        ConfigError(key: "admin.listen", line: line("admin.listen"), reason: "the web page needs console.unix_path (it acts through the console)"))
+    }
     for command in config.fleet.homeAssistantCommands {
       let missing: String? =
         switch command {
