@@ -7,7 +7,7 @@ import Synchronization
 /// out). A session is a random 256-bit token in a cookie (`Secure; HttpOnly; SameSite=Strict`),
 /// with its own random CSRF token that every state change must carry; it ends after
 /// `idleSeconds` unused or 12 hours in all. Sign-in failures are counted per client address
-/// and per account name: from the fifth, each try waits 2^(n-5) s (at most 15 minutes) before
+/// and per account name: from the fifth, each try waits 2^(n-4) s (at most 15 minutes) before
 /// the password is even checked. At most 64 sessions and 256 counters (the oldest go first).
 public final class AdminSessions: Sendable {
   public struct Session: Sendable {
@@ -104,7 +104,8 @@ public final class AdminSessions: Sendable {
         var f = s.failures[key] ?? Failures()
         f.count += 1
         f.last = now
-        if f.count > Self.freeTries { f.until = now + min(Self.backoffMaxSeconds, Int64(1) << min(20, f.count - Self.freeTries - 1)) }
+        // Whole seconds: 2 s at the least, so that the wait is never under a second.
+        if f.count > Self.freeTries { f.until = now + min(Self.backoffMaxSeconds, Int64(1) << min(20, f.count - Self.freeTries)) }
         s.failures[key] = f
       }
       while s.failures.count > Self.failureKeysMax, let oldest = s.failures.min(by: { $0.value.last < $1.value.last }) {
