@@ -87,6 +87,64 @@ def sign_in(d, name, password):
     d.find_element(By.ID, "sign-in").click()
 
 
+def rows(d):
+    return [[c.text for c in r.find_elements(By.TAG_NAME, "td")] for r in d.find_elements(By.CSS_SELECTOR, "#history tbody tr")]
+
+
+def history_checks(d, cookie):
+    d.get(URL + "/history")
+    first = wait_for(lambda: rows(d))
+    check(first and all(r[0].isdigit() for r in first), f"events: the newest records, one row each ({len(first or [])} rows)")
+    screenshot(d, "admin-events")
+    check("ADMIN-PAGE-" not in d.page_source, "events: no payload, though the reader logs raw payloads (log.raw_payloads)")
+    # Filters, set in the form as a person would: Dan's grants only.
+    d.find_element(By.ID, "person").send_keys("Dan Example")
+    d.find_element(By.CSS_SELECTOR, "#verdict option[value=granted]").click()
+    d.find_element(By.ID, "filter").click()
+    dan = wait_for(lambda: "person=" in d.current_url and rows(d))
+    check(dan and all(r[3] == "granted" and "Dan%20Example" in r[4] for r in dan),
+          f"events: person and verdict filters ({len(dan or [])} rows, all Dan's grants: {dan[:1] if dan else ''})")
+    d.get(URL + "/history?kind=command")
+    mine = wait_for(lambda: [r for r in rows(d) if "by web:olga" in r[4]])
+    check(mine, f"events: the page's own commands are in the log, with who ({mine[-1][4][:60] if mine else rows(d)[:2]})")
+    # Older pages: every record on the next page is older than every record on this one.
+    d.get(URL + "/history")
+    older = wait_for(lambda: d.find_element(By.ID, "older"), 5)
+    if older:
+        newest = [int(r[0]) for r in rows(d)]
+        older.click()
+        page2 = wait_for(lambda: "before=" in d.current_url and rows(d))
+        check(page2 and max(int(r[0]) for r in page2) < min(newest), f"events: Older pages back ({len(page2 or [])} older rows)")
+    else:
+        check(False, f"events: more than one page of records to page through ({len(rows(d))} shown)")
+    # The CSV, read by Python's csv module.
+    import csv, io
+    status, headers, body = http("GET", "/history.csv?verdict=granted", cookie=cookie)
+    table = list(csv.reader(io.StringIO(body))) if status == 200 else []
+    check(status == 200 and table and table[0] == ["sequence", "time", "event", "verdict", "record"]
+          and len(table) > 1 and all(r[3] == "granted" for r in table[1:]) and "ADMIN-PAGE-" not in body,
+          f"events: CSV download, {max(len(table) - 1, 0)} granted records, no payload ({headers.get('Content-Disposition', '')})")
+    seqs = [int(r[0]) for r in table[1:]]
+    check(seqs == sorted(seqs) and len(set(seqs)) == len(seqs), "events: the CSV's records are in order, each once")
+    status, _, _ = http("GET", "/history?from=yesterday", cookie=cookie)
+    check(status == 400, f"events: a malformed filter is refused ({status})")
+
+
+SHOTS = os.environ.get("SCREENSHOTS", "")
+
+
+def screenshot(d, name):
+    """docs/admin.md's pictures, made by this test: the page at a desk and on a phone."""
+    if not SHOTS:
+        return
+    size = d.get_window_size()
+    for width, height, suffix in ((1200, 900, "desktop"), (390, 844, "phone")):
+        d.set_window_size(width, height)
+        time.sleep(0.3)
+        d.save_screenshot(os.path.join(SHOTS, f"{name}-{suffix}.png"))
+    d.set_window_size(size["width"], size["height"])
+
+
 def main():
     # Headers: a strict CSP, no inline script anywhere, the cookie's flags.
     status, headers, body = http("GET", "/login")
@@ -102,6 +160,7 @@ def main():
     try:
         sign_in(d, "olga", "not the password at all")
         msg = wait_for(lambda: d.find_element(By.ID, "message").text)
+        screenshot(d, "admin-sign-in")
         check(msg == "Wrong name or password.", f"a wrong password is refused in the page ({msg!r})")
         check("sign-in failed for olga" in read(ADMIN_LOG), "the failure is recorded with the client's address")
 
@@ -121,6 +180,9 @@ def main():
         lines = [e.text for e in d.find_elements(By.CSS_SELECTOR, "#events li")]
         check(grew and any("decision granted" in l for l in lines), f"viewer: decisions arrive live (SSE), {len(lines)} shown")
         check(not any("payload=" in l for l in lines), "viewer: no decision shows a payload")
+        d.get(URL + "/history")
+        check("for operators" in d.find_element(By.TAG_NAME, "main").text, "viewer: the event history is for operators (as LOG is)")
+        d.get(URL + "/")
         csrf = d.find_element(By.CSS_SELECTOR, "meta[name=csrf]").get_attribute("content")
         forged = d.execute_script(
             "return fetch('/door/open', {method: 'POST', headers: {'Content-Type': 'application/x-www-form-urlencoded'},"
@@ -146,6 +208,7 @@ def main():
         d.find_element(By.ID, "lockdown-off").click()
         state = wait_for(lambda: "lockdown off" in d.find_element(By.ID, "emergency").text.lower() and d.find_element(By.ID, "emergency").text)
         check(state, f"operator: Lift lockdown lifts the page's own lockdown ({state!r})")
+        screenshot(d, "admin-door")
         check(wait_for(lambda: re.search(r"LOCKDOWN ON by web:olga", read(JOURNAL)), 10), "the lockdown is recorded by web:olga")
         lines = [e.text for e in d.find_elements(By.CSS_SELECTOR, "#events li")]
         check(lines and not any("payload=" in l for l in lines), "operator: decisions never show a payload on the page either")
@@ -157,12 +220,17 @@ def main():
         d.find_element(By.ID, "search").send_keys("nobody-by-this-name")
         hidden = wait_for(lambda: all(not r.is_displayed() for r in d.find_elements(By.CSS_SELECTOR, "#people tbody tr")))
         check(hidden, "people: search hides the rows that do not match")
+        d.find_element(By.ID, "search").clear()
+        d.find_element(By.ID, "search").send_keys(" ")
+        d.find_element(By.ID, "search").clear()
+        screenshot(d, "admin-people")
 
         # Enrol by scanning: the unknown code in view is listed by its tag (never its payload),
         # given a label, enrolled through the console, and granted from the next scan.
         d.get(URL + "/enrol")
         label = wait_for(lambda: d.find_element(By.CSS_SELECTOR, "#candidates form.enrol input[name=label]"), 20)
         page = d.find_element(By.ID, "candidates").text
+        screenshot(d, "admin-enrol")
         check(label and "ADMIN-PAGE" not in d.page_source, f"enrol: the unknown code is listed by tag and time, no payload ({page[:60]!r})")
         label.send_keys("Dan Example")
         label.find_element(By.XPATH, "./following-sibling::button").click()
@@ -173,8 +241,11 @@ def main():
         d.get(URL + "/people")
         check(wait_for(lambda: "Dan Example" in d.find_element(By.ID, "people").text), "enrol: Dan Example is on the people page")
 
-        # CSRF and origin, with the operator's own cookie.
+        # Events: the reader's audit log, filtered and paged on the reader's side, and as CSV.
         op_cookie = "sg_session=" + {c["name"]: c for c in d.get_cookies()}["sg_session"]["value"]
+        history_checks(d, op_cookie)
+
+        # CSRF and origin, with the operator's own cookie.
         status, _, _ = http("POST", "/door/open", "csrf=", cookie=op_cookie)
         check(status == 403, f"a POST without the CSRF token is refused ({status})")
         status, _, _ = http("POST", "/door/open", "csrf=" + csrf, cookie=op_cookie, origin="https://evil.example")

@@ -61,6 +61,7 @@ relay_pulse_ms = 100
 [log]
 path = "$D/audit.db"
 commit_interval_ms = 100
+raw_payloads = true
 [console]
 listen = []
 unix_path = "$D/console.sock"
@@ -98,10 +99,22 @@ echo | openssl s_client -connect "127.0.0.1:$PORT" -tls1_1 -cipher 'DEFAULT:@SEC
 grep -q "Cipher is (NONE)" "$D/tls11.out" && ! grep -q "^    Cipher *: [A-Z]" "$D/tls11.out"
 check $? "TLS 1.1 is refused (1.2 and 1.3 only): $(grep -m1 -o 'alert [a-z ]*' "$D/tls11.out" || grep -m1 'Cipher is' "$D/tls11.out")"
 
-METRICS_TOKEN=$(cat "$D/metrics-token") "$PY" deploy/admin-page.py "https://127.0.0.1:$PORT" "$D/journal" "$D/admin.log" > "$D/page.out" 2>&1
+# SCANGATE_SCREENSHOTS=docs/images keeps the pages' pictures for docs/admin.md (made either way).
+mkdir -p "$D/shots"
+SCREENSHOTS="$D/shots" METRICS_TOKEN=$(cat "$D/metrics-token") "$PY" deploy/admin-page.py "https://127.0.0.1:$PORT" "$D/journal" "$D/admin.log" > "$D/page.out" 2>&1
+status=$?
+grep -q '^Traceback' "$D/page.out" && bad "the browser run stopped early: $(grep -A3 '^Traceback' "$D/page.out" | tail -1; grep -m1 -E '^[a-z.]+Exception|Error:' "$D/page.out")"
+[ $status = 0 ] || grep -q '^FAIL' "$D/page.out" || bad "the browser run exited $status with no FAIL line"
 cat "$D/page.out" | grep -E '^(PASS|FAIL)'
 pass=$((pass + $(grep -c '^PASS' "$D/page.out"))); fail=$((fail + $(grep -c '^FAIL' "$D/page.out")))
 grep -q '^PASS\|^FAIL' "$D/page.out" || bad "the browser run said nothing: $(tail -5 "$D/page.out")"
+cat "$D"/audit.db* | grep -aq "ADMIN-PAGE-ALICE"
+check $? "the reader's log holds raw payloads (log.raw_payloads), so the page's hiding them is tested"
+n=$(ls "$D/shots"/*.png 2>/dev/null | wc -l)
+notpng=$(for f in "$D/shots"/*.png; do [ "$(head -c 4 "$f" | tail -c 3)" = PNG ] || echo "$f"; done)
+[ "$n" -ge 10 ] && [ -z "$notpng" ]
+check $? "the pages' pictures for docs/admin.md, desk and phone widths ($n PNGs)"
+[ -n "${SCANGATE_SCREENSHOTS:-}" ] && cp "$D/shots"/*.png "$SCANGATE_SCREENSHOTS"/
 ! grep -q "ADMIN-PAGE-" "$D/admin.log"
 check $? "the page's own journal never holds a payload"
 finish

@@ -50,8 +50,10 @@ import Testing
       return 1
     }
     var logReads: [Int] = []
-    mutating func startLog(_ count: Int, for session: SessionTicket) -> LogStart {
-      logReads.append(count)
+    var logQueries: [AuditQuery] = []
+    mutating func startLog(_ query: AuditQuery, for session: SessionTicket) -> LogStart {
+      logReads.append(query.count)
+      logQueries.append(query)
       return .started
     }
     func check(_ payload: UnsafeRawBufferPointer, label: UnsafeMutableRawBufferPointer) -> (Verdict, labelCount: Int) {
@@ -121,6 +123,10 @@ import Testing
     // LOG is read off the loop's thread: the interpreter only starts it (count capped at 100).
     #expect(rig.say("LOG 500") == "")
     #expect(rig.host.logReads == [100])
+    // Filters reach the log as parsed; payloads only for an operator not named by AS.
+    #expect(rig.say("LOG 20 verdict=granted label=alice") == "")
+    #expect(rig.host.logQueries.last?.verdict == .granted && rig.host.logQueries.last?.labelText == "alice")
+    #expect(rig.host.logQueries.map(\.payloads) == [true, true])
   }
 
   @Test("mistyped AUTH lines are answered but never recorded as typed")

@@ -129,3 +129,30 @@ extension ConsoleRequestTests {
     #expect(error("TURNSTILE OPEN 5") == .badArgument)
   }
 }
+
+extension ConsoleRequestTests {
+  @Test("LOG's filters: each at most once, names exactly as the log keeps them, labels unescaped; bad forms refused whole")
+  func logFilters() {
+    let plain = request("LOG")
+    #expect(plain?.log == AuditQuery(count: 10))
+    #expect(request("LOG 500")?.log.count == 100)
+    let r = request("log 50 before=812 since=1764900000 until=1764990000 verdict=denied-unknown kind=decision label=ivy%20smith")
+    #expect(r?.log.count == 50)
+    #expect(r?.log.before == 812)
+    #expect(r?.log.since == 1_764_900_000 && r?.log.until == 1_764_990_000)
+    #expect(r?.log.verdict == .deniedUnknown && r?.log.kind == .decision)
+    #expect(r?.log.labelText == "ivy smith")
+    // Filters alone (the count first or not at all).
+    #expect(request("LOG verdict=granted")?.log.verdict == .granted)
+    #expect(request("LOG verdict=granted")?.log.count == 10)
+    #expect(request("LOG kind=door-forced")?.log.kind == .doorForced)
+    for bad in [
+      "LOG verdict=GRANTED", "LOG verdict=granted verdict=granted", "LOG before=-1", "LOG before=1234567890123",
+      "LOG since=soon", "LOG kind=nothing", "LOG label=", "LOG label=a%2", "LOG label=a%00b%zz", "LOG 0", "LOG before=5 10",
+      "LOG label=" + String(repeating: "x", count: 49), "LOG 1 2", "LOG payload=ALICE",
+      "LOG 1 before=1 since=1 until=2 verdict=granted kind=decision label=a extra",
+    ] {
+      #expect(error(bad)?.code == 400, "\(bad)")
+    }
+  }
+}

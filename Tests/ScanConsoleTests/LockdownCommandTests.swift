@@ -19,7 +19,7 @@ import Testing
       return s
     }
     func writeLastDecisions(_ count: Int, payloads: PayloadVisibility, into w: inout ByteWriter) -> Int { 0 }
-    mutating func startLog(_ count: Int, for session: SessionTicket) -> LogStart { .notConfigured }
+    mutating func startLog(_ query: AuditQuery, for session: SessionTicket) -> LogStart { .notConfigured }
     func check(_ payload: UnsafeRawBufferPointer, label: UnsafeMutableRawBufferPointer) -> (Verdict, labelCount: Int) {
       (.deniedUnknown, 0)
     }

@@ -4,6 +4,7 @@
 #include <gnutls/x509.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +37,38 @@ struct stream_state {
 static const char *header(struct MHD_Connection *c, const char *name) {
   const char *v = MHD_lookup_connection_value(c, MHD_HEADER_KIND, name);
   return v ? v : "";
+}
+
+/// Appends one query argument to `q->query`, percent-encoding every byte but [A-Za-z0-9._-].
+static enum MHD_Result query_argument(void *cls, enum MHD_ValueKind kind, const char *key, const char *value) {
+  (void)kind;
+  struct sg_http_request *q = cls;
+  size_t used = strlen(q->query);
+  const char *parts[2] = {key, value ? value : ""};
+  char out[SG_HTTP_QUERY_MAX];
+  size_t n = 0;
+  if (used > 0) out[n++] = '&';
+  for (int k = 0; k < 2; k++) {
+    if (k == 1) out[n++] = '=';
+    for (const unsigned char *s = (const unsigned char *)parts[k]; *s; s++) {
+      if (n + 4 >= sizeof out) {
+        q->query_too_long = 1;
+        return MHD_NO;
+      }
+      if (isalnum(*s) || *s == '.' || *s == '_' || *s == '-') {
+        out[n++] = (char)*s;
+      } else {
+        n += (size_t)snprintf(out + n, 4, "%%%02X", *s);
+      }
+    }
+  }
+  if (used + n + 1 > sizeof q->query) {
+    q->query_too_long = 1;
+    return MHD_NO;
+  }
+  memcpy(q->query + used, out, n);
+  q->query[used + n] = 0;
+  return MHD_YES;
 }
 
 static void add_headers(struct MHD_Response *response, const char *content_type, const char *headers) {
@@ -164,6 +197,7 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *connecti
   q.content_type = header(connection, "Content-Type");
   q.body = p->body;
   q.body_length = p->length;
+  MHD_get_connection_values(connection, MHD_GET_ARGUMENT_KIND, query_argument, &q);
   const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
   if (info && info->client_addr) {
     const struct sockaddr *a = info->client_addr;

@@ -20,6 +20,13 @@ enum AdminAssets {
     .events li { font-family: ui-monospace, monospace; font-size: .85rem; }
     table { border-collapse: collapse; width: 100%; }
     th, td { text-align: left; padding: .3rem; border-bottom: 1px solid #8884; }
+    form.filters { display: flex; flex-wrap: wrap; gap: 0 1rem; align-items: end; }
+    form.filters label { margin: .25rem 0; }
+    select { font: inherit; padding: .4rem; max-width: 100%; }
+    #history code { font-size: .8rem; overflow-wrap: anywhere; }
+    #history { table-layout: fixed; }
+    #history th:nth-child(1) { width: 3.5rem; }
+    @media (max-width: 40rem) { #history th:nth-child(1), #history td:nth-child(1), #history th:nth-child(5), #history td:nth-child(5) { display: none; } }
     """
 
   static let script = """

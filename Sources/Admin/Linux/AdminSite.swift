@@ -72,6 +72,8 @@ public final class AdminSite: HTTPHandler, @unchecked Sendable {
     case ("GET", "/"): return dashboard(session)
     case ("GET", "/people"): return people(session)
     case ("GET", "/events"): return events(session)
+    case ("GET", "/history"): return history(session, request)
+    case ("GET", "/history.csv"): return historyCSV(session, request)
     case ("GET", "/enrol"): return enrolPage(session, fragment: false)
     case ("GET", "/enrol/candidates"): return enrolPage(session, fragment: true)
     case ("POST", "/people/enrol"):

@@ -18,6 +18,8 @@ public struct HTTPRequest: Sendable {
   public var body: [UInt8]
   /// The client's address (no port).
   public var client: String
+  /// The URL's query, `k=v&k=v` percent-encoded (see `arguments`).
+  public var query: String = ""
 
   public init(
     method: String, path: String, cookie: String = "", origin: String = "", host: String = "", csrf: String = "",
@@ -45,9 +47,14 @@ public struct HTTPRequest: Sendable {
   }
 
   /// The body's `application/x-www-form-urlencoded` fields (a bad escape drops the field).
-  public var form: [String: String] {
+  public var form: [String: String] { Self.fields(body) }
+
+  /// The URL's query arguments (filters of a GET page), decoded like `form`.
+  public var arguments: [String: String] { Self.fields(Array(query.utf8)) }
+
+  static func fields(_ bytes: [UInt8]) -> [String: String] {
     var out: [String: String] = [:]
-    for pair in body.split(separator: UInt8(ascii: "&")) {
+    for pair in bytes.split(separator: UInt8(ascii: "&")) {
       let parts = pair.split(separator: UInt8(ascii: "="), maxSplits: 1, omittingEmptySubsequences: false)
       guard parts.count == 2, let key = Self.formDecode(parts[0]), let value = Self.formDecode(parts[1]) else { continue }
       out[key] = value
@@ -158,7 +165,8 @@ public final class HTTPServer: @unchecked Sendable {
       body: q.body_length > 0 ? Array(UnsafeBufferPointer(start: q.body, count: q.body_length)) : [],
       client: withUnsafeBytes(of: q.client) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) })
     if let query = request.path.firstIndex(of: "?") { request.path = String(request.path[..<query]) }
-    let response = handler.respond(request)
+    request.query = withUnsafeBytes(of: q.query) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+    let response = q.query_too_long != 0 ? HTTPResponse.text(414, "query too long\n") : handler.respond(request)
     let headers = response.headers.map { $0 + "\n" }.joined()
     if response.stream != 0 {
       sg_http_reply_stream(reply, response.status, response.contentType, headers, response.stream)

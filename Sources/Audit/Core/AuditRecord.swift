@@ -155,7 +155,8 @@ public struct AuditRecord: Equatable, Sendable {
     var s = "\(sequence) \(RFC3339.format(wallNanoseconds / 1_000_000_000)) run \(run) #\(eventSequence) \(kind.name)"
     if let verdict { s += " \(verdict.name) \(format)" }
     if !variant.isEmpty && variant != "upright" { s += " [\(variant)]" }
-    if !label.isEmpty { s += " label=\(label)" }
+    // Escaped as event lines escape it (`ivy%20smith`): one word, the same text everywhere.
+    if !label.isEmpty { s += " label=\(PayloadEscaping.escaped(Array(label.utf8)))" }
     // A record written before tags holds the payload's SHA-256 (64 digits): named as what it is.
     if !tag.isEmpty { s += " \(tag.count == 64 ? "sha256" : "tag")=\(tag.prefix(PayloadTag.shownBytes * 2))" }
     if !payload.isEmpty { s += " \(kind == .decision ? "payload=" : "")\(payload)" }

@@ -42,10 +42,10 @@ extension AuditLog {
     }
   }
 
-  public func requestRecent(_ count: Int, for ticket: SessionTicket) -> Bool {
+  public func requestRecent(_ query: AuditQuery, for ticket: SessionTicket) -> Bool {
     recentRequest.withLock { request in
       guard request == nil else { return false }
-      request = (count, ticket)
+      request = (query, ticket)
       return true
     }
   }
@@ -58,11 +58,15 @@ extension AuditLog {
 
   /// On the log's thread: serves a pending LOG request from the open store (or says none).
   func serveRecent(_ store: AuditStore?) {
-    guard let (count, ticket) = recentRequest.withLock({ $0 }) else { return }
+    guard let (query, ticket) = recentRequest.withLock({ $0 }) else { return }
     var read = AuditRecentRead(ticket: ticket, text: [], lines: 0)
     if let store {
       var lines: [[UInt8]] = []
-      try? store.read(limit: Int64(count), newest: true) { record in
+      try? store.read(query) { found in
+        var record = found
+        // A decision's payload column is the pass itself (kept only with log.raw_payloads); a
+        // command's is the reader's own words with who gave it, shown to all.
+        if !query.payloads && record.kind == .decision { record.payload = "" }
         let line = withUnsafeTemporaryAllocation(byteCount: 1_024, alignment: 1) { buffer in
           var w = ByteWriter(buffer)
           w.write("| ")

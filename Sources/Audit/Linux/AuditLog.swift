@@ -79,7 +79,7 @@ public final class AuditLog: AuditLogAccess, @unchecked Sendable {
   /// The loop thread's read-only connection (console LOG).
   /// A console's LOG request (count, session) and its result, handed between the loop and the
   /// log's thread, which does the disk read.
-  let recentRequest = Mutex<(count: Int, ticket: SessionTicket)?>(nil)
+  let recentRequest = Mutex<(query: AuditQuery, ticket: SessionTicket)?>(nil)
   let recentResult = Mutex<AuditRecentRead?>(nil)
   /// Records kept in memory at most while the disk is failing.
   public let pendingMax: Int

@@ -5,9 +5,9 @@ import ScanCore
 public protocol AuditLogAccess: AnyObject {
   /// One STATUS line about the log (path, records, faults, the chain head `SEQ:HEX`).
   func writeStatus(into w: inout ByteWriter)
-  /// Asks for the newest `count` records for console session `ticket`, read off the loop's
-  /// thread (the log's own thread reads the disk); false while another read is pending.
-  func requestRecent(_ count: Int, for ticket: SessionTicket) -> Bool
+  /// Asks for the newest records that `query` selects for console session `ticket`, read off
+  /// the loop's thread (the log's own thread reads the disk); false while another read is pending.
+  func requestRecent(_ query: AuditQuery, for ticket: SessionTicket) -> Bool
   /// A finished read: `| ` body lines (oldest first, at most `AuditRecentRead.bytesMax`) and
   /// their count.
   func takeRecent() -> AuditRecentRead?

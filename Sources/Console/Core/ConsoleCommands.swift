@@ -303,7 +303,9 @@ public final class ConsoleCommands<Clock: MonotonicClock> {
   private func startLog<Host: ConsoleHost & ~Copyable>(
     _ request: ConsoleRequest, slot: Int, host: inout Host, output: some ConsoleOutput
   ) {
-    switch host.startLog(min(request.number ?? 10, 100), for: ticket(slot)) {
+    var query = request.log
+    query.payloads = payloadVisibility(slot) == .shown
+    switch host.startLog(query, for: ticket(slot)) {
     case .started: break  // the host replies when the records are read
     case .busy: output.send(slot) { $0.write("ERR 503 the log is being read; try again\n") }
     case .notConfigured: output.send(slot) { $0.write("ERR 503 the audit log is not configured\n") }

@@ -10,7 +10,7 @@ public protocol ConsoleHost: ~Copyable {
   func writeLastDecisions(_ count: Int, payloads: PayloadVisibility, into w: inout ByteWriter) -> Int
   /// Starts reading the newest `count` audit records for `session`, off the loop's thread; the
   /// host replies when they are in.
-  mutating func startLog(_ count: Int, for session: SessionTicket) -> LogStart
+  mutating func startLog(_ query: AuditQuery, for session: SessionTicket) -> LogStart
   /// What the decision on `payload` would be now, without acting or recording; the entry's
   /// label is copied into `label` (returns its length).
   func check(_ payload: UnsafeRawBufferPointer, label: UnsafeMutableRawBufferPointer) -> (Verdict, labelCount: Int)

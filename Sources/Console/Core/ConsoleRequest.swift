@@ -68,7 +68,7 @@ public enum ConsoleVerb: UInt8, CaseIterable, Sendable {
     case .last: "LAST [n]            the last n decisions (default 5, max 50; payloads for\n                    operators)"
     case .watch: "WATCH ON|OFF        event lines (starting with '! '; payloads for operators)"
     case .check: "CHECK <payload>     operator: the decision on a payload (percent-escaped),\n                    rate-limited"
-    case .log: "LOG [n]             operator: the newest n audit log records (default 10,\n                    max 100)"
+    case .log: "LOG [n] [filters]   operator: the newest n audit log records that match\n                    (default 10, max 100; HELP LOG lists the filters)"
     case .auth: "AUTH <secret>       become operator on this connection"
     case .quit: "QUIT                close this connection"
     case .open: "OPEN [ms]           operator: pulse the relay (capped)"
@@ -90,49 +90,14 @@ public enum ConsoleVerb: UInt8, CaseIterable, Sendable {
   }
 }
 
-/// A console error: code and message, as sent in `ERR <code> <message>`.
-public struct ConsoleError: Error, Equatable, Sendable {
-  public var code: Int
-  public var message: StaticString
-  public init(_ code: Int, _ message: StaticString) {
-    self.code = code
-    self.message = message
-  }
-  public static func == (a: ConsoleError, b: ConsoleError) -> Bool {
-    a.code == b.code && a.message.description == b.message.description
-  }
-  public static let malformed = ConsoleError(400, "control character or non-ASCII byte in line")
-  public static let unknownVerb = ConsoleError(400, "unknown command (HELP lists them)")
-  public static let badArgument = ConsoleError(400, "bad argument (HELP shows the form)")
-  public static let tooManyArguments = ConsoleError(400, "too many arguments")
-  public static let badEscape = ConsoleError(400, "bad payload: write bytes as %XX")
-  public static let needsAuth = ConsoleError(401, "operator command: AUTH first")
-  public static let lineTooLong = ConsoleError(413, "line too long (max 512 bytes)")
-  public static let throttled = ConsoleError(429, "too many lines; slow down (lines are dropped)")
-  public static let badLabel = ConsoleError(
-    400, "label=: 1 to 48 bytes of letters, digits, '.', '_', '-', '@', '+' or %XX (ENROL LAST label=<label> [schedule=<name>])")
-  public static let badSchedule = ConsoleError(400, "schedule=: names are 1 to 32 of a-z, 0-9, '-', '_'")
-  public static let noZones = ConsoleError(
-    400, "zones=: allow-list entries have no zones (zones are for signed passes); use schedule=")
-}
-
-/// What LOCKDOWN and TURNSTILE are asked to do.
-public enum ConsoleAction: Equatable, Sendable {
-  case show
-  case lockdownOn, lockdownOff
-  /// Forgive the credential last refused for anti-passback, or the one whose tag (its first 8
-  /// bytes, big-endian, as events show them) is given.
-  case forgiveLast
-  case forgiveTag(UInt64)
-  case resetOccupancy
-}
-
 /// A parsed command line. Arguments stay in the caller's line buffer or in fixed storage:
 /// parsing allocates nothing.
 public struct ConsoleRequest: Sendable {
   public var verb: ConsoleVerb
   /// The numeric argument (LAST, LOG, OPEN), if one was given.
   public var number: Int? = nil
+  /// LOG: how many records and which (its count is `number`'s, capped).
+  public var log = AuditQuery()
   /// WATCH ON / OFF; SNAPSHOT TEXT; CLOCK FLOOR RESET; LOCKDOWN ON / OFF.
   public var flag = false
   /// What LOCKDOWN or TURNSTILE is asked to do (`.show`: only report).
@@ -159,16 +124,16 @@ public struct ConsoleRequest: Sendable {
   ) -> Result<ConsoleRequest, ConsoleError>? {
     argumentCount = 0
     for b in line where (b < 0x20 && b != 0x09) || b >= 0x7F { return .failure(.malformed) }
-    // Words: at most five (verb and four arguments: ENROL's; three for every other verb), split
-    // on spaces and tabs.
-    var starts = InlineArray<5, Int>(repeating: 0)
-    var ends = InlineArray<5, Int>(repeating: 0)
+    // Words: at most eight (verb and seven arguments: LOG's filters; four for ENROL; three for
+    // every other verb), split on spaces and tabs.
+    var starts = InlineArray<8, Int>(repeating: 0)
+    var ends = InlineArray<8, Int>(repeating: 0)
     var words = 0
     var i = 0
     while i < line.count {
       while i < line.count && (line[i] == 0x20 || line[i] == 0x09) { i += 1 }
       guard i < line.count else { break }
-      guard words < 5 else { return .failure(.tooManyArguments) }
+      guard words < 8 else { return .failure(.tooManyArguments) }
       starts[words] = i
       while i < line.count && line[i] != 0x20 && line[i] != 0x09 { i += 1 }
       ends[words] = i
@@ -179,7 +144,7 @@ public struct ConsoleRequest: Sendable {
     guard let verb = ConsoleVerb.allCases.first(where: { equalsIgnoringCase(word(0), $0.name) }) else {
       return .failure(.unknownVerb)
     }
-    guard words <= 3 || verb == .enrol else { return .failure(.tooManyArguments) }
+    guard words <= 3 || (verb == .enrol && words <= 5) || verb == .log else { return .failure(.tooManyArguments) }
     switch verb {
     case .help where words == 2:
       guard let asked = ConsoleVerb.allCases.first(where: { equalsIgnoringCase(word(1), $0.name) }) else {
@@ -213,7 +178,9 @@ public struct ConsoleRequest: Sendable {
       return parseArgument(verb, words: words, word, argument: argument, argumentCount: &argumentCount)
     case .as:
       return parseAs(words: words, word, argument: argument, argumentCount: &argumentCount)
-    case .last, .log, .open, .list, .watch, .clock, .snapshot:
+    case .log:
+      return parseLog(words: words, word, argument: argument)
+    case .last, .open, .list, .watch, .clock, .snapshot:
       return parseOption(verb, words: words, word)
     case .lockdown, .turnstile:
       return parseAction(verb, words: words, word)
@@ -289,13 +256,14 @@ public struct ConsoleRequest: Sendable {
         guard equalsIgnoringCase(word(1), "TEXT") else { return .failure(.badArgument) }
         request.flag = true
       }
-    case .last, .log, .open, .list:
+    case .last, .open, .list:
       guard words <= 2 else { return .failure(.tooManyArguments) }
       if words == 2 {
         guard let n = parseNumber(word(1)), n > 0 else { return .failure(.badArgument) }
         request.number = n
       }
-    case .help, .version, .status, .stats, .check, .auth, .quit, .reload, .selftest, .door, .lockdown, .turnstile, .enrol, .remove, .as:
+    case .help, .version, .status, .stats, .check, .auth, .quit, .reload, .selftest, .door, .lockdown, .turnstile, .enrol, .remove, .as,
+      .log:
       return .failure(.badArgument)  // `parse` dispatches these itself; refused, never parsed here
     }
     return .success(request)

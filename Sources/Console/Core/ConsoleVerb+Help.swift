@@ -16,7 +16,7 @@ extension ConsoleVerb {
     case .check:
       "What the decision on a payload would be now, without acting on the door:\nOK granted label=... or OK denied-.... The payload is percent-escaped.\nOperator; at most 3 in a burst and 12 a minute (ERR 429); recorded."
     case .log:
-      "The newest n records of the audit log (default 10, max 100), oldest first,\nas scangate log --limit n prints them. Operator; recorded."
+      "The newest n records of the audit log (default 10, max 100) that pass every\nfilter, oldest first, as scangate log prints them. Filters: before=<seq>\nsince=<unix s> until=<unix s> verdict=<name> kind=<name> label=<label>.\nOperator; recorded."
     case .auth:
       "AUTH <secret>: become operator on this connection (the secret file's line).\nWrong secrets back off per peer (ERR 429, then ERR 423); never recorded."
     case .quit: "Closes this connection after OK bye."

@@ -96,9 +96,9 @@ extension RunLoop: ConsoleHost where Source: ~Copyable, Decoder: ~Copyable, Rela
     return written
   }
 
-  public mutating func startLog(_ count: Int, for session: SessionTicket) -> LogStart {
+  public mutating func startLog(_ query: AuditQuery, for session: SessionTicket) -> LogStart {
     guard let log = auditLog else { return .notConfigured }
-    return log.requestRecent(count, for: session) ? .started : .busy
+    return log.requestRecent(query, for: session) ? .started : .busy
   }
 
   /// Sends a finished LOG read to the session that asked (if it is still there).

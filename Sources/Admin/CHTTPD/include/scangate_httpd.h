@@ -9,6 +9,8 @@
 /// time). Every request is handed whole to one Swift handler; every response carries the same
 /// security headers (a strict Content-Security-Policy: no inline script, nothing from elsewhere).
 
+#define SG_HTTP_QUERY_MAX 2048
+
 /// One request as the handler sees it: strings are NUL-terminated (empty when absent).
 struct sg_http_request {
   const char *method;
@@ -22,6 +24,8 @@ struct sg_http_request {
   const uint8_t *body;       // the body, at most SG_HTTP_BODY_MAX bytes
   size_t body_length;
   char client[64];           // the client's address, without its port
+  char query[SG_HTTP_QUERY_MAX]; // the URL's query arguments, re-encoded as k=v&k=v (%XX)
+  int query_too_long;        // the arguments did not fit `query`
 };
 
 #define SG_HTTP_BODY_MAX 65536
