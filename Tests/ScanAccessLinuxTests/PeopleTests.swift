@@ -73,6 +73,13 @@ import Testing
     (status, reply) = console("LIST")
     #expect(status == 0 && reply.contains("| alice tag=") && reply.contains("| bob tag=") && reply.contains("OK list 2 of 2"), "\(reply)")
     #expect(!reply.contains("ALICE-0001") && !reply.contains("sha256"))
+    // A page of one, then the next from where it stopped; a search by part of a label.
+    (status, reply) = console("LIST 1")
+    #expect(status == 0 && reply.contains("| alice tag=") && reply.contains("OK list 1 of 2 entries next from=1"), "\(reply)")
+    (status, reply) = console("LIST 1 from=1")
+    #expect(status == 0 && reply.contains("| bob tag=") && reply.contains("OK list 1 of 2 entries\n"), "\(reply)")
+    (status, reply) = console("LIST match=OB")
+    #expect(status == 0 && !reply.contains("alice") && reply.contains("| bob tag=") && reply.contains("OK list 1 of 2"), "\(reply)")
     (status, reply) = console("REMOVE label=bob")
     #expect(status == 0 && reply.contains(" removed bob tag="), "\(reply)")
     let denials = count("decision denied-unknown", in: child)

@@ -62,6 +62,16 @@ import Testing
     #expect(ConsoleVerb.remove.needsOperator && ConsoleVerb.list.needsOperator && ConsoleVerb.enrol.needsOperator)
     if case .failure(let e)? = parse("REMOVE bob").0 { #expect(e == .badLabel) } else { Issue.record("REMOVE bob accepted") }
     #expect(try parse("LIST 20").0?.get().number == 20)
+    // Pages and a search, on the reader's side.
+    let page = try parse("LIST 30 from=120 match=Ivy%20").0?.get().entries
+    #expect(page?.count == 30 && page?.from == 120 && page?.matchCount == 6)
+    let ivy = Array("| x Ivy%20Smith".utf8), zoe = Array("Zo%C3%AB".utf8)
+    #expect(ivy.withUnsafeBytes { page?.matches($0) } == true && zoe.withUnsafeBytes { page?.matches($0) } == false)
+    #expect(Array("ivy%20smith".utf8).withUnsafeBytes { page?.matches($0) } == true, "ASCII case ignored")
+    #expect(try parse("LIST 500 from=3").0?.get().entries.count == 200)
+    for bad in ["LIST from=x", "LIST from=1 from=2", "LIST match=", "LIST match=a%2", "LIST 1 2", "LIST match=a match=b", "LIST 1 from=1 match=a x"] {
+      if case .failure? = parse(bad).0 {} else { Issue.record("\(bad) accepted") }
+    }
     if case .failure(let e)? = parse("CLOCK FLOOR RESET NOW").0 { #expect(e == .tooManyArguments) } else { Issue.record("4 words accepted") }
   }
 }
@@ -105,9 +115,12 @@ import Testing
       asked.append("remove \(String(decoding: label, as: UTF8.self)) by \(String(decoding: who, as: UTF8.self))")
       return change
     }
-    func writeEntries(_ count: Int, into w: inout ByteWriter) -> (shown: Int, total: Int) {
+    final class Listed { var queries: [EntryQuery] = [] }
+    let listed = Listed()
+    func writeEntries(_ query: EntryQuery, into w: inout ByteWriter) -> (shown: Int, total: Int, next: Int?) {
+      listed.queries.append(query)
       w.write("| bob tag=5a0c11e2d4f7a9b1 schedule\n")
-      return (1, count + 7)
+      return (1, query.count + 7, query.from > 0 ? query.from + 1 : nil)
     }
   }
 
@@ -144,7 +157,9 @@ import Testing
     s.host.change = .refused(code: 409, reason: "label bob is used by another entry")
     #expect(s.say("ENROL LAST label=bob") == "ERR 409 label bob is used by another entry\n")
     #expect(s.say("LIST 20") == "| bob tag=5a0c11e2d4f7a9b1 schedule\nOK list 1 of 27 entries\n")
-    // LIST and ENROL CANDIDATES (payloads) are recorded as typed; ENROL and REMOVE record themselves in the host.
-    #expect(s.host.base.base.recorded.map(\.2) == ["AUTH ok", "ENROL CANDIDATES", "LIST 20"])
+    #expect(s.say("LIST 20 from=40 match=bo").hasSuffix("OK list 1 of 27 entries next from=41\n"))
+    #expect(s.host.listed.queries.last?.from == 40 && s.host.listed.queries.last?.matchCount == 2)
+    // LIST and ENROL CANDIDATES (payloads) are recorded by verb and number; ENROL and REMOVE record themselves in the host.
+    #expect(s.host.base.base.recorded.map(\.2) == ["AUTH ok", "ENROL CANDIDATES", "LIST 20", "LIST 20"])
   }
 }

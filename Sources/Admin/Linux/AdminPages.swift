@@ -119,21 +119,39 @@ enum AdminPages {
     return html
   }
 
-  static func people(_ session: AdminSessions.Session, reply: (body: [String], status: String)?) -> String {
+  static func people(_ session: AdminSessions.Session, reply: (body: [String], status: String)?, search: String) -> String {
     guard let reply else { return unreachable() }
-    var html = "<h2>People</h2><p><input id=\"search\" type=\"search\" placeholder=\"Search labels and tags\"></p>"
+    let query = search.isEmpty ? "" : "q=" + urlEscaped(search)
+    var html = """
+      <h2>People</h2><form method="get" action="/people" class="filters"><input id="search" name="q" type="search"
+      placeholder="Search labels (Enter: the whole list)" value="\(escaped(search))"><button id="find">Find</button>
+      <a id="people-csv" href="/people.csv\(query.isEmpty ? "" : "?" + query)">Download CSV</a></form>
+      """
     html += "<p id=\"count\">\(escaped(reply.status))</p><table id=\"people\"><thead><tr><th>Label</th><th>Tag</th><th>Flags</th><th></th></tr></thead><tbody>"
     for line in reply.body {
-      let fields = line.split(separator: " ").map(String.init)
-      guard let label = fields.first else { continue }
-      let tag = fields.first { $0.hasPrefix("tag=") }.map { String($0.dropFirst(4)) } ?? ""
-      let flags = fields.dropFirst().filter { !$0.hasPrefix("tag=") }.joined(separator: " ")
-      let shownLabel = label.removingPercentEncodingForDisplay
-      html += "<tr><td>\(escaped(shownLabel))</td><td><code>\(escaped(tag))</code></td><td>\(escaped(flags))</td><td>"
+      let entry = entry(line)
+      html += "<tr><td>\(escaped(entry.label))</td><td><code>\(escaped(entry.tag))</code></td><td>\(escaped(entry.flags))</td><td>"
       html += "<form method=\"post\" action=\"/people/remove\" class=\"inline confirm\"><input type=\"hidden\" name=\"csrf\" value=\"\(session.csrf)\">"
-      html += "<input type=\"hidden\" name=\"label\" value=\"\(escaped(shownLabel))\"><button class=\"danger\">Remove</button></form></td></tr>"
+      html += "<input type=\"hidden\" name=\"label\" value=\"\(escaped(entry.label))\"><button class=\"danger\">Remove</button></form></td></tr>"
     }
-    return html + "</tbody></table>"
+    html += "</tbody></table><p>"
+    if let next = nextFrom(reply.status) { html += "<a id=\"next\" href=\"/people?\(query.isEmpty ? "" : query + "&")from=\(next)\">Next</a>" }
+    return html + "</p>"
+  }
+
+  /// A LIST line's label (unescaped for showing), tag and flags.
+  static func entry(_ line: String) -> (label: String, tag: String, flags: String) {
+    let fields = line.split(separator: " ").map(String.init)
+    let tag = fields.first { $0.hasPrefix("tag=") }.map { String($0.dropFirst(4)) } ?? ""
+    let flags = fields.dropFirst().filter { !$0.hasPrefix("tag=") }.joined(separator: " ")
+    return ((fields.first ?? "").removingPercentEncodingForDisplay, tag, flags)
+  }
+
+  /// LIST's `next from=N`, when entries remain.
+  static func nextFrom(_ status: String) -> Int? {
+    let words = status.split(separator: " ")
+    guard let last = words.last, last.hasPrefix("from="), words.dropLast().last == "next" else { return nil }
+    return Int(last.dropFirst(5))
   }
 }
 

@@ -70,7 +70,8 @@ public final class AdminSite: HTTPHandler, @unchecked Sendable {
     }
     switch (request.method, request.path) {
     case ("GET", "/"): return dashboard(session)
-    case ("GET", "/people"): return people(session)
+    case ("GET", "/people"): return people(session, request)
+    case ("GET", "/people.csv"): return peopleCSV(session, request)
     case ("GET", "/events"): return events(session)
     case ("GET", "/history"): return history(session, request)
     case ("GET", "/history.csv"): return historyCSV(session, request)
@@ -180,9 +181,51 @@ public final class AdminSite: HTTPHandler, @unchecked Sendable {
     return page("Door", body: AdminPages.dashboard(session, replies: replies), session: session)
   }
 
-  private func people(_ session: AdminSessions.Session) -> HTTPResponse {
+  /// A page of the allow-list, searched and paged on the reader's side (`LIST 50 from= match=`).
+  private func people(_ session: AdminSessions.Session, _ request: HTTPRequest) -> HTTPResponse {
     guard session.role >= .operator else { return page("People", body: AdminPages.viewerOnly(), session: session, status: 403) }
-    return page("People", body: AdminPages.people(session, reply: ask(session, ["LIST 200"])?.first), session: session)
+    let arguments = request.arguments
+    guard let command = Self.listCommand(arguments, count: 50) else { return .text(400, "q: 1 to 48 bytes; from: an entry number\n") }
+    return page("People", body: AdminPages.people(session, reply: ask(session, [command])?.first, search: arguments["q"] ?? ""), session: session)
+  }
+
+  /// `LIST count [from=] [match=]` for a page's `from` and `q`; nil when one is malformed.
+  static func listCommand(_ arguments: [String: String], count: Int, from: Int? = nil) -> String? {
+    var command = "LIST \(count)"
+    if let from = from ?? arguments["from"].flatMap({ $0.isEmpty ? nil : Int($0) ?? -1 }) {
+      guard from >= 0 && from <= 99_999_999 else { return nil }
+      if from > 0 { command += " from=\(from)" }
+    }
+    if let q = arguments["q"], !q.isEmpty {
+      guard let match = AdminPages.consoleLabel(q) else { return nil }
+      command += " match=" + match
+    }
+    return command
+  }
+
+  /// Every entry that matches `q`, as CSV: label, tag, flags (never a payload or a digest).
+  private func peopleCSV(_ session: AdminSessions.Session, _ request: HTTPRequest) -> HTTPResponse {
+    guard session.role >= .operator else { return .text(403, "an operator's page: this account is a viewer\n") }
+    var csv = "label,tag,flags\r\n"
+    var from = 0
+    var rows = 0
+    while true {
+      guard let command = Self.listCommand(request.arguments, count: 200, from: from) else { return .text(400, "bad search\n") }
+      guard let reply = ask(session, [command])?.first, reply.status.hasPrefix("OK list") else {
+        return .text(503, "the reader's console cannot be reached\n")
+      }
+      for line in reply.body {
+        let entry = AdminPages.entry(line)
+        csv += [entry.label, entry.tag, entry.flags].map(AdminPages.csvCell).joined(separator: ",") + "\r\n"
+        rows += 1
+      }
+      guard let next = AdminPages.nextFrom(reply.status), next > from else { break }
+      from = next
+    }
+    writeStandardError("scangate admin: \(session.name): people CSV, \(rows) entries\n")
+    return HTTPResponse(
+      status: 200, contentType: "text/csv; charset=utf-8", headers: ["Content-Disposition: attachment; filename=\"scangate-people.csv\""],
+      body: Array(csv.utf8))
   }
 
   /// Enrol by scanning: the newest unknown codes (their tags and times, never a payload), each

@@ -26,12 +26,17 @@ extension ConsoleCommands {
     case .enrol, .remove: changeAllowList(request, argument: argument, slot: slot, host: &host, output: output)
     case .list:
       output.send(slot) { w in
-        let (shown, total) = host.writeEntries(min(request.number ?? 50, 200), into: &w)
+        let (shown, total, next) = host.writeEntries(request.entries, into: &w)
         w.write("OK list ")
         w.write(shown)
         w.write(" of ")
         w.write(total)
-        w.write(" entries\n")
+        w.write(" entries")
+        if let next {
+          w.write(" next from=")
+          w.write(next)
+        }
+        w.newline()
       }
     case .snapshot:
       switch host.startSnapshot(for: ticket(slot), text: request.flag) {

@@ -48,9 +48,40 @@ public protocol ConsoleHost: ~Copyable {
   func writeEnrolCandidates(payloads: PayloadVisibility, into w: inout ByteWriter) -> Int
   /// REMOVE label=... (operator `who`): that entry's line is taken out of the file the same way.
   mutating func removeEntry(label: UnsafeRawBufferPointer, who: UnsafeRawBufferPointer) -> AllowListChange
-  /// LIST: up to `count` live entries as `| ` lines (label, tag, flags; never a payload or a
-  /// digest); returns how many were written and how many there are.
-  func writeEntries(_ count: Int, into w: inout ByteWriter) -> (shown: Int, total: Int)
+  /// LIST: up to `query.count` live entries from index `query.from` whose shown label holds
+  /// `query.match`, as `| ` lines (label, tag, flags; never a payload or a digest); returns how
+  /// many were written, how many there are, and the index to go on from when entries remain.
+  func writeEntries(_ query: EntryQuery, into w: inout ByteWriter) -> (shown: Int, total: Int, next: Int?)
+}
+
+/// What LIST asks for (docs/console.md, "LIST"): a page of the allow-list, on the reader's side.
+public struct EntryQuery: Sendable, Equatable {
+  public var count = 50
+  /// The entry index to start from (the last reply's `next from=`).
+  public var from = 0
+  /// Only labels whose shown form (`Ivy%20Smith`) holds these bytes, ASCII case ignored.
+  public var match = LabelLimits.Storage(repeating: 0)
+  public var matchCount = 0
+  public init(count: Int = 50) { self.count = count }
+  public static let countMax = 200
+
+  public static func == (a: EntryQuery, b: EntryQuery) -> Bool {
+    a.count == b.count && a.from == b.from && a.matchCount == b.matchCount
+      && (0..<a.matchCount).allSatisfy { a.match[$0] == b.match[$0] }
+  }
+
+  /// Whether `label` (shown form) holds `match`, ASCII case ignored.
+  public func matches(_ label: UnsafeRawBufferPointer) -> Bool {
+    guard matchCount > 0 else { return true }
+    guard label.count >= matchCount else { return false }
+    func lower(_ b: UInt8) -> UInt8 { b >= 0x41 && b <= 0x5A ? b + 32 : b }
+    for start in 0...(label.count - matchCount) {
+      var k = 0
+      while k < matchCount && lower(label[start + k]) == lower(match[k]) { k += 1 }
+      if k == matchCount { return true }
+    }
+    return false
+  }
 }
 
 /// What became of ENROL or REMOVE.
@@ -89,7 +120,7 @@ extension ConsoleHost where Self: ~Copyable {
   public mutating func removeEntry(label: UnsafeRawBufferPointer, who: UnsafeRawBufferPointer) -> AllowListChange {
     .refused(code: 503, reason: "this reader does not edit its allow-list")
   }
-  public func writeEntries(_ count: Int, into w: inout ByteWriter) -> (shown: Int, total: Int) { (0, 0) }
+  public func writeEntries(_ query: EntryQuery, into w: inout ByteWriter) -> (shown: Int, total: Int, next: Int?) { (0, 0, nil) }
 }
 
 /// The clock as CLOCK and STATUS show it (docs/credentials.md, "Time").

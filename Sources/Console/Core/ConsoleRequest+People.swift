@@ -35,6 +35,29 @@ extension ConsoleRequest {
     return .success(request)
   }
 
+  /// LIST [n] [from=<index>] [match=<text>]: `match` as labels are shown (`Ivy%20`), 1 to 48 bytes.
+  static func parseList(words: Int, _ word: (Int) -> UnsafeRawBufferPointer) -> Result<ConsoleRequest, ConsoleError> {
+    var request = ConsoleRequest(verb: .list)
+    var from = false
+    for k in 1..<max(words, 1) {
+      let w = word(k)
+      if k == 1, let n = parseNumber(w) {
+        guard n > 0 else { return .failure(.badArgument) }
+        request.number = n
+      } else if let v = value(w, key: "from="), !from, let n = parseNumber(v) {
+        request.entries.from = n
+        from = true
+      } else if let v = value(w, key: "match="), request.entries.matchCount == 0, AllowListEdit.isShownLabel(v) {
+        for i in 0..<v.count { request.entries.match[i] = v[i] }
+        request.entries.matchCount = v.count
+      } else {
+        return .failure(.badArgument)
+      }
+    }
+    request.entries.count = min(request.number ?? 50, EntryQuery.countMax)
+    return .success(request)
+  }
+
   /// A tag as events show it (16 hex digits), or nil.
   static func parseTag(_ tag: UnsafeRawBufferPointer) -> UInt64? {
     guard tag.count == 2 * PayloadTag.shownBytes else { return nil }

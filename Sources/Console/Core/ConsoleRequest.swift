@@ -58,6 +58,17 @@ public enum ConsoleVerb: UInt8, CaseIterable, Sendable {
     }
   }
 
+  /// The words a line of this verb may have: the verb and three arguments, more for ENROL's
+  /// fields and LIST's and LOG's filters.
+  var wordsMax: Int {
+    switch self {
+    case .enrol: 5
+    case .list: 4
+    case .log: 8
+    default: 3
+    }
+  }
+
   /// One line of HELP.
   public var usage: StaticString {
     switch self {
@@ -83,7 +94,8 @@ public enum ConsoleVerb: UInt8, CaseIterable, Sendable {
     case .enrol:
       "ENROL CANDIDATES | LAST|<tag> label=<label> [schedule=<name>]\n                    operator: the newest unknown codes; enrol one"
     case .remove: "REMOVE label=<label>  operator: take that entry off the allow-list"
-    case .list: "LIST [n]            operator: the allow-list's labels, tags and flags (default\n                    50, max 200)"
+    case .list:
+      "LIST [n] [from=<i>] [match=<text>]\n                    operator: the allow-list's labels, tags and flags (default\n                    50, max 200), from entry i, labels holding text"
     case .as:
       "AS <name> viewer|operator\n                    on the Unix socket: name this session web:<name> in\n                    records, at most its role"
     }
@@ -98,6 +110,8 @@ public struct ConsoleRequest: Sendable {
   public var number: Int? = nil
   /// LOG: how many records and which (its count is `number`'s, capped).
   public var log = AuditQuery()
+  /// LIST: which page of the allow-list.
+  public var entries = EntryQuery()
   /// WATCH ON / OFF; SNAPSHOT TEXT; CLOCK FLOOR RESET; LOCKDOWN ON / OFF.
   public var flag = false
   /// What LOCKDOWN or TURNSTILE is asked to do (`.show`: only report).
@@ -144,7 +158,7 @@ public struct ConsoleRequest: Sendable {
     guard let verb = ConsoleVerb.allCases.first(where: { equalsIgnoringCase(word(0), $0.name) }) else {
       return .failure(.unknownVerb)
     }
-    guard words <= 3 || (verb == .enrol && words <= 5) || verb == .log else { return .failure(.tooManyArguments) }
+    guard words <= verb.wordsMax else { return .failure(.tooManyArguments) }
     switch verb {
     case .help where words == 2:
       guard let asked = ConsoleVerb.allCases.first(where: { equalsIgnoringCase(word(1), $0.name) }) else {
@@ -180,7 +194,9 @@ public struct ConsoleRequest: Sendable {
       return parseAs(words: words, word, argument: argument, argumentCount: &argumentCount)
     case .log:
       return parseLog(words: words, word, argument: argument)
-    case .last, .open, .list, .watch, .clock, .snapshot:
+    case .list:
+      return parseList(words: words, word)
+    case .last, .open, .watch, .clock, .snapshot:
       return parseOption(verb, words: words, word)
     case .lockdown, .turnstile:
       return parseAction(verb, words: words, word)
@@ -256,14 +272,14 @@ public struct ConsoleRequest: Sendable {
         guard equalsIgnoringCase(word(1), "TEXT") else { return .failure(.badArgument) }
         request.flag = true
       }
-    case .last, .open, .list:
+    case .last, .open:
       guard words <= 2 else { return .failure(.tooManyArguments) }
       if words == 2 {
         guard let n = parseNumber(word(1)), n > 0 else { return .failure(.badArgument) }
         request.number = n
       }
     case .help, .version, .status, .stats, .check, .auth, .quit, .reload, .selftest, .door, .lockdown, .turnstile, .enrol, .remove, .as,
-      .log:
+      .log, .list:
       return .failure(.badArgument)  // `parse` dispatches these itself; refused, never parsed here
     }
     return .success(request)

@@ -127,9 +127,19 @@ extension RunLoop where Source: ~Copyable, Decoder: ~Copyable, Relay: ~Copyable,
     return .removed(tag: tagged == .zero ? "none" : PayloadTag.hex(tagged), version: engine.allowList.version, sequence: sequence)
   }
 
-  public func writeEntries(_ count: Int, into w: inout ByteWriter) -> (shown: Int, total: Int) {
-    let shown = min(count, engine.allowList.count)
-    for i in 0..<shown {
+  public func writeEntries(_ query: EntryQuery, into w: inout ByteWriter) -> (shown: Int, total: Int, next: Int?) {
+    var shown = 0
+    var i = query.from
+    while i < engine.allowList.count && shown < query.count {
+      defer { i += 1 }
+      let matched = withUnsafeTemporaryAllocation(byteCount: 3 * LabelLimits.bytesMax, alignment: 1) { buffer in
+        engine.allowList.withLabel(i) { label in
+          let n = PayloadEscaping.escape(label, into: buffer).written
+          return query.matches(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
+        }
+      }
+      guard matched else { continue }
+      shown += 1
       w.write("| ")
       engine.allowList.withLabel(i) { label in
         if label.isEmpty { w.write("(no label)") } else { w.writeEscaped(label) }
@@ -143,7 +153,7 @@ extension RunLoop where Source: ~Copyable, Decoder: ~Copyable, Relay: ~Copyable,
       if engine.allowList.isLockdown(i) { w.write(" lockdown") }
       w.newline()
     }
-    return (shown, engine.allowList.count)
+    return (shown, engine.allowList.count, i < engine.allowList.count ? i : nil)
   }
 
   /// Reads the file, applies `edit`, checks the result loads, writes it durably (keeping the
