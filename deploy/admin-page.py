@@ -6,7 +6,7 @@ for what a browser would not send. Run by deploy/admin-test.sh, which starts the
 
   admin-page.py URL JOURNAL ADMIN_LOG
 """
-import json, os, re, ssl, sys, tempfile, time, urllib.error, urllib.request
+import http.client as httpclient, json, os, re, socket, ssl, sys, tempfile, time, urllib.error, urllib.request
 
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
@@ -305,6 +305,28 @@ def main():
     check(status == 200 and granted and granted.type == "counter" and value >= 1 and "scangate_decode_seconds" in families,
           f"/metrics with its token: {len(families)} families parsed by prometheus_client, {value:.0f} granted")
     check("ADMIN-PAGE" not in body and "label" not in body and "tag" not in body, "/metrics holds no payload, label or tag")
+
+    # Live views hold a console connection each: at most 4, so the reader's console keeps room
+    # for a technician however many browsers are open.
+    status, headers, _ = http("POST", "/login", "name=olga&password=correct+horse+battery")
+    cookie = (headers.get("Set-Cookie") or "").split(";")[0]
+    views, answers = [], []
+    for _ in range(5):
+        c = httpclient.HTTPSConnection(URL.split("//")[1].split(":")[0], int(URL.rsplit(":", 1)[1]), context=INSECURE, timeout=10)
+        c.request("GET", "/events", headers={"Cookie": cookie})
+        r = c.getresponse()
+        answers.append(r.status)
+        views.append((c, r))
+    tech = socket.socket(socket.AF_UNIX)
+    tech.settimeout(5)
+    tech.connect(os.path.join(os.path.dirname(JOURNAL), "console.sock"))
+    tech.sendall(b"VERSION\n")
+    greeting = tech.makefile("rb").readline()
+    tech.close()
+    for c, _ in views:
+        c.close()
+    check(answers == [200, 200, 200, 200, 503] and greeting,
+          f"live views: four at once, the fifth refused ({answers}); a technician's console still connects")
 
     # Sign-in limits: after four wrong passwords an account waits before the next is even checked.
     codes = [http("POST", "/login", "name=olga&password=wrong-" + str(i))[0] for i in range(6)]

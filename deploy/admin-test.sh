@@ -28,70 +28,14 @@ if [ -n "$missing" ]; then
 fi
 PY=$(deploy/peers.sh) || die "deploy/peers.sh"
 
-D=$(mktemp -d /tmp/scangate-admin.XXXXXX)
-READER=""; ADMIN=""
-cleanup() {
-  for p in $ADMIN $READER; do kill -9 "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
-  [ -n "${KEEP:-}" ] && echo "kept $D" || rm -rf "$D"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM HUP
-. deploy/site-broker.sh  # free_port, waitfor
-
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$D/admin.key" -out "$D/admin.crt" -days 30 \
-  -subj /CN=scangate-admin -addext subjectAltName=IP:127.0.0.1 2> "$D/openssl.err" || die "openssl: $(cat "$D/openssl.err")"
-chmod 600 "$D/admin.key"
-mkdir -p "$D/frames"
-qrencode -s 6 -m 4 -o "$D/frames/alice.png" "ADMIN-PAGE-ALICE" || die "qrencode"
-qrencode -s 6 -m 4 -o "$D/frames/dan.png" "ADMIN-PAGE-DAN" || die "qrencode"  # unknown: enrolled on the page
-printf 'text:ADMIN-PAGE-ALICE label=alice\n' > "$D/allow-list.txt"
-# A site of 10,000 people (the default allow_list.entries_max): the people page pages and
-# searches on the reader's side.
-python3 -c 'import hashlib
-for i in range(1, 9991): print("sha256:%s label=person-%05d" % (hashlib.sha256(b"P%d" % i).hexdigest(), i))' >> "$D/allow-list.txt"
-PORT=$(free_port)
-cat > "$D/config.toml" <<EOF
-[camera]
-source = "replay"
-replay_path = "$D/frames"
-replay_fps = 4
-[presence]
-repeat_ms = 1000
-[allow_list]
-path = "$D/allow-list.txt"
-[gpio]
-backend = "sim"
-relay_pulse_ms = 100
-[log]
-path = "$D/audit.db"
-commit_interval_ms = 100
-raw_payloads = true
-[console]
-listen = []
-unix_path = "$D/console.sock"
-[admin]
-listen = "127.0.0.1:$PORT"
-tls_cert_file = "$D/admin.crt"
-tls_key_file = "$D/admin.key"
-users_file = "$D/admin-users"
-metrics_token_file = "$D/metrics-token"
-EOF
-head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$D/metrics-token"; chmod 600 "$D/metrics-token"
-echo "correct horse battery" | "$BIN" admin user add olga --role operator --config "$D/config.toml" 2> "$D/users.err" || die "admin user add: $(cat "$D/users.err")"
-echo "viewer password 1" | "$BIN" admin user add vic --role viewer --config "$D/config.toml" 2>> "$D/users.err" || die "admin user add"
+. deploy/admin-rig.sh
+admin_rig "$BIN"
 
 # The page refuses to start without the reader's Unix socket configured.
 sed '/^unix_path/d' "$D/config.toml" > "$D/nosocket.toml"
 "$BIN" admin --config "$D/nosocket.toml" > "$D/nosocket.out" 2>&1
 grep -q "admin.listen.* needs console.unix_path" "$D/nosocket.out"
 check $? "without console.unix_path the page does not start, and says why ($(tail -1 "$D/nosocket.out"))"
-
-"$BIN" run --config "$D/config.toml" > "$D/journal" 2>&1 &
-READER=$!
-waitfor "$D/journal" "state started" 60 || die "the reader did not start: $(tail -3 "$D/journal")"
-"$BIN" admin --config "$D/config.toml" > "$D/admin.log" 2>&1 &
-ADMIN=$!
-waitfor "$D/admin.log" "serving https://" 10 || die "scangate admin did not start: $(tail -3 "$D/admin.log")"
 
 # What a browser should see, by a TLS client we did not write.
 printed=$("$BIN" admin fingerprint --config "$D/config.toml" 2>/dev/null | sed 's/^SHA-256 //')

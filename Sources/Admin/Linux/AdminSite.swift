@@ -32,7 +32,12 @@ public final class AdminSite: HTTPHandler, @unchecked Sendable {
   private let streams = Mutex<[UInt64: ConsoleClient]>([:])
   private let nextStream = Atomic<UInt64>(1)
   private let wall = SystemWallClock()
-  static let streamsMax = 16
+  /// Console connections at once, requests and live views together (a request waits up to 5 s
+  /// for one): the reader's console keeps the rest of its `console.clients_max` (16) for
+  /// technicians and tools, however many browsers come.
+  static let consoleMax = 8
+  static let streamsMax = 4
+  private let consoleSlots = AdminSlots(consoleMax)
   static let cookie = "sg_session"
 
   /// A hash of a random password: what an unknown name is checked against.
@@ -152,7 +157,13 @@ public final class AdminSite: HTTPHandler, @unchecked Sendable {
 
   /// A console connection that acts for `session`'s person.
   func console(_ session: AdminSessions.Session) -> ConsoleClient? {
-    guard let client = try? ConsoleClient(unixPath: settings.consolePath) else { return nil }
+    guard consoleSlots.acquire(waitingSeconds: 5) else { return nil }
+    guard let client = try? ConsoleClient(unixPath: settings.consolePath) else {
+      consoleSlots.release()
+      return nil
+    }
+    let slots = consoleSlots
+    client.onClose = { slots.release() }
     let role = session.role >= .operator ? "operator" : "viewer"
     guard let named = client.exchange("AS \(session.name) \(role)", timeoutSeconds: 5), named.status.hasPrefix("OK") else { return nil }
     return client

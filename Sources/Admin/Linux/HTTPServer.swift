@@ -131,7 +131,7 @@ public final class HTTPServer: @unchecked Sendable {
 
   /// Serves `listen` ("host:port", "[v6]:port") with the PEM certificate and key.
   public init(
-    listen: String, certificatePEM: [UInt8], keyPEM: [UInt8], handler: any HTTPHandler, connectionsMax: Int = 32, perClientMax: Int = 8
+    listen: String, certificatePEM: [UInt8], keyPEM: [UInt8], handler: any HTTPHandler, connectionsMax: Int = 64, perClientMax: Int = 8
   )
     throws(StartError)
   {

@@ -16,6 +16,8 @@ public final class ConsoleClient: @unchecked Sendable {
   private var buffer = [UInt8](repeating: 0, count: 16_384)
 
   private let owned: Bool
+  /// Called once when the client goes (the web page returns its console slot).
+  public var onClose: (@Sendable () -> Void)? = nil
 
   /// `owned`: the client closes `fd` when it goes.
   public init(fd: Int32, owned: Bool = true) {
@@ -26,7 +28,10 @@ public final class ConsoleClient: @unchecked Sendable {
   public convenience init(unixPath: String) throws(SystemError) {
     self.init(fd: try syscall("connect to \(unixPath)", { sg_connect_unix(unixPath) }))
   }
-  deinit { if owned { closeDescriptor(fd) } }
+  deinit {
+    if owned { closeDescriptor(fd) }
+    onClose?()
+  }
 
   public func send(_ text: String) -> Bool {
     do { try writeAll(fd, text, "send to the console") } catch { return false }
