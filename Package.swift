@@ -31,6 +31,7 @@ let package = Package(
   name: "ScanGate",
   products: [
     .executable(name: "scangate", targets: ["scangate"]),
+    .executable(name: "scangate-sim", targets: ["scangate-sim"]),
     .library(name: "ScanCore", targets: ["ScanCore"]),
     .library(name: "ScanSim", targets: ["ScanSim"]),
   ],
@@ -192,6 +193,12 @@ let package = Package(
       name: "ScanTools", dependencies: ["ScanCore", "ScanConsole", "ScanSim", "ScanLinux", "ScanService"], path: "Sources/Tools",
       swiftSettings: swiftSettings),
 
+    // The deterministic simulator (docs/testing.md, "The simulator"): its world and deliberate
+    // mutations live here, never in `scangate`.
+    .target(name: "ScanSimulator", dependencies: ["ScanCore", "ScanSim"], path: "Sources/Simulator", swiftSettings: swiftSettings),
+    .executableTarget(
+      name: "scangate-sim", dependencies: ["ScanCore", "ScanSimulator", "ScanPlatform"], path: "Sources/scangate-sim",
+      swiftSettings: swiftSettings),
     .executableTarget(
       name: "scangate", dependencies: ["ScanCore", "ScanConsole", "ScanSim", "ScanLinux", "ScanService", "ScanTools"],
       swiftSettings: swiftSettings),

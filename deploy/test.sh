@@ -72,6 +72,7 @@ if stage "README figures and links" python3 deploy/readme-check.py; then passed=
 
 swift_stage "swift test" "swift build --build-tests && swift test --skip-build"
 
+check_stage "deterministic simulation (seeds, replay, mutations)" "deploy/sim-test.sh .build/debug/scangate-sim"
 check_stage "console with picocom and screen (serial, pty pair)" "deploy/console-tools.sh .build/debug/scangate"
 check_stage "console abuse (64 clients, audit log, lockouts, frame rate)" "deploy/console-abuse.sh .build/debug/scangate"
 check_stage "web admin page in Debian's chromium (selenium, TLS, roles, CSRF)" "deploy/admin-test.sh .build/debug/scangate"

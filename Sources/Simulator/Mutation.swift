@@ -1,0 +1,19 @@
+/// Deliberate bugs the simulator can run with, to show that its invariants catch them
+/// (docs/testing.md, "The simulator"). They exist only in this module, which `scangate` does not
+/// link: each replaces one part of the simulated world with a faulty one at a seam.
+public enum SimMutation: String, CaseIterable, Sendable {
+  /// The relay driver never drives the relay inactive again.
+  case relayStuck = "relay-stuck"
+  /// The relay goes active by itself now and then (a driver glitch, another process on the line).
+  case spuriousPulse = "spurious-pulse"
+  /// The decoder reads MALLORY's code as ALICE's.
+  case decoderConfusion = "decoder-confusion"
+  /// A revocation is written to the allow-list file but the live list is not reloaded.
+  case revocationNotReloaded = "revocation-not-reloaded"
+  /// A lockdown is latched, but the decision policy is never told.
+  case lockdownNotApplied = "lockdown-not-applied"
+  /// A restart comes back without the latched lockdown (the latch was not durable).
+  case restartForgetsLockdown = "restart-forgets-lockdown"
+  /// A restart loads the allow-list the reader started with, not the file as last written.
+  case restartForgetsRevocation = "restart-forgets-revocation"
+}
