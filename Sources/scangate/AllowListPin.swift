@@ -36,7 +36,7 @@ extension AllowListCommand {
     let digester = SodiumDigester()
     func verifier(_ digest: Digest) -> String {
       let v = key.withUnsafeBytes { k in pin.withUnsafeBytes { PinMAC.verifier(key: k, digest: digest, pin: $0) } }
-      return hex(v)
+      return AllowListImport.hex(v)
     }
     if let text = o.value("text") {
       print("pin=" + verifier(Array(text.utf8).withUnsafeBytes { digester.sha256($0) }))
@@ -59,7 +59,7 @@ extension AllowListCommand {
     guard let entry = AllowListEdit.entries(text).first(where: { $0.label == label }) else {
       throw ParseError(message: "\(path): no entry is labelled \(label)")
     }
-    guard let digest = digestOf(entry.match, digester: digester) else { throw ParseError(message: "\(path): the entry's code does not read") }
+    guard let digest = AllowListImport.digestOf(entry.match, digester: digester) else { throw ParseError(message: "\(path): the entry's code does not read") }
     let fields = entry.fields.filter { !$0.hasPrefix("pin=") } + ["pin=" + verifier(digest)]
     text = AllowListEdit.replacingLine(entry.line, with: ([entry.match] + fields).joined(separator: " "), in: text)
     var list = AllowList(limits: limits)

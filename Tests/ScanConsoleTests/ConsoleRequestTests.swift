@@ -60,7 +60,7 @@ import Testing
     // Acting on the door, or showing a credential (log bodies, frames, CHECK's answers), or
     // managing the people on the allow-list.
     #expect(
-      Set(ConsoleVerb.allCases.filter(\.needsOperator)) == [.open, .reload, .selftest, .log, .snapshot, .check, .enrol, .remove, .list])
+      Set(ConsoleVerb.allCases.filter(\.needsOperator)) == [.open, .reload, .selftest, .log, .snapshot, .check, .enrol, .remove, .list, .importList])
   }
 }
 

@@ -24,6 +24,7 @@ extension ConsoleCommands {
         w.write(" selftest: grant, deny and fault patterns, relay 200 ms\n")
       }
     case .enrol, .remove: changeAllowList(request, argument: argument, slot: slot, host: &host, output: output)
+    case .importList: importPeople(request, argument: argument, slot: slot, host: &host, output: output)
     case .list:
       output.send(slot) { w in
         let (shown, total, next) = host.writeEntries(request.entries, into: &w)

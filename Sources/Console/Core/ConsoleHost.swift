@@ -48,6 +48,11 @@ public protocol ConsoleHost: ~Copyable {
   func writeEnrolCandidates(payloads: PayloadVisibility, into w: inout ByteWriter) -> Int
   /// REMOVE label=... (operator `who`): that entry's line is taken out of the file the same way.
   mutating func removeEntry(label: UnsafeRawBufferPointer, who: UnsafeRawBufferPointer) -> AllowListChange
+  /// IMPORT: one step of an import for `session` (DATA's bytes in `data`; `who` for APPLY's record).
+  mutating func importPeople(
+    _ step: ImportStep, data: UnsafeRawBufferPointer, session: SessionTicket, who: UnsafeRawBufferPointer
+  )
+    -> ImportOutcome
   /// LIST: up to `query.count` live entries from index `query.from` whose shown label holds
   /// `query.match`, as `| ` lines (label, tag, flags; never a payload or a digest); returns how
   /// many were written, how many there are, and the index to go on from when entries remain.
@@ -121,6 +126,11 @@ extension ConsoleHost where Self: ~Copyable {
     .refused(code: 503, reason: "this reader does not edit its allow-list")
   }
   public func writeEntries(_ query: EntryQuery, into w: inout ByteWriter) -> (shown: Int, total: Int, next: Int?) { (0, 0, nil) }
+  public mutating func importPeople(
+    _ step: ImportStep, data: UnsafeRawBufferPointer, session: SessionTicket, who: UnsafeRawBufferPointer
+  ) -> ImportOutcome {
+    .refused(code: 503, reason: "no allow_list.path is configured: there is no file to import into")
+  }
 }
 
 /// The clock as CLOCK and STATUS show it (docs/credentials.md, "Time").

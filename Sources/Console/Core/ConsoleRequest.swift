@@ -9,6 +9,7 @@ public enum ConsoleVerb: UInt8, CaseIterable, Sendable {
   case lockdown, turnstile
   case enrol, remove, list
   case `as`
+  case importList
 
   public var name: String {
     switch self {
@@ -34,6 +35,7 @@ public enum ConsoleVerb: UInt8, CaseIterable, Sendable {
     case .remove: "REMOVE"
     case .list: "LIST"
     case .as: "AS"
+    case .importList: "IMPORT"
     }
   }
 
@@ -42,7 +44,7 @@ public enum ConsoleVerb: UInt8, CaseIterable, Sendable {
   /// ENROL, REMOVE and LIST manage the people on the allow-list.
   public var needsOperator: Bool {
     switch self {
-    case .open, .reload, .selftest, .log, .snapshot, .check, .enrol, .remove, .list: true
+    case .open, .reload, .selftest, .log, .snapshot, .check, .enrol, .remove, .list, .importList: true
     case .help, .version, .status, .stats, .last, .watch, .auth, .quit, .door, .clock, .lockdown, .turnstile, .as: false
     }
   }
@@ -54,7 +56,7 @@ public enum ConsoleVerb: UInt8, CaseIterable, Sendable {
     // CLOCK FLOOR RESET records itself once done, with the floor before and after and who.
     // LOCKDOWN ON/OFF, TURNSTILE FORGIVE/RESET, ENROL and REMOVE record themselves once done, with who.
     // AS records itself (who, as whom) when an operator's session gives itself a name.
-    case .help, .version, .status, .stats, .auth, .quit, .door, .clock, .lockdown, .turnstile, .enrol, .remove, .as: false
+    case .help, .version, .status, .stats, .auth, .quit, .door, .clock, .lockdown, .turnstile, .enrol, .remove, .as, .importList: false
     }
   }
 
@@ -96,6 +98,8 @@ public enum ConsoleVerb: UInt8, CaseIterable, Sendable {
     case .remove: "REMOVE label=<label>  operator: take that entry off the allow-list"
     case .list:
       "LIST [n] [from=<i>] [match=<text>]\n                    operator: the allow-list's labels, tags and flags (default\n                    50, max 200), from entry i, labels holding text"
+    case .importList:
+      "IMPORT BEGIN | DATA <text> | CHECK|APPLY [REMOVE-MISSING] | CANCEL\n                    operator: people from a CSV, previewed, then applied"
     case .as:
       "AS <name> viewer|operator\n                    on the Unix socket: name this session web:<name> in\n                    records, at most its role"
     }
@@ -112,6 +116,8 @@ public struct ConsoleRequest: Sendable {
   public var log = AuditQuery()
   /// LIST: which page of the allow-list.
   public var entries = EntryQuery()
+  /// IMPORT: which step (DATA's bytes are the argument).
+  public var importStep = ImportStep.begin
   /// WATCH ON / OFF; SNAPSHOT TEXT; CLOCK FLOOR RESET; LOCKDOWN ON / OFF.
   public var flag = false
   /// What LOCKDOWN or TURNSTILE is asked to do (`.show`: only report).
@@ -190,8 +196,9 @@ public struct ConsoleRequest: Sendable {
       return parsed
     case .remove, .check, .auth:
       return parseArgument(verb, words: words, word, argument: argument, argumentCount: &argumentCount)
-    case .as:
-      return parseAs(words: words, word, argument: argument, argumentCount: &argumentCount)
+    case .as, .importList:
+      let parse = verb == .as ? parseAs : parseImport
+      return parse(words, word, argument, &argumentCount)
     case .log:
       return parseLog(words: words, word, argument: argument)
     case .list:
@@ -279,7 +286,7 @@ public struct ConsoleRequest: Sendable {
         request.number = n
       }
     case .help, .version, .status, .stats, .check, .auth, .quit, .reload, .selftest, .door, .lockdown, .turnstile, .enrol, .remove, .as,
-      .log, .list:
+      .log, .list, .importList:
       return .failure(.badArgument)  // `parse` dispatches these itself; refused, never parsed here
     }
     return .success(request)

@@ -38,6 +38,8 @@ extension ConsoleVerb {
       "ENROL CANDIDATES lists the newest codes denied as unknown, with their tags.\nENROL <tag>|LAST label=<label> [schedule=<name>] puts that code on the\nallow-list as its sha256: entry and reloads it. Operator; recorded with who."
     case .remove: "REMOVE label=<label> takes that entry off the allow-list and reloads it.\nOperator; recorded with who."
     case .list: "The first n allow-list entries: label, tag and flags, never a payload.\nOperator; recorded."
+    case .importList:
+      "People from a CSV (the columns of scangate allow-list import): IMPORT BEGIN,\nIMPORT DATA <text, %XX-escaped> as often as needed (1 MiB at most), then\nIMPORT CHECK (what it would add, change, remove; nothing written) or IMPORT\nAPPLY (written and reloaded; recorded with who). REMOVE-MISSING removes the\nlabels the CSV does not name. Operator."
     case .as:
       "AS <name> viewer|operator: on the Unix socket only, once: records name this\nsession web:<name> (and its uid); the role can only be lowered. For the web\nadmin page. Reply: OK as web:<name> <role>."
     }

@@ -158,7 +158,7 @@ extension RunLoop where Source: ~Copyable, Decoder: ~Copyable, Relay: ~Copyable,
 
   /// Reads the file, applies `edit`, checks the result loads, writes it durably (keeping the
   /// file's mode) and reloads. `.refused` when any step fails; the live list is kept then.
-  private mutating func editAllowList(
+  mutating func editAllowList(
     _ path: String, _ edit: ([UInt8]) -> Result<[UInt8], AllowListEdit.Refusal>
   ) -> AllowListChange? {
     let text: [UInt8]

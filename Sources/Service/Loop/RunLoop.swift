@@ -87,6 +87,8 @@ public struct RunLoop<
   var snapshotDeadline = Instant(nanoseconds: 0)
   /// A participant waiting for a snapshot (`LoopRequest.snapshot`).
   var snapshotSink: (any SnapshotSink)? = nil
+  /// A console IMPORT under way (RunLoop+Import).
+  var peopleImport = PeopleImport()
   /// The decoder worker processes (nil: the engine decodes on this thread, `ScanEngine.process`).
   public private(set) var decoders: DecoderWorkers? = nil
   /// Stopping: a decode in flight is waited for, no new frame is taken.

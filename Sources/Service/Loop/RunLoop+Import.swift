@@ -1,0 +1,118 @@
+import ScanConsole
+import ScanCore
+import ScanLinux
+
+/// A console IMPORT under way: whose it is, and the CSV so far.
+struct PeopleImport {
+  var owner: SessionTicket? = nil
+  var data: [UInt8] = []
+  var startedAt = Instant(nanoseconds: 0)
+  /// A console import holds at most this much CSV (the web page sends at most 64 KiB).
+  static let bytesMax = 1 << 20
+  /// An import left unfinished this long no longer blocks another session's.
+  static let idleMillisecondsMax = 120_000
+}
+
+/// The console's IMPORT (docs/console.md, "People"): a CSV sent in pieces by one session, then
+/// checked or applied with the same code as `scangate allow-list import --csv`; APPLY writes the
+/// file through the one durable write and reloads it (as ENROL does), and is recorded with who.
+/// One import at a time; another session's unfinished one is given up after 2 minutes idle or
+/// when its client goes.
+extension RunLoop where Source: ~Copyable, Decoder: ~Copyable, Relay: ~Copyable, Buzzer: ~Copyable {
+  public mutating func importPeople(
+    _ step: ImportStep, data: UnsafeRawBufferPointer, session: SessionTicket, who: UnsafeRawBufferPointer
+  ) -> ImportOutcome {
+    guard let path = settings.allowListPath, !path.isEmpty else {
+      return .refused(code: 503, reason: "no allow_list.path is configured: there is no file to import into")
+    }
+    let now = engine.clock.now()
+    if let owner = peopleImport.owner, owner != session {
+      let gone = console.map { !$0.commands.isCurrent(owner) } ?? true
+      let idle = now.milliseconds(since: peopleImport.startedAt) > PeopleImport.idleMillisecondsMax
+      guard gone || idle else { return .refused(code: 409, reason: "another session's import is under way: try again later") }
+      peopleImport = PeopleImport()
+    }
+    switch step {
+    case .begin:
+      peopleImport = PeopleImport(owner: session, data: [], startedAt: now)
+      return .accepted("import begun: send IMPORT DATA, then IMPORT CHECK or IMPORT APPLY")
+    case .cancel:
+      peopleImport = PeopleImport()
+      return .accepted("import cancelled")
+    case .data:
+      guard peopleImport.owner == session else { return .refused(code: 409, reason: "IMPORT BEGIN first") }
+      guard peopleImport.data.count + data.count <= PeopleImport.bytesMax else {
+        peopleImport = PeopleImport()
+        return .refused(code: 413, reason: "the CSV is over 1 MiB: import given up (use scangate allow-list import on the reader)")
+      }
+      peopleImport.data.append(contentsOf: data)
+      peopleImport.startedAt = now
+      return .accepted("\(peopleImport.data.count) bytes")
+    case .check(let removeMissing), .apply(let removeMissing):
+      guard peopleImport.owner == session else { return .refused(code: 409, reason: "IMPORT BEGIN first") }
+      let csv = peopleImport.data
+      peopleImport = PeopleImport()
+      if case .apply = step { return applyImport(csv, path: path, removeMissing: removeMissing, who: who) }
+      return checkImport(csv, path: path, removeMissing: removeMissing)
+    }
+  }
+
+  /// How `csv` would change `text`, with this reader's limits, schedules and digester.
+  private func planner(_ csv: [UInt8], path: String, removeMissing: Bool) -> ([UInt8]) throws(AllowListImport.Refusal) -> AllowListImport.Plan {
+    let limits = engine.allowList.limits, schedules = scheduleReferences, digester = engine.digester
+    return { (text: [UInt8]) throws(AllowListImport.Refusal) in
+      try AllowListImport.plan(
+        csv: csv, into: text, source: "the CSV", listPath: path, limits: limits, keepText: false, removeMissing: removeMissing,
+        schedules: schedules, digester: digester)
+    }
+  }
+
+  private static func lines(_ plan: AllowListImport.Plan, done: Bool) -> (lines: [String], summary: String) {
+    let lines =
+      plan.added.map { (done ? "added " : "add ") + $0 } + plan.changed.map { (done ? "changed " : "change ") + $0 }
+      + plan.removed.map { (done ? "removed " : "remove ") + $0 }
+    let counts = "\(plan.added.count) added, \(plan.changed.count) changed, \(plan.removed.count) removed, \(plan.unchanged) unchanged"
+    return (lines, done ? "import applied: " + counts : "import check: " + counts + "; nothing written")
+  }
+
+  private func checkImport(_ csv: [UInt8], path: String, removeMissing: Bool) -> ImportOutcome {
+    let text: [UInt8]
+    switch AllowListFile.read(path, maxBytes: engine.allowList.limits.fileBytesMax) {
+    case .failure(let failure): return .refused(code: 503, reason: "the allow-list file cannot be read: \(failure.error)")
+    case .success(let bytes): text = bytes
+    }
+    do throws(AllowListImport.Refusal) {
+      let (lines, summary) = Self.lines(try planner(csv, path: path, removeMissing: removeMissing)(text), done: false)
+      return .plan(lines: lines, summary: summary, sequence: 0)
+    } catch {
+      return .refused(code: 409, reason: error.why + "; nothing written")
+    }
+  }
+
+  private mutating func applyImport(_ csv: [UInt8], path: String, removeMissing: Bool, who: UnsafeRawBufferPointer) -> ImportOutcome {
+    var done: AllowListImport.Plan? = nil
+    let plan = planner(csv, path: path, removeMissing: removeMissing)
+    let edited = editAllowList(path) { text in
+      do throws(AllowListImport.Refusal) {
+        let p = try plan(text)
+        done = p
+        return .success(p.text)
+      } catch {
+        return .failure(AllowListEdit.Refusal(error.why))
+      }
+    }
+    if case .refused(let code, let reason) = edited { return .refused(code: code, reason: reason + (reason.hasSuffix("written") ? "" : "; nothing written")) }
+    guard let done else { return .refused(code: 500, reason: "no plan") }
+    let (lines, summary) = Self.lines(done, done: true)
+    var e = ScanEvent(.command, code: UInt16(ConsoleVerb.importList.rawValue), at: engine.clock.now(), wall: engine.wall.unixNanoseconds())
+    withUnsafeTemporaryAllocation(byteCount: 160, alignment: 1) { buffer in
+      var w = ByteWriter(buffer)
+      w.write("IMPORT APPLY by ")
+      w.write(bytes: who)
+      w.write(": \(done.added.count) added, \(done.changed.count) changed, \(done.removed.count) removed")
+      e.setPayload(w.written)
+    }
+    let sequence = engine.events.append(e)
+    return .plan(lines: lines, summary: summary + ", allow-list version \(engine.allowList.version)", sequence: sequence)
+  }
+}
