@@ -12,6 +12,8 @@ enum AdminAssets {
     .card { border: 1px solid #8884; border-radius: .5rem; padding: .75rem 1rem; margin-bottom: 1rem; }
     .card ul { margin: 0; padding-left: 1.2rem; overflow-wrap: anywhere; }
     label { display: block; margin: .5rem 0; }
+    textarea { font: 0.85rem ui-monospace, monospace; width: 100%; box-sizing: border-box; }
+    input.check { width: auto; }
     input { font: inherit; padding: .4rem; width: 100%; max-width: 22rem; box-sizing: border-box; }
     button { font: inherit; padding: .6rem 1rem; margin: .25rem .25rem .25rem 0; border-radius: .4rem; border: 0; background: var(--accent); color: #fff; min-height: 44px; }
     button.danger { background: var(--danger); }
@@ -66,6 +68,13 @@ enum AdminAssets {
             if (rows !== null && !candidates.contains(document.activeElement)) candidates.innerHTML = rows;
           });
         }, 2000);
+      }
+      // Import: the chosen file read into the form's text (the page sends it; the reader checks it).
+      const file = document.getElementById("csv-file");
+      if (file) {
+        file.addEventListener("change", () => {
+          if (file.files[0]) file.files[0].text().then((t) => { document.getElementById("csv").value = t; });
+        });
       }
       for (const form of document.querySelectorAll("form.confirm")) {
         form.addEventListener("submit", (e) => { if (!window.confirm("Remove this person from the allow-list?")) e.preventDefault(); });

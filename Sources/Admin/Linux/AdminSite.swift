@@ -77,6 +77,8 @@ public final class AdminSite: HTTPHandler, @unchecked Sendable {
     case ("GET", "/"): return dashboard(session)
     case ("GET", "/people"): return people(session, request)
     case ("GET", "/people.csv"): return peopleCSV(session, request)
+    case ("GET", "/import"): return importPage(session)
+    case ("POST", "/people/import"): return importPeople(session, request)
     case ("GET", "/events"): return events(session)
     case ("GET", "/history"): return history(session, request)
     case ("GET", "/history.csv"): return historyCSV(session, request)
