@@ -22,7 +22,10 @@ extension AdminSite {
     let csv = form["csv"] ?? ""
     let removeMissing = form["remove_missing"] == "yes"
     let apply = form["action"] == "apply"
-    guard !csv.isEmpty else { return page("Import", body: AdminPages.importForm(session, csv: "", removeMissing: removeMissing, said: "Choose a CSV file first."), session: session, status: 400) }
+    guard !csv.isEmpty else {
+      let form = AdminPages.importForm(session, csv: "", removeMissing: removeMissing, said: "Choose a CSV file first.")
+      return page("Import", body: form, session: session, status: 400)
+    }
     let bytes = Array(csv.utf8)
     var commands = ["IMPORT BEGIN"]
     for start in stride(from: 0, to: bytes.count, by: Self.importChunk) {
