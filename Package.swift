@@ -239,7 +239,9 @@ let package = Package(
     adapterTests("ScanServiceTests"),
     .testTarget(
       name: "HotPathAllocationTests",
-      dependencies: ["ScanCore", "ScanConsole", "ScanSim", "ScanLinux", "ScanService", "CAllocCounter", "CImageIO", "CTestJPEG"],
+      dependencies: [
+        "ScanCore", "ScanConsole", "ScanSim", "ScanLinux", "ScanService", "ScanTestSupport", "CAllocCounter", "CImageIO", "CTestJPEG",
+      ],
       swiftSettings: swiftSettings),
   ],
   swiftLanguageModes: [.v6],

@@ -6,7 +6,7 @@ for what a browser would not send. Run by deploy/admin-test.sh, which starts the
 
   admin-page.py URL JOURNAL ADMIN_LOG
 """
-import http.client as httpclient, json, os, re, socket, ssl, sys, tempfile, time, urllib.error, urllib.request
+import atexit, http.client as httpclient, json, shutil, os, re, socket, ssl, sys, tempfile, time, urllib.error, urllib.request
 
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
@@ -73,8 +73,10 @@ def http(method, path, data=None, cookie=None, origin=URL, headers=None):
 def browser(width=1200, height=900):
     o = webdriver.ChromeOptions()
     o.binary_location = "/usr/bin/chromium"
+    profile = tempfile.mkdtemp(prefix="chromium-", dir=os.environ.get("TMPDIR_FOR_BROWSER"))
+    atexit.register(shutil.rmtree, profile, True)  # the browser's profile goes with the run
     for a in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-              "--user-data-dir=" + tempfile.mkdtemp(prefix="chromium-"), f"--window-size={width},{height}"):
+              "--user-data-dir=" + profile, f"--window-size={width},{height}"):
         o.add_argument(a)
     o.accept_insecure_certs = True  # the reader's own certificate; its fingerprint is checked apart
     return webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=o)

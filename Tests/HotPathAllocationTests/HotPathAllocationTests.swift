@@ -4,6 +4,7 @@ import ScanCore
 import ScanLinux
 import ScanService
 import ScanSim
+import ScanTestSupport
 import Testing
 
 @testable import ScanFleetLinux
@@ -96,7 +97,7 @@ import Testing
     settings.trustFile = "(memory)"
     let crypto = SodiumCredentialCrypto(siteSecretKey: siteSecret)
     let verifier = CredentialVerifier(settings: settings, sign1: Sign1Verifier(trust: trust, codec: LibCBOR(), crypto: crypto))
-    let stepsPath = freshDirectory("alloc-steps") + "/replay-steps"
+    let stepsPath = temporaryDirectory("alloc-steps") + "/replay-steps"
     defer { unlink(stepsPath) }
     verifier.replayStore = try ReplayStepFile(path: stepsPath, cache: verifier.replay)
     engine.policy.credentials = verifier
@@ -149,7 +150,7 @@ import Testing
   @Test("accepted rotating steps and used or counted passes are made durable without allocating")
   func durableCredentialStateDoesNotAllocate() throws {
     let cache = ReplayCache(capacity: 64)
-    let folder = freshDirectory("alloc-replay")
+    let folder = temporaryDirectory("alloc-replay")
     let steps = folder + "/replay-steps", used = folder + "/used-passes"
     defer {
       unlink(steps)
@@ -179,7 +180,7 @@ import Testing
 
   @Test("uses counted site-wide: each grant's identity, durable record and queued message, and each learned use, allocate nothing")
   func siteUsesDoNotAllocate() throws {
-    let folder = freshDirectory("alloc-site-uses")
+    let folder = temporaryDirectory("alloc-site-uses")
     defer { unlink(folder + "/used-passes") }
     let key = [UInt8](repeating: 7, count: 32).withUnsafeBytes { TagKey(bytes: $0, persistent: false) }
     let uses = SiteUses(
@@ -700,11 +701,4 @@ import Testing
         + "all threads \(Double(process) / Double(max(got, 1))); dropped \(source.droppedFrames)")
     #expect(got == frames)
   }
-}
-
-/// A new folder of the test's own under /tmp (state files keep their list beside them: never
-/// /tmp itself, which other runs share).
-func freshDirectory(_ tag: String) -> String {
-  var template = Array("/tmp/scangate-\(tag)-XXXXXX".utf8CString)
-  return template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)!) }
 }

@@ -3,6 +3,7 @@ import Glibc
 import ScanCore
 import ScanLinux
 import ScanService
+import Synchronization
 
 /// Where the package is checked out.
 package let packageRoot: String = {
@@ -21,7 +22,23 @@ package let corpusRoot: String? = {
 /// A fresh temporary directory.
 package func temporaryDirectory(_ tag: String = "test") -> String {
   var template = Array("/tmp/scangate-\(tag)-XXXXXX".utf8CString)
-  return template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)!) }
+  let path = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)!) }
+  madeDirectories.withLock { made in
+    if made.isEmpty && getenv("SCANGATE_KEEP_TEST_DIRS") == nil { atexit { removeMadeDirectories() } }
+    made.append(path)
+  }
+  return path
+}
+
+/// Every directory `temporaryDirectory` made, removed when the test process exits (unless
+/// SCANGATE_KEEP_TEST_DIRS is set): a run leaves nothing behind in /tmp, whichever test forgot.
+private let madeDirectories = Mutex<[String]>([])
+
+private func removeMadeDirectories() {
+  for path in madeDirectories.withLock({ $0 }) {
+    chmod(path, 0o700)
+    removeTree(path)
+  }
 }
 
 package func removeTree(_ path: String) {
