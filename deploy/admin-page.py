@@ -155,6 +155,49 @@ def import_checks(d):
           f"import: a bad row refuses the whole file ({summary!r})")
 
 
+def zbar(png, name):
+    """What zbarimg (ZBar, not ours) reads in a PNG."""
+    import base64, subprocess
+    path = os.path.join(os.path.dirname(JOURNAL), name)
+    with open(path, "wb") as f:
+        f.write(png)
+    return subprocess.run(["zbarimg", "--quiet", "--raw", path], capture_output=True, text=True).stdout.split()
+
+
+def camera_checks(d):
+    """The camera's picture: the page's is blanked where codes are; a technician's is not."""
+    import base64
+    cookie = "sg_session=" + {c["name"]: c for c in d.get_cookies()}["sg_session"]["value"]
+    req = urllib.request.Request(URL + "/camera.png", headers={"Cookie": cookie})
+    r = opener.open(req, timeout=30)
+    png = r.read()
+    check(r.status == 200 and r.headers.get("Content-Type") == "image/png" and png[:4] == b"\x89PNG",
+          f"camera: the aiming picture ({len(png)} bytes of PNG)")
+    # The same frame source seen by a technician on the console (no AS: payloads shown): ZBar
+    # reads the code there, so it would read it in the page's picture if it were not blanked.
+    tech = socket.socket(socket.AF_UNIX)
+    tech.settimeout(20)
+    tech.connect(os.path.join(os.path.dirname(JOURNAL), "console.sock"))
+    f = tech.makefile("rb")
+    tech.sendall(b"SNAPSHOT\n")
+    lines = []
+    while True:
+        line = f.readline().decode().rstrip("\n")
+        if line.startswith("OK") or line.startswith("ERR") or not line:
+            break
+        if line.startswith("| "):
+            lines.append(line[2:])
+    tech.close()
+    full = zbar(base64.b64decode("".join(lines)), "technician.png") if lines else []
+    page = zbar(png, "page.png")
+    check(any(t.startswith("ADMIN-PAGE-") for t in full) and not page,
+          f"camera: ZBar reads {full} in a technician's picture and nothing in the page's")
+    d.get(URL + "/camera")
+    loaded = wait_for(lambda: d.execute_script("const i = document.getElementById('camera'); return i.complete && i.naturalWidth"))
+    check(loaded, f"camera: the page shows the picture ({loaded} px wide)")
+    screenshot(d, "admin-camera")
+
+
 def rows(d):
     return [[c.text for c in r.find_elements(By.TAG_NAME, "td")] for r in d.find_elements(By.CSS_SELECTOR, "#history tbody tr")]
 
@@ -290,6 +333,7 @@ def main():
         check(hidden, "people: search hides the rows that do not match")
         people_checks(d)
         import_checks(d)
+        camera_checks(d)
         d.get(URL + "/people")
         d.find_element(By.ID, "search").clear()
         d.find_element(By.ID, "search").send_keys(" ")

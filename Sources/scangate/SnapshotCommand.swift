@@ -24,7 +24,7 @@ enum SnapshotCommand {
         for line in reply.body { print(line) }
         return 0
       }
-      guard let png = decodeBase64(reply.body.joined()) else { throw ParseError(message: "the reply is not valid base64") }
+      guard let png = ConsoleClient.decodeBase64(reply.body.joined()) else { throw ParseError(message: "the reply is not valid base64") }
       try writeFileAtomically(options.value("out")!, png)
       print("\(options.value("out")!): \(reply.status.dropFirst(3))")
       return 0
@@ -35,25 +35,5 @@ enum SnapshotCommand {
       writeStandardError("scangate snapshot: \(error)\n")
       return 2
     }
-  }
-
-  static func decodeBase64(_ text: String) -> [UInt8]? {
-    var table = [Int](repeating: -1, count: 256)
-    for (i, c) in "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8.enumerated() { table[Int(c)] = i }
-    var out: [UInt8] = []
-    out.reserveCapacity(text.utf8.count * 3 / 4)
-    var accumulator = 0, bits = 0
-    for c in text.utf8 {
-      if c == UInt8(ascii: "=") { break }
-      let v = table[Int(c)]
-      guard v >= 0 else { return nil }
-      accumulator = (accumulator << 6) | v
-      bits += 6
-      if bits >= 8 {
-        bits -= 8
-        out.append(UInt8((accumulator >> bits) & 0xFF))
-      }
-    }
-    return out
   }
 }

@@ -47,7 +47,7 @@ import Testing
     mutating func open(milliseconds: Int?) -> OpenOutcome { .pulsed(milliseconds: 0) }
     mutating func reload() -> ReloadOutcome { .loaded(version: 1, entries: 0) }
     mutating func selfTest() {}
-    mutating func startSnapshot(for session: SessionTicket, text: Bool) -> SnapshotStart { .busy }
+    mutating func startSnapshot(for session: SessionTicket, text: Bool, redacted: Bool) -> SnapshotStart { .busy }
     mutating func record(_ kind: EventKind, code: UInt16, text: UnsafeRawBufferPointer) -> UInt64 {
       recorded.append((kind, code, String(decoding: text, as: UTF8.self)))
       return UInt64(100 + recorded.count)

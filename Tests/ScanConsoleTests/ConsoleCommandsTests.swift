@@ -65,7 +65,7 @@ import Testing
     }
     mutating func reload() -> ReloadOutcome { .loaded(version: 2, entries: 7) }
     mutating func selfTest() {}
-    mutating func startSnapshot(for session: SessionTicket, text: Bool) -> SnapshotStart { .started }
+    mutating func startSnapshot(for session: SessionTicket, text: Bool, redacted: Bool) -> SnapshotStart { .started }
     mutating func record(_ kind: EventKind, code: UInt16, text: UnsafeRawBufferPointer) -> UInt64 {
       recorded.append((kind, String(decoding: text, as: UTF8.self)))
       return UInt64(recorded.count)

@@ -26,7 +26,7 @@ import Testing
     mutating func open(milliseconds: Int?) -> OpenOutcome { .pulsed(milliseconds: 0) }
     mutating func reload() -> ReloadOutcome { .loaded(version: 1, entries: 0) }
     mutating func selfTest() {}
-    mutating func startSnapshot(for session: SessionTicket, text: Bool) -> SnapshotStart { .busy }
+    mutating func startSnapshot(for session: SessionTicket, text: Bool, redacted: Bool) -> SnapshotStart { .busy }
     mutating func record(_ kind: EventKind, code: UInt16, text: UnsafeRawBufferPointer) -> UInt64 {
       base.record(kind, code: code, text: text)
     }

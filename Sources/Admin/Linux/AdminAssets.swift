@@ -12,6 +12,7 @@ enum AdminAssets {
     .card { border: 1px solid #8884; border-radius: .5rem; padding: .75rem 1rem; margin-bottom: 1rem; }
     .card ul { margin: 0; padding-left: 1.2rem; overflow-wrap: anywhere; }
     label { display: block; margin: .5rem 0; }
+    img.camera { max-width: 100%; height: auto; border: 1px solid #8884; }
     textarea { font: 0.85rem ui-monospace, monospace; width: 100%; box-sizing: border-box; }
     input.check { width: auto; }
     input { font: inherit; padding: .4rem; width: 100%; max-width: 22rem; box-sizing: border-box; }
@@ -76,6 +77,10 @@ enum AdminAssets {
           if (file.files[0]) file.files[0].text().then((t) => { document.getElementById("csv").value = t; });
         });
       }
+      // The camera's picture: a new one on demand.
+      const camera = document.getElementById("camera");
+      const refresh = document.getElementById("refresh");
+      if (camera && refresh) refresh.addEventListener("click", () => { camera.src = "/camera.png?t=" + Date.now(); });
       for (const form of document.querySelectorAll("form.confirm")) {
         form.addEventListener("submit", (e) => { if (!window.confirm("Remove this person from the allow-list?")) e.preventDefault(); });
       }

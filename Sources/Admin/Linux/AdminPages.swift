@@ -60,7 +60,7 @@ enum AdminPages {
     var nav = ""
     if let session {
       nav = """
-        <nav><a href="/">Door</a>\(session.role >= .operator ? " <a href=\"/people\">People</a> <a href=\"/enrol\">Enrol</a> <a href=\"/import\">Import</a> <a href=\"/history\">Events</a>" : "")
+        <nav><a href="/">Door</a>\(session.role >= .operator ? " <a href=\"/people\">People</a> <a href=\"/enrol\">Enrol</a> <a href=\"/import\">Import</a> <a href=\"/history\">Events</a> <a href=\"/camera\">Camera</a>" : "")
         <span class="who">\(escaped(session.name)) (\(session.role.rawValue))</span>
         <form method="post" action="/logout" class="inline"><input type="hidden" name="csrf" value="\(session.csrf)"><button>Sign out</button></form></nav>
         """
@@ -163,6 +163,8 @@ extension AdminPages {
       <p class="card">Show the badge or code to the reader now: it is refused as unknown and appears below within a
       few seconds, newest first. Compare its time with when it was shown, give it a label, and enrol it.</p>
       <p id="said"></p>
+      <p><img id="camera" class="camera" src="/camera.png" alt="The camera's picture (codes blanked)"><br>
+      <button id="refresh" class="refresh">Take a new picture</button></p>
       <table><thead><tr><th>Tag</th><th>Seen</th><th>Format</th><th>Enrol as</th></tr></thead>
       <tbody id="candidates">\(candidateRows(session, reply: reply))</tbody></table>
       """

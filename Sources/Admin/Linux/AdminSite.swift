@@ -78,6 +78,8 @@ public final class AdminSite: HTTPHandler, @unchecked Sendable {
     case ("GET", "/people"): return people(session, request)
     case ("GET", "/people.csv"): return peopleCSV(session, request)
     case ("GET", "/import"): return importPage(session)
+    case ("GET", "/camera"): return cameraPage(session)
+    case ("GET", "/camera.png"): return cameraPicture(session)
     case ("POST", "/people/import"): return importPeople(session, request)
     case ("GET", "/events"): return events(session)
     case ("GET", "/history"): return history(session, request)

@@ -16,6 +16,14 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+long sg_base64_decode(const char *text, size_t length, uint8_t *out, size_t capacity) {
+  size_t written = 0;
+  const char *end = NULL;
+  if (sodium_base642bin(out, capacity, text, length, NULL, &written, &end, sodium_base64_VARIANT_ORIGINAL) != 0) return -1;
+  if (end != text + length) return -1;
+  return (long)written;
+}
+
 void sg_sha256(const uint8_t *data, size_t size, uint8_t out[32]) {
   crypto_hash_sha256(out, data, (unsigned long long)size);
 }

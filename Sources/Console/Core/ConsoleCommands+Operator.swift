@@ -40,7 +40,9 @@ extension ConsoleCommands {
         w.newline()
       }
     case .snapshot:
-      switch host.startSnapshot(for: ticket(slot), text: request.flag) {
+      // A session named by AS (the web page) gets the picture with every code blanked and no
+      // payload in its labels, as it gets no payload anywhere else.
+      switch host.startSnapshot(for: ticket(slot), text: request.flag, redacted: payloadVisibility(slot) == .hidden) {
       case .started: break  // the host replies when the frame is in
       case .busy: output.send(slot) { $0.write("ERR 503 a snapshot is being taken; try again\n") }
       case .noCamera(let state):

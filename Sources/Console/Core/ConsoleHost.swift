@@ -22,7 +22,7 @@ public protocol ConsoleHost: ~Copyable {
   mutating func selfTest()
   /// Starts a snapshot whose reply goes to the session `session` names (checked again before
   /// the reply is sent: a client that left does not hand its reply to the next one).
-  mutating func startSnapshot(for session: SessionTicket, text: Bool) -> SnapshotStart
+  mutating func startSnapshot(for session: SessionTicket, text: Bool, redacted: Bool) -> SnapshotStart
   /// Records a console event (command, AUTH failure) in the event ring; returns its sequence.
   @discardableResult
   mutating func record(_ kind: EventKind, code: UInt16, text: UnsafeRawBufferPointer) -> UInt64

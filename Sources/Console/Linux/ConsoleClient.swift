@@ -112,3 +112,15 @@ public final class ConsoleClient: @unchecked Sendable {
   }
   public private(set) var ended = false
 }
+
+extension ConsoleClient {
+  /// A SNAPSHOT reply's body (base64 lines) as the PNG's bytes (libsodium's decoder); nil when
+  /// it is not base64.
+  public static func decodeBase64(_ text: String) -> [UInt8]? {
+    var out = [UInt8](repeating: 0, count: text.utf8.count / 4 * 3 + 3)
+    let n = out.withUnsafeMutableBufferPointer { o in sg_base64_decode(text, text.utf8.count, o.baseAddress, o.count) }
+    guard n >= 0 else { return nil }
+    out.removeLast(out.count - n)
+    return out
+  }
+}

@@ -142,13 +142,14 @@ extension RunLoop: ConsoleHost where Source: ~Copyable, Decoder: ~Copyable, Rela
     engine.openManually(milliseconds: 200)
   }
 
-  public mutating func startSnapshot(for session: SessionTicket, text: Bool) -> SnapshotStart {
+  public mutating func startSnapshot(for session: SessionTicket, text: Bool, redacted: Bool) -> SnapshotStart {
     guard snapshotPhase == .idle, console?.bulkActive != true else { return .busy }
     guard hasCamera else { return .noCamera(state: cameraState.name) }
     engine.captureSnapshot = true
     snapshotPhase = .capturing
     snapshotSession = session
     snapshotText = text
+    snapshotRedacted = redacted
     snapshotDeadline = engine.clock.now().adding(milliseconds: 3_000)
     return .started
   }
@@ -203,6 +204,7 @@ extension RunLoop: ConsoleHost where Source: ~Copyable, Decoder: ~Copyable, Rela
       if engine.snapshotCaptured {
         engine.snapshotCaptured = false
         engine.snapshot.framesPerSecondTimes100 = framesPerSecondTimes100
+        if snapshotRedacted { engine.snapshot.redact() }
         if snapshotText {
           let snapshot = engine.snapshot
           sendSnapshot(console) { w in

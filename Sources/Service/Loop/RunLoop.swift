@@ -84,6 +84,8 @@ public struct RunLoop<
   var snapshotPhase = SnapshotPhase.idle
   var snapshotSession = SessionTicket(slot: -1, generation: 0)
   var snapshotText = false
+  /// Codes blanked and payloads dropped before rendering (a session named by AS).
+  var snapshotRedacted = false
   var snapshotDeadline = Instant(nanoseconds: 0)
   /// A participant waiting for a snapshot (`LoopRequest.snapshot`).
   var snapshotSink: (any SnapshotSink)? = nil

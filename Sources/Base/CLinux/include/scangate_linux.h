@@ -17,6 +17,9 @@
 
 /// SHA-256 of `size` bytes into `out` (32 bytes), libsodium's crypto_hash_sha256.
 void sg_sha256(const uint8_t *data, size_t size, uint8_t out[32]);
+/// Standard base64 (with padding) into `out`; the decoded length, or -1 when `text` is not
+/// base64 or does not fit (libsodium's sodium_base642bin).
+long sg_base64_decode(const char *text, size_t length, uint8_t *out, size_t capacity);
 /// Constant-time comparison of two equal-length buffers (libsodium's sodium_memcmp): 0 if equal.
 int sg_secure_compare(const uint8_t *a, const uint8_t *b, size_t size);
 /// Starts libsodium; returns -1 when it cannot.
