@@ -1,5 +1,6 @@
 import ScanCore
 import ScanLinux
+@testable import ScanAdminLinux
 import Testing
 
 /// The web page's sessions and sign-in limits (docs/admin.md, "The web page"), on a clock the
@@ -66,5 +67,26 @@ import Testing
     let r = HTTPRequest(method: "POST", path: "/login", cookie: "a=1; sg_session=abc; b=2", body: Array("name=ivy+smith&password=p%26w%3D&bad=%zz&x".utf8))
     #expect(r.form == ["name": "ivy smith", "password": "p&w="])
     #expect(r.cookie("sg_session") == "abc" && r.cookie("session") == nil)
+  }
+}
+
+@Suite struct AdminPagesTests {
+  let operatorSession = AdminSessions.Session(name: "olga", role: .operator, csrf: "c5rf", created: 0, used: 0)
+
+  func replies(turnstile: (body: [String], status: String)) -> [(body: [String], status: String)] {
+    [(["camera streaming"], "OK status"), (["door closed"], "OK door"), ([], "OK fire inactive, lockdown off"), ([], "OK last 0"), turnstile]
+  }
+
+  @Test("the dashboard: a turnstile's state and its operator actions only where TURNSTILE answers; reader text shown inert")
+  func turnstileActions() {
+    let turnstile = AdminPages.dashboard(operatorSession, replies: replies(turnstile: (["occupancy 3 <script>x</script>"], "OK turnstile")))
+    #expect(turnstile.contains("action=\"/turnstile/forgive\"") && turnstile.contains("action=\"/turnstile/reset\""))
+    #expect(turnstile.contains("name=\"csrf\" value=\"c5rf\""))
+    #expect(turnstile.contains("occupancy 3 &lt;script&gt;x&lt;/script&gt;") && !turnstile.contains("<script>x"))
+    let door = AdminPages.dashboard(operatorSession, replies: replies(turnstile: ([], "ERR 404 no turnstile")))
+    #expect(!door.contains("/turnstile/") && !door.contains("id=\"turnstile\""))
+    let viewer = AdminSessions.Session(name: "vic", role: .viewer, csrf: "v", created: 0, used: 0)
+    let seen = AdminPages.dashboard(viewer, replies: replies(turnstile: (["occupancy 3"], "OK turnstile")))
+    #expect(seen.contains("id=\"turnstile\"") && !seen.contains("/turnstile/forgive"), "a viewer sees the state, not the actions")
   }
 }

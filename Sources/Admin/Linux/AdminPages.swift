@@ -97,16 +97,24 @@ enum AdminPages {
   }
 
   static func dashboard(_ session: AdminSessions.Session, replies: [(body: [String], status: String)]?) -> String {
-    guard let replies, replies.count == 4 else { return unreachable() }
+    guard let replies, replies.count == 5 else { return unreachable() }
+    // A turnstile reader answers TURNSTILE; a door reader says 404.
+    let turnstile = replies[4].status.hasPrefix("OK") ? replies[4] : nil
     var html = "<meta name=\"csrf\" content=\"\(session.csrf)\">"
     if session.role >= .operator {
       html += "<section class=\"card actions\"><h2>Door</h2>"
       html += button("/door/open", "Open door", id: "open", session: session)
       html += button("/lockdown/on", "Lockdown", id: "lockdown-on", session: session, danger: true)
       html += button("/lockdown/off", "Lift lockdown", id: "lockdown-off", session: session)
+      if turnstile != nil {
+        html += button("/turnstile/forgive", "Forgive the last anti-passback refusal", id: "forgive", session: session)
+        html += button("/turnstile/reset", "Reset occupancy to 0", id: "reset-occupancy", session: session, danger: true)
+      }
       html += "<p id=\"said\"></p></section>"
     }
-    let sections = [("Door", "door", replies[1]), ("Fire and lockdown", "emergency", replies[2]), ("Reader", "status", replies[0])]
+    let sections =
+      [("Door", "door", replies[1])] + (turnstile.map { [("Turnstile", "turnstile", $0)] } ?? [])
+      + [("Fire and lockdown", "emergency", replies[2]), ("Reader", "status", replies[0])]
     for (title, id, reply) in sections {
       html += "<section class=\"card\"><h2>\(title)</h2><ul id=\"\(id)\">"
       let lines = reply.body.isEmpty ? [reply.status] : reply.body

@@ -105,6 +105,8 @@ public final class AdminSite: HTTPHandler, @unchecked Sendable {
     case ("POST", "/door/open"): return act(session, "OPEN", back: "/")
     case ("POST", "/lockdown/on"): return act(session, "LOCKDOWN ON", back: "/")
     case ("POST", "/lockdown/off"): return act(session, "LOCKDOWN OFF", back: "/")
+    case ("POST", "/turnstile/forgive"): return act(session, "TURNSTILE FORGIVE LAST", back: "/")
+    case ("POST", "/turnstile/reset"): return act(session, "TURNSTILE RESET", back: "/")
     case ("POST", "/people/remove"):
       guard let label = request.form["label"], let escaped = AdminPages.consoleLabel(label) else { return .text(400, "bad label\n") }
       return act(session, "REMOVE label=" + escaped, back: "/people")
@@ -192,7 +194,7 @@ public final class AdminSite: HTTPHandler, @unchecked Sendable {
   }
 
   private func dashboard(_ session: AdminSessions.Session) -> HTTPResponse {
-    let replies = ask(session, ["STATUS", "DOOR", "LOCKDOWN", "LAST 10"])
+    let replies = ask(session, ["STATUS", "DOOR", "LOCKDOWN", "LAST 10", "TURNSTILE"])
     return page("Door", body: AdminPages.dashboard(session, replies: replies), session: session)
   }
 
