@@ -54,8 +54,30 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
 
-if ! command -v swift >/dev/null 2>&1 && [ ! -x /opt/swift/usr/bin/swift ]; then
-  echo "setup: no Swift toolchain found (swift on PATH or /opt/swift); install Swift 6.x first" >&2
+# Swift: 6.2 or later (InlineArray and integer generic parameters: docs/arm64.md, "Which Swift").
+# Debian's own swiftlang is taken when it is new enough (6.2.3 in unstable; Debian 13 has 6.0.3).
+SWIFT=$(command -v swift || { [ -x /opt/swift/usr/bin/swift ] && echo /opt/swift/usr/bin/swift; } || true)
+candidate=""
+if [ -z "$SWIFT" ]; then
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
+  candidate=$(apt-cache policy swiftlang 2>/dev/null | sed -n 's/^ *Candidate: *//p')
+  if [ -n "$candidate" ] && [ "$candidate" != "(none)" ] && dpkg --compare-versions "$candidate" ge 6.2; then
+    echo "setup: installing Debian's swiftlang $candidate"
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends swiftlang && SWIFT=$(command -v swift)
+  fi
+fi
+if [ -z "$SWIFT" ]; then
+  cat >&2 <<EOF
+setup: no Swift toolchain found (swift on PATH or /opt/swift). ScanGate needs Swift 6.2 or later;
+this Debian's swiftlang is ${candidate:-absent}${candidate:+ (too old)}. Install swift.org's toolchain for Debian 12 and
+$(uname -m) from https://www.swift.org/install/linux/ into /opt/swift (so /opt/swift/usr/bin/swift
+exists), then run this again; or build on another machine with deploy/arm64/build.sh (docs/arm64.md).
+EOF
+  exit 1
+fi
+version=$("$SWIFT" --version 2>/dev/null | sed -n 's/.*Swift version \([0-9][0-9.]*\).*/\1/p' | head -1)
+if [ -n "$version" ] && ! dpkg --compare-versions "$version" ge 6.2; then
+  echo "setup: $SWIFT is Swift $version; ScanGate needs 6.2 or later (docs/arm64.md, \"Which Swift\")" >&2
   exit 1
 fi
 echo "setup: ok ($(dpkg-query -W -f='libzxing-dev ${Version}, ' libzxing-dev)$(dpkg-query -W -f='libgpiod-dev ${Version}' libgpiod-dev))"
