@@ -195,7 +195,8 @@ let package = Package(
 
     // The deterministic simulator (docs/testing.md, "The simulator"): its world and deliberate
     // mutations live here, never in `scangate`.
-    .target(name: "ScanSimulator", dependencies: ["ScanCore", "ScanSim"], path: "Sources/Simulator", swiftSettings: swiftSettings),
+    .target(
+      name: "ScanSimulator", dependencies: ["ScanCore", "ScanSim", "ScanAccessLinux"], path: "Sources/Simulator", swiftSettings: swiftSettings),
     .executableTarget(
       name: "scangate-sim", dependencies: ["ScanCore", "ScanSimulator", "ScanPlatform"], path: "Sources/scangate-sim",
       swiftSettings: swiftSettings),

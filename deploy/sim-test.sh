@@ -34,6 +34,7 @@ declare -A expect=(
   [relay-stuck]=relay-cap [spurious-pulse]=grant-recorded-with-edge [decoder-confusion]=no-grant-unlisted
   [revocation-not-reloaded]=no-grant-after-revocation [lockdown-not-applied]=no-grant-in-lockdown
   [restart-forgets-lockdown]=no-grant-in-lockdown [restart-forgets-revocation]=no-grant-after-revocation
+  [fsync-lies]=no-grant-beyond-uses [use-store-forgets]=no-grant-beyond-uses
 )
 listed=$("$SIM" --list-mutations)
 [ "$(echo "$listed" | wc -l)" -ge 5 ] && [ "$(echo "$listed" | sort | xargs)" = "$(printf '%s\n' "${!expect[@]}" | sort | xargs)" ]

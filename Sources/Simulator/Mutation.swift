@@ -16,4 +16,9 @@ public enum SimMutation: String, CaseIterable, Sendable {
   case restartForgetsLockdown = "restart-forgets-lockdown"
   /// A restart loads the allow-list the reader started with, not the file as last written.
   case restartForgetsRevocation = "restart-forgets-revocation"
+  /// The use store's sync reports success and keeps nothing: after a restart a guest pass's
+  /// spent uses are back.
+  case fsyncLies = "fsync-lies"
+  /// The use store never finds a use it recorded (a lookup by the wrong key).
+  case useStoreForgets = "use-store-forgets"
 }

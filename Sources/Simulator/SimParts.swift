@@ -11,9 +11,35 @@ public enum SimPerson: Int, CaseIterable, Sendable {
   case carol
   /// Never on the list.
   case mallory
+  /// A signed guest pass good for one use, and one good for two (counted in the use store).
+  case guestOnce
+  case guestTwice
 
-  var payload: String { ["ALICE-0001", "BOB-0002", "CAROL-0003", "MALLORY-0004"][rawValue - 1] }
-  var label: String { ["alice", "bob", "carol", "mallory"][rawValue - 1] }
+  var label: String { ["alice", "bob", "carol", "mallory", "guest-once", "guest-twice"][rawValue - 1] }
+  /// How many grants the person may have in a whole run (nil: not counted).
+  var usesAllowed: Int? { self == .guestOnce ? 1 : (self == .guestTwice ? 2 : nil) }
+}
+
+/// The reader's use store on a simulated disk: a use is in the page cache when written and on
+/// the disk once synced; a restart keeps only what was synced. Under the `fsync-lies` mutation
+/// the sync reports success and keeps nothing (a card that acknowledges and loses the write).
+public final class SimUseStore: UseStore {
+  private var synced: [CredentialID: (uses: Int, firstUse: Int64)] = [:]
+  private var cached: [CredentialID: (uses: Int, firstUse: Int64)] = [:]
+  var fsyncLies = false
+  var forgets = false
+
+  public func usage(_ id: CredentialID) -> (uses: Int, firstUse: Int64)? { forgets ? nil : cached[id] }
+
+  public func recordUse(_ id: CredentialID, expires: Int64, now: Int64) -> Bool {
+    let before = cached[id]
+    cached[id] = (uses: (before?.uses ?? 0) + 1, firstUse: before?.firstUse ?? now)
+    if !fsyncLies { synced[id] = cached[id] }
+    return true
+  }
+
+  /// The reader restarted: what it reads back is what reached the disk.
+  func restart() { cached = synced }
 }
 
 /// An output line in the simulated world: its level and every edge go into the trace. Under the

@@ -64,7 +64,9 @@ extension SimWorld {
   func restart() {
     counts.restarts += 1
     trace.add("restart")
-    engine = Self.makeEngine(clock: clock, ring: ring, relay: relay, buzzer: buzzer, mutation: mutation)
+    engine = Self.makeEngine(clock: clock, ring: ring, relay: relay, buzzer: buzzer, payloads: payloads)
+    uses.restart()
+    attachCredentials()
     try? relay.set(.inactive)
     try? buzzer.set(.inactive)
     loadAllowList(carolListed: mutation == .restartForgetsRevocation ? true : carolListed)

@@ -9,6 +9,7 @@ extension SimWorld {
     ("no-grant-unlisted", "nobody is granted whose code is not on the allow-list (the person in view decides)"),
     ("no-grant-after-revocation", "a revoked entry is never granted after its revocation, across restarts"),
     ("no-grant-in-lockdown", "during a lockdown only a lockdown credential is granted, across restarts"),
+    ("no-grant-beyond-uses", "a guest pass never opens more often than its uses, across restarts"),
     ("events-in-order", "event sequence numbers follow one another and time never goes back on the monotonic clock"),
   ]
 
@@ -55,6 +56,11 @@ extension SimWorld {
       if person == .carol && !carolListed { return violation("no-grant-after-revocation", "carol granted after her revocation") }
       if person == .mallory { return violation("no-grant-unlisted", "mallory (never listed) granted as \(label)") }
       if lockdown && person != .bob { return violation("no-grant-in-lockdown", "\(person.label) granted during a lockdown") }
+      if let allowed = person.usesAllowed {
+        let had = guestGrants[person, default: 0]
+        guard had < allowed else { return violation("no-grant-beyond-uses", "\(person.label) granted a \(had + 1)th time (\(allowed) allowed)") }
+        guestGrants[person] = had + 1
+      }
     case .decision:
       counts.denials += 1
       trace.add("\(e.verdict.name) \(shown?.label ?? "-")")

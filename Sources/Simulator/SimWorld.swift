@@ -1,3 +1,4 @@
+import ScanAccessLinux
 import ScanCore
 import ScanSim
 
@@ -34,6 +35,13 @@ public final class SimWorld {
   let buzzer: SimLine
   var engine: Engine
   let frames: [[UInt8]]
+  /// What each person shows the camera (index rawValue - 1): allow-listed texts and signed passes.
+  let payloads: [[UInt8]]
+  /// The site's trust store (the issuer key the seed made) and the reader's use store (its disk).
+  let trust: TrustStore
+  let uses = SimUseStore()
+  /// Grants each counted guest has had in the whole run (the world's own count).
+  var guestGrants: [SimPerson: Int] = [:]
   public internal(set) var counts = Counts()
   public internal(set) var step = 0
 
@@ -56,22 +64,53 @@ public final class SimWorld {
     relay = SimLine(name: "relay", clock: clock, trace: trace)
     buzzer = SimLine(name: "buzzer", clock: clock, trace: trace)
     relay.stuck = mutation == .relayStuck
+    uses.fsyncLies = mutation == .fsyncLies
+    uses.forgets = mutation == .useStoreForgets
     frames = (0...SimPerson.allCases.count).map { FixtureDecoder.frame(width: 64, height: 48, naming: $0) }
-    engine = Self.makeEngine(clock: clock, ring: ring, relay: relay, buzzer: buzzer, mutation: mutation)
+    // The issuer's key from the seed, and two guest passes valid a week either side of the start
+    // (clock jumps stay within a day): the same seed issues the same passes.
+    var keyRandom = SplitMix(seed: seed ^ 0x5EED_0F_155E)
+    let issuerSeed = (0..<32).map { _ in UInt8(truncatingIfNeeded: keyRandom.next()) }
+    let kid = Array("sim".utf8)
+    trust = TrustStore(keys: [IssuerKey(kid: kid, publicKey: CredentialIssuer.issuerPublicKey(issuerSeed)!, notBefore: nil, notAfter: nil)!])
+    let now = clock.unixSeconds()
+    func pass(_ person: SimPerson, uses: Int) -> [UInt8] {
+      var c = PassClaims(subject: person.label, expires: now + 7 * 86_400, id: [UInt8(person.rawValue), 7, 7])
+      c.notBefore = now - 7 * 86_400
+      c.label = person.label
+      c.uses = uses
+      return Array((try! CredentialIssuer.issue(c, kid: kid, issuerSeed: issuerSeed)).staticText.utf8)
+    }
+    var table = ["ALICE-0001", "BOB-0002", "CAROL-0003", "MALLORY-0004"].map { Array($0.utf8) }
+    table += [pass(.guestOnce, uses: 1), pass(.guestTwice, uses: 2)]
+    if mutation == .decoderConfusion { table[SimPerson.mallory.rawValue - 1] = table[SimPerson.alice.rawValue - 1] }
+    payloads = table
+    engine = Self.makeEngine(clock: clock, ring: ring, relay: relay, buzzer: buzzer, payloads: table)
+    attachCredentials()
     loadAllowList(carolListed: true)
     relay.onRise = { [unowned self] in relayRose = true }
     trace.add("start seed \(seed)\(mutation.map { " mutation \($0.rawValue)" } ?? "")")
   }
 
-  static func makeEngine(clock: ManualClock, ring: EventRing, relay: SimLine, buzzer: SimLine, mutation: SimMutation?) -> Engine {
+  static func makeEngine(clock: ManualClock, ring: EventRing, relay: SimLine, buzzer: SimLine, payloads: [[UInt8]]) -> Engine {
     var settings = EngineSettings()
     settings.actuation.relayPulseMilliseconds = relayPulseMilliseconds
     settings.actuation.relayPulseMillisecondsMax = relayPulseMillisecondsMax
-    var payloads = SimPerson.allCases.map { Array($0.payload.utf8) }
-    if mutation == .decoderConfusion { payloads[SimPerson.mallory.rawValue - 1] = Array(SimPerson.alice.payload.utf8) }
+    settings.payloadBytesMax = 1_024
     return Engine(
       settings: settings, decoder: FixtureDecoder(payloads: payloads), relay: relay, buzzer: buzzer, clock: clock, wall: clock,
       digester: FixtureDigester(), events: ring, maxWidth: 64, maxHeight: 48)
+  }
+
+  /// Signed passes, as the service wires them: a verifier over the site's trust store, its uses
+  /// counted in the use store (read back from the disk at each start).
+  func attachCredentials() {
+    var settings = CredentialSettings()
+    settings.trustFile = "(memory)"
+    let verifier = CredentialVerifier(
+      settings: settings, sign1: Sign1Verifier(trust: trust, codec: LibCBOR(), crypto: SodiumCredentialCrypto(siteSecretKey: nil)))
+    verifier.useStore = uses
+    engine.policy.credentials = verifier
   }
 
   /// The allow-list file's text with or without carol.
