@@ -1,5 +1,8 @@
-// libFuzzer harness for the RFC 4180 reader (allow-list import): bounded, never traps.
+// libFuzzer harness for the RFC 4180 reader and the import that reads people from it (the CLI's
+// `allow-list import` and the console's IMPORT, which the web page feeds): bounded, never traps,
+// and an import either refuses whole or leaves a list that loads, with every old line kept.
 import ScanCore
+import ScanSim
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
@@ -19,6 +22,16 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
     } else {
       preconditionFailure("the writer's output did not read back")
     }
+  }
+  let list = Array("# people\ntext:ALICE-0001 label=alice\nsha256:\(String(repeating: "ab", count: 32)) label=bob static=yes\n".utf8)
+  let listLimits = AllowListLimits(entriesMax: 16, fileBytesMax: 8192, lineBytesMax: 1024)
+  if let plan = try? AllowListImport.plan(
+    csv: bytes, into: list, source: "fuzz", listPath: "(fuzz)", limits: listLimits, keepText: size % 3 == 0, removeMissing: size % 2 == 0,
+    schedules: .noFile, digester: FixtureDigester())
+  {
+    var table = AllowList(limits: listLimits)
+    precondition(table.validate(plan.text, digester: FixtureDigester(), schedules: .noFile) == nil, "an accepted import must load")
+    precondition(plan.text.starts(with: Array("# people\n".utf8)), "an import keeps the file's own lines")
   }
   return 0
 }
