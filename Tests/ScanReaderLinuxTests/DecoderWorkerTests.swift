@@ -127,6 +127,33 @@ import Testing
     }
   #endif
 
+  @Test("a reply written after the poll returned is taken before the deadline is judged: a finished decode is never abandoned")
+  func replyBeforeDeadline() throws {
+    let w = try workers(deadline: 200)
+    let image = qrFrame("ALICE-0001")
+    let start = SystemMonotonicClock().now()
+    let sent = image.pixels.withUnsafeBytes { raw in
+      w.submit(
+        LumaFrame(bytes: raw, geometry: .gray(width: image.width, height: image.height), captured: Instant(nanoseconds: 1), sequence: 1),
+        allViews: false, now: start)
+    }
+    #expect(sent)
+    // Nobody reads while the worker decodes, replies and goes back to sleep (its state 'S').
+    func sleeping(_ pid: pid_t) -> Bool {
+      let stat = (try? readWholeFile("/proc/\(pid)/stat", maxBytes: 4096)).map { String(decoding: $0, as: UTF8.self) } ?? ""
+      return stat.split(separator: ")").last?.dropFirst().first == "S"
+    }
+    usleep(300_000)
+    for _ in 0..<100 where !(sleeping(w.pid(slot: 0)) && sleeping(w.pid(slot: 1))) { usleep(100_000) }
+    // Then the deadline is judged with the reply not yet seen by the poll (an empty poll set),
+    // past its check and within the wall cap.
+    w.service(PollSet(capacity: 2), now: start.adding(milliseconds: 1_500), requests: LoopRequests())
+    #expect(w.hasReply && w.stats.abandoned == 0, "\(w.stats)")
+    var results = DecodeResults(capacity: 8, payloadBytesMax: 1024)
+    _ = w.takeReply(into: &results)
+    #expect(results.count == 1 && String(decoding: results.payload(0), as: UTF8.self) == "ALICE-0001")
+  }
+
   @Test("a worker starved of the CPU (stopped for three deadlines) is not abandoned: its decode comes back once it runs")
   func starvedWorkerFinishes() throws {
     let w = try workers(deadline: 200)

@@ -282,6 +282,12 @@ public final class DecoderWorkers: PollParticipant {
 
   public func service(_ poll: PollSet, now: Instant, requests: LoopRequests) {
     for slot in 0..<2 where poll.revents(tokens[slot]) != 0 { readChannel(slot, now: now) }
+    // A reply written after the poll returned is taken before any deadline is judged: a decode
+    // that finished is never abandoned because its worker is already asleep again (on a loaded
+    // machine the check and the reply can fall in the same instant).
+    if let o = outstanding, let base = bases[o.slot], sg_sb_load_acquire(word(base, DecoderChannel.offsetDoneSequence)) == o.sequence {
+      readChannel(o.slot, now: now)
+    }
     for slot in 0..<2 where gone[slot] { reap(slot, now: now) }
     for _ in 0..<4 {
       guard let action = supervisor.nextAction(at: now, cpu: decodeCPU) else { break }
