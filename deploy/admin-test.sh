@@ -63,6 +63,9 @@ notpng=$(for f in "$D/shots"/*.png; do [ "$(head -c 4 "$f" | tail -c 3)" = PNG ]
 [ "$n" -ge 10 ] && [ -z "$notpng" ]
 check $? "the pages' pictures for docs/admin.md, desk and phone widths ($n PNGs)"
 [ -n "${SCANGATE_SCREENSHOTS:-}" ] && cp "$D/shots"/*.png "$SCANGATE_SCREENSHOTS"/
+# The passes in the imported CSVs (one applied, one refused) are in no log, record or journal.
+! grep -aql "IMPORT-ZOE-1\|IMPORT-YAN-2\|IMPORT-XENA-1\|SECRET-PASS-9" "$D"/audit.db* "$D/journal" "$D/admin.log" "$D/allow-list.txt"
+check $? "imported passes reach no log, record or journal, and the file holds their SHA-256 only"
 ! grep -q "ADMIN-PAGE-" "$D/admin.log"
 check $? "the page's own journal never holds a payload"
 finish

@@ -57,6 +57,18 @@ import Testing
     let refused = other.command("IMPORT APPLY").last ?? ""
     #expect(refused.hasPrefix("ERR 409 the CSV: record 3: label") && !refused.contains("SECRET"), "\(refused)")
     #expect(readFile(list) == text, "nothing written")
+    // The file replaced by a directory, then by a FIFO: refused at once, the live list kept.
+    for odd in ["directory", "fifo"] {
+      unlink(list)
+      #expect((odd == "directory" ? mkdir(list, 0o755) : mkfifo(list, 0o644)) == 0)
+      #expect(other.command("IMPORT BEGIN").last?.hasPrefix("OK") == true)
+      #expect(send("label,payload\r\nwes,WES-1\r\n", other))
+      let reply = other.command("IMPORT APPLY").last ?? ""
+      #expect(reply.hasPrefix("ERR 503 the allow-list file cannot be read"), "\(odd): \(reply)")
+      #expect(other.command("LIST match=ivy").first?.hasPrefix("| Ivy%20Smith tag=") == true, "\(odd): the live list stays")
+      if odd == "directory" { rmdir(list) }
+    }
+    unlink(list)
     // A session that goes leaves nothing behind; bad forms are refused.
     #expect(client.command("IMPORT DATA").last?.hasPrefix("ERR 400") == true)
     #expect(client.command("IMPORT APPLY NOW").last?.hasPrefix("ERR 400") == true)

@@ -219,11 +219,7 @@ extension ConsoleCommands {
         w.write(tag)
         w.write(" allow-list version ")
         w.write(version)
-      case .refused(let code, let reason):
-        w.write("ERR ")
-        w.write(code)
-        w.write(" ")
-        ConsoleText.writeSanitized(reason, into: &w)
+      case .refused(let code, let reason): ConsoleText.writeError(code, reason, into: &w)
       }
       w.newline()
     }

@@ -82,11 +82,7 @@ extension ConsoleCommands {
           w.write(" ")
         }
         ConsoleText.writeSanitized(summary, into: &w)
-      case .refused(let code, let reason):
-        w.write("ERR ")
-        w.write(code)
-        w.write(" ")
-        ConsoleText.writeSanitized(reason, into: &w)
+      case .refused(let code, let reason): ConsoleText.writeError(code, reason, into: &w)
       }
       w.newline()
     }

@@ -74,6 +74,14 @@ public enum ConsoleText {
     writeSanitized(error.reason, into: &w)
   }
 
+  /// `ERR <code> <reason>` (no newline), the reason written sanitized: a refusal the host made.
+  public static func writeError(_ code: Int, _ reason: String, into w: inout ByteWriter) {
+    w.write("ERR ")
+    w.write(code)
+    w.write(" ")
+    writeSanitized(reason, into: &w)
+  }
+
   /// Writes text that may hold file names, driver or USB strings with control bytes and
   /// non-ASCII escaped as %XX, so no device name can put an escape sequence on a terminal.
   /// `escaped`: the text's fields are escaped already (an audit record's line): its `%` are

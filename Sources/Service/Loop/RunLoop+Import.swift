@@ -57,13 +57,15 @@ extension RunLoop where Source: ~Copyable, Decoder: ~Copyable, Relay: ~Copyable,
     }
   }
 
-  /// How `csv` would change `text`, with this reader's limits, schedules and digester.
+  /// How `csv` would change `text`, with this reader's limits, schedules and digester; whether
+  /// the result loads is checked in the spare table (CHECK here, APPLY in `editAllowList`), never
+  /// in a table allocated for the import.
   private func planner(_ csv: [UInt8], path: String, removeMissing: Bool) -> ([UInt8]) throws(AllowListImport.Refusal) -> AllowListImport.Plan {
     let limits = engine.allowList.limits, schedules = scheduleReferences, digester = engine.digester
     return { (text: [UInt8]) throws(AllowListImport.Refusal) in
       try AllowListImport.plan(
         csv: csv, into: text, source: "the CSV", listPath: path, limits: limits, keepText: false, removeMissing: removeMissing,
-        schedules: schedules, digester: digester)
+        schedules: schedules, digester: digester, validating: false)
     }
   }
 
@@ -75,14 +77,18 @@ extension RunLoop where Source: ~Copyable, Decoder: ~Copyable, Relay: ~Copyable,
     return (lines, done ? "import applied: " + counts : "import check: " + counts + "; nothing written")
   }
 
-  private func checkImport(_ csv: [UInt8], path: String, removeMissing: Bool) -> ImportOutcome {
+  private mutating func checkImport(_ csv: [UInt8], path: String, removeMissing: Bool) -> ImportOutcome {
     let text: [UInt8]
     switch AllowListFile.read(path, maxBytes: engine.allowList.limits.fileBytesMax) {
     case .failure(let failure): return .refused(code: 503, reason: "the allow-list file cannot be read: \(failure.error)")
     case .success(let bytes): text = bytes
     }
     do throws(AllowListImport.Refusal) {
-      let (lines, summary) = Self.lines(try planner(csv, path: path, removeMissing: removeMissing)(text), done: false)
+      let plan = try planner(csv, path: path, removeMissing: removeMissing)(text)
+      if let error = engine.allowList.validate(plan.text, digester: engine.digester, schedules: scheduleReferences) {
+        return .refused(code: 409, reason: "the result would not load (\(error)); nothing written")
+      }
+      let (lines, summary) = Self.lines(plan, done: false)
       return .plan(lines: lines, summary: summary, sequence: 0)
     } catch {
       return .refused(code: 409, reason: error.why + "; nothing written")
