@@ -31,21 +31,6 @@ stop_door_sample() { kill $door_sampler 2>/dev/null; wait $door_sampler 2>/dev/n
 # Runs of column $2 at 1 in sample file $1: "count longest_ms".
 runs() { awk -v c=$2 '$c==1 && !on {on=1; s=$1; n++} $c==0 && on {on=0; d=$1-s; if (d>m) m=d} END {if (on) {d=$1-s; if (d>m) m=d}; print n+0, m+0}' "$1"; }
 events() { grep -c -- "$1" "$W/door.out"; }
-door_status() {  # the DOOR line from the service's loopback console, its continuation lines joined
-  local line door=""
-  exec 7<> /dev/tcp/127.0.0.1/4572 || return 1
-  printf 'DOOR\r\n' >&7
-  while IFS= read -r -t 10 line <&7; do
-    case $line in
-      "| door "*) door=${line#| } ;;
-      "|   "*) [ -n "$door" ] && door="$door ${line#|   }" ;;  # a continuation (docs/console.md)
-      OK* | ERR*) break ;;
-    esac
-  done
-  echo "$door"
-  exec 7<&- 7>&-
-}
-
 # A 3 s strike pulse and 5 frames a second: under TCG the guest's one CPU is slow, and the shell
 # that plays the door must not wait behind the decoder (the door opens well inside the pulse).
 config door grey 3000 ""
@@ -130,7 +115,7 @@ opened_before=$(events 'door-opened'); closed_before=$(events 'door-closed')
 press 3; sleep 0.2; let_go 3; sleep 0.2
 span_us=$("$W/bin/gpio-chatter" $D/sim_gpio2/pull 21)
 sleep 1
-door_now=$(door_status)
+door_now=$(console_line DOOR door)
 lost=$(sed -n 's/.*lost edges made up \([0-9]*\).*/\1/p' <<< "$door_now")
 check "door: contact bounce, 21 edges in $(( ${span_us:-0} / 1000 )).$(( ${span_us:-0} % 1000 / 100 )) ms (debounce 100 ms), is one door-opened, and DOOR says open (lost edges made up: ${lost:-0})" \
   bash -c "[ $(( $(events 'door-opened') - opened_before )) = 1 ] && [ -n '$span_us' ] && [ '${span_us:-0}' -lt 100000 ] && grep -q 'contact open' <<< '$door_now'"

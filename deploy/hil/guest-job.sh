@@ -120,6 +120,21 @@ listen = []
 serial_path = "$4"
 EOF
 }
+console_line() {  # VERB WORD: the "| WORD ..." line of VERB's reply on the service's loopback console (port 4572), continuations joined
+  local line found=""
+  exec 7<> /dev/tcp/127.0.0.1/4572 || return 1
+  printf '%s\r\n' "$1" >&7
+  while IFS= read -r -t 10 line <&7; do
+    case $line in
+      "| $2 "*) found=${line#| } ;;
+      "|   "*) if [ -z "$found" ]; then :; elif [ "${found: -1}" = '\' ]; then found="${found%\\}${line#|   }"; else found="$found ${line#|   }"; fi ;;  # a continuation (docs/console.md)
+      OK* | ERR*) break ;;
+    esac
+  done
+  echo "$found"
+  exec 7<&- 7>&-
+}
+
 start() {  # name [seconds]
   local t0=$(date +%s)
   "$BIN" run --config "$W/$1.toml" > "$W/$1.out" 2>&1 &

@@ -5,15 +5,17 @@ relay, splits it into frames (a gap of 25 ms or more), decodes each frame's bits
 is a 0, on D1 a 1) and compares them with the cards given, built here from the formats'
 published layouts (HID H10301 26-bit, 34-bit, HID H10304 37-bit, raw).
 
-  wiegand-trace.py TRACE D0 D1 RELAY PULSE_US INTERVAL_US CARD...
+  wiegand-trace.py TRACE D0 D1 RELAY PULSE_US INTERVAL_US resent=N CARD...
 
-D0, D1, RELAY are global GPIO numbers; CARD is a card= value (26:212:7041, raw:12:abc).
+D0, D1, RELAY are global GPIO numbers; resent=N the reader's own count of frames a stall broke
+and it sent again (STATUS); CARD is a card= value (26:212:7041, raw:12:abc).
 Prints one PASS/FAIL line per check and the measured timing distribution."""
 import re, statistics, sys
 
 trace, d0, d1, relay = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 pulse_us, interval_us = int(sys.argv[5]), int(sys.argv[6])
-cards = sys.argv[7:]
+resent = int(sys.argv[7].removeprefix("resent="))
+cards = sys.argv[8:]
 
 def bits_of(value, width):
     return [(value >> (width - 1 - i)) & 1 for i in range(width)]
@@ -65,11 +67,30 @@ def check(name, good):
     print(("PASS " if good else "FAIL ") + name)
     ok = ok and good
 
-check(f"wiegand: {len(frames)} frames on D0/D1 for {len(cards)} cards", len(frames) == len(cards))
-for card, frame in zip(cards, frames):
+# Each card's whole frame, in order. Before it, a frame a stall broke: the bits that went out
+# before the stall (a run of the card's bits, from its first, or the rest after a piece of it: a
+# bit written late is a frame of its own when the stall is inside its write). Such pieces only
+# where the reader counted a resend: each resend leaves one piece, or two.
+whole, pieces, j = [], [], 0
+for card in cards:
     want = expected(card)
-    got = [p[2] for p in frame]
-    check(f"wiegand: card {card}: {len(got)} bits {''.join(map(str, got))}, want {''.join(map(str, want))}", got == want)
+    while j < len(frames) and [p[2] for p in frames[j]] != want:
+        got = "".join(str(p[2]) for p in frames[j])
+        if got not in "".join(map(str, want)):
+            break
+        pieces.append((card, got))
+        j += 1
+    whole.append(frames[j] if j < len(frames) and [p[2] for p in frames[j]] == want else None)
+    j += 1 if whole[-1] is not None else 0
+for card, frame in zip(cards, whole):
+    want = "".join(map(str, expected(card)))
+    got = "".join(str(p[2]) for p in frame) if frame else "no whole frame"
+    check(f"wiegand: card {card}: {len(frame) if frame else 0} bits {got}, want {want}", frame is not None)
+check(f"wiegand: {len(frames)} frames on D0/D1 for {len(cards)} cards: every one a card's whole frame or a piece of "
+      f"the next card's a stall broke ({len(pieces)} pieces{': ' + ', '.join(f'{c} {b}' for c, b in pieces) if pieces else ''}"
+      f"; the reader's resent={resent})",
+      j == len(frames) and resent <= len(pieces) <= 2 * resent)
+frames = [f for f in whole if f]
 widths = [p[1] for f in frames for p in f]
 gaps = [round(b[0] - a[0]) for f in frames for a, b in zip(f, f[1:])]  # the trace's whole microseconds
 if widths and gaps:

@@ -24,6 +24,7 @@
 // slot is reused only after `tail` has moved past it (release / acquire): correct on ARM's weak
 // ordering as well as x86's. `wake` is the futex word, bumped after each publish.
 #define SG_WIEGAND_QUEUE 8u  // a power of two
+#define SG_WIEGAND_RESENDS 2  // a frame broken by a stall is sent again at most this often
 
 struct sg_wiegand {
   _Atomic uint32_t wake;
@@ -35,11 +36,13 @@ struct sg_wiegand {
   sg_gpio_line *lines[2];  // D0, D1 (NULL: the callback)
   void (*drive)(void *context, int line, int active);
   void *context;
-  uint64_t pulse_ns, interval_ns, frame_gap_ns;
+  uint64_t pulse_ns, interval_ns, frame_gap_ns, stall_ns;
   _Atomic uint64_t sent;
   _Atomic uint64_t errors;
   _Atomic uint64_t pulse_max_ns;  // the longest pulse as the thread timed it
   _Atomic uint64_t late_bits;      // bits that started later than their slot by more than a pulse
+  _Atomic uint64_t resent;         // frames broken by a stall and sent again whole
+  _Atomic uint64_t broken;         // frames still broken after the last attempt
   _Atomic int realtime;
   pthread_t thread;
 };
@@ -67,12 +70,19 @@ static int wiegand_drive(sg_wiegand *w, int line, int active) {
 // One frame, most significant bit first. Each bit: the line active for the pulse (timed by
 // spinning on the clock: a sleep's wake-up latency is of the pulse's order), then inactive until
 // the next bit's slot, `interval_ns` after this bit's active write returned (slept: milliseconds).
-static void wiegand_emit(sg_wiegand *w, uint64_t bits, uint32_t count) {
+// Returns 0 when every bit went out on time, -1 when a stall broke the frame: a gap between two
+// bits reached `stall_ns`, when a panel may already have ended the frame on silence and taken the
+// bits so far as a short read. The gap is measured from before the previous bit's active write to
+// after this one's, an upper bound of the gap between the two changes on the wire, and checked
+// before this bit is driven (then it is not) and after (a stall inside the write itself).
+static int wiegand_emit(sg_wiegand *w, uint64_t bits, uint32_t count) {
   uint64_t slot = wiegand_now_ns();
+  uint64_t previous = 0;  // before the previous bit's active write (0: the first bit)
   for (uint32_t i = count; i-- > 0;) {
     int line = (int)((bits >> i) & 1u);
     wiegand_sleep_until(slot);
     uint64_t start = wiegand_now_ns();
+    if (previous != 0 && start - previous >= w->stall_ns) return -1;
     if (start > slot + w->pulse_ns) atomic_fetch_add_explicit(&w->late_bits, 1, memory_order_relaxed);
     if (wiegand_drive(w, line, 1) != 0) atomic_fetch_add_explicit(&w->errors, 1, memory_order_relaxed);
     // Timed from when the active write returned: the line is active by then, so the pulse is at
@@ -84,12 +94,15 @@ static void wiegand_emit(sg_wiegand *w, uint64_t bits, uint32_t count) {
     uint64_t width = wiegand_now_ns() - on;
     if (width > atomic_load_explicit(&w->pulse_max_ns, memory_order_relaxed))
       atomic_store_explicit(&w->pulse_max_ns, width, memory_order_relaxed);
+    if (previous != 0 && on - previous >= w->stall_ns) return -1;
+    previous = start;
     // The next slot is `interval_ns` after the active write returned. The line changed somewhere
     // inside that write, and the next bit's change comes after the next write begins, so two
     // changes are at least `interval_ns` apart however late a bit or how slow a write: a late bit
     // never squeezes the next gap (timing from `start` would, by the write's own duration).
     slot = on + w->interval_ns;
   }
+  return 0;
 }
 
 static void *wiegand_main(void *arg) {
@@ -111,11 +124,23 @@ static void *wiegand_main(void *arg) {
       continue;
     }
     uint32_t slot = tail & (SG_WIEGAND_QUEUE - 1u);
-    if (wiegand_now_ns() < quiet_until) wiegand_sleep_until(quiet_until);
-    wiegand_emit(w, w->bits[slot], w->counts[slot]);
-    quiet_until = wiegand_now_ns() + w->frame_gap_ns;
+    // A frame a stall broke is sent again whole after the frame gap's silence (the panel drops
+    // the short read: its length or parity is wrong), twice at most.
+    for (int attempt = 0;; attempt++) {
+      if (wiegand_now_ns() < quiet_until) wiegand_sleep_until(quiet_until);
+      int rc = wiegand_emit(w, w->bits[slot], w->counts[slot]);
+      quiet_until = wiegand_now_ns() + w->frame_gap_ns;
+      if (rc == 0) {
+        atomic_fetch_add_explicit(&w->sent, 1, memory_order_relaxed);
+        break;
+      }
+      if (attempt == SG_WIEGAND_RESENDS) {
+        atomic_fetch_add_explicit(&w->broken, 1, memory_order_relaxed);
+        break;
+      }
+      atomic_fetch_add_explicit(&w->resent, 1, memory_order_relaxed);
+    }
     atomic_store_explicit(&w->tail, tail + 1, memory_order_release);
-    atomic_fetch_add_explicit(&w->sent, 1, memory_order_relaxed);
   }
   return NULL;
 }
@@ -135,6 +160,10 @@ sg_wiegand *sg_wiegand_start(sg_gpio_line *d0, sg_gpio_line *d1, void (*drive)(v
   w->pulse_ns = (uint64_t)pulse_us * 1000u;
   w->interval_ns = (uint64_t)interval_us * 1000u;
   w->frame_gap_ns = (uint64_t)frame_gap_us * 1000u;
+  // A panel's silence timeout lies between the interval (it must accept every gap of a frame) and
+  // the frame gap (the silence this sender leaves between frames): a gap halfway may have ended
+  // the frame at some panel.
+  w->stall_ns = (w->interval_ns + w->frame_gap_ns) / 2;
   // The thread takes no signal: the loop's signal handling and the crash guard stay with the
   // threads that installed them (the crash guard's handler runs on the faulting thread).
   sigset_t all, old;
@@ -187,6 +216,8 @@ void sg_wiegand_counters(const sg_wiegand *w, sg_wiegand_stats *out) {
   out->errors = atomic_load_explicit(&m->errors, memory_order_relaxed);
   out->pulse_max_ns = atomic_load_explicit(&m->pulse_max_ns, memory_order_relaxed);
   out->late_bits = atomic_load_explicit(&m->late_bits, memory_order_relaxed);
+  out->resent = atomic_load_explicit(&m->resent, memory_order_relaxed);
+  out->broken = atomic_load_explicit(&m->broken, memory_order_relaxed);
   out->realtime = atomic_load_explicit(&m->realtime, memory_order_relaxed);
 }
 

@@ -103,6 +103,13 @@ extension PanelSettings {
           ConfigError(
             key: "panel.wiegand_interval_us", line: line("panel.wiegand_interval_us"), reason: "the interval must be at least twice the pulse"))
       }
+      // A stall is judged halfway from the interval to the frame gap (docs/panels.md): room for both.
+      if p.wiegandFrameGapMilliseconds * 1_000 < 2 * p.wiegandIntervalMicroseconds {
+        errors.append(
+          ConfigError(
+            key: "panel.wiegand_frame_gap_ms", line: line("panel.wiegand_frame_gap_ms"),
+            reason: "the frame gap must be at least twice the interval"))
+      }
     }
     if p.mode == .panel && p.link == .osdp && p.osdpPort.isEmpty {
       errors.append(ConfigError(key: "panel.mode", line: line("panel.mode"), reason: "panel.mode = \"panel\" needs panel.osdp_port"))

@@ -136,6 +136,7 @@ public final class WiegandLink: PanelForwarder {
       s += " last_card=none"
     }
     s += " pending=\(pending) refused=\(refused) write_errors=\(c.errors) late_bits=\(c.late_bits)"
+    s += " resent=\(c.resent) broken=\(c.broken)"
     s += " pulse_max=\(c.pulse_max_ns / 1_000)us realtime=\(c.realtime != 0 ? "yes" : "no")"
     if let feedback { s += feedback.statusText }
     return s

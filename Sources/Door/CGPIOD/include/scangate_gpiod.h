@@ -64,10 +64,13 @@ void sg_relay_watchdog_stop(sg_relay_watchdog *watchdog);
 /// once started (their owner must not drive them), and stay registered with the crash guard.
 typedef struct sg_wiegand sg_wiegand;
 typedef struct {
-  uint64_t sent;          // frames sent
+  uint64_t sent;          // frames sent whole
   uint64_t errors;        // line writes that failed
   uint64_t pulse_max_ns;  // the longest pulse, as the thread timed it
   uint64_t late_bits;     // bits that started later than their slot by more than a pulse
+  uint64_t resent;        // frames a stall broke (a gap halfway from the interval to the frame
+                          // gap), sent again whole after the frame gap (twice at most)
+  uint64_t broken;        // frames still broken after the last attempt
   int realtime;           // the thread runs SCHED_FIFO
 } sg_wiegand_stats;
 /// Starts the thread for lines `d0` and `d1`; with either NULL it calls `drive(context, line,
