@@ -86,9 +86,18 @@ enum CheckConfigFiles {
 
   /// The schedule file and the allow-list as the service would load them, every `schedule=`
   /// resolved and every entry that needs a PIN this reader cannot ask for named; false on a refusal.
-  static func checkLists(_ config: ScanConfig) -> Bool {
+  /// `bytes` gives a file's content in place of the disk's (a backup's, before it is restored).
+  static func checkLists(_ config: ScanConfig, reading bytes: (String) -> [UInt8]? = { _ in nil }) -> Bool {
     var ok = true
-    let schedules = ScheduleReferences.of(file: config.door.schedulePath)
+    let schedules: ScheduleReferences
+    if let text = bytes(config.door.schedulePath) {
+      switch ScheduleSet.parse(text) {
+      case .success(let set): schedules = .names(set.names)
+      case .failure(let error): schedules = .unreadable("\(config.door.schedulePath): \(error)")
+      }
+    } else {
+      schedules = ScheduleReferences.of(file: config.door.schedulePath)
+    }
     if case .unreadable(let why) = schedules {
       print("schedules: \(why)")
       ok = false
@@ -96,7 +105,8 @@ enum CheckConfigFiles {
       print("\(config.door.schedulePath): \(names.count) schedules (\(names.joined(separator: ", ")))")
     }
     var list = AllowList(limits: config.engine.allowList)
-    switch AllowListFile.read(config.allowListPath, maxBytes: config.engine.allowList.fileBytesMax) {
+    let given = bytes(config.allowListPath).map { Result<[UInt8], AllowListReadFailure>.success($0) }
+    switch given ?? AllowListFile.read(config.allowListPath, maxBytes: config.engine.allowList.fileBytesMax) {
     case .success(let bytes):
       if let error = list.load(bytes, digester: SodiumDigester(), schedules: schedules, nowUnixSeconds: SystemWallClock().unixSeconds()) {
         print("\(config.allowListPath): \(error)")

@@ -22,6 +22,7 @@ enum ExtraCommands {
     case "allow-list": return AllowListCommand.run(arguments)
     case "keypad": return KeypadCommand.run(arguments)
     case "admin": return AdminCommand.run(arguments)
+    case "backup": return BackupCommand.run(arguments)
     default: return nil
     }
   }

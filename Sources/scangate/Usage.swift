@@ -54,6 +54,14 @@ enum Usage {
       ],
       summary: "the web admin page (HTTPS, through the reader's console socket) and its accounts (password on standard input; Argon2id)"),
     CommandUsage(
+      name: "backup",
+      lines: [
+        "backup create --out FILE [--config FILE] [--no-secrets]   one archive of config, lists, schedules, state, secrets",
+        "backup check ARCHIVE [--config FILE]                     open it and check it whole; what a restore would write",
+        "backup restore ARCHIVE [--config FILE]                   checked whole, then written (never over the reader's state)",
+      ],
+      summary: "back up and restore a reader, sealed under a passphrase read on standard input (docs/backup.md)"),
+    CommandUsage(
       name: "console", lines: ["console [--tcp HOST:PORT | --unix PATH | --serial PATH [--baud N]] [--secret-file FILE] [--command LINE [--timeout SECONDS]]"],
       summary: "talk to a running reader's console (docs/console.md)"),
     CommandUsage(

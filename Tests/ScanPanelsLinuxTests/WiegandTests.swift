@@ -174,7 +174,9 @@ import Testing
     #expect(recorder.count == edges && edges <= 2 * 26)
   }
 
-  @Test("[panel] link = wiegand: both lines required, distinct, not the relay's (17 by default); interval at least twice the pulse, the frame gap twice the interval")
+  @Test(
+    "[panel] link = wiegand: both lines required, distinct, not the relay's (17 by default); interval at least twice the pulse, the frame gap twice the interval"
+  )
   func configErrors() {
     func errors(_ extra: [(String, ConfigValue)]) -> [String] {
       var entries: [(String, ConfigValue)] = [("panel.mode", .string("panel")), ("panel.link", .string("wiegand"))]

@@ -58,7 +58,7 @@ import Testing
     #expect(
       names == [
         "run", "demo", "decode", "check-config", "probe", "console", "log", "allow-list", "tag", "snapshot", "soak",
-        "credential", "fleet", "keypad", "admin", "version",
+        "credential", "fleet", "keypad", "admin", "backup", "version",
       ])
     for flag in ["-h", "help"] {
       let (status, output) = runCommand([scangateBinary, flag], timeoutSeconds: 30)

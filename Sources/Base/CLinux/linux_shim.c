@@ -57,6 +57,30 @@ int sg_pwhash_verify(const char *hash, const char *password, size_t size) {
   return crypto_pwhash_str_verify(hash, password, (unsigned long long)size);
 }
 
+int sg_backup_keypair(uint8_t public_key[32], uint8_t secret_key[32], const char *passphrase, size_t size,
+                      const uint8_t salt[16], uint64_t ops, size_t mem) {
+  uint8_t seed[crypto_box_SEEDBYTES];
+  if (ops < crypto_pwhash_OPSLIMIT_MIN || ops > crypto_pwhash_OPSLIMIT_MAX || mem < crypto_pwhash_MEMLIMIT_MIN ||
+      mem > crypto_pwhash_MEMLIMIT_MAX)
+    return -1;
+  if (crypto_pwhash(seed, sizeof seed, passphrase, (unsigned long long)size, salt, (unsigned long long)ops, mem,
+                    crypto_pwhash_ALG_ARGON2ID13) != 0)
+    return -1;
+  int rc = crypto_box_seed_keypair(public_key, secret_key, seed);
+  sodium_memzero(seed, sizeof seed);
+  return rc;
+}
+
+int sg_backup_seal(uint8_t *out, const uint8_t *data, size_t size, const uint8_t public_key[32]) {
+  return crypto_box_seal(out, data, (unsigned long long)size, public_key);
+}
+
+int sg_backup_open(uint8_t *out, const uint8_t *sealed, size_t size, const uint8_t public_key[32],
+                   const uint8_t secret_key[32]) {
+  if (size < crypto_box_SEALBYTES) return -1;
+  return crypto_box_seal_open(out, sealed, (unsigned long long)size, public_key, secret_key);
+}
+
 void sg_memzero(void *pointer, size_t size) { sodium_memzero(pointer, size); }
 
 int sg_errno(void) { return errno; }

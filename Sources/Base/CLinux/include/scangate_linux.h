@@ -35,6 +35,18 @@ int sg_kdf_derive(uint8_t *out, size_t out_size, uint64_t subkey_id, const char 
 int sg_pwhash_str(char out[128], const char *password, size_t size);
 /// 0 when `password` matches the hash string `hash`.
 int sg_pwhash_verify(const char *hash, const char *password, size_t size);
+/// A backup archive's key pair (docs/backup.md): an X25519 pair (crypto_box_seed_keypair) from the
+/// 32-byte seed Argon2id13 makes of the passphrase and the 16-byte salt (crypto_pwhash, `ops`
+/// passes over `mem` bytes); 0 on success, -1 when the limits are out of libsodium's range or
+/// memory is short.
+int sg_backup_keypair(uint8_t public_key[32], uint8_t secret_key[32], const char *passphrase, size_t size,
+                      const uint8_t salt[16], uint64_t ops, size_t mem);
+/// crypto_box_seal: `size` bytes sealed to `public_key` into `out` (`size` + 48 bytes); 0 on success.
+int sg_backup_seal(uint8_t *out, const uint8_t *data, size_t size, const uint8_t public_key[32]);
+/// crypto_box_seal_open: `size` sealed bytes (at least 48) opened into `out` (`size` - 48 bytes);
+/// 0 when they were sealed to this pair and not changed since, -1 otherwise.
+int sg_backup_open(uint8_t *out, const uint8_t *sealed, size_t size, const uint8_t public_key[32],
+                   const uint8_t secret_key[32]);
 /// Fills `out` with `size` bytes from the kernel's CSPRNG (libsodium's randombytes_buf).
 void sg_random_bytes(uint8_t *out, size_t size);
 /// Zeroes `size` bytes so the compiler cannot drop the write (libsodium's sodium_memzero).
