@@ -49,12 +49,9 @@ enum BackupCommand {
     guard let config = loadConfig(options), let path = configPath(options).map(absolute) else { return 1 }
     var pass = try passphrase()
     defer { SecretBytes.wipe(&pass) }
-    var name = [CChar](repeating: 0, count: 256)
-    gethostname(&name, name.count - 1)
-    let host = String(decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     do throws(BackupArchive.Refusal) {
       let (archive, skipped) = try BackupFiles.gather(
-        config, configPath: path, reader: host, now: SystemWallClock().unixSeconds(), secrets: !options.flag("no-secrets"))
+        config, configPath: path, reader: BackupFiles.hostName(), now: SystemWallClock().unixSeconds(), secrets: !options.flag("no-secrets"))
       let sealed = try archive.sealed(passphrase: pass)
       do { try stageFile(out, sealed, suffix: ".tmp", rule: .secret).replace() } catch { throw BackupArchive.Refusal("\(error)") }
       for file in archive.files { print("archived: \(file.kind.rawValue) \(file.role) \(file.path) (\(file.bytes.count) bytes)") }

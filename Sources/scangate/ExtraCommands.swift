@@ -36,6 +36,7 @@ enum RunCommand {
       let options = try Options(arguments, valued: ["config", "frames"], known: ["quiet-edges", "sim-passages"])
       guard let config = loadConfig(options) else { return 1 }
       var serviceOptions = Service.Options()
+      serviceOptions.configPath = configPath(options).map(BackupCommand.absolute)
       serviceOptions.maxFrames = UInt64(try options.integer("frames", default: 0, range: 0...Int.max))
       if options.flag("quiet-edges") { serviceOptions.skipping = [.edge] }
       // gpio.backend = "sim": every grant's passage is reported (a service process test's turnstile).

@@ -73,4 +73,35 @@ import Testing
     #expect(client.command("IMPORT DATA").last?.hasPrefix("ERR 400") == true)
     #expect(client.command("IMPORT APPLY NOW").last?.hasPrefix("ERR 400") == true)
   }
+
+  @Test(
+    "IMPORT CHECK LIST / APPLY LIST: a whole list replaces the file (a backup's): added, changed, removed by label, never a code shown; a list that would not load refused whole"
+  )
+  func importWholeList() {
+    let rig = ConsoleTests.Rig()
+    let list = rig.directory + "/allow-list.txt"
+    writeFile(list, "text:ALICE label=alice\ntext:BOB label=bob\ntext:NOLABEL\n")
+    let client = rig.connect()
+    #expect(client.command("AUTH correct%20horse%20battery").last == "OK operator")
+    #expect(client.command("RELOAD").last?.hasPrefix("OK") == true)
+    let whole = "text:ALICE label=alice\ntext:BOB2 label=bob\ntext:CAROL-SECRET label=carol\n"
+    #expect(client.command("IMPORT BEGIN").last?.hasPrefix("OK") == true && send(whole, client))
+    let check = client.command("IMPORT CHECK LIST")
+    #expect(
+      check == [
+        "| add carol", "| change bob", "| remove an entry without a label",
+        "OK import check: 1 added, 1 changed, 1 removed, 1 unchanged; nothing written",
+      ], "\(check)")
+    #expect(!check.joined().contains("NOLABEL") && !check.joined().contains("CAROL-SECRET"))
+    #expect(readFile(list).contains("text:NOLABEL"), "a check writes nothing")
+    // Refused whole: a list that does not load (a schedule nobody defined).
+    #expect(client.command("IMPORT BEGIN").last?.hasPrefix("OK") == true && send("text:X label=x schedule=nowhere\n", client))
+    #expect(client.command("IMPORT APPLY LIST").last?.hasPrefix("ERR 409") == true)
+    #expect(readFile(list).contains("text:NOLABEL"))
+    #expect(client.command("IMPORT BEGIN").last?.hasPrefix("OK") == true && send(whole, client))
+    let applied = client.command("IMPORT APPLY LIST").last ?? ""
+    #expect(applied.hasPrefix("OK #") && applied.contains("import applied: 1 added, 1 changed, 1 removed"), "\(applied)")
+    #expect(readFile(list) == whole)
+    #expect(client.command("LIST match=carol").first?.hasPrefix("| carol tag=") == true, "the live list holds it")
+  }
 }

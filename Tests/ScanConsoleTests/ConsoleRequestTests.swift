@@ -60,7 +60,31 @@ import Testing
     // Acting on the door, or showing a credential (log bodies, frames, CHECK's answers), or
     // managing the people on the allow-list.
     #expect(
-      Set(ConsoleVerb.allCases.filter(\.needsOperator)) == [.open, .reload, .selftest, .log, .snapshot, .check, .enrol, .remove, .list, .importList])
+      Set(ConsoleVerb.allCases.filter(\.needsOperator)) == [
+        .open, .reload, .selftest, .log, .snapshot, .check, .enrol, .remove, .list, .importList, .backup,
+      ])
+  }
+
+  @Test("BACKUP <64 hex> <32 hex> <ops> <KiB>: the key and salt as 48 bytes, the limits; anything else refused")
+  func backup() {
+    let key = String(repeating: "0a", count: 32), salt = String(repeating: "F1", count: 16)
+    var argument = [UInt8](repeating: 0, count: 512)
+    var count = 0
+    func parse(_ line: String) -> ConsoleRequest? {
+      let bytes = Array(line.utf8)
+      let result = bytes.withUnsafeBytes { l in argument.withUnsafeMutableBytes { ConsoleRequest.parse(l, argument: $0, argumentCount: &count) } }
+      guard case .success(let request)? = result else { return nil }
+      return request
+    }
+    let request = parse("BACKUP \(key) \(salt) 3 131072")
+    #expect(request?.verb == .backup && request?.sealing == BackupSealing(ops: 3, mem: 128 << 20) && request?.needsOperator == true)
+    #expect(count == 48 && argument[0] == 0x0A && argument[31] == 0x0A && argument[32] == 0xF1 && argument[47] == 0xF1)
+    for bad in [
+      "BACKUP", "BACKUP \(key) \(salt) 3", "BACKUP \(key)0 \(salt) 3 1", "BACKUP \(key) \(salt)zz 3 1", "BACKUP \(key) \(salt) x 1",
+      "BACKUP \(String(repeating: "g0", count: 32)) \(salt) 3 1", "BACKUP \(key) \(salt) 3 99999999", "BACKUP \(key) \(salt) 3 1 more",
+    ] {
+      #expect(parse(bad) == nil, "\(bad)")
+    }
   }
 }
 

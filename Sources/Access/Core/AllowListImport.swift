@@ -237,3 +237,24 @@ extension String {
     return String(s)
   }
 }
+
+extension AllowListImport.Plan {
+  /// A whole list `new` in place of `text` (a backup's list, docs/backup.md): the new text as it
+  /// is, and the labels it adds, changes (another code or other fields) and removes. An entry
+  /// without a label is named "an entry without a label", never by its code.
+  public init(replacing text: [UInt8], with new: [UInt8]) {
+    self.text = new
+    existing = AllowListEdit.entries(text)
+    let incoming = AllowListEdit.entries(new)
+    func key(_ e: AllowListEdit.Located) -> String { e.label.map { "label " + $0 } ?? "match " + e.match }
+    func shown(_ e: AllowListEdit.Located) -> String { e.label ?? "an entry without a label" }
+    let before = Dictionary(existing.map { (key($0), $0) }, uniquingKeysWith: { first, _ in first })
+    let after = Dictionary(incoming.map { (key($0), $0) }, uniquingKeysWith: { first, _ in first })
+    for e in incoming where before[key(e)] == nil { added.append(shown(e)) }
+    for e in existing where after[key(e)] == nil { removed.append(shown(e)) }
+    for e in incoming {
+      guard let old = before[key(e)] else { continue }
+      if old.match == e.match && old.fields == e.fields { unchanged += 1 } else { changed.append(shown(e)) }
+    }
+  }
+}

@@ -25,6 +25,7 @@ extension ConsoleCommands {
       }
     case .enrol, .remove: changeAllowList(request, argument: argument, slot: slot, host: &host, output: output)
     case .importList: importPeople(request, argument: argument, slot: slot, host: &host, output: output)
+    case .backup: backup(request, argument: argument, slot: slot, host: &host, output: output)
     case .list:
       output.send(slot) { w in
         let (shown, total, next) = host.writeEntries(request.entries, into: &w)

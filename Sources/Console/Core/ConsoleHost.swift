@@ -53,6 +53,12 @@ public protocol ConsoleHost: ~Copyable {
     _ step: ImportStep, data: UnsafeRawBufferPointer, session: SessionTicket, who: UnsafeRawBufferPointer
   )
     -> ImportOutcome
+  /// BACKUP (operator `who`): the configuration, lists and state (never a secret) sealed to
+  /// `publicKey` with `salt` and `sealing` in the header, sent to `session` as a bulk reply.
+  mutating func backup(
+    publicKey: UnsafeRawBufferPointer, salt: UnsafeRawBufferPointer, sealing: BackupSealing, session: SessionTicket,
+    who: UnsafeRawBufferPointer
+  ) -> BackupStart
   /// LIST: up to `query.count` live entries from index `query.from` whose shown label holds
   /// `query.match`, as `| ` lines (label, tag, flags; never a payload or a digest); returns how
   /// many were written, how many there are, and the index to go on from when entries remain.
@@ -131,6 +137,10 @@ extension ConsoleHost where Self: ~Copyable {
   ) -> ImportOutcome {
     .refused(code: 503, reason: "no allow_list.path is configured: there is no file to import into")
   }
+  public mutating func backup(
+    publicKey: UnsafeRawBufferPointer, salt: UnsafeRawBufferPointer, sealing: BackupSealing, session: SessionTicket,
+    who: UnsafeRawBufferPointer
+  ) -> BackupStart { .refused(code: 503, reason: "this reader makes no backups") }
 }
 
 /// The clock as CLOCK and STATUS show it (docs/credentials.md, "Time").

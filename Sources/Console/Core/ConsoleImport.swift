@@ -12,6 +12,9 @@ public enum ImportStep: Equatable, Sendable {
   case check(removeMissing: Bool)
   /// Does it: the file written durably, the list reloaded, recorded with who.
   case apply(removeMissing: Bool)
+  /// CHECK LIST, APPLY LIST: the data is a whole allow-list file that replaces the list (a
+  /// backup's, restored from the web page).
+  case checkList, applyList
   case cancel
 }
 
@@ -26,7 +29,7 @@ public enum ImportOutcome: Equatable, Sendable {
 }
 
 extension ConsoleRequest {
-  /// IMPORT BEGIN | DATA <text> | CHECK [REMOVE-MISSING] | APPLY [REMOVE-MISSING] | CANCEL.
+  /// IMPORT BEGIN | DATA <text> | CHECK [REMOVE-MISSING|LIST] | APPLY [REMOVE-MISSING|LIST] | CANCEL.
   static func parseImport(
     words: Int, _ word: (Int) -> UnsafeRawBufferPointer, argument: UnsafeMutableRawBufferPointer, argumentCount: inout Int
   ) -> Result<ConsoleRequest, ConsoleError> {
@@ -34,6 +37,7 @@ extension ConsoleRequest {
     guard words >= 2 else { return .failure(.badArgument) }
     let step = word(1)
     let removeMissing = words == 3 && equalsIgnoringCase(word(2), "REMOVE-MISSING")
+    let list = words == 3 && equalsIgnoringCase(word(2), "LIST")
     if equalsIgnoringCase(step, "BEGIN") && words == 2 {
       request.importStep = .begin
     } else if equalsIgnoringCase(step, "CANCEL") && words == 2 {
@@ -42,6 +46,8 @@ extension ConsoleRequest {
       guard let n = try? PercentCodec.decode(word(2), into: argument, strict: false) else { return .failure(.badEscape) }
       argumentCount = n
       request.importStep = .data
+    } else if list && (equalsIgnoringCase(step, "CHECK") || equalsIgnoringCase(step, "APPLY")) {
+      request.importStep = equalsIgnoringCase(step, "CHECK") ? .checkList : .applyList
     } else if equalsIgnoringCase(step, "CHECK") && (words == 2 || removeMissing) {
       request.importStep = .check(removeMissing: removeMissing)
     } else if equalsIgnoringCase(step, "APPLY") && (words == 2 || removeMissing) {

@@ -10,6 +10,7 @@ public enum ConsoleVerb: UInt8, CaseIterable, Sendable {
   case enrol, remove, list
   case `as`
   case importList
+  case backup
 
   public var name: String {
     switch self {
@@ -36,6 +37,7 @@ public enum ConsoleVerb: UInt8, CaseIterable, Sendable {
     case .list: "LIST"
     case .as: "AS"
     case .importList: "IMPORT"
+    case .backup: "BACKUP"
     }
   }
 
@@ -44,7 +46,7 @@ public enum ConsoleVerb: UInt8, CaseIterable, Sendable {
   /// ENROL, REMOVE and LIST manage the people on the allow-list.
   public var needsOperator: Bool {
     switch self {
-    case .open, .reload, .selftest, .log, .snapshot, .check, .enrol, .remove, .list, .importList: true
+    case .open, .reload, .selftest, .log, .snapshot, .check, .enrol, .remove, .list, .importList, .backup: true
     case .help, .version, .status, .stats, .last, .watch, .auth, .quit, .door, .clock, .lockdown, .turnstile, .as: false
     }
   }
@@ -56,7 +58,10 @@ public enum ConsoleVerb: UInt8, CaseIterable, Sendable {
     // CLOCK FLOOR RESET records itself once done, with the floor before and after and who.
     // LOCKDOWN ON/OFF, TURNSTILE FORGIVE/RESET, ENROL and REMOVE record themselves once done, with who.
     // AS records itself (who, as whom) when an operator's session gives itself a name.
-    case .help, .version, .status, .stats, .auth, .quit, .door, .clock, .lockdown, .turnstile, .enrol, .remove, .as, .importList: false
+    // BACKUP records itself once sealed, with who and how many files.
+    case .help, .version, .status, .stats, .auth, .quit, .door, .clock, .lockdown, .turnstile, .enrol, .remove, .as, .importList,
+      .backup:
+      false
     }
   }
 
@@ -67,6 +72,7 @@ public enum ConsoleVerb: UInt8, CaseIterable, Sendable {
     case .enrol: 5
     case .list: 4
     case .log: 8
+    case .backup: 5
     default: 3
     }
   }
@@ -99,7 +105,9 @@ public enum ConsoleVerb: UInt8, CaseIterable, Sendable {
     case .list:
       "LIST [n] [from=<i>] [match=<text>]\n                    operator: the allow-list's labels, tags and flags (default\n                    50, max 200), from entry i, labels holding text"
     case .importList:
-      "IMPORT BEGIN | DATA <text> | CHECK|APPLY [REMOVE-MISSING] | CANCEL\n                    operator: people from a CSV, previewed, then applied"
+      "IMPORT BEGIN | DATA <text> | CHECK|APPLY [REMOVE-MISSING|LIST] | CANCEL\n                    operator: people from a CSV (or a whole list), previewed,\n                    then applied"
+    case .backup:
+      "BACKUP <public key> <salt> <ops> <KiB>\n                    operator: config, lists and state sealed to that key\n                    (base64; no secrets)"
     case .as:
       "AS <name> viewer|operator\n                    on the Unix socket: name this session web:<name> in\n                    records, at most its role"
     }
@@ -118,6 +126,8 @@ public struct ConsoleRequest: Sendable {
   public var entries = EntryQuery()
   /// IMPORT: which step (DATA's bytes are the argument).
   public var importStep = ImportStep.begin
+  /// BACKUP: the key derivation's limits the header records (the key and salt are the argument's 48 bytes).
+  public var sealing = BackupSealing(ops: 0, mem: 0)
   /// WATCH ON / OFF; SNAPSHOT TEXT; CLOCK FLOOR RESET; LOCKDOWN ON / OFF.
   public var flag = false
   /// What LOCKDOWN or TURNSTILE is asked to do (`.show`: only report).
@@ -196,8 +206,8 @@ public struct ConsoleRequest: Sendable {
       return parsed
     case .remove, .check, .auth:
       return parseArgument(verb, words: words, word, argument: argument, argumentCount: &argumentCount)
-    case .as, .importList:
-      let parse = verb == .as ? parseAs : parseImport
+    case .as, .importList, .backup:
+      let parse = verb == .as ? parseAs : verb == .importList ? parseImport : parseBackup
       return parse(words, word, argument, &argumentCount)
     case .log:
       return parseLog(words: words, word, argument: argument)
@@ -286,7 +296,7 @@ public struct ConsoleRequest: Sendable {
         request.number = n
       }
     case .help, .version, .status, .stats, .check, .auth, .quit, .reload, .selftest, .door, .lockdown, .turnstile, .enrol, .remove, .as,
-      .log, .list, .importList:
+      .log, .list, .importList, .backup:
       return .failure(.badArgument)  // `parse` dispatches these itself; refused, never parsed here
     }
     return .success(request)

@@ -39,7 +39,9 @@ extension ConsoleVerb {
     case .remove: "REMOVE label=<label> takes that entry off the allow-list and reloads it.\nOperator; recorded with who."
     case .list: "The first n allow-list entries: label, tag and flags, never a payload.\nOperator; recorded."
     case .importList:
-      "People from a CSV (the columns of scangate allow-list import): IMPORT BEGIN,\nIMPORT DATA <text, %XX-escaped> as often as needed (1 MiB at most), then\nIMPORT CHECK (what it would add, change, remove; nothing written) or IMPORT\nAPPLY (written and reloaded; recorded with who). REMOVE-MISSING removes the\nlabels the CSV does not name. Operator."
+      "People from a CSV (the columns of scangate allow-list import): IMPORT BEGIN,\nIMPORT DATA <text, %XX-escaped> as often as needed (1 MiB at most), then\nIMPORT CHECK (what it would add, change, remove; nothing written) or IMPORT\nAPPLY (written and reloaded; recorded with who). REMOVE-MISSING removes the\nlabels the CSV does not name. CHECK LIST and APPLY LIST take the data as a\nwhole allow-list file that replaces the list (a backup's). Operator."
+    case .backup:
+      "BACKUP <public key> <salt> <ops> <KiB>: 64 and 32 hex digits, then Argon2id's\npasses and memory. The configuration, lists and state, sealed to that X25519\nkey, sent as base64 lines, then OK backup <files> files <bytes> bytes. Never\na secret file (scangate backup create on the reader has those). For the web\npage, which makes the key from a passphrase the reader never sees\n(docs/backup.md). Operator; recorded with who."
     case .as:
       "AS <name> viewer|operator: on the Unix socket only, once: records name this\nsession web:<name> (and its uid); the role can only be lowered. For the web\nadmin page. Reply: OK as web:<name> <role>."
     }

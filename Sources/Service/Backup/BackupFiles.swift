@@ -68,6 +68,13 @@ public enum BackupFiles {
     return (BackupArchive(reader: reader, created: now, files: files), skipped)
   }
 
+  /// This machine's name (gethostname), for the archive's header.
+  public static func hostName() -> String {
+    var name = [CChar](repeating: 0, count: 256)
+    gethostname(&name, name.count - 1)
+    return String(decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+  }
+
   static func owner(_ st: stat) -> String {
     guard let user = getpwuid(st.st_uid), let group = getgrgid(st.st_gid) else { return "-" }
     let name = "\(String(cString: user.pointee.pw_name)):\(String(cString: group.pointee.gr_name))"

@@ -52,8 +52,16 @@ extension RunLoop where Source: ~Copyable, Decoder: ~Copyable, Relay: ~Copyable,
       guard peopleImport.owner == session else { return .refused(code: 409, reason: "IMPORT BEGIN first") }
       let csv = peopleImport.data
       peopleImport = PeopleImport()
-      if case .apply = step { return applyImport(csv, path: path, removeMissing: removeMissing, who: who) }
-      return checkImport(csv, path: path, removeMissing: removeMissing)
+      let plan = planner(csv, path: path, removeMissing: removeMissing)
+      if case .apply = step { return applyImport(plan, path: path, who: who, what: "IMPORT APPLY") }
+      return checkImport(plan, path: path)
+    case .checkList, .applyList:
+      guard peopleImport.owner == session else { return .refused(code: 409, reason: "IMPORT BEGIN first") }
+      let list = peopleImport.data
+      peopleImport = PeopleImport()
+      let plan = { (text: [UInt8]) throws(AllowListImport.Refusal) in AllowListImport.Plan(replacing: text, with: list) }
+      if step == .applyList { return applyImport(plan, path: path, who: who, what: "IMPORT APPLY LIST") }
+      return checkImport(plan, path: path)
     }
   }
 
@@ -77,14 +85,16 @@ extension RunLoop where Source: ~Copyable, Decoder: ~Copyable, Relay: ~Copyable,
     return (lines, done ? "import applied: " + counts : "import check: " + counts + "; nothing written")
   }
 
-  private mutating func checkImport(_ csv: [UInt8], path: String, removeMissing: Bool) -> ImportOutcome {
+  private mutating func checkImport(
+    _ planned: ([UInt8]) throws(AllowListImport.Refusal) -> AllowListImport.Plan, path: String
+  ) -> ImportOutcome {
     let text: [UInt8]
     switch AllowListFile.read(path, maxBytes: engine.allowList.limits.fileBytesMax) {
     case .failure(let failure): return .refused(code: 503, reason: "the allow-list file cannot be read: \(failure.error)")
     case .success(let bytes): text = bytes
     }
     do throws(AllowListImport.Refusal) {
-      let plan = try planner(csv, path: path, removeMissing: removeMissing)(text)
+      let plan = try planned(text)
       if let error = engine.allowList.validate(plan.text, digester: engine.digester, schedules: scheduleReferences) {
         return .refused(code: 409, reason: "the result would not load (\(error)); nothing written")
       }
@@ -95,9 +105,10 @@ extension RunLoop where Source: ~Copyable, Decoder: ~Copyable, Relay: ~Copyable,
     }
   }
 
-  private mutating func applyImport(_ csv: [UInt8], path: String, removeMissing: Bool, who: UnsafeRawBufferPointer) -> ImportOutcome {
+  private mutating func applyImport(
+    _ plan: ([UInt8]) throws(AllowListImport.Refusal) -> AllowListImport.Plan, path: String, who: UnsafeRawBufferPointer, what: String
+  ) -> ImportOutcome {
     var done: AllowListImport.Plan? = nil
-    let plan = planner(csv, path: path, removeMissing: removeMissing)
     let edited = editAllowList(path) { text in
       do throws(AllowListImport.Refusal) {
         let p = try plan(text)
@@ -113,7 +124,8 @@ extension RunLoop where Source: ~Copyable, Decoder: ~Copyable, Relay: ~Copyable,
     var e = ScanEvent(.command, code: UInt16(ConsoleVerb.importList.rawValue), at: engine.clock.now(), wall: engine.wall.unixNanoseconds())
     withUnsafeTemporaryAllocation(byteCount: 160, alignment: 1) { buffer in
       var w = ByteWriter(buffer)
-      w.write("IMPORT APPLY by ")
+      w.write(what)
+      w.write(" by ")
       w.write(bytes: who)
       w.write(": \(done.added.count) added, \(done.changed.count) changed, \(done.removed.count) removed")
       e.setPayload(w.written)

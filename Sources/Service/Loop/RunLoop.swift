@@ -87,10 +87,10 @@ public struct RunLoop<
   /// Codes blanked and payloads dropped before rendering (a session named by AS).
   var snapshotRedacted = false
   var snapshotDeadline = Instant(nanoseconds: 0)
-  /// A participant waiting for a snapshot (`LoopRequest.snapshot`).
-  var snapshotSink: (any SnapshotSink)? = nil
-  /// A console IMPORT under way (RunLoop+Import).
+  var snapshotSink: (any SnapshotSink)? = nil  // a participant waiting for one (LoopRequest.snapshot)
+  /// A console IMPORT under way (RunLoop+Import); BACKUP's reader of the configured files (nil: none).
   var peopleImport = PeopleImport()
+  public var backupFiles: (() throws(BackupArchive.Refusal) -> BackupArchive)? = nil
   /// The decoder worker processes (nil: the engine decodes on this thread, `ScanEngine.process`).
   public private(set) var decoders: DecoderWorkers? = nil
   /// Stopping: a decode in flight is waited for, no new frame is taken.

@@ -77,6 +77,11 @@ extension Service {
     // Why a file was refused on reload, or the camera would not open: printed after the event.
     let notes = JournalNotes()
     loop.journalNotes = notes
+    if let path = options.configPath {
+      loop.backupFiles = { () throws(BackupArchive.Refusal) in
+        try BackupFiles.gather(config, configPath: path, reader: BackupFiles.hostName(), now: SystemWallClock().unixSeconds(), secrets: false).archive
+      }
+    }
     // One time policy for every check (TrustedTime); its floor is kept by the keeper.
     let floorKeeper = makeClockFloorKeeper(config, ring: ring)
     loop.engine.policy.time = floorKeeper.time

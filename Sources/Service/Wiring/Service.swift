@@ -6,6 +6,8 @@ import ScanLinux
 public enum Service {
   public struct Options {
     public var maxFrames: UInt64 = 0
+    /// Where the configuration was read (BACKUP archives it); nil: no backups over the console.
+    public var configPath: String? = nil
     public var skipping: Set<EventKind> = []
     public var quiet = false
     /// SIGTERM/SIGINT stop and SIGHUP reloads through a signalfd (false: a test runs the service
