@@ -155,6 +155,80 @@ def import_checks(d):
           f"import: a bad row refuses the whole file ({summary!r})")
 
 
+def backup_checks(d):
+    """Backup and restore, as an admin: the archive downloads, PyNaCl (not ours) opens it with the
+    passphrase and finds the list and no secret; a person taken off comes back through Preview
+    and Restore; a wrong passphrase restores nothing. Run on a small list (the rig's 10,000 go
+    back after): the page restores lists of up to 24 kB, larger ones on the reader."""
+    import base64, glob, nacl.public, nacl.pwhash
+    listing = os.path.join(os.path.dirname(JOURNAL), "allow-list.txt")
+    big = read(listing)
+    # 503 entries, 23 kB: more IMPORT DATA lines than the console's burst of 40 (the page paces them).
+    fill = "".join(f"text:BACKUP-FILL-{i:04d} label=fill-{i:04d}\n" for i in range(500))
+    small = "text:ADMIN-PAGE-ALICE label=alice\ntext:BACKUP-BOB-1 label=bob\ntext:BACKUP-CY-2 label=cy\n" + fill
+
+    def put(text):
+        with open(listing + ".new", "w") as f:
+            f.write(text)
+        os.rename(listing + ".new", listing)
+
+    put(small)
+    d.get(URL + "/people")
+    check(wait_for(lambda: "of 503 entries" in d.find_element(By.ID, "count").text, 20), "backup: the reader reloaded a 503-entry list")
+    downloads = tempfile.mkdtemp(prefix="downloads-", dir=os.environ.get("TMPDIR_FOR_BROWSER"))
+    d.execute_cdp_cmd("Browser.setDownloadBehavior", {"behavior": "allow", "downloadPath": downloads})
+    d.get(URL + "/backup")
+    d.find_element(By.ID, "backup-passphrase").send_keys("a backup passphrase")
+    d.find_element(By.ID, "backup-again").send_keys("a backup passphrase")
+    screenshot(d, "admin-backup")
+    d.find_element(By.ID, "download").click()
+    files = wait_for(lambda: [f for f in glob.glob(downloads + "/*.sgbackup")], 30)
+    data = open(files[0], "rb").read() if files else b""
+    body = b""
+    try:
+        end = data.index(b"\n\n") + 2
+        kdf = dict(w.split("=") for w in data[:end].split(b"\n")[1].decode().split()[2:])
+        seed = nacl.pwhash.argon2id.kdf(32, b"a backup passphrase", bytes.fromhex(kdf["salt"]),
+                                        opslimit=int(kdf["ops"]), memlimit=int(kdf["mem"]))
+        body = nacl.public.SealedBox(nacl.public.PrivateKey.from_seed(seed)).decrypt(data[end:])
+    except Exception as e:
+        print("backup: " + repr(e))
+    check(files and b"BACKUP-BOB-1" not in data and small.encode() in body and b" secret " not in body
+          and body.startswith(data[:end]), f"backup: the download ({os.path.basename(files[0]) if files else 'none'}, {len(data)} bytes) "
+          "opens with PyNaCl and the passphrase: the list, no secret")
+    check(wait_for(lambda: re.search(r"command BACKUP by web:ada \(uid \d+\): \d+ files", read(JOURNAL)), 10),
+          "backup: the reader records it with who")
+    put("text:ADMIN-PAGE-ALICE label=alice\ntext:BACKUP-CY-2 label=cy\n" + fill)  # bob taken off
+    d.get(URL + "/people")
+    wait_for(lambda: "of 502 entries" in d.find_element(By.ID, "count").text, 20)
+
+    def preview(passphrase):
+        d.get(URL + "/backup")
+        d.find_element(By.ID, "archive-file").send_keys(files[0])
+        wait_for(lambda: d.find_element(By.ID, "archive").get_attribute("value"))
+        d.find_element(By.ID, "restore-passphrase-check").send_keys(passphrase)
+        d.find_element(By.ID, "restore-check-button").click()
+
+    preview("not the passphrase")
+    said = wait_for(lambda: d.find_element(By.ID, "said").text)
+    check(said and "passphrase is wrong" in said and "bob" not in read(listing), f"restore: a wrong passphrase restores nothing ({said!r})")
+    preview("a backup passphrase")
+    changes = wait_for(lambda: [li.text for li in d.find_elements(By.CSS_SELECTOR, "#changes li")], 60)
+    summary = d.find_element(By.ID, "summary").text
+    check(changes == ["add bob"] and "nothing written" in summary and "bob" not in read(listing),
+          f"restore: Preview shows who comes back and writes nothing ({changes}, {summary!r})")
+    screenshot(d, "admin-restore")
+    d.find_element(By.ID, "restore-passphrase-apply").send_keys("a backup passphrase")
+    d.find_element(By.ID, "restore-apply-button").click()
+    summary = wait_for(lambda: "applied" in d.find_element(By.ID, "summary").text and d.find_element(By.ID, "summary").text, 60)
+    check(summary and "1 added, 0 changed, 0 removed, 502 unchanged" in summary and read(listing) == small, f"restore: the people are back, the list as backed up ({summary!r})")
+    check(wait_for(lambda: re.search(r"command IMPORT APPLY LIST by web:ada \(uid \d+\): 1 added", read(JOURNAL)), 10),
+          "restore: the reader records it with who")
+    put(big)
+    d.get(URL + "/people")
+    wait_for(lambda: "of 9991 entries" in d.find_element(By.ID, "count").text, 30)
+
+
 def zbar(png, name):
     """What zbarimg (ZBar, not ours) reads in a PNG."""
     import base64, subprocess
@@ -365,6 +439,13 @@ def main():
         check(status == 403, f"a POST without the CSRF token is refused ({status})")
         status, _, _ = http("POST", "/door/open", "csrf=" + csrf, cookie=op_cookie, origin="https://evil.example")
         check(status == 403, f"a POST from another origin is refused ({status})")
+
+        # Backup and restore are an admin's: not an operator's.
+        status, _, body = http("GET", "/backup", cookie=op_cookie)
+        check(status == 403 and "for admins" in body, f"backup: an operator gets no backup page ({status})")
+        sign_in(d, "ada", "admin password 12")
+        wait_for(lambda: d.find_element(By.LINK_TEXT, "Backup"))
+        backup_checks(d)
 
         # A phone at the door: nothing wider than the screen.
         d.set_window_size(390, 844)

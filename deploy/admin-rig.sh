@@ -1,7 +1,7 @@
 # Sourced by deploy/admin-test.sh and bench/admin-load.sh: a real `scangate run` (replayed QR
 # frames, simulated GPIO, 10,000 people) with its console on a Unix socket only, and `scangate
 # admin` serving HTTPS on a free loopback port with a certificate made here by openssl, and two
-# accounts (olga, operator; vic, viewer) made by `scangate admin user add`.
+# accounts (olga, operator; vic, viewer; ada, admin) made by `scangate admin user add`.
 #   admin_rig BIN   sets D (a new folder, removed at exit unless KEEP=1), PORT, READER, ADMIN
 #                   (killed at exit); calls the caller's `die` when a step fails.
 # Environment: RIG_FPS (the replay camera's frames a second, 4).
@@ -58,6 +58,7 @@ EOF
 head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$D/metrics-token"; chmod 600 "$D/metrics-token"
 echo "correct horse battery" | "$BIN" admin user add olga --role operator --config "$D/config.toml" 2> "$D/users.err" || die "admin user add: $(cat "$D/users.err")"
 echo "viewer password 1" | "$BIN" admin user add vic --role viewer --config "$D/config.toml" 2>> "$D/users.err" || die "admin user add"
+echo "admin password 12" | "$BIN" admin user add ada --role admin --config "$D/config.toml" 2>> "$D/users.err" || die "admin user add"
 
 "$BIN" run --config "$D/config.toml" > "$D/journal" 2>&1 &
 READER=$!

@@ -77,6 +77,14 @@ enum AdminAssets {
           if (file.files[0]) file.files[0].text().then((t) => { document.getElementById("csv").value = t; });
         });
       }
+      const archive = document.getElementById("archive-file");
+      if (archive) {
+        archive.addEventListener("change", () => {
+          const reader = new FileReader();
+          reader.onload = () => { document.getElementById("archive").value = String(reader.result).split(",")[1] || ""; };
+          if (archive.files[0]) reader.readAsDataURL(archive.files[0]);
+        });
+      }
       // The camera's picture: a new one on demand.
       const camera = document.getElementById("camera");
       const refresh = document.getElementById("refresh");

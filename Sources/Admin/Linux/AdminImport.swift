@@ -7,9 +7,26 @@ import ScanPlatform
 /// that sends the same CSV again for `IMPORT APPLY`. The reader checks every row, as `scangate
 /// allow-list import` does: the page parses nothing.
 extension AdminSite {
-  /// Raw CSV bytes per `IMPORT DATA` line (escaped, at most three times as long: under the
-  /// console's 512-byte line).
-  static let importChunk = 120
+  /// Escaped bytes per `IMPORT DATA` line: under the console's 512-byte line with the verb.
+  static let importLineBytes = 480
+
+  /// `IMPORT DATA` lines for `bytes`, each as many bytes as fit escaped in `importLineBytes`
+  /// (printable text mostly passes as it is: about 400 bytes a line).
+  static func importData(_ bytes: [UInt8]) -> [String] {
+    var lines: [String] = [], start = 0
+    while start < bytes.count {
+      var end = start, length = 0
+      while end < bytes.count {
+        let width = PercentCodec.needsEscape(bytes[end]) ? 3 : 1
+        guard length + width <= importLineBytes else { break }
+        length += width
+        end += 1
+      }
+      lines.append("IMPORT DATA " + PayloadEscaping.escaped(Array(bytes[start..<end])))
+      start = end
+    }
+    return lines
+  }
 
   func importPage(_ session: AdminSessions.Session) -> HTTPResponse {
     guard session.role >= .operator else { return page("Import", body: AdminPages.viewerOnly(), session: session, status: 403) }
@@ -27,10 +44,7 @@ extension AdminSite {
       return page("Import", body: form, session: session, status: 400)
     }
     let bytes = Array(csv.utf8)
-    var commands = ["IMPORT BEGIN"]
-    for start in stride(from: 0, to: bytes.count, by: Self.importChunk) {
-      commands.append("IMPORT DATA " + PayloadEscaping.escaped(Array(bytes[start..<min(start + Self.importChunk, bytes.count)])))
-    }
+    var commands = ["IMPORT BEGIN"] + Self.importData(bytes)
     commands.append((apply ? "IMPORT APPLY" : "IMPORT CHECK") + (removeMissing ? " REMOVE-MISSING" : ""))
     guard let replies = ask(session, commands), let last = replies.last else {
       return page("Import", body: AdminPages.unreachable(), session: session, status: 503)

@@ -1,3 +1,4 @@
+import Glibc
 import ScanConsoleLinux
 import ScanCore
 import ScanPlatform
@@ -27,8 +28,8 @@ public final class AdminSite: HTTPHandler, @unchecked Sendable {
 
   let settings: Settings
   let sessions: AdminSessions
-  /// One Argon2id check at a time (64 MiB each): sign-in floods queue here, not in memory.
-  private let hashing = Mutex(())
+  /// One Argon2id at a time (64 MiB a sign-in, 128 MiB a backup's key): floods queue here, not in memory.
+  let hashing = Mutex(())
   private let streams = Mutex<[UInt64: ConsoleClient]>([:])
   private let nextStream = Atomic<UInt64>(1)
   private let wall = SystemWallClock()
@@ -81,6 +82,9 @@ public final class AdminSite: HTTPHandler, @unchecked Sendable {
     case ("GET", "/camera"): return cameraPage(session)
     case ("GET", "/camera.png"): return cameraPicture(session)
     case ("POST", "/people/import"): return importPeople(session, request)
+    case ("GET", "/backup"): return backupPage(session)
+    case ("POST", "/backup/make"): return makeBackup(session, request)
+    case ("POST", "/backup/restore"): return restorePeople(session, request)
     case ("GET", "/events"): return events(session)
     case ("GET", "/history"): return history(session, request)
     case ("GET", "/history.csv"): return historyCSV(session, request)
@@ -180,7 +184,14 @@ public final class AdminSite: HTTPHandler, @unchecked Sendable {
     guard let client = console(session) else { return nil }
     var replies: [(body: [String], status: String)] = []
     for c in commands {
-      guard let reply = client.exchange(c, timeoutSeconds: 10) else { return nil }
+      // A long import meets the console's line budget (10 a second after 40): the reader drops
+      // the line with ERR 429, and it is sent again once the budget has refilled.
+      var reply = client.exchange(c, timeoutSeconds: 10)
+      for _ in 0..<40 where reply?.status.hasPrefix("ERR 429 too many lines") == true {
+        usleep(200_000)
+        reply = client.exchange(c, timeoutSeconds: 10)
+      }
+      guard let reply else { return nil }
       replies.append(reply)
     }
     return replies

@@ -1,7 +1,6 @@
 import CLinux
 import Glibc
 import ScanCore
-import ScanLinux
 
 /// One file in a backup: where it lives on the reader, what it is, and its bytes.
 public struct BackupFile: Equatable, Sendable {
@@ -69,6 +68,11 @@ public struct BackupArchive: Equatable, Sendable {
     /// 3 passes over 128 MiB: about a second on a Pi 4; an archive asks for at most 10 and 1 GiB.
     public static func fresh(ops: UInt64 = 3, mem: Int = 128 << 20) -> Derivation {
       Derivation(salt: SecretBytes.random(16), ops: ops, mem: mem)
+    }
+    public init(salt: [UInt8], ops: UInt64, mem: Int) {
+      self.salt = salt
+      self.ops = ops
+      self.mem = mem
     }
     public static let opsMax: UInt64 = 10
     public static let memMax = 1 << 30
@@ -210,7 +214,7 @@ public struct BackupArchive: Equatable, Sendable {
   }
 
   /// A word without spaces or control bytes (a role, an owner).
-  static func isSafeWord(_ word: String) -> Bool {
+  public static func isSafeWord(_ word: String) -> Bool {
     !word.isEmpty && word.utf8.count <= 128 && word.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7F }
   }
 
