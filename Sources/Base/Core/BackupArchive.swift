@@ -1,7 +1,3 @@
-import CLinux
-import Glibc
-import ScanCore
-
 /// One file in a backup: where it lives on the reader, what it is, and its bytes.
 public struct BackupFile: Equatable, Sendable {
   /// What restoring it means (docs/backup.md, "What a restore writes").
@@ -37,7 +33,8 @@ public struct BackupFile: Equatable, Sendable {
   }
 }
 
-/// A backup archive (docs/backup.md): a short plain header (what it is, the reader, when, and the
+/// A backup archive's format (docs/backup.md; sealing and opening: BackupArchive+Sealing in
+/// Base/Linux): a short plain header (what it is, the reader, when, and the
 /// key derivation's salt and limits), then everything else sealed with libsodium's crypto_box_seal
 /// to an X25519 key pair made from the passphrase by Argon2id. Opening needs the passphrase; a
 /// changed byte anywhere, the header included (it is repeated inside the sealed part), refuses
@@ -65,10 +62,6 @@ public struct BackupArchive: Equatable, Sendable {
     public var salt: [UInt8]
     public var ops: UInt64
     public var mem: Int
-    /// 3 passes over 128 MiB: about a second on a Pi 4; an archive asks for at most 10 and 1 GiB.
-    public static func fresh(ops: UInt64 = 3, mem: Int = 128 << 20) -> Derivation {
-      Derivation(salt: SecretBytes.random(16), ops: ops, mem: mem)
-    }
     public init(salt: [UInt8], ops: UInt64, mem: Int) {
       self.salt = salt
       self.ops = ops
@@ -84,23 +77,8 @@ public struct BackupArchive: Equatable, Sendable {
   /// A passphrase is at least 12 bytes: the archive can be attacked offline.
   public static let passphraseMin = 12
 
-  /// The X25519 pair `passphrase` and `derivation` make. Slow on purpose (Argon2id).
-  public static func keyPair(passphrase: [UInt8], _ derivation: Derivation) throws(Refusal) -> (public: [UInt8], secret: [UInt8]) {
-    guard passphrase.count >= passphraseMin else { throw Refusal("the passphrase is shorter than \(passphraseMin) characters") }
-    guard derivation.salt.count == 16, derivation.ops >= 1, derivation.ops <= Derivation.opsMax, derivation.mem <= Derivation.memMax
-    else { throw Refusal("the key derivation's limits are out of range") }
-    var pk = [UInt8](repeating: 0, count: 32), sk = [UInt8](repeating: 0, count: 32)
-    let rc = passphrase.withUnsafeBufferPointer { p in
-      p.withMemoryRebound(to: CChar.self) { c in
-        sg_backup_keypair(&pk, &sk, c.baseAddress, c.count, derivation.salt, derivation.ops, derivation.mem)
-      }
-    }
-    guard rc == 0 else { throw Refusal("the key could not be derived (out of memory?)") }
-    return (pk, sk)
-  }
-
   /// The header's text, blank line included.
-  func header(_ d: Derivation) -> [UInt8] {
+  public func header(_ d: Derivation) -> [UInt8] {
     let secrets = files.filter { $0.kind == .secret }.count
     return Array(
       """
@@ -112,10 +90,9 @@ public struct BackupArchive: Equatable, Sendable {
       """.utf8)
   }
 
-  /// The archive, sealed to `publicKey` (which `derivation` and the passphrase make).
-  public func sealed(to publicKey: [UInt8], _ derivation: Derivation) throws(Refusal) -> [UInt8] {
-    let head = header(derivation)
-    var body = head
+  /// The body that is sealed: the header again, then each file's line and bytes, then `end`.
+  public func body(_ derivation: Derivation) throws(Refusal) -> [UInt8] {
+    var body = header(derivation)
     for f in files {
       guard Self.isSafePath(f.path), Self.isSafeWord(f.role), Self.isSafeWord(f.owner) else {
         throw Refusal("\(f.role) \(f.path): a name that cannot be archived (a relative path, a space in a role or owner)")
@@ -124,19 +101,7 @@ public struct BackupArchive: Equatable, Sendable {
       body += f.bytes
       body.append(0x0A)
     }
-    body += Array("end\n".utf8)
-    defer { SecretBytes.wipe(&body) }
-    guard publicKey.count == 32, head.count + body.count + 48 <= Self.bytesMax else { throw Refusal("the archive would be over 64 MiB") }
-    var sealed = [UInt8](repeating: 0, count: body.count + 48)
-    guard sg_backup_seal(&sealed, body, body.count, publicKey) == 0 else { throw Refusal("sealing failed") }
-    return head + sealed
-  }
-
-  /// The archive sealed under `passphrase` with a fresh salt.
-  public func sealed(passphrase: [UInt8], _ derivation: Derivation = .fresh()) throws(Refusal) -> [UInt8] {
-    var pair = try Self.keyPair(passphrase: passphrase, derivation)
-    defer { SecretBytes.wipe(&pair.secret) }
-    return try sealed(to: pair.public, derivation)
+    return body + Array("end\n".utf8)
   }
 
   /// What the plain header says: the derivation, the reader, when, how many files and secrets.
@@ -167,22 +132,8 @@ public struct BackupArchive: Equatable, Sendable {
       length: r.offset)
   }
 
-  /// Opens `archive` with `passphrase`: every byte checked, every file's line parsed, or refused whole.
-  public static func open(_ archive: [UInt8], passphrase: [UInt8]) throws(Refusal) -> BackupArchive {
-    let head = try header(archive)
-    var pair = try keyPair(passphrase: passphrase, head.derivation)
-    defer { SecretBytes.wipe(&pair.secret) }
-    let sealed = Array(archive[head.length...])
-    guard sealed.count >= 48 else { throw Refusal("it is cut short") }
-    var body = [UInt8](repeating: 0, count: sealed.count - 48)
-    guard sg_backup_open(&body, sealed, sealed.count, pair.public, pair.secret) == 0 else {
-      throw Refusal("the passphrase is wrong, or the archive was changed or cut short")
-    }
-    defer { SecretBytes.wipe(&body) }
-    return try parseBody(body, header: Array(archive[..<head.length]), head)
-  }
-
-  static func parseBody(_ body: [UInt8], header: [UInt8], _ head: Header) throws(Refusal) -> BackupArchive {
+  /// The files of an opened body, checked against the header it must start with; refused whole.
+  public static func parseBody(_ body: [UInt8], header: [UInt8], _ head: Header) throws(Refusal) -> BackupArchive {
     guard body.starts(with: header) else { throw Refusal("its header does not match its sealed copy") }
     var r = BackupReader(body)
     r.offset = header.count
@@ -208,7 +159,7 @@ public struct BackupArchive: Equatable, Sendable {
   // MARK: Names and hex
 
   /// An absolute path without `.` or `..` components, NUL or line breaks.
-  static func isSafePath(_ path: String) -> Bool {
+  public static func isSafePath(_ path: String) -> Bool {
     path.hasPrefix("/") && path.utf8.count < 4_096 && !path.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F })
       && !path.split(separator: "/").contains(where: { $0 == "." || $0 == ".." })
   }
