@@ -84,5 +84,25 @@ import Testing
     #expect(status == 2 && out.contains("12 to 1024 bytes"), "\(out)")
   }
 
+  @Test("an archive whose configuration names a file outside the configuration's folder and the reader's: refused whole, as root too")
+  func outsideFolders() {
+    let elsewhere = temporaryDirectory("backup-elsewhere")
+    let (dir, config) = hankReader("backup-outside", state: true) { _ in "" }
+    defer {
+      removeTree(dir)
+      removeTree(elsewhere)
+    }
+    // The secret is named in another folder (as a crafted archive would name /etc/cron.d/x).
+    writeFile(elsewhere + "/cron", "* * * * * root evil\n")
+    chmod(elsewhere + "/cron", 0o600)
+    writeFile(config, text(config).replacing("secret_file = \"\(dir)/secret\"", with: "secret_file = \"\(elsewhere)/cron\""))
+    var (status, out) = backup("create --config '\(config)' --out '\(dir)/x.sgbackup'")
+    #expect(status == 0 && out.contains("archived: secret console.secret_file \(elsewhere)/cron"), "\(out)")
+    _ = unlink(elsewhere + "/cron")
+    (status, out) = backup("restore '\(dir)/x.sgbackup' --config '\(config)'")
+    #expect(status == 1 && out.contains("\(elsewhere)/cron: outside") && out.contains("nothing was replaced"), "\(out)")
+    #expect(!fileExists(elsewhere + "/cron"))
+  }
+
   func readdirNames(_ dir: String) -> [String] { (try? listDirectory(dir)) ?? [] }
 }

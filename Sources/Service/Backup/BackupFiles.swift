@@ -113,7 +113,14 @@ public enum BackupFiles {
     configFile.path = configPath
     let allowed = named(config, configPath: configPath)
     var steps: [(file: BackupFile, action: Action)] = [(configFile, action(for: configFile))]
+    let roots = restoreRoots(configPath: configPath)
     for file in archive.files where file.kind != .config {
+      // The archived configuration names the paths: it must not name one outside the reader's
+      // own folders (a crafted archive, restored as root, would write anywhere).
+      guard let folder = resolvedFolder(of: file.path), roots.contains(where: { folder == $0 || folder.hasPrefix($0 + "/") }) else {
+        throw BackupArchive.Refusal(
+          "\(file.role) \(file.path): outside \(roots.joined(separator: ", ")) (the configuration's folder and the reader's): not restored; nothing was replaced")
+      }
       guard allowed.contains(where: { $0.path == file.path && $0.role == file.role && $0.kind == file.kind }) else {
         throw BackupArchive.Refusal("\(file.role) \(file.path): not a file its configuration names there")
       }
@@ -130,6 +137,25 @@ public enum BackupFiles {
       }
     }
     return (config, steps)
+  }
+
+  /// Where a restore may write: the folder of the configuration it restores, /etc/scangate and
+  /// /var/lib/scangate, each as the kernel resolves it (symbolic links followed).
+  static func restoreRoots(configPath: String) -> [String] {
+    let folder = configPath.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/")
+    return [folder.isEmpty ? "/" : folder, "/etc/scangate", "/var/lib/scangate"].compactMap { resolved($0) }.filter { $0 != "/" }
+  }
+
+  /// The folder `path` is in, resolved (a link in it followed), or nil when it is not there.
+  static func resolvedFolder(of path: String) -> String? {
+    let folder = path.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/")
+    return resolved(folder.isEmpty ? "/" : folder)
+  }
+
+  static func resolved(_ path: String) -> String? {
+    guard let p = realpath(path, nil) else { return nil }
+    defer { free(p) }
+    return String(cString: p)
   }
 
   static func action(for file: BackupFile) -> Action {
