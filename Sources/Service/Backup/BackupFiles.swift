@@ -119,7 +119,8 @@ public enum BackupFiles {
       // own folders (a crafted archive, restored as root, would write anywhere).
       guard let folder = resolvedFolder(of: file.path), roots.contains(where: { folder == $0 || folder.hasPrefix($0 + "/") }) else {
         throw BackupArchive.Refusal(
-          "\(file.role) \(file.path): outside \(roots.joined(separator: ", ")) (the configuration's folder and the reader's): not restored; nothing was replaced")
+          "\(file.role) \(file.path): outside \(roots.joined(separator: ", ")) (the configuration's folder and the reader's): not restored; nothing was replaced"
+        )
       }
       guard allowed.contains(where: { $0.path == file.path && $0.role == file.role && $0.kind == file.kind }) else {
         throw BackupArchive.Refusal("\(file.role) \(file.path): not a file its configuration names there")
