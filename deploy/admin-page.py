@@ -144,6 +144,22 @@ def import_checks(d):
           "import: the reader records the import with who")
     d.get(URL + "/people?q=zoe")
     check(wait_for(lambda: "zoe" in d.find_element(By.ID, "people").text), "import: zoe is on the people page at once (reloaded)")
+    # Edit: only the fields filled in change; the code stays.
+    zoe_before = [l for l in read(listing).splitlines() if " label=zoe" in l]
+    d.find_element(By.CSS_SELECTOR, "#people a.edit").click()
+    wait_for(lambda: d.find_element(By.ID, "edit-lockdown"))
+    from selenium.webdriver.support.ui import Select
+    Select(d.find_element(By.ID, "edit-lockdown")).select_by_value("yes")
+    d.find_element(By.ID, "edit-until").send_keys("2030-01-01T00:00:00Z")
+    d.find_element(By.ID, "save").click()
+    said = wait_for(lambda: d.find_element(By.ID, "said").text)
+    zoe = [l for l in read(listing).splitlines() if " label=zoe" in l]
+    check(said and "1 changed" in said and zoe and zoe_before and zoe[0].split()[0] == zoe_before[0].split()[0]
+          and "lockdown=yes" in zoe[0] and "until=2030-01-01T00:00:00Z" in zoe[0],
+          f"edit: lockdown and until set, the code kept ({said!r}, {zoe[0] if zoe else 'gone'!r})")
+    d.get(URL + "/people?q=zoe")
+    check(wait_for(lambda: "lockdown" in d.find_element(By.ID, "people").text and "window" in d.find_element(By.ID, "people").text),
+          "edit: the people page shows zoe's new flags")
     # One bad row refuses the file whole, naming its record, never its text.
     d.get(URL + "/import")
     d.execute_script("document.getElementById('csv').value = arguments[0]",

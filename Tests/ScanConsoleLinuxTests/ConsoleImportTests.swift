@@ -104,4 +104,22 @@ import Testing
     #expect(readFile(list) == whole)
     #expect(client.command("LIST match=carol").first?.hasPrefix("| carol tag=") == true, "the live list holds it")
   }
+
+  @Test("IMPORT of a label already on the list: a column the CSV lacks keeps that field, an empty cell clears it (the page's Edit)")
+  func keptColumns() {
+    let rig = ConsoleTests.Rig()
+    let list = rig.directory + "/allow-list.txt"
+    writeFile(list, "text:ALICE label=alice card=26:1:2 static=yes\n")
+    let client = rig.connect()
+    #expect(client.command("AUTH correct%20horse%20battery").last == "OK operator")
+    #expect(client.command("RELOAD").last?.hasPrefix("OK") == true)
+    func apply(_ csv: String) -> String {
+      guard client.command("IMPORT BEGIN").last?.hasPrefix("OK") == true, send(csv, client) else { return "not sent" }
+      return String(client.command("IMPORT APPLY").last ?? "")
+    }
+    #expect(apply("label,lockdown\r\nalice,yes\r\n").contains("1 changed"))
+    #expect(readFile(list) == "text:ALICE label=alice card=26:1:2 static=yes lockdown=yes\n", "\(readFile(list))")
+    #expect(apply("label,card,static\r\nalice,,\r\n").contains("1 changed"))
+    #expect(readFile(list) == "text:ALICE label=alice lockdown=yes\n", "\(readFile(list))")
+  }
 }

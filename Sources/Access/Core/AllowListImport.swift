@@ -45,6 +45,8 @@ public enum AllowListImport {
     public var entry: AllowListEdit.Entry
     /// The code's digest (nil: the row names no code and updates the label's entry).
     public var digest: Digest?
+    /// The columns the CSV has: a field whose column it lacks stays as the entry has it.
+    public var given: Set<String> = []
   }
 
   /// Why an import writes nothing (printed after `scangate allow-list import: `).
@@ -88,6 +90,16 @@ public enum AllowListImport {
           // A PIN is bound to its code: the same code keeps its pin= (a CSV never drops a second factor).
           if entry.pin.isEmpty, let pin = existing[at].fields.first(where: { $0.hasPrefix("pin=") }) { entry.pin = String(pin.dropFirst(4)) }
         }
+        // A column the CSV does not have leaves that field as the entry has it (an empty cell clears it).
+        func kept(_ key: String) -> String? {
+          row.given.contains(key) ? nil : existing[at].fields.first { $0.hasPrefix(key + "=") }.map { String($0.dropFirst(key.count + 1)) }
+        }
+        if let v = kept("schedule") { entry.schedule = v }
+        if let v = kept("from") { entry.from = v }
+        if let v = kept("until") { entry.until = v }
+        if let v = kept("card") { entry.card = v }
+        if !row.given.contains("static") { entry.isStatic = kept("static") == "yes" }
+        if !row.given.contains("lockdown") { entry.isLockdown = kept("lockdown") == "yes" }
         let old = Set([existing[at].match] + existing[at].fields)
         let new = Set(entry.line.split(separator: " ").map(String.init))
         if old == new {
@@ -181,7 +193,7 @@ public enum AllowListImport {
         return fail(error.reason)
       }
       if digest == nil && !sha.isEmpty { digest = digestOf(entry.match, digester: digester) }
-      rows.append(Row(record: n + 1, entry: entry, digest: digest))
+      rows.append(Row(record: n + 1, entry: entry, digest: digest, given: Set(column.keys)))
     }
     return .success(rows)
   }

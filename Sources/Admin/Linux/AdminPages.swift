@@ -139,6 +139,7 @@ enum AdminPages {
     for line in reply.body {
       let entry = entry(line)
       html += "<tr><td>\(escaped(entry.label))</td><td><code>\(escaped(entry.tag))</code></td><td>\(escaped(entry.flags))</td><td>"
+      html += "<a class=\"edit\" href=\"/people/edit?label=\(urlEscaped(entry.label))\">Edit</a> "
       html += "<form method=\"post\" action=\"/people/remove\" class=\"inline confirm\"><input type=\"hidden\" name=\"csrf\" value=\"\(session.csrf)\">"
       html += "<input type=\"hidden\" name=\"label\" value=\"\(escaped(entry.label))\"><button class=\"danger\">Remove</button></form></td></tr>"
     }
