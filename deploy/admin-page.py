@@ -160,6 +160,14 @@ def import_checks(d):
     d.get(URL + "/people?q=zoe")
     check(wait_for(lambda: "lockdown" in d.find_element(By.ID, "people").text and "window" in d.find_element(By.ID, "people").text),
           "edit: the people page shows zoe's new flags")
+    # A PIN on a reader with no keypad would never be asked: the reader refuses it (fail-secure).
+    d.find_element(By.CSS_SELECTOR, "#people a.edit").click()
+    wait_for(lambda: d.find_element(By.ID, "pin-digits")).send_keys("2468")
+    d.find_element(By.ID, "set-pin").click()
+    said = wait_for(lambda: d.find_element(By.ID, "said").text)
+    check(said and said.startswith("ERR 503 no keypad asks for a PIN") and "pin=" not in [l for l in read(listing).splitlines() if " label=zoe" in l][0]
+          and "2468" not in read(ADMIN_LOG) and "2468" not in read(JOURNAL),
+          f"pin: on a reader without a keypad the PIN is refused, the PIN in no log ({said!r})")
     # One bad row refuses the file whole, naming its record, never its text.
     d.get(URL + "/import")
     d.execute_script("document.getElementById('csv').value = arguments[0]",

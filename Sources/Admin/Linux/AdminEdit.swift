@@ -41,6 +41,27 @@ extension AdminSite {
   }
 }
 
+extension AdminSite {
+  /// A person's PIN (asked on the keypad after the pass): set or taken off by the reader's `PIN`,
+  /// which makes the `pin=` under the keypad's key. The PIN is in no log here or there.
+  func setPin(_ session: AdminSessions.Session, _ request: HTTPRequest) -> HTTPResponse {
+    guard session.role >= .operator else { return .text(403, "an operator's action: this account is a viewer\n") }
+    let form = request.form
+    guard let label = form["label"], let escapedLabel = AdminPages.consoleLabel(label) else { return .text(400, "a label\n") }
+    let clear = form["action"] == "clear"
+    let pin = form["pin"] ?? ""
+    guard clear || ((4...12).contains(pin.utf8.count) && pin.utf8.allSatisfy { (0x30...0x39).contains($0) }) else {
+      return page("Edit", body: AdminPages.editForm(session, label: label, said: "A PIN is 4 to 12 digits."), session: session, status: 400)
+    }
+    guard let reply = ask(session, ["PIN label=\(escapedLabel) \(clear ? "CLEAR" : pin)"])?.first else {
+      return page("Edit", body: AdminPages.unreachable(), session: session, status: 503)
+    }
+    writeStandardError("scangate admin: \(session.name): pin \(clear ? "clear" : "set") \(AdminPages.shown(label)): \(reply.status)\n")
+    let ok = reply.status.hasPrefix("OK")
+    return page("Edit", body: AdminPages.editForm(session, label: label, said: reply.status), session: session, status: ok ? 200 : 409)
+  }
+}
+
 extension AdminPages {
   static func editForm(_ session: AdminSessions.Session, label: String, said: String? = nil) -> String {
     func choice(_ key: String, _ text: String) -> String {
@@ -62,6 +83,12 @@ extension AdminPages {
       \(choice("static", "Opens while the fleet is offline (deny-all-but-static)"))
       \(choice("lockdown", "Lets in during a lockdown"))
       <button id="save">Save</button></form>
+      <form method="post" action="/people/pin" class="card" id="pin">
+      <input type="hidden" name="csrf" value="\(session.csrf)"><input type="hidden" name="label" value="\(escaped(label))">
+      <label>PIN, asked on the keypad after the pass <input type="password" name="pin" id="pin-digits" inputmode="numeric"
+      autocomplete="off" minlength="4" maxlength="12"></label>
+      <button id="set-pin" name="action" value="set">Set PIN</button> <button id="clear-pin" name="action" value="clear">Take the PIN off</button>
+      </form>
       <p><a href="/people?q=\(urlEscaped(label))">Back to people</a></p>
       """
   }

@@ -26,6 +26,7 @@ extension ConsoleCommands {
     case .enrol, .remove: changeAllowList(request, argument: argument, slot: slot, host: &host, output: output)
     case .importList: importPeople(request, argument: argument, slot: slot, host: &host, output: output)
     case .backup: backup(request, argument: argument, slot: slot, host: &host, output: output)
+    case .pin: setPin(request, argument: argument, slot: slot, host: &host, output: output)
     case .list:
       output.send(slot) { w in
         let (shown, total, next) = host.writeEntries(request.entries, into: &w)
@@ -221,6 +222,7 @@ extension ConsoleCommands {
         w.write(" allow-list version ")
         w.write(version)
       case .refused(let code, let reason): ConsoleText.writeError(code, reason, into: &w)
+      case .pinChanged: w.write("ERR 500 not an enrolment")
       }
       w.newline()
     }

@@ -53,6 +53,9 @@ public protocol ConsoleHost: ~Copyable {
     _ step: ImportStep, data: UnsafeRawBufferPointer, session: SessionTicket, who: UnsafeRawBufferPointer
   )
     -> ImportOutcome
+  /// PIN label=... <digits>|CLEAR (operator `who`): the entry's `pin=` made from `pin` under the
+  /// keypad's PIN key (nil: taken off), written durably and reloaded; the PIN is never recorded.
+  mutating func setPin(label: UnsafeRawBufferPointer, pin: UnsafeRawBufferPointer?, who: UnsafeRawBufferPointer) -> AllowListChange
   /// BACKUP (operator `who`): the configuration, lists and state (never a secret) sealed to
   /// `publicKey` with `salt` and `sealing` in the header, sent to `session` as a bulk reply.
   mutating func backup(
@@ -101,6 +104,8 @@ public enum AllowListChange: Equatable, Sendable {
   /// record's sequence.
   case enrolled(tag: String, version: Int, sequence: UInt64)
   case removed(tag: String, version: Int, sequence: UInt64)
+  /// PIN: the entry's `pin=` set (or, `set` false, taken off).
+  case pinChanged(set: Bool, version: Int, sequence: UInt64)
   /// Nothing changed (the file and the live list are as they were): the console's code and why.
   case refused(code: Int, reason: String)
 }
@@ -141,6 +146,9 @@ extension ConsoleHost where Self: ~Copyable {
     publicKey: UnsafeRawBufferPointer, salt: UnsafeRawBufferPointer, sealing: BackupSealing, session: SessionTicket,
     who: UnsafeRawBufferPointer
   ) -> BackupStart { .refused(code: 503, reason: "this reader makes no backups") }
+  public mutating func setPin(label: UnsafeRawBufferPointer, pin: UnsafeRawBufferPointer?, who: UnsafeRawBufferPointer) -> AllowListChange {
+    .refused(code: 503, reason: "this reader does not edit its allow-list")
+  }
 }
 
 /// The clock as CLOCK and STATUS show it (docs/credentials.md, "Time").

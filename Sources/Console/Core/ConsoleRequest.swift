@@ -10,7 +10,7 @@ public enum ConsoleVerb: UInt8, CaseIterable, Sendable {
   case enrol, remove, list
   case `as`
   case importList
-  case backup
+  case backup, pin
 
   public var name: String {
     switch self {
@@ -38,6 +38,7 @@ public enum ConsoleVerb: UInt8, CaseIterable, Sendable {
     case .as: "AS"
     case .importList: "IMPORT"
     case .backup: "BACKUP"
+    case .pin: "PIN"
     }
   }
 
@@ -46,7 +47,7 @@ public enum ConsoleVerb: UInt8, CaseIterable, Sendable {
   /// ENROL, REMOVE and LIST manage the people on the allow-list.
   public var needsOperator: Bool {
     switch self {
-    case .open, .reload, .selftest, .log, .snapshot, .check, .enrol, .remove, .list, .importList, .backup: true
+    case .open, .reload, .selftest, .log, .snapshot, .check, .enrol, .remove, .list, .importList, .backup, .pin: true
     case .help, .version, .status, .stats, .last, .watch, .auth, .quit, .door, .clock, .lockdown, .turnstile, .as: false
     }
   }
@@ -58,9 +59,9 @@ public enum ConsoleVerb: UInt8, CaseIterable, Sendable {
     // CLOCK FLOOR RESET records itself once done, with the floor before and after and who.
     // LOCKDOWN ON/OFF, TURNSTILE FORGIVE/RESET, ENROL and REMOVE record themselves once done, with who.
     // AS records itself (who, as whom) when an operator's session gives itself a name.
-    // BACKUP records itself once sealed, with who and how many files.
+    // BACKUP records itself once sealed, with who and how many files; PIN once set, never the PIN.
     case .help, .version, .status, .stats, .auth, .quit, .door, .clock, .lockdown, .turnstile, .enrol, .remove, .as, .importList,
-      .backup:
+      .backup, .pin:
       false
     }
   }
@@ -106,6 +107,8 @@ public enum ConsoleVerb: UInt8, CaseIterable, Sendable {
       "LIST [n] [from=<i>] [match=<text>]\n                    operator: the allow-list's labels, tags and flags (default\n                    50, max 200), from entry i, labels holding text"
     case .importList:
       "IMPORT BEGIN | DATA <text> | CHECK|APPLY [REMOVE-MISSING|LIST] | CANCEL\n                    operator: people from a CSV (or a whole list), previewed,\n                    then applied"
+    case .pin:
+      "PIN label=<label> <digits>|CLEAR\n                    operator: set or take off that entry's PIN (keypad)"
     case .backup:
       "BACKUP <public key> <salt> <ops> <KiB>\n                    operator: config, lists and state sealed to that key\n                    (base64; no secrets)"
     case .as:
@@ -206,8 +209,8 @@ public struct ConsoleRequest: Sendable {
       return parsed
     case .remove, .check, .auth:
       return parseArgument(verb, words: words, word, argument: argument, argumentCount: &argumentCount)
-    case .as, .importList, .backup:
-      let parse = verb == .as ? parseAs : verb == .importList ? parseImport : parseBackup
+    case .as, .importList, .backup, .pin:
+      let parse = verb == .as ? parseAs : verb == .importList ? parseImport : verb == .backup ? parseBackup : parsePin
       return parse(words, word, argument, &argumentCount)
     case .log:
       return parseLog(words: words, word, argument: argument)
@@ -296,7 +299,7 @@ public struct ConsoleRequest: Sendable {
         request.number = n
       }
     case .help, .version, .status, .stats, .check, .auth, .quit, .reload, .selftest, .door, .lockdown, .turnstile, .enrol, .remove, .as,
-      .log, .list, .importList, .backup:
+      .log, .list, .importList, .backup, .pin:
       return .failure(.badArgument)  // `parse` dispatches these itself; refused, never parsed here
     }
     return .success(request)

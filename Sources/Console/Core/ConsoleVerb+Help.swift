@@ -40,6 +40,8 @@ extension ConsoleVerb {
     case .list: "The first n allow-list entries: label, tag and flags, never a payload.\nOperator; recorded."
     case .importList:
       "People from a CSV (the columns of scangate allow-list import): IMPORT BEGIN,\nIMPORT DATA <text, %XX-escaped> as often as needed (1 MiB at most), then\nIMPORT CHECK (what it would add, change, remove; nothing written) or IMPORT\nAPPLY (written and reloaded; recorded with who). REMOVE-MISSING removes the\nlabels the CSV does not name. CHECK LIST and APPLY LIST take the data as a\nwhole allow-list file that replaces the list (a backup's). Operator."
+    case .pin:
+      "PIN label=<label> <4 to 12 digits> gives that entry a PIN, asked on the\nkeypad after its pass: its pin= is made here under the keypad's PIN key, the\nfile written and reloaded. PIN label=<label> CLEAR takes it off. Refused where\nno keypad asks for a PIN. Operator; recorded with who, never the PIN."
     case .backup:
       "BACKUP <public key> <salt> <ops> <KiB>: 64 and 32 hex digits, then Argon2id's\npasses and memory. The configuration, lists and state, sealed to that X25519\nkey, sent as base64 lines, then OK backup <files> files <bytes> bytes. Never\na secret file (scangate backup create on the reader has those). For the web\npage, which makes the key from a passphrase the reader never sees\n(docs/backup.md). Operator; recorded with who."
     case .as:

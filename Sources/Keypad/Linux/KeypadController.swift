@@ -73,6 +73,12 @@ public final class KeypadController: PollParticipant, SecondFactor {
     pinKey.withUnsafeBytes { self.pinKey.copyMemory(from: $0) }
   }
 
+  /// An allow-list entry's `pin=` for `pin` on the code whose SHA-256 is `digest`, under this
+  /// reader's PIN key (the console's PIN: the key never leaves this object).
+  public func verifier(digest: Digest, pin: UnsafeRawBufferPointer) -> Digest {
+    PinMAC.verifier(key: UnsafeRawBufferPointer(pinKey), digest: digest, pin: pin)
+  }
+
   deinit {
     sg_memzero(pinKey.baseAddress, 32)
     pinKey.deallocate()

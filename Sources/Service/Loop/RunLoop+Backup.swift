@@ -12,7 +12,7 @@ extension RunLoop where Source: ~Copyable, Decoder: ~Copyable, Relay: ~Copyable,
     publicKey: UnsafeRawBufferPointer, salt: UnsafeRawBufferPointer, sealing: BackupSealing, session: SessionTicket,
     who: UnsafeRawBufferPointer
   ) -> BackupStart {
-    guard let console, let gather = backupFiles else {
+    guard let console, let gather = helpers.backupFiles else {
       return .refused(code: 503, reason: "this reader was started without its configuration's path: no backup")
     }
     guard !console.bulkActive, snapshotPhase == .idle else { return .refused(code: 503, reason: "a snapshot or backup is being sent; try again") }

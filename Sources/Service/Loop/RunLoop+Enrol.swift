@@ -188,10 +188,10 @@ extension RunLoop where Source: ~Copyable, Decoder: ~Copyable, Relay: ~Copyable,
   }
 
   /// Records ENROL/REMOVE once done: who (as LOCKDOWN's record names them), the label, the tag.
-  private mutating func recordPeopleChange(
+  mutating func recordPeopleChange(
     _ what: StaticString, who: UnsafeRawBufferPointer, label: UnsafeRawBufferPointer, tag: Digest
   ) -> UInt64 {
-    let verb = what.description.hasPrefix("ENROL") ? ConsoleVerb.enrol : ConsoleVerb.remove
+    let verb = what.description.hasPrefix("ENROL") ? ConsoleVerb.enrol : what.description.hasPrefix("PIN") ? .pin : .remove
     var e = ScanEvent(.command, code: UInt16(verb.rawValue), at: engine.clock.now(), wall: engine.wall.unixNanoseconds())
     e.tag = tag
     // The name the label stands for, as the live table holds it (the console gives it as shown).

@@ -2,6 +2,16 @@ import ScanConsole
 import ScanCore
 import ScanLinux
 
+/// What the console's people commands keep and need: an IMPORT under way; BACKUP's reader of the
+/// files the configuration names (secrets left out; nil: started without the configuration's
+/// path); PIN's keyed hash under the keypad's PIN key (nil: no keypad asks for a PIN here).
+public struct ConsoleHelpers {
+  var peopleImport = PeopleImport()
+  public var backupFiles: (() throws(BackupArchive.Refusal) -> BackupArchive)? = nil
+  public var pinVerifier: ((Digest, UnsafeRawBufferPointer) -> Digest)? = nil
+  public init() {}
+}
+
 /// A console IMPORT under way: whose it is, and the CSV so far.
 struct PeopleImport {
   var owner: SessionTicket? = nil
@@ -26,39 +36,39 @@ extension RunLoop where Source: ~Copyable, Decoder: ~Copyable, Relay: ~Copyable,
       return .refused(code: 503, reason: "no allow_list.path is configured: there is no file to import into")
     }
     let now = engine.clock.now()
-    if let owner = peopleImport.owner, owner != session {
+    if let owner = helpers.peopleImport.owner, owner != session {
       let gone = console.map { !$0.commands.isCurrent(owner) } ?? true
-      let idle = now.milliseconds(since: peopleImport.startedAt) > PeopleImport.idleMillisecondsMax
+      let idle = now.milliseconds(since: helpers.peopleImport.startedAt) > PeopleImport.idleMillisecondsMax
       guard gone || idle else { return .refused(code: 409, reason: "another session's import is under way: try again later") }
-      peopleImport = PeopleImport()
+      helpers.peopleImport = PeopleImport()
     }
     switch step {
     case .begin:
-      peopleImport = PeopleImport(owner: session, data: [], startedAt: now)
+      helpers.peopleImport = PeopleImport(owner: session, data: [], startedAt: now)
       return .accepted("import begun: send IMPORT DATA, then IMPORT CHECK or IMPORT APPLY")
     case .cancel:
-      peopleImport = PeopleImport()
+      helpers.peopleImport = PeopleImport()
       return .accepted("import cancelled")
     case .data:
-      guard peopleImport.owner == session else { return .refused(code: 409, reason: "IMPORT BEGIN first") }
-      guard peopleImport.data.count + data.count <= PeopleImport.bytesMax else {
-        peopleImport = PeopleImport()
+      guard helpers.peopleImport.owner == session else { return .refused(code: 409, reason: "IMPORT BEGIN first") }
+      guard helpers.peopleImport.data.count + data.count <= PeopleImport.bytesMax else {
+        helpers.peopleImport = PeopleImport()
         return .refused(code: 413, reason: "the CSV is over 1 MiB: import given up (use scangate allow-list import on the reader)")
       }
-      peopleImport.data.append(contentsOf: data)
-      peopleImport.startedAt = now
-      return .accepted("\(peopleImport.data.count) bytes")
+      helpers.peopleImport.data.append(contentsOf: data)
+      helpers.peopleImport.startedAt = now
+      return .accepted("\(helpers.peopleImport.data.count) bytes")
     case .check(let removeMissing), .apply(let removeMissing):
-      guard peopleImport.owner == session else { return .refused(code: 409, reason: "IMPORT BEGIN first") }
-      let csv = peopleImport.data
-      peopleImport = PeopleImport()
+      guard helpers.peopleImport.owner == session else { return .refused(code: 409, reason: "IMPORT BEGIN first") }
+      let csv = helpers.peopleImport.data
+      helpers.peopleImport = PeopleImport()
       let plan = planner(csv, path: path, removeMissing: removeMissing)
       if case .apply = step { return applyImport(plan, path: path, who: who, what: "IMPORT APPLY") }
       return checkImport(plan, path: path)
     case .checkList, .applyList:
-      guard peopleImport.owner == session else { return .refused(code: 409, reason: "IMPORT BEGIN first") }
-      let list = peopleImport.data
-      peopleImport = PeopleImport()
+      guard helpers.peopleImport.owner == session else { return .refused(code: 409, reason: "IMPORT BEGIN first") }
+      let list = helpers.peopleImport.data
+      helpers.peopleImport = PeopleImport()
       let plan = { (text: [UInt8]) throws(AllowListImport.Refusal) in AllowListImport.Plan(replacing: text, with: list) }
       if step == .applyList { return applyImport(plan, path: path, who: who, what: "IMPORT APPLY LIST") }
       return checkImport(plan, path: path)

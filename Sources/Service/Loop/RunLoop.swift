@@ -88,9 +88,8 @@ public struct RunLoop<
   var snapshotRedacted = false
   var snapshotDeadline = Instant(nanoseconds: 0)
   var snapshotSink: (any SnapshotSink)? = nil  // a participant waiting for one (LoopRequest.snapshot)
-  /// A console IMPORT under way (RunLoop+Import); BACKUP's reader of the configured files (nil: none).
-  var peopleImport = PeopleImport()
-  public var backupFiles: (() throws(BackupArchive.Refusal) -> BackupArchive)? = nil
+  /// The console's IMPORT under way, and what BACKUP and PIN need from the composition root.
+  public var helpers = ConsoleHelpers()
   /// The decoder worker processes (nil: the engine decodes on this thread, `ScanEngine.process`).
   public private(set) var decoders: DecoderWorkers? = nil
   /// Stopping: a decode in flight is waited for, no new frame is taken.

@@ -45,6 +45,7 @@ extension Service {
         wall: SystemWallClock(), time: time, attemptPath: config.statePath("pin-attempts"))
       loop.engine.secondFactor = keypad
       loop.register(keypad)
+      loop.helpers.pinVerifier = { [keypad] digest, pin in keypad.verifier(digest: digest, pin: pin) }
     } catch {
       writeStandardError("scangate: refused: keypad: \(error)\n")
       throw SetupRefused()

@@ -78,7 +78,7 @@ extension Service {
     let notes = JournalNotes()
     loop.journalNotes = notes
     if let path = options.configPath {
-      loop.backupFiles = { () throws(BackupArchive.Refusal) in
+      loop.helpers.backupFiles = { () throws(BackupArchive.Refusal) in
         try BackupFiles.gather(config, configPath: path, reader: BackupFiles.hostName(), now: SystemWallClock().unixSeconds(), secrets: false).archive
       }
     }
