@@ -168,6 +168,11 @@ def import_checks(d):
     check(said and said.startswith("ERR 503 no keypad asks for a PIN") and "pin=" not in [l for l in read(listing).splitlines() if " label=zoe" in l][0]
           and "2468" not in read(ADMIN_LOG) and "2468" not in read(JOURNAL),
           f"pin: on a reader without a keypad the PIN is refused, the PIN in no log ({said!r})")
+    d.get(URL + "/visitors")
+    issuing = wait_for(lambda: d.find_element(By.ID, "issuing").text)
+    count = d.find_element(By.ID, "passes-count").text
+    check(issuing and "never on a reader" in issuing and count.startswith("OK passes"),
+          f"visitors: passes are issued off the reader, the page says so; the reader's counted passes ({count!r})")
     # One bad row refuses the file whole, naming its record, never its text.
     d.get(URL + "/import")
     d.execute_script("document.getElementById('csv').value = arguments[0]",

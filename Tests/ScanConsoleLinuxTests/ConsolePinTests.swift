@@ -50,6 +50,32 @@ import Testing
     #expect(records.contains { $0.contains("PIN SET by ") } && records.contains { $0.contains("PIN CLEAR by ") }, "\(records)")
     #expect(!records.contains { $0.contains("2468") })
   }
+
+  @Test("PASSES: the counted passes the reader remembers, by id, uses, first use and kept-until, the latest first; operators only")
+  func passes() throws {
+    let rig = ConsoleTests.Rig()
+    let client = rig.connect()
+    #expect(client.command("PASSES").last?.hasPrefix("ERR 401") == true, "operators only")
+    #expect(client.command("AUTH correct%20horse%20battery").last == "OK operator")
+    #expect(client.command("PASSES") == ["OK passes 0 of 0"], "no credentials configured: none")
+    let verifier = CredentialSite().verifier()
+    let store = try UsedCredentialFile(path: rig.directory + "/used-passes", capacity: 16)
+    verifier.useStore = store
+    rig.loop.engine.policy.credentials = verifier
+    let bob = try #require(([0x67, 0x01] as [UInt8]).withUnsafeBytes { CredentialID($0) })
+    let ann = try #require(([0xAB, 0xCD, 0xEF] as [UInt8]).withUnsafeBytes { CredentialID($0) })
+    // 2026-12-01T08:00:00Z is 1796112000; 2026-12-02T08:00:00Z 1796198400.
+    #expect(store.recordUse(bob, expires: 1_796_198_400, now: 1_796_112_000))
+    #expect(store.recordUse(bob, expires: 1_796_198_400, now: 1_796_115_600))
+    #expect(store.recordUse(ann, expires: 1_796_284_800, now: 1_796_198_400))
+    #expect(
+      client.command("PASSES") == [
+        "| id=abcdef uses=1 first=2026-12-02T08:00:00Z until=2026-12-03T08:00:00Z",
+        "| id=6701 uses=2 first=2026-12-01T08:00:00Z until=2026-12-02T08:00:00Z", "OK passes 2 of 2",
+      ])
+    #expect(client.command("PASSES 1").last == "OK passes 1 of 2")
+    #expect(client.command("PASSES x").last?.hasPrefix("ERR 400") == true)
+  }
 }
 
 extension String {

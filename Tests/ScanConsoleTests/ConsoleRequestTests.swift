@@ -61,7 +61,7 @@ import Testing
     // managing the people on the allow-list.
     #expect(
       Set(ConsoleVerb.allCases.filter(\.needsOperator)) == [
-        .open, .reload, .selftest, .log, .snapshot, .check, .enrol, .remove, .list, .importList, .backup, .pin,
+        .open, .reload, .selftest, .log, .snapshot, .check, .enrol, .remove, .list, .importList, .backup, .pin, .passes,
       ])
   }
 

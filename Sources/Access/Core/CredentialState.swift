@@ -187,10 +187,13 @@ public protocol UseStore: AnyObject {
   /// False while counted passes cannot be counted as configured (uses counted site-wide, the
   /// fleet link down, the offline rule `deny`): they are refused `denied-offline`.
   var countsNow: Bool { get }
+  /// Every pass this reader has counted and still remembers: id, uses, first use, kept until.
+  func forEachUse(_ body: (_ id: CredentialID, _ uses: Int, _ firstUse: Int64, _ until: Int64) -> Void)
 }
 
 extension UseStore {
   public var countsNow: Bool { true }
+  public func forEachUse(_ body: (_ id: CredentialID, _ uses: Int, _ firstUse: Int64, _ until: Int64) -> Void) {}
 }
 
 /// What to do with time-bound passes while the clock is not known to be right.

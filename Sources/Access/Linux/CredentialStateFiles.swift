@@ -93,6 +93,10 @@ public final class UsedCredentialFile: UseStore {
     return nil
   }
 
+  public func forEachUse(_ body: (_ id: CredentialID, _ uses: Int, _ firstUse: Int64, _ until: Int64) -> Void) {
+    for i in 0..<count where ids[i].count > 0 { body(ids[i], Int(uses[i]), firstUses[i], expiries[i]) }
+  }
+
   public func recordUse(_ id: CredentialID, expires: Int64, now: Int64) -> Bool {
     var index = -1
     var free = -1

@@ -60,7 +60,7 @@ enum AdminPages {
     var nav = ""
     if let session {
       nav = """
-        <nav><a href="/">Door</a>\(session.role >= .operator ? " <a href=\"/people\">People</a> <a href=\"/enrol\">Enrol</a> <a href=\"/import\">Import</a> <a href=\"/history\">Events</a> <a href=\"/camera\">Camera</a>" : "")\(session.role >= .admin ? " <a href=\"/backup\">Backup</a>" : "")
+        <nav><a href="/">Door</a>\(session.role >= .operator ? " <a href=\"/people\">People</a> <a href=\"/enrol\">Enrol</a> <a href=\"/import\">Import</a> <a href=\"/history\">Events</a> <a href=\"/camera\">Camera</a> <a href=\"/visitors\">Visitors</a>" : "")\(session.role >= .admin ? " <a href=\"/backup\">Backup</a>" : "")
         <span class="who">\(escaped(session.name)) (\(session.role.rawValue))</span>
         <form method="post" action="/logout" class="inline"><input type="hidden" name="csrf" value="\(session.csrf)"><button>Sign out</button></form></nav>
         """

@@ -85,6 +85,7 @@ public final class AdminSite: HTTPHandler, @unchecked Sendable {
     case ("GET", "/people/edit"): return editPage(session, request)
     case ("POST", "/people/edit"): return editPerson(session, request)
     case ("POST", "/people/pin"): return setPin(session, request)
+    case ("GET", "/visitors"): return visitorsPage(session)
     case ("GET", "/backup"): return backupPage(session)
     case ("POST", "/backup/make"): return makeBackup(session, request)
     case ("POST", "/backup/restore"): return restorePeople(session, request)

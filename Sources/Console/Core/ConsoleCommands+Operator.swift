@@ -27,6 +27,15 @@ extension ConsoleCommands {
     case .importList: importPeople(request, argument: argument, slot: slot, host: &host, output: output)
     case .backup: backup(request, argument: argument, slot: slot, host: &host, output: output)
     case .pin: setPin(request, argument: argument, slot: slot, host: &host, output: output)
+    case .passes:
+      output.send(slot) { w in
+        let (shown, total) = host.writePasses(min(request.number ?? 50, 200), into: &w)
+        w.write("OK passes ")
+        w.write(shown)
+        w.write(" of ")
+        w.write(total)
+        w.newline()
+      }
     case .list:
       output.send(slot) { w in
         let (shown, total, next) = host.writeEntries(request.entries, into: &w)

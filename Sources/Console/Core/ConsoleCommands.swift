@@ -230,7 +230,7 @@ public final class ConsoleCommands<Clock: MonotonicClock> {
       output.send(slot) { $0.write("OK bye\n") }
       output.closeWhenFlushed(slot)  // closes at once when the reply is already out
     case .as: nameSession(argument, asOperator: request.flag, slot: slot, host: &host, output: output)
-    case .open, .reload, .selftest, .enrol, .remove, .list, .snapshot, .importList, .backup, .pin:
+    case .open, .reload, .selftest, .enrol, .remove, .list, .snapshot, .importList, .backup, .pin, .passes:
       runOperator(request, argument: argument, sequence: sequence, slot: slot, host: &host, output: output)
     }
   }
@@ -248,7 +248,7 @@ public final class ConsoleCommands<Clock: MonotonicClock> {
     case .stats: output.send(slot) { ConsoleText.writeStats(host.consoleStatus(), console: counters, into: &$0) }
     case .last: writeLast(request, slot: slot, host: host, output: output)
     case .watch, .check, .log, .auth, .quit, .open, .reload, .selftest, .snapshot, .clock, .lockdown, .turnstile, .enrol,
-      .remove, .list, .as, .importList, .backup, .pin:
+      .remove, .list, .as, .importList, .backup, .pin, .passes:
       // `run` dispatches these itself; a verb routed here by mistake is refused, never run.
       output.send(slot) { $0.write("ERR 500 not a report\n") }
     }

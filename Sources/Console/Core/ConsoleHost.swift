@@ -56,6 +56,9 @@ public protocol ConsoleHost: ~Copyable {
   /// PIN label=... <digits>|CLEAR (operator `who`): the entry's `pin=` made from `pin` under the
   /// keypad's PIN key (nil: taken off), written durably and reloaded; the PIN is never recorded.
   mutating func setPin(label: UnsafeRawBufferPointer, pin: UnsafeRawBufferPointer?, who: UnsafeRawBufferPointer) -> AllowListChange
+  /// PASSES: up to `count` counted passes this reader remembers, the latest first use first, as
+  /// `| id=<hex> uses=<n> first=<time> until=<time>` lines; returns how many were written and how many there are.
+  func writePasses(_ count: Int, into w: inout ByteWriter) -> (shown: Int, total: Int)
   /// BACKUP (operator `who`): the configuration, lists and state (never a secret) sealed to
   /// `publicKey` with `salt` and `sealing` in the header, sent to `session` as a bulk reply.
   mutating func backup(
@@ -146,6 +149,7 @@ extension ConsoleHost where Self: ~Copyable {
     publicKey: UnsafeRawBufferPointer, salt: UnsafeRawBufferPointer, sealing: BackupSealing, session: SessionTicket,
     who: UnsafeRawBufferPointer
   ) -> BackupStart { .refused(code: 503, reason: "this reader makes no backups") }
+  public func writePasses(_ count: Int, into w: inout ByteWriter) -> (shown: Int, total: Int) { (0, 0) }
   public mutating func setPin(label: UnsafeRawBufferPointer, pin: UnsafeRawBufferPointer?, who: UnsafeRawBufferPointer) -> AllowListChange {
     .refused(code: 503, reason: "this reader does not edit its allow-list")
   }

@@ -10,7 +10,7 @@ public enum ConsoleVerb: UInt8, CaseIterable, Sendable {
   case enrol, remove, list
   case `as`
   case importList
-  case backup, pin
+  case backup, pin, passes
 
   public var name: String {
     switch self {
@@ -39,6 +39,7 @@ public enum ConsoleVerb: UInt8, CaseIterable, Sendable {
     case .importList: "IMPORT"
     case .backup: "BACKUP"
     case .pin: "PIN"
+    case .passes: "PASSES"
     }
   }
 
@@ -47,7 +48,7 @@ public enum ConsoleVerb: UInt8, CaseIterable, Sendable {
   /// ENROL, REMOVE and LIST manage the people on the allow-list.
   public var needsOperator: Bool {
     switch self {
-    case .open, .reload, .selftest, .log, .snapshot, .check, .enrol, .remove, .list, .importList, .backup, .pin: true
+    case .open, .reload, .selftest, .log, .snapshot, .check, .enrol, .remove, .list, .importList, .backup, .pin, .passes: true
     case .help, .version, .status, .stats, .last, .watch, .auth, .quit, .door, .clock, .lockdown, .turnstile, .as: false
     }
   }
@@ -55,7 +56,7 @@ public enum ConsoleVerb: UInt8, CaseIterable, Sendable {
   /// Commands recorded in the audit log when an operator runs them (the rest are counted).
   public var isAuditedForOperator: Bool {
     switch self {
-    case .open, .reload, .selftest, .log, .snapshot, .check, .last, .watch, .list: true
+    case .open, .reload, .selftest, .log, .snapshot, .check, .last, .watch, .list, .passes: true
     // CLOCK FLOOR RESET records itself once done, with the floor before and after and who.
     // LOCKDOWN ON/OFF, TURNSTILE FORGIVE/RESET, ENROL and REMOVE record themselves once done, with who.
     // AS records itself (who, as whom) when an operator's session gives itself a name.
@@ -75,44 +76,6 @@ public enum ConsoleVerb: UInt8, CaseIterable, Sendable {
     case .log: 8
     case .backup: 5
     default: 3
-    }
-  }
-
-  /// One line of HELP.
-  public var usage: StaticString {
-    switch self {
-    case .help: "HELP [verb]         this list, or one command explained"
-    case .version: "VERSION             software, decoder and GPIO library versions"
-    case .status: "STATUS              camera, GPIO, allow-list, decoder and console state"
-    case .stats: "STATS               counters and latency percentiles"
-    case .last: "LAST [n]            the last n decisions (default 5, max 50; payloads for\n                    operators)"
-    case .watch: "WATCH ON|OFF        event lines (starting with '! '; payloads for operators)"
-    case .check: "CHECK <payload>     operator: the decision on a payload (percent-escaped),\n                    rate-limited"
-    case .log: "LOG [n] [filters]   operator: the newest n audit log records that match\n                    (default 10, max 100; HELP LOG lists the filters)"
-    case .auth: "AUTH <secret>       become operator on this connection"
-    case .quit: "QUIT                close this connection"
-    case .open: "OPEN [ms]           operator: pulse the relay (capped)"
-    case .reload: "RELOAD              operator: reload the allow-list now"
-    case .selftest: "SELFTEST            operator: play every buzzer pattern, pulse the relay\n                    200 ms"
-    case .snapshot: "SNAPSHOT [TEXT]     operator: the latest frame (PNG as base64, or TEXT: ASCII\n                    art)"
-    case .door: "DOOR                the door: state, strike, inputs, alarm and counts"
-    case .clock: "CLOCK [FLOOR RESET] the clock and its floor; operator: reset the floor to now"
-    case .lockdown: "LOCKDOWN [ON|OFF]   fire and lockdown; operator: latch or lift a lockdown\n                    (only its own)"
-    case .turnstile:
-      "TURNSTILE [FORGIVE LAST|<tag>|RESET]\n                    the turnstile; operator: forgive anti-passback, reset\n                    occupancy"
-    case .enrol:
-      "ENROL CANDIDATES | LAST|<tag> label=<label> [schedule=<name>]\n                    operator: the newest unknown codes; enrol one"
-    case .remove: "REMOVE label=<label>  operator: take that entry off the allow-list"
-    case .list:
-      "LIST [n] [from=<i>] [match=<text>]\n                    operator: the allow-list's labels, tags and flags (default\n                    50, max 200), from entry i, labels holding text"
-    case .importList:
-      "IMPORT BEGIN | DATA <text> | CHECK|APPLY [REMOVE-MISSING|LIST] | CANCEL\n                    operator: people from a CSV (or a whole list), previewed,\n                    then applied"
-    case .pin:
-      "PIN label=<label> <digits>|CLEAR\n                    operator: set or take off that entry's PIN (keypad)"
-    case .backup:
-      "BACKUP <public key> <salt> <ops> <KiB>\n                    operator: config, lists and state sealed to that key\n                    (base64; no secrets)"
-    case .as:
-      "AS <name> viewer|operator\n                    on the Unix socket: name this session web:<name> in\n                    records, at most its role"
     }
   }
 }
@@ -216,7 +179,7 @@ public struct ConsoleRequest: Sendable {
       return parseLog(words: words, word, argument: argument)
     case .list:
       return parseList(words: words, word)
-    case .last, .open, .watch, .clock, .snapshot:
+    case .last, .open, .watch, .clock, .snapshot, .passes:
       return parseOption(verb, words: words, word)
     case .lockdown, .turnstile:
       return parseAction(verb, words: words, word)
@@ -292,7 +255,7 @@ public struct ConsoleRequest: Sendable {
         guard equalsIgnoringCase(word(1), "TEXT") else { return .failure(.badArgument) }
         request.flag = true
       }
-    case .last, .open:
+    case .last, .open, .passes:
       guard words <= 2 else { return .failure(.tooManyArguments) }
       if words == 2 {
         guard let n = parseNumber(word(1)), n > 0 else { return .failure(.badArgument) }

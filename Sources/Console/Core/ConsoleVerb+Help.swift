@@ -40,12 +40,55 @@ extension ConsoleVerb {
     case .list: "The first n allow-list entries: label, tag and flags, never a payload.\nOperator; recorded."
     case .importList:
       "People from a CSV (the columns of scangate allow-list import): IMPORT BEGIN,\nIMPORT DATA <text, %XX-escaped> as often as needed (1 MiB at most), then\nIMPORT CHECK (what it would add, change, remove; nothing written) or IMPORT\nAPPLY (written and reloaded; recorded with who). REMOVE-MISSING removes the\nlabels the CSV does not name. CHECK LIST and APPLY LIST take the data as a\nwhole allow-list file that replaces the list (a backup's). Operator."
+    case .passes:
+      "The counted passes (single use, a number of uses, a first-use window) this\nreader remembers: id (as credential issue printed it), uses, first use and\nhow long it is kept; the latest first use first (default 50, max 200).\nOperator; recorded."
     case .pin:
       "PIN label=<label> <4 to 12 digits> gives that entry a PIN, asked on the\nkeypad after its pass: its pin= is made here under the keypad's PIN key, the\nfile written and reloaded. PIN label=<label> CLEAR takes it off. Refused where\nno keypad asks for a PIN. Operator; recorded with who, never the PIN."
     case .backup:
       "BACKUP <public key> <salt> <ops> <KiB>: 64 and 32 hex digits, then Argon2id's\npasses and memory. The configuration, lists and state, sealed to that X25519\nkey, sent as base64 lines, then OK backup <files> files <bytes> bytes. Never\na secret file (scangate backup create on the reader has those). For the web\npage, which makes the key from a passphrase the reader never sees\n(docs/backup.md). Operator; recorded with who."
     case .as:
       "AS <name> viewer|operator: on the Unix socket only, once: records name this\nsession web:<name> (and its uid); the role can only be lowered. For the web\nadmin page. Reply: OK as web:<name> <role>."
+    }
+  }
+}
+
+extension ConsoleVerb {
+  /// One line of HELP.
+  public var usage: StaticString {
+    switch self {
+    case .help: "HELP [verb]         this list, or one command explained"
+    case .version: "VERSION             software, decoder and GPIO library versions"
+    case .status: "STATUS              camera, GPIO, allow-list, decoder and console state"
+    case .stats: "STATS               counters and latency percentiles"
+    case .last: "LAST [n]            the last n decisions (default 5, max 50; payloads for\n                    operators)"
+    case .watch: "WATCH ON|OFF        event lines (starting with '! '; payloads for operators)"
+    case .check: "CHECK <payload>     operator: the decision on a payload (percent-escaped),\n                    rate-limited"
+    case .log: "LOG [n] [filters]   operator: the newest n audit log records that match\n                    (default 10, max 100; HELP LOG lists the filters)"
+    case .auth: "AUTH <secret>       become operator on this connection"
+    case .quit: "QUIT                close this connection"
+    case .open: "OPEN [ms]           operator: pulse the relay (capped)"
+    case .reload: "RELOAD              operator: reload the allow-list now"
+    case .selftest: "SELFTEST            operator: play every buzzer pattern, pulse the relay\n                    200 ms"
+    case .snapshot: "SNAPSHOT [TEXT]     operator: the latest frame (PNG as base64, or TEXT: ASCII\n                    art)"
+    case .door: "DOOR                the door: state, strike, inputs, alarm and counts"
+    case .clock: "CLOCK [FLOOR RESET] the clock and its floor; operator: reset the floor to now"
+    case .lockdown: "LOCKDOWN [ON|OFF]   fire and lockdown; operator: latch or lift a lockdown\n                    (only its own)"
+    case .turnstile:
+      "TURNSTILE [FORGIVE LAST|<tag>|RESET]\n                    the turnstile; operator: forgive anti-passback, reset\n                    occupancy"
+    case .enrol:
+      "ENROL CANDIDATES | LAST|<tag> label=<label> [schedule=<name>]\n                    operator: the newest unknown codes; enrol one"
+    case .remove: "REMOVE label=<label>  operator: take that entry off the allow-list"
+    case .list:
+      "LIST [n] [from=<i>] [match=<text>]\n                    operator: the allow-list's labels, tags and flags (default\n                    50, max 200), from entry i, labels holding text"
+    case .importList:
+      "IMPORT BEGIN | DATA <text> | CHECK|APPLY [REMOVE-MISSING|LIST] | CANCEL\n                    operator: people from a CSV (or a whole list), previewed,\n                    then applied"
+    case .passes: "PASSES [n]          operator: counted passes' uses here, newest first"
+    case .pin:
+      "PIN label=<label> <digits>|CLEAR\n                    operator: set or take off that entry's PIN (keypad)"
+    case .backup:
+      "BACKUP <public key> <salt> <ops> <KiB>\n                    operator: config, lists and state sealed to that key\n                    (base64; no secrets)"
+    case .as:
+      "AS <name> viewer|operator\n                    on the Unix socket: name this session web:<name> in\n                    records, at most its role"
     }
   }
 }

@@ -93,6 +93,11 @@ public final class SiteUses: UseStore, PollParticipant, @unchecked Sendable {
     return false
   }
 
+  /// This reader's slots: its own passes by id, and the site's counts under their slot ids.
+  public func forEachUse(_ body: (_ id: CredentialID, _ uses: Int, _ firstUse: Int64, _ until: Int64) -> Void) {
+    store.forEachUse(body)
+  }
+
   public func usage(_ id: CredentialID) -> (uses: Int, firstUse: Int64)? {
     let site = store.usage(Self.slotID(identity(id)))
     guard let before = store.usage(id) else { return site }

@@ -39,3 +39,25 @@ extension RunLoop where Source: ~Copyable, Decoder: ~Copyable, Relay: ~Copyable,
     return .pinChanged(set: pin != nil, version: engine.allowList.version, sequence: sequence)
   }
 }
+
+/// The console's PASSES: the counted passes the credential verifier's use store remembers.
+extension RunLoop where Source: ~Copyable, Decoder: ~Copyable, Relay: ~Copyable, Buzzer: ~Copyable {
+  public func writePasses(_ count: Int, into w: inout ByteWriter) -> (shown: Int, total: Int) {
+    guard let store = engine.policy.credentials?.useStore else { return (0, 0) }
+    var all: [(id: CredentialID, uses: Int, first: Int64, until: Int64)] = []
+    store.forEachUse { all.append(($0, $1, $2, $3)) }
+    all.sort { $0.first > $1.first }
+    for p in all.prefix(count) {
+      w.write("| id=")
+      for b in p.id.bytes { w.write(AllowListImport.hexPair(b)) }
+      w.write(" uses=")
+      w.write(p.uses)
+      w.write(" first=")
+      w.write(p.first == 0 ? "unknown" : RFC3339.format(p.first))
+      w.write(" until=")
+      w.write(p.until == .max || p.until <= 0 ? "-" : RFC3339.format(p.until))
+      w.newline()
+    }
+    return (min(count, all.count), all.count)
+  }
+}
