@@ -184,6 +184,25 @@ def import_checks(d):
           f"import: a bad row refuses the whole file ({summary!r})")
 
 
+def live_latency(d, samples=5, seconds=20):
+    """Seconds from a decision's line in the reader's journal to the same record (#N) on the
+    page, for decisions first seen after the call; both polled every 50 ms."""
+    start_len = len(read(JOURNAL))
+    first, waits, end = {}, {}, time.time() + seconds
+    while time.time() < end and len(waits) < samples:
+        now = time.time()
+        for m in re.finditer(r"#(\d+) \S+ decision ", read(JOURNAL)[start_len:]):
+            first.setdefault(m.group(1), now)
+        shown = d.execute_script("return Array.from(document.querySelectorAll('#events li')).map(e => e.textContent)")
+        now = time.time()
+        for text in shown:
+            m = re.search(r"#(\d+) ", text)
+            if m and m.group(1) in first and m.group(1) not in waits:
+                waits[m.group(1)] = now - first[m.group(1)]
+        time.sleep(0.05)
+    return list(waits.values())
+
+
 def backup_checks(d):
     """Backup and restore, as an admin: the archive downloads, PyNaCl (not ours) opens it with the
     passphrase and finds the list and no secret; a person taken off comes back through Preview
@@ -393,6 +412,10 @@ def main():
         grew = wait_for(lambda: len(d.find_elements(By.CSS_SELECTOR, "#events li")) > before, 15)
         lines = [e.text for e in d.find_elements(By.CSS_SELECTOR, "#events li")]
         check(grew and any("decision granted" in l for l in lines), f"viewer: decisions arrive live (SSE), {len(lines)} shown")
+        waits = live_latency(d)
+        check(len(waits) >= 3 and sorted(waits)[len(waits) // 2] <= 1.0,
+              f"viewer: a decision is on the page within 1 s of the reader's journal (median of {len(waits)}: "
+              f"{', '.join(f'{w:.2f}' for w in waits)} s; each side polled every 50 ms)")
         check(not any("payload=" in l for l in lines), "viewer: no decision shows a payload")
         d.get(URL + "/history")
         check("for operators" in d.find_element(By.TAG_NAME, "main").text, "viewer: the event history is for operators (as LOG is)")
@@ -416,6 +439,8 @@ def main():
         check(said and said.startswith("OK #"), f"operator: Open door answers as the console does ({said!r})")
         record = wait_for(lambda: re.search(r"command OPEN by web:olga \(uid \d+\)", read(JOURNAL)), 10)
         check(record, f"the reader records the open with who: {record.group(0) if record else read(JOURNAL)[-300:]!r}")
+        edge = wait_for(lambda: record and re.search(r"#\d+ \S+ edge relay active", read(JOURNAL)[record.end():]), 10)
+        check(edge, f"the open drives the relay: {edge.group(0) if edge else 'no relay edge after the OPEN record'!r}")
         wait_for(lambda: d.find_element(By.ID, "lockdown-on")).click()
         state = wait_for(lambda: "lockdown on" in d.find_element(By.ID, "emergency").text.lower() and d.find_element(By.ID, "emergency").text)
         check(state, f"operator: Lockdown latches it ({state!r})")
