@@ -36,7 +36,9 @@ import Testing
     #expect(!text.contains("s3cret") && !text.contains("/etc/scangate"))
   }
 
-  @Test("PyNaCl opens the archive with the passphrase (Argon2id13 seed, crypto_box_seed_keypair, SealedBox)")
+  @Test(
+    "PyNaCl opens the archive with the passphrase (Argon2id13 seed, crypto_box_seed_keypair, SealedBox)",
+    .enabled(if: access(AdminUsersTests.peerPython, X_OK) == 0))
   func outsideImplementation() throws {
     let dir = temporaryDirectory("backup-nacl")
     defer { removeTree(dir) }
