@@ -12,6 +12,17 @@ import Testing
 @Suite(.serialized) struct ConsoleImportTests {
   func readFile(_ path: String) -> String { (try? readWholeFile(path, maxBytes: 1 << 20)).map { String(decoding: $0, as: UTF8.self) } ?? "" }
 
+  /// A rig whose allow-list file holds `text` (reloaded), and a client signed in as operator.
+  func operatorWithList(_ text: String) -> (ConsoleTests.Rig, String, ConsoleTests.TestClient) {
+    let rig = ConsoleTests.Rig()
+    let list = rig.directory + "/allow-list.txt"
+    writeFile(list, text)
+    let client = rig.connect()
+    #expect(client.command("AUTH correct%20horse%20battery").last == "OK operator")
+    #expect(client.command("RELOAD").last?.hasPrefix("OK") == true)
+    return (rig, list, client)
+  }
+
   /// `csv` sent as IMPORT DATA lines of at most 100 bytes, %XX-escaped.
   func send(_ csv: String, _ client: ConsoleTests.TestClient) -> Bool {
     let bytes = Array(csv.utf8)
@@ -78,12 +89,8 @@ import Testing
     "IMPORT CHECK LIST / APPLY LIST: a whole list replaces the file (a backup's): added, changed, removed by label, never a code shown; a list that would not load refused whole"
   )
   func importWholeList() {
-    let rig = ConsoleTests.Rig()
-    let list = rig.directory + "/allow-list.txt"
-    writeFile(list, "text:ALICE label=alice\ntext:BOB label=bob\ntext:NOLABEL\n")
-    let client = rig.connect()
-    #expect(client.command("AUTH correct%20horse%20battery").last == "OK operator")
-    #expect(client.command("RELOAD").last?.hasPrefix("OK") == true)
+    let (rig, list, client) = operatorWithList("text:ALICE label=alice\ntext:BOB label=bob\ntext:NOLABEL\n")
+    defer { withExtendedLifetime(rig) {} }  // its loop serves the client
     let whole = "text:ALICE label=alice\ntext:BOB2 label=bob\ntext:CAROL-SECRET label=carol\n"
     #expect(client.command("IMPORT BEGIN").last?.hasPrefix("OK") == true && send(whole, client))
     let check = client.command("IMPORT CHECK LIST")
@@ -107,12 +114,8 @@ import Testing
 
   @Test("IMPORT of a label already on the list: a column the CSV lacks keeps that field, an empty cell clears it (the page's Edit)")
   func keptColumns() {
-    let rig = ConsoleTests.Rig()
-    let list = rig.directory + "/allow-list.txt"
-    writeFile(list, "text:ALICE label=alice card=26:1:2 static=yes\n")
-    let client = rig.connect()
-    #expect(client.command("AUTH correct%20horse%20battery").last == "OK operator")
-    #expect(client.command("RELOAD").last?.hasPrefix("OK") == true)
+    let (rig, list, client) = operatorWithList("text:ALICE label=alice card=26:1:2 static=yes\n")
+    defer { withExtendedLifetime(rig) {} }  // its loop serves the client
     func apply(_ csv: String) -> String {
       guard client.command("IMPORT BEGIN").last?.hasPrefix("OK") == true, send(csv, client) else { return "not sent" }
       return String(client.command("IMPORT APPLY").last ?? "")
