@@ -320,6 +320,80 @@ def camera_checks(d):
     screenshot(d, "admin-camera")
 
 
+def issuer_checks(d):
+    """The issuer's page (a second `scangate admin`, no reader, the issuer key): an operator issues a
+    guest pass; ZBar reads the sheet, pycose verifies the signature with the trust file's key, and
+    the pass goes to deploy/admin-test.sh, which shows it to a reader."""
+    import base64, cbor2
+    from pycose.keys import OKPKey
+    from pycose.keys.curves import Ed25519
+    from pycose.messages import Sign1Message
+    from base45 import b45decode  # deploy/base45.py
+    issuer = os.environ["ISSUER_URL"]
+    work = os.path.dirname(JOURNAL)
+    d.get(issuer + "/login")
+    d.find_element(By.ID, "name").send_keys("olga")
+    d.find_element(By.ID, "password").send_keys("correct horse battery")
+    d.find_element(By.ID, "sign-in").click()
+    wait_for(lambda: d.find_element(By.ID, "issuing"))
+    d.get(issuer + "/people")
+    menu = [a.text for a in d.find_elements(By.CSS_SELECTOR, "nav a")]
+    check(d.current_url.endswith("/visitors") and menu == ["Visitors"],
+          f"issuer's page: no reader here, so visitors only ({menu}; /people goes to {d.current_url.rsplit('/', 1)[1]})")
+    name = "Vera <b>Visitor</b>"
+    d.find_element(By.ID, "guest-name").send_keys(name)
+    uses = d.find_element(By.ID, "guest-uses")
+    uses.clear()
+    uses.send_keys("2")
+    d.find_element(By.ID, "issue").click()
+    pass_id = wait_for(lambda: d.find_element(By.ID, "pass-id").text)
+    title = d.find_element(By.TAG_NAME, "h2").text
+    check(pass_id and re.fullmatch(r"[0-9a-f]{16}", pass_id) and title == "Guest pass for " + name and not d.find_elements(By.TAG_NAME, "b"),
+          f"issuer's page: a guest pass issued ({pass_id!r}), the name shown as text ({title!r})")
+    shown = wait_for(lambda: d.execute_script("const i = document.getElementById('pass-sheet'); return i.complete && i.naturalWidth"))
+    png = base64.b64decode(d.find_element(By.ID, "pass-png").get_attribute("href").split(",", 1)[1])
+    pdf = base64.b64decode(d.find_element(By.ID, "pass-pdf").get_attribute("href").split(",", 1)[1])
+    with open(os.path.join(work, "guest-sheet.pdf"), "wb") as f:
+        f.write(pdf)
+    import subprocess
+    words = subprocess.run(["pdftotext", os.path.join(work, "guest-sheet.pdf"), "-"], capture_output=True, text=True).stdout
+    check(shown and png[:4] == b"\x89PNG" and pdf[:5] == b"%PDF-" and "Guest pass" in words and "Vera <b>Visitor</b>" in words
+          and "Opens 2 times" in words, f"issuer's page: the sheet shown ({shown} px) and as PNG and PDF (pdftotext: {words.split(chr(10))[:2]})")
+    screenshot(d, "admin-visitors")
+    with open(os.path.join(work, "guest-sheet.png"), "wb") as f:
+        f.write(png)
+    # One code, whose text holds spaces (base45): ZBar's raw output, its newline taken off.
+    text = subprocess.run(["zbarimg", "--quiet", "--raw", os.path.join(work, "guest-sheet.png")],
+                          capture_output=True, text=True).stdout.rstrip("\n")
+    trust = read(os.path.join(work, "trust.toml"))
+    public = bytes.fromhex(re.search(r'ed25519 = "([0-9a-f]{64})"', trust).group(1))
+    ok, claims = False, {}
+    try:
+        msg = Sign1Message.decode(b45decode(text[4:]))
+        msg.key = OKPKey(crv=Ed25519, x=public)
+        ok = msg.verify_signature()
+        claims = cbor2.loads(msg.payload)
+    except Exception as e:  # noqa: BLE001
+        claims = {"error": repr(e)}
+    private = claims.get(-65537, {}) if isinstance(claims, dict) else {}
+    check(text.startswith("SG1:") and ok and private.get(1) == name and private.get(8) == 2
+          and claims.get(4, 0) - claims.get(6, 0) == 86_400,
+          f"ZBar reads the sheet's code; pycose verifies it with the trust file's key; label, 2 uses, 1 day ({private})")
+    with open(os.path.join(work, "guest-pass.png"), "wb") as f:
+        f.write(png)
+    log = read(os.path.join(work, "issuer.log"))
+    check(re.search(r"olga issued guest pass id=" + pass_id + r" name=Vera\?<b>Visitor</b> uses=2", log) and text[4:40] not in log,
+          "issuer's page: the pass is recorded with who, its id and name, never the pass")
+    d.find_element(By.XPATH, "//button[text()='Sign out']").click()
+    wait_for(lambda: d.current_url.endswith("/login"))
+    d.get(issuer + "/login")
+    wait_for(lambda: d.find_element(By.ID, "name")).send_keys("vic")
+    d.find_element(By.ID, "password").send_keys("viewer password 1")
+    d.find_element(By.ID, "sign-in").click()
+    refused = wait_for(lambda: "for operators" in d.find_element(By.TAG_NAME, "main").text)
+    check(refused and not d.find_elements(By.ID, "issue"), "issuer's page: a viewer issues nothing")
+
+
 def rows(d):
     return [[c.text for c in r.find_elements(By.TAG_NAME, "td")] for r in d.find_elements(By.CSS_SELECTOR, "#history tbody tr")]
 
@@ -500,6 +574,7 @@ def main():
         sign_in(d, "ada", "admin password 12")
         wait_for(lambda: d.find_element(By.LINK_TEXT, "Backup"))
         backup_checks(d)
+        issuer_checks(d)
 
         # A phone at the door: nothing wider than the screen.
         d.set_window_size(390, 844)

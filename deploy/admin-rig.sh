@@ -2,15 +2,16 @@
 # frames, simulated GPIO, 10,000 people) with its console on a Unix socket only, and `scangate
 # admin` serving HTTPS on a free loopback port with a certificate made here by openssl, and two
 # accounts (olga, operator; vic, viewer; ada, admin) made by `scangate admin user add`.
-#   admin_rig BIN   sets D (a new folder, removed at exit unless KEEP=1), PORT, READER, ADMIN
-#                   (killed at exit); calls the caller's `die` when a step fails.
+#   admin_rig BIN   sets D (a new folder, removed at exit unless KEEP=1), PORT, READER, ADMIN,
+#                   and IPORT, ISSUER (an issuer's page: guest passes, no reader; all killed at
+#                   exit); calls the caller's `die` when a step fails.
 # Environment: RIG_FPS (the replay camera's frames a second, 4).
 admin_rig() {
 BIN=$1
 D=$(mktemp -d /tmp/scangate-admin.XXXXXX)
-READER=""; ADMIN=""
+READER=""; ADMIN=""; ISSUER=""
 cleanup() {
-  for p in $ADMIN $READER; do kill -9 "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+  for p in $ISSUER $ADMIN $READER; do kill -9 "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
   [ -n "${KEEP:-}" ] && echo "kept $D" || rm -rf "$D"
 }
 trap cleanup EXIT
@@ -28,6 +29,9 @@ printf 'text:ADMIN-PAGE-ALICE label=alice\n' > "$D/allow-list.txt"
 # searches on the reader's side.
 python3 -c 'import hashlib
 for i in range(1, 9991): print("sha256:%s label=person-%05d" % (hashlib.sha256(b"P%d" % i).hexdigest(), i))' >> "$D/allow-list.txt"
+# The site's issuer: its key stays with the issuer's page (below); the reader trusts its public half.
+"$BIN" credential keygen --issuer "$D/issuer.key" --kid front-desk > "$D/keygen.out" 2>&1 || die "credential keygen: $(cat "$D/keygen.out")"
+grep -v '^#' "$D/keygen.out" > "$D/trust.toml"
 PORT=$(free_port)
 cat > "$D/config.toml" <<EOF
 [camera]
@@ -41,6 +45,8 @@ path = "$D/allow-list.txt"
 [gpio]
 backend = "sim"
 relay_pulse_ms = 100
+[credentials]
+trust_file = "$D/trust.toml"
 [log]
 path = "$D/audit.db"
 commit_interval_ms = 100
@@ -60,10 +66,26 @@ echo "correct horse battery" | "$BIN" admin user add olga --role operator --conf
 echo "viewer password 1" | "$BIN" admin user add vic --role viewer --config "$D/config.toml" 2>> "$D/users.err" || die "admin user add"
 echo "admin password 12" | "$BIN" admin user add ada --role admin --config "$D/config.toml" 2>> "$D/users.err" || die "admin user add"
 
+# The issuer's page: a second `scangate admin` on a config with no reader (no console socket),
+# holding the issuer key; the same accounts.
+IPORT=$(free_port)
+cat > "$D/issuer.toml" <<EOF
+[admin]
+listen = "127.0.0.1:$IPORT"
+tls_cert_file = "$D/admin.crt"
+tls_key_file = "$D/admin.key"
+users_file = "$D/admin-users"
+issuer_key_file = "$D/issuer.key"
+issuer_kid = "front-desk"
+EOF
+
 "$BIN" run --config "$D/config.toml" > "$D/journal" 2>&1 &
 READER=$!
 waitfor "$D/journal" "state started" 60 || die "the reader did not start: $(tail -3 "$D/journal")"
 "$BIN" admin --config "$D/config.toml" > "$D/admin.log" 2>&1 &
 ADMIN=$!
 waitfor "$D/admin.log" "serving https://" 10 || die "scangate admin did not start: $(tail -3 "$D/admin.log")"
+"$BIN" admin --config "$D/issuer.toml" > "$D/issuer.log" 2>&1 &
+ISSUER=$!
+waitfor "$D/issuer.log" "serving https://" 10 || die "the issuer's page did not start: $(tail -3 "$D/issuer.log")"
 }

@@ -37,6 +37,16 @@ sed '/^unix_path/d' "$D/config.toml" > "$D/nosocket.toml"
 grep -q "admin.listen.* needs console.unix_path" "$D/nosocket.out"
 check $? "without console.unix_path the page does not start, and says why ($(tail -1 "$D/nosocket.out"))"
 
+# An issuer key never sits beside a reader: a config with both is refused, and a reader refuses
+# an issuer's config.
+printf '[console]\nunix_path = "%s"\n' "$D/x.sock" | cat "$D/issuer.toml" - > "$D/both.toml"
+"$BIN" check-config --config "$D/both.toml" > "$D/both.out" 2>&1
+[ $? != 0 ] && grep -q "issuer key never sits beside a reader" "$D/both.out"
+check $? "an issuer key beside a reader's console socket is refused ($(grep -m1 -o 'admin.issuer_key_file.*' "$D/both.out" | cut -c1-70))"
+"$BIN" run --config "$D/issuer.toml" > "$D/issuer-run.out" 2>&1
+[ $? != 0 ] && grep -q "refused: admin.issuer_key_file is set" "$D/issuer-run.out"
+check $? "scangate run refuses an issuer's configuration ($(head -c 70 "$D/issuer-run.out"))"
+
 # What a browser should see, by a TLS client we did not write.
 printed=$("$BIN" admin fingerprint --config "$D/config.toml" 2>/dev/null | sed 's/^SHA-256 //')
 seen=$(echo | openssl s_client -connect "127.0.0.1:$PORT" 2>/dev/null | openssl x509 -noout -fingerprint -sha256 | sed 's/.*=//')
@@ -49,13 +59,27 @@ check $? "TLS 1.1 is refused (1.2 and 1.3 only): $(grep -m1 -o 'alert [a-z ]*' "
 
 # SCANGATE_SCREENSHOTS=docs/images keeps the pages' pictures for docs/admin.md (made either way).
 mkdir -p "$D/shots"
-TMPDIR_FOR_BROWSER="$D" SCREENSHOTS="$D/shots" METRICS_TOKEN=$(cat "$D/metrics-token") "$PY" deploy/admin-page.py "https://127.0.0.1:$PORT" "$D/journal" "$D/admin.log" > "$D/page.out" 2>&1
+ISSUER_URL="https://127.0.0.1:$IPORT" TMPDIR_FOR_BROWSER="$D" SCREENSHOTS="$D/shots" METRICS_TOKEN=$(cat "$D/metrics-token") "$PY" deploy/admin-page.py "https://127.0.0.1:$PORT" "$D/journal" "$D/admin.log" > "$D/page.out" 2>&1
 status=$?
 grep -q '^Traceback' "$D/page.out" && bad "the browser run stopped early: $(grep -A3 '^Traceback' "$D/page.out" | tail -1; grep -m1 -E '^[a-z.]+Exception|Error:' "$D/page.out")"
 [ $status = 0 ] || grep -q '^FAIL' "$D/page.out" || bad "the browser run exited $status with no FAIL line"
 cat "$D/page.out" | grep -E '^(PASS|FAIL)'
 pass=$((pass + $(grep -c '^PASS' "$D/page.out"))); fail=$((fail + $(grep -c '^FAIL' "$D/page.out")))
 grep -q '^PASS\|^FAIL' "$D/page.out" || bad "the browser run said nothing: $(tail -5 "$D/page.out")"
+# The guest pass the issuer's page made, shown to a reader that trusts the issuer (its replay
+# camera on the page's PNG, 10 frames a second, deciding again each second): granted twice, then
+# spent.
+if [ -s "$D/guest-pass.png" ]; then
+  mkdir -p "$D/guest/frames" && cp "$D/guest-pass.png" "$D/guest/frames/"
+  sed -e "s#^replay_path = .*#replay_path = \"$D/guest/frames\"#" -e 's#^replay_fps = .*#replay_fps = 10#' \
+    -e "s#^path = \"$D/audit.db\"#path = \"$D/guest/audit.db\"#" -e '/^unix_path/d' -e '/^\[admin\]/,$d' "$D/config.toml" > "$D/guest/config.toml"
+  "$BIN" run --config "$D/guest/config.toml" --frames 60 > "$D/guest/journal" 2>&1
+  verdicts=$(grep -o "decision [a-z-]* qr label=Vera[^ ]*" "$D/guest/journal" | cut -d' ' -f2 | uniq -c | xargs)
+  [ "$(grep -o "decision [a-z-]* qr label=Vera" "$D/guest/journal" | head -3 | cut -d' ' -f2 | xargs)" = "granted granted denied-used" ]
+  check $? "a reader grants the page's guest pass twice, then denies it as used ($verdicts)"
+else
+  bad "the issuer's page made no guest pass to show a reader"
+fi
 grep -aq "ADMIN-PAGE-ALICE" "$D"/audit.db*
 check $? "the reader's log holds raw payloads (log.raw_payloads), so the page's hiding them is tested"
 n=$(ls "$D/shots"/*.png 2>/dev/null | wc -l)

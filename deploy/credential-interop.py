@@ -13,9 +13,10 @@ from pycose.headers import Algorithm, KID
 from pycose.algorithms import EdDSA
 from nacl.public import PrivateKey, SealedBox
 
+from base45 import b45decode, b45encode  # deploy/base45.py
+
 B, W = sys.argv[1], sys.argv[2]
 failures = 0
-ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ $%*+-./:"
 
 
 def check(name, ok, detail=""):
@@ -26,26 +27,6 @@ def check(name, ok, detail=""):
 
 def run(*args, stdin=None):
     return subprocess.run([B, *args], capture_output=True, text=True, input=stdin)
-
-
-def b45decode(s):  # RFC 9285, written here from the RFC (independent of ScanGate's codec)
-    out = bytearray()
-    for i in range(0, len(s), 3):
-        chunk = s[i:i + 3]
-        v = sum(ALPHABET.index(c) * 45 ** k for k, c in enumerate(chunk))
-        out += v.to_bytes(2 if len(chunk) == 3 else 1, "big")
-    return bytes(out)
-
-
-def b45encode(b):
-    out = []
-    for i in range(0, len(b), 2):
-        if i + 1 < len(b):
-            v = b[i] << 8 | b[i + 1]
-            out += [ALPHABET[v % 45], ALPHABET[v // 45 % 45], ALPHABET[v // 2025]]
-        else:
-            out += [ALPHABET[b[i] % 45], ALPHABET[b[i] // 45]]
-    return "".join(out)
 
 
 def show(text, *extra):

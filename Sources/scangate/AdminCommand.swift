@@ -34,7 +34,13 @@ enum AdminCommand {
 
   static func serve(_ config: ScanConfig, certificate: [UInt8]) throws(ParseError) -> Int32 {
     guard !config.adminListen.isEmpty else { throw ParseError(message: "admin.listen is not set: the web page is off") }
-    guard !config.consoleUnixPath.isEmpty else {
+    var issuer: GuestPassIssuer? = nil
+    if !config.adminIssuerKeyFile.isEmpty {
+      // An issuer's page (config refuses one beside a reader): guest passes only. The sheet's
+      // times in the site's zone, set before any thread exists.
+      guard SystemLocalCalendar.useTimeZone(config.door.timeZone) else { throw ParseError(message: "schedule.time_zone: not in tzdata") }
+      issuer = try GuestPassIssuer(keyPath: config.adminIssuerKeyFile, kid: config.adminIssuerKid)
+    } else if config.consoleUnixPath.isEmpty {
       throw ParseError(message: "admin.listen needs console.unix_path: the page drives the reader through its console")
     }
     var key: [UInt8]
@@ -56,13 +62,14 @@ enum AdminCommand {
     let site = AdminSite(
       settings: .init(
         usersFile: config.adminUsersFile, consolePath: config.consoleUnixPath, idleMinutes: config.adminSessionIdleMinutes,
-        metricsToken: token))
+        metricsToken: token, issuer: issuer))
     let server: HTTPServer
     do { server = try HTTPServer(listen: config.adminListen, certificatePEM: certificate, keyPEM: key, handler: site) } catch {
       throw ParseError(message: "\(error)")
     }
     SecretBytes.wipe(&key)
-    writeStandardError("scangate admin: serving https://\(config.adminListen)/ (the reader's console: \(config.consoleUnixPath))\n")
+    let drives = issuer == nil ? "the reader's console: \(config.consoleUnixPath)" : "an issuer's page: guest passes as \(config.adminIssuerKid)"
+    writeStandardError("scangate admin: serving https://\(config.adminListen)/ (\(drives))\n")
     // The page holds no state worth keeping: SIGTERM ends it where it stands.
     withExtendedLifetime(server) {
       while true { pause() }

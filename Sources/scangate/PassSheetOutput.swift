@@ -21,21 +21,33 @@ extension CredentialCommand {
     for file in files where PassSheet.format(of: file) == nil {
       throw ParseError(message: "--sheet: '\(file)' must end in .pdf or .png")
     }
-    // In the site's zone (--zone, else this host's): the times a visitor reads at the door.
+    let sheet = passSheet(text: text, claims: claims, guest: guest)
+    let pages = try files.map { try sheet.render(path: $0) }
+    for (file, page) in zip(files, pages) {
+      try writeFileAtomically(file, page, mode: 0o644)
+      writeStandardError("scangate credential issue: \(file): the printable sheet (it holds the pass: keep it private)\n")
+    }
+  }
+}
+
+extension CredentialCommand {
+  /// What a visitor reads on the sheet: the times in the site's zone (--zone, or the issuer
+  /// page's `schedule.time_zone`, else this host's), uses, window, zones.
+  static func sheetLines(_ claims: PassClaims) -> [String] {
     let from = SystemLocalCalendar.text(unixSeconds: claims.notBefore ?? claims.issuedAt ?? 0)
     var lines = ["Valid from \(from) to \(SystemLocalCalendar.text(unixSeconds: claims.expires))"]
     if claims.singleUse { lines.append("Single use: the first scan uses it up") }
     if claims.uses > 0 { lines.append("Opens \(claims.uses) time\(claims.uses == 1 ? "" : "s") at each door") }
     if claims.firstUseWindow > 0 { lines.append("From its first use, valid for \(windowText(claims.firstUseWindow))") }
     if !claims.zones.isEmpty { lines.append("Zones: \(claims.zones.joined(separator: ", "))") }
-    let sheet = PassSheet(
+    return lines
+  }
+
+  /// The printable sheet for the text a pass shows.
+  static func passSheet(text: String, claims: PassClaims, guest: String?) -> PassSheet {
+    PassSheet(
       text: text, title: guest == nil ? "Access pass" : "Guest pass",
-      holder: guest ?? (claims.label.isEmpty ? claims.subject : claims.label), lines: lines, instructions: sheetInstructions)
-    let pages = try files.map { try sheet.render(path: $0) }
-    for (file, page) in zip(files, pages) {
-      try writeFileAtomically(file, page, mode: 0o644)
-      writeStandardError("scangate credential issue: \(file): the printable sheet (it holds the pass: keep it private)\n")
-    }
+      holder: guest ?? (claims.label.isEmpty ? claims.subject : claims.label), lines: sheetLines(claims), instructions: sheetInstructions)
   }
 }
 

@@ -275,4 +275,20 @@ extension ConfigSchemaTests {
     let path = ConfigEntry(key: "console.unix_path", value: .string("/run/scangate/console.sock"), line: 3)
     #expect((try? ConfigSchema.build([listen, path]).get())?.adminListen == "0.0.0.0:8443")
   }
+
+  @Test("an issuer's page runs with no reader's socket; an issuer key beside a reader's socket, or without its id, is refused")
+  func issuerNeverBesideAReader() {
+    let listen = ConfigEntry(key: "admin.listen", value: .string("0.0.0.0:8443"), line: 1)
+    let key = ConfigEntry(key: "admin.issuer_key_file", value: .string("/root/issuer.key"), line: 2)
+    let kid = ConfigEntry(key: "admin.issuer_kid", value: .string("front-desk"), line: 3)
+    let socket = ConfigEntry(key: "console.unix_path", value: .string("/run/scangate/console.sock"), line: 4)
+    func keys(_ entries: [ConfigEntry]) -> [String] {
+      guard case .failure(let e) = ConfigSchema.build(entries) else { return [] }
+      return e.errors.map(\.key)
+    }
+    #expect((try? ConfigSchema.build([listen, key, kid]).get())?.adminIssuerKid == "front-desk")
+    #expect(keys([listen, key, kid, socket]) == ["admin.issuer_key_file"])
+    #expect(keys([listen, key]) == ["admin.issuer_kid"])
+    #expect(keys([listen, key, ConfigEntry(key: "admin.issuer_kid", value: .string("a b"), line: 3)]) == ["admin.issuer_kid"])
+  }
 }

@@ -12,7 +12,8 @@ enum AdminAssets {
     .card { border: 1px solid #8884; border-radius: .5rem; padding: .75rem 1rem; margin-bottom: 1rem; }
     .card ul { margin: 0; padding-left: 1.2rem; overflow-wrap: anywhere; }
     label { display: block; margin: .5rem 0; }
-    img.camera { max-width: 100%; height: auto; border: 1px solid #8884; }
+    img.camera, img.sheet { max-width: 100%; height: auto; border: 1px solid #8884; }
+    @media print { header, nav, p, button, a { display: none; } img.sheet { border: 0; } }
     textarea { font: 0.85rem ui-monospace, monospace; width: 100%; box-sizing: border-box; }
     input.check { width: auto; }
     input { font: inherit; padding: .4rem; width: 100%; max-width: 22rem; box-sizing: border-box; }
@@ -89,6 +90,9 @@ enum AdminAssets {
       const camera = document.getElementById("camera");
       const refresh = document.getElementById("refresh");
       if (camera && refresh) refresh.addEventListener("click", () => { camera.src = "/camera.png?t=" + Date.now(); });
+      // A guest pass's sheet: printed as it is (the print style shows the sheet alone).
+      const print = document.getElementById("print");
+      if (print) print.addEventListener("click", () => window.print());
       for (const form of document.querySelectorAll("form.confirm")) {
         form.addEventListener("submit", (e) => { if (!window.confirm("Remove this person from the allow-list?")) e.preventDefault(); });
       }

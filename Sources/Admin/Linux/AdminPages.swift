@@ -56,9 +56,14 @@ enum AdminPages {
     return out
   }
 
-  static func layout(_ title: String, body: String, session: AdminSessions.Session?) -> String {
+  static func layout(_ title: String, body: String, session: AdminSessions.Session?, issuer: Bool = false) -> String {
     var nav = ""
-    if let session {
+    if let session, issuer {
+      nav = """
+        <nav><a href="/visitors">Visitors</a> <span class="who">\(escaped(session.name)) (\(session.role.rawValue))</span>
+        <form method="post" action="/logout" class="inline"><input type="hidden" name="csrf" value="\(session.csrf)"><button>Sign out</button></form></nav>
+        """
+    } else if let session {
       nav = """
         <nav><a href="/">Door</a>\(session.role >= .operator ? " <a href=\"/people\">People</a> <a href=\"/enrol\">Enrol</a> <a href=\"/import\">Import</a> <a href=\"/history\">Events</a> <a href=\"/camera\">Camera</a> <a href=\"/visitors\">Visitors</a>" : "")\(session.role >= .admin ? " <a href=\"/backup\">Backup</a>" : "")
         <span class="who">\(escaped(session.name)) (\(session.role.rawValue))</span>

@@ -18,11 +18,14 @@ public final class AdminSite: HTTPHandler, @unchecked Sendable {
     public var idleMinutes: Int
     /// `/metrics`' bearer token (nil: no /metrics).
     public var metricsToken: String?
-    public init(usersFile: String, consolePath: String, idleMinutes: Int, metricsToken: String? = nil) {
+    /// An issuer's page (no reader here, consolePath ""): who signs its guest passes.
+    public var issuer: (any GuestPassIssuing)?
+    public init(usersFile: String, consolePath: String, idleMinutes: Int, metricsToken: String? = nil, issuer: (any GuestPassIssuing)? = nil) {
       self.usersFile = usersFile
       self.consolePath = consolePath
       self.idleMinutes = idleMinutes
       self.metricsToken = metricsToken
+      self.issuer = issuer
     }
   }
 
@@ -74,6 +77,10 @@ public final class AdminSite: HTTPHandler, @unchecked Sendable {
         return .text(403, "missing or wrong CSRF token, or a cross-site request: refused\n")
       }
     }
+    if settings.issuer != nil && !["/visitors", "/visitors/issue", "/logout"].contains(request.path) {
+      // An issuer's page runs beside no reader: it has visitors only.
+      return .redirect("/visitors")
+    }
     switch (request.method, request.path) {
     case ("GET", "/"): return dashboard(session)
     case ("GET", "/people"): return people(session, request)
@@ -86,6 +93,7 @@ public final class AdminSite: HTTPHandler, @unchecked Sendable {
     case ("POST", "/people/edit"): return editPerson(session, request)
     case ("POST", "/people/pin"): return setPin(session, request)
     case ("GET", "/visitors"): return visitorsPage(session)
+    case ("POST", "/visitors/issue"): return issueGuestPass(session, request)
     case ("GET", "/backup"): return backupPage(session)
     case ("POST", "/backup/make"): return makeBackup(session, request)
     case ("POST", "/backup/restore"): return restorePeople(session, request)
@@ -94,18 +102,7 @@ public final class AdminSite: HTTPHandler, @unchecked Sendable {
     case ("GET", "/history.csv"): return historyCSV(session, request)
     case ("GET", "/enrol"): return enrolPage(session, fragment: false)
     case ("GET", "/enrol/candidates"): return enrolPage(session, fragment: true)
-    case ("POST", "/people/enrol"):
-      let form = request.form
-      guard let tag = form["tag"], tag.utf8.count == 16, tag.utf8.allSatisfy({ Hex.value(of: $0) != nil }),
-        let label = form["label"].flatMap(AdminPages.consoleLabel)
-      else { return .text(400, "a candidate's tag (16 hex digits) and a label (1 to 48 bytes)\n") }
-      var command = "ENROL \(tag) label=\(label)"
-      if let schedule = form["schedule"], !schedule.isEmpty {
-        guard schedule.utf8.count <= 32, schedule.utf8.allSatisfy({ (0x61...0x7A).contains($0) || (0x30...0x39).contains($0) || $0 == 0x2D || $0 == 0x5F })
-        else { return .text(400, "schedule: 1 to 32 of a-z, 0-9, '-', '_'\n") }
-        command += " schedule=" + schedule
-      }
-      return act(session, command, back: "/enrol")
+    case ("POST", "/people/enrol"): return enrolPerson(session, request)
     case ("POST", "/logout"):
       sessions.close(token)
       writeStandardError("scangate admin: \(session.name) signed out\n")
@@ -269,8 +266,23 @@ public final class AdminSite: HTTPHandler, @unchecked Sendable {
     return page("Enrol", body: AdminPages.enrol(session, reply: reply), session: session)
   }
 
+  /// Enrol: the candidate's tag, a label and a schedule, as the console's `ENROL <tag>`.
+  private func enrolPerson(_ session: AdminSessions.Session, _ request: HTTPRequest) -> HTTPResponse {
+    let form = request.form
+    guard let tag = form["tag"], tag.utf8.count == 16, tag.utf8.allSatisfy({ Hex.value(of: $0) != nil }),
+      let label = form["label"].flatMap(AdminPages.consoleLabel)
+    else { return .text(400, "a candidate's tag (16 hex digits) and a label (1 to 48 bytes)\n") }
+    var command = "ENROL \(tag) label=\(label)"
+    if let schedule = form["schedule"], !schedule.isEmpty {
+      guard schedule.utf8.count <= 32, schedule.utf8.allSatisfy({ (0x61...0x7A).contains($0) || (0x30...0x39).contains($0) || $0 == 0x2D || $0 == 0x5F })
+      else { return .text(400, "schedule: 1 to 32 of a-z, 0-9, '-', '_'\n") }
+      command += " schedule=" + schedule
+    }
+    return act(session, command, back: "/enrol")
+  }
+
   func page(_ title: String, body: String, session: AdminSessions.Session?, status: UInt32 = 200) -> HTTPResponse {
-    HTTPResponse(status: status, body: Array(AdminPages.layout(title, body: body, session: session).utf8))
+    HTTPResponse(status: status, body: Array(AdminPages.layout(title, body: body, session: session, issuer: settings.issuer != nil).utf8))
   }
 
   // MARK: - /metrics

@@ -142,6 +142,11 @@ public struct ScanConfig: Equatable, Sendable {
   public var adminSessionIdleMinutes = 30
   /// A secret file holding `/metrics`' bearer token ("": no /metrics).
   public var adminMetricsTokenFile = ""
+  /// An issuer's secret key ("": none): the page issues guest passes with it. Only on a host that
+  /// runs no reader (console.unix_path ""; `scangate run` refuses such a configuration).
+  public var adminIssuerKeyFile = ""
+  /// The issuer key's id in the readers' trust files.
+  public var adminIssuerKid = ""
   /// A Unix socket for consoles on this host ("": none); the peer's user gives the role.
   public var consoleUnixPath = ""
   /// Users who are operators on the Unix socket without AUTH (root always is).

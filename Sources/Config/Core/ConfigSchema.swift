@@ -118,6 +118,8 @@ public enum ConfigSchema {
     Key(name: "admin.tls_key_file", kind: .string) { $0.adminTLSKeyFile = $1.asString },
     Key(name: "admin.session_idle_minutes", kind: .integer(1...1_440)) { $0.adminSessionIdleMinutes = $1.asInt },
     Key(name: "admin.metrics_token_file", kind: .string) { $0.adminMetricsTokenFile = $1.asString },
+    Key(name: "admin.issuer_key_file", kind: .string) { $0.adminIssuerKeyFile = $1.asString },
+    Key(name: "admin.issuer_kid", kind: .string) { $0.adminIssuerKid = $1.asString },
     Key(name: "console.unix_operators", kind: .strings(count: 0...16)) { $0.consoleUnixOperators = $1.asStrings },
     Key(name: "console.tls_cert_file", kind: .string) { $0.consoleTLSCertFile = $1.asString },
     Key(name: "console.tls_key_file", kind: .string) { $0.consoleTLSKeyFile = $1.asString },
@@ -218,11 +220,7 @@ public enum ConfigSchema {
           reason: "operators on a Unix socket that is not there: set console.unix_path, or remove them"))
     }
     errors += siteKeyProblems(config, line: line)
-    if !config.adminListen.isEmpty && config.consoleUnixPath.isEmpty {
-      // The page drives the reader only through that socket: a page that could do nothing.
-      errors.append(
-        ConfigError(key: "admin.listen", line: line("admin.listen"), reason: "the web page needs console.unix_path (it acts through the console)"))
-    }
+    errors += issuerProblems(config, line: line)
     for command in config.fleet.homeAssistantCommands {
       let missing: String? =
         switch command {
@@ -233,6 +231,33 @@ public enum ConfigSchema {
         case .occupancyReset: config.turnstile.machine.enabled ? nil : "\"occupancy-reset\" needs a turnstile"
         }
       if let missing { errors.append(ConfigError(key: key, line: line(key), reason: missing)) }
+    }
+    return errors
+  }
+
+  /// The page drives a reader only through its Unix socket, so it needs one, unless it is an
+  /// issuer's page (guest passes only), which must never sit beside a reader: a reader's host
+  /// holding the issuer key would let whoever takes the reader make passes for every door.
+  static func issuerProblems(_ config: ScanConfig, line: ConfigLineLookup) -> [ConfigError] {
+    var errors: [ConfigError] = []
+    let issuer = !config.adminIssuerKeyFile.isEmpty
+    if !config.adminListen.isEmpty && config.consoleUnixPath.isEmpty && !issuer {
+      errors.append(
+        ConfigError(
+          key: "admin.listen", line: line("admin.listen"),
+          reason: "the web page needs console.unix_path (it acts through the console), or admin.issuer_key_file (an issuer's page)"))
+    }
+    if issuer && !config.consoleUnixPath.isEmpty {
+      errors.append(
+        ConfigError(
+          key: "admin.issuer_key_file", line: line("admin.issuer_key_file"),
+          reason: "an issuer key never sits beside a reader (console.unix_path is set): issue passes on a machine that runs no reader"))
+    }
+    let kid = config.adminIssuerKid.utf8
+    if issuer && !((1...64).contains(kid.count) && kid.allSatisfy({ $0 > 0x20 && $0 < 0x7F && $0 != 0x22 })) {
+      errors.append(
+        ConfigError(
+          key: "admin.issuer_kid", line: line("admin.issuer_kid"), reason: "the issuer key's id in the readers' trust files: 1 to 64 printable characters"))
     }
     return errors
   }

@@ -37,6 +37,12 @@ public enum Service {
 
   /// Runs with the configured source and GPIO backend. Returns the exit status.
   public static func run(_ config: ScanConfig, options: Options) -> Int32 {
+    guard config.adminIssuerKeyFile.isEmpty else {
+      // An issuer's configuration: whoever takes a reader that holds the issuer key can make
+      // passes for every door of the site.
+      writeStandardError("scangate: refused: admin.issuer_key_file is set: this configuration is an issuer's, and a reader never holds the issuer key\n")
+      return 1
+    }
     if let problem = DescriptorLimit.ensure(DescriptorLimit.needed(consoleClients: config.consoleClientsMax)) {
       writeStandardError("scangate: refused: \(problem)\n")
       return 1
