@@ -19,7 +19,7 @@ finish() { echo "admin-page: $pass passed, $fail failed"; [ $fail = 0 ] && exit 
 die() { bad "$*"; finish; }
 [ -x "$BIN" ] || die "no scangate binary at $BIN (build first)"
 SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
-missing=$(for p in chromium chromium-driver openssl qrencode zbar-tools; do
+missing=$(for p in chromium chromium-driver openssl qrencode zbar-tools poppler-utils; do
   dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q '^install ok installed' || echo "$p"; done | xargs)
 if [ -n "$missing" ]; then
   echo "admin-page: installing $missing"
