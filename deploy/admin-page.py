@@ -394,6 +394,34 @@ def issuer_checks(d):
     check(refused and not d.find_elements(By.ID, "issue"), "issuer's page: a viewer issues nothing")
 
 
+def remote_checks(d):
+    """The page as on another host (a third `scangate admin`): the reader's TLS console with a client
+    certificate, AUTH, then AS: the reader records the person and the page's address."""
+    remote = os.environ["REMOTE_URL"]
+    d.get(remote + "/login")
+    d.find_element(By.ID, "name").send_keys("olga")
+    d.find_element(By.ID, "password").send_keys("correct horse battery")
+    d.find_element(By.ID, "sign-in").click()
+    emergency = wait_for(lambda: d.find_element(By.ID, "emergency").text)
+    check(emergency and "lockdown" in emergency, f"another host: the dashboard through the reader's TLS console ({emergency!r})")
+    start = len(read(JOURNAL))
+    d.find_element(By.ID, "open").click()
+    said = wait_for(lambda: d.find_element(By.ID, "said").text)
+    # The TLS console's AUTH ("AUTH ok"; the Unix socket's page is "AUTH by the Unix socket's
+    # peer"), AS, OPEN; the peer is the page's host (here this one: its user, as the kernel says).
+    record = wait_for(lambda: re.search(r"command AUTH ok\n#\d+ \S+ command AS operator web:olga \(uid \d+\)\n"
+                                        r"#\d+ \S+ command OPEN by web:olga \(uid \d+\)", read(JOURNAL)[start:]), 10)
+    edge = wait_for(lambda: record and re.search(r"#\d+ \S+ edge relay active", read(JOURNAL)[start + record.end():]), 10)
+    check(said and said.startswith("OK #") and record and edge,
+          f"another host: Open door is recorded by web:olga with the page's address, and drives the relay ({said!r})")
+    d.get(remote + "/people?q=alice")
+    rows = wait_for(lambda: [r.text for r in d.find_elements(By.CSS_SELECTOR, "#people tbody tr")])
+    check(rows and rows[0].startswith("alice") and "ADMIN-PAGE" not in d.page_source,
+          f"another host: people through the TLS console, no payload ({(rows or [''])[0][:30]!r})")
+    d.find_element(By.XPATH, "//button[text()='Sign out']").click()
+    wait_for(lambda: d.current_url.endswith("/login"))
+
+
 def rows(d):
     return [[c.text for c in r.find_elements(By.TAG_NAME, "td")] for r in d.find_elements(By.CSS_SELECTOR, "#history tbody tr")]
 
@@ -575,6 +603,7 @@ def main():
         wait_for(lambda: d.find_element(By.LINK_TEXT, "Backup"))
         backup_checks(d)
         issuer_checks(d)
+        remote_checks(d)
 
         # A phone at the door: nothing wider than the screen.
         d.set_window_size(390, 844)

@@ -3,15 +3,16 @@
 # admin` serving HTTPS on a free loopback port with a certificate made here by openssl, and two
 # accounts (olga, operator; vic, viewer; ada, admin) made by `scangate admin user add`.
 #   admin_rig BIN   sets D (a new folder, removed at exit unless KEEP=1), PORT, READER, ADMIN,
-#                   and IPORT, ISSUER (an issuer's page: guest passes, no reader; all killed at
-#                   exit); calls the caller's `die` when a step fails.
+#                   IPORT, ISSUER (an issuer's page: guest passes, no reader), RPORT, REMOTE (the
+#                   page as on another host: the reader's TLS console, CPORT); all killed at
+#                   exit; calls the caller's `die` when a step fails.
 # Environment: RIG_FPS (the replay camera's frames a second, 4).
 admin_rig() {
 BIN=$1
 D=$(mktemp -d /tmp/scangate-admin.XXXXXX)
-READER=""; ADMIN=""; ISSUER=""
+READER=""; ADMIN=""; ISSUER=""; REMOTE=""
 cleanup() {
-  for p in $ISSUER $ADMIN $READER; do kill -9 "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+  for p in $REMOTE $ISSUER $ADMIN $READER; do kill -9 "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
   [ -n "${KEEP:-}" ] && echo "kept $D" || rm -rf "$D"
 }
 trap cleanup EXIT
@@ -21,6 +22,12 @@ trap 'exit 1' INT TERM HUP
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$D/admin.key" -out "$D/admin.crt" -days 30 \
   -subj /CN=scangate-admin -addext subjectAltName=IP:127.0.0.1 2> "$D/openssl.err" || die "openssl: $(cat "$D/openssl.err")"
 chmod 600 "$D/admin.key"
+# The page on another host reaches the reader's TLS console with a client certificate that the
+# console's client CA signed (here a self-signed one, its own CA), and the reader's operator secret.
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$D/client.key" -out "$D/client.crt" -days 30 \
+  -subj /CN=office-page 2>> "$D/openssl.err" || die "openssl: $(cat "$D/openssl.err")"
+chmod 600 "$D/client.key"
+head -c 18 /dev/urandom | base64 > "$D/console-secret"; chmod 600 "$D/console-secret"
 mkdir -p "$D/frames"
 qrencode -s 6 -m 4 -o "$D/frames/alice.png" "ADMIN-PAGE-ALICE" || die "qrencode"
 qrencode -s 6 -m 4 -o "$D/frames/dan.png" "ADMIN-PAGE-DAN" || die "qrencode"  # unknown: enrolled on the page
@@ -32,7 +39,7 @@ for i in range(1, 9991): print("sha256:%s label=person-%05d" % (hashlib.sha256(b
 # The site's issuer: its key stays with the issuer's page (below); the reader trusts its public half.
 "$BIN" credential keygen --issuer "$D/issuer.key" --kid front-desk > "$D/keygen.out" 2>&1 || die "credential keygen: $(cat "$D/keygen.out")"
 grep -v '^#' "$D/keygen.out" > "$D/trust.toml"
-PORT=$(free_port)
+PORT=$(free_port); CPORT=$(free_port)
 cat > "$D/config.toml" <<EOF
 [camera]
 source = "replay"
@@ -52,7 +59,11 @@ path = "$D/audit.db"
 commit_interval_ms = 100
 raw_payloads = true
 [console]
-listen = []
+listen = ["tls:127.0.0.1:$CPORT"]
+tls_cert_file = "$D/admin.crt"
+tls_key_file = "$D/admin.key"
+tls_client_ca_file = "$D/client.crt"
+secret_file = "$D/console-secret"
 unix_path = "$D/console.sock"
 [admin]
 listen = "127.0.0.1:$PORT"
@@ -79,6 +90,21 @@ issuer_key_file = "$D/issuer.key"
 issuer_kid = "front-desk"
 EOF
 
+# The page on another host: a third `scangate admin`, no socket of the reader's, its TLS console.
+RPORT=$(free_port)
+cat > "$D/remote.toml" <<EOF
+[admin]
+listen = "127.0.0.1:$RPORT"
+tls_cert_file = "$D/admin.crt"
+tls_key_file = "$D/admin.key"
+users_file = "$D/admin-users"
+reader = "127.0.0.1:$CPORT"
+reader_ca_file = "$D/admin.crt"
+reader_cert_file = "$D/client.crt"
+reader_key_file = "$D/client.key"
+reader_secret_file = "$D/console-secret"
+EOF
+
 "$BIN" run --config "$D/config.toml" > "$D/journal" 2>&1 &
 READER=$!
 waitfor "$D/journal" "state started" 60 || die "the reader did not start: $(tail -3 "$D/journal")"
@@ -88,4 +114,7 @@ waitfor "$D/admin.log" "serving https://" 10 || die "scangate admin did not star
 "$BIN" admin --config "$D/issuer.toml" > "$D/issuer.log" 2>&1 &
 ISSUER=$!
 waitfor "$D/issuer.log" "serving https://" 10 || die "the issuer's page did not start: $(tail -3 "$D/issuer.log")"
+"$BIN" admin --config "$D/remote.toml" > "$D/remote.log" 2>&1 &
+REMOTE=$!
+waitfor "$D/remote.log" "serving https://" 10 || die "the page on another host did not start: $(tail -3 "$D/remote.log")"
 }

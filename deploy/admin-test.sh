@@ -34,7 +34,7 @@ admin_rig "$BIN"
 # The page refuses to start without the reader's Unix socket configured.
 sed '/^unix_path/d' "$D/config.toml" > "$D/nosocket.toml"
 "$BIN" admin --config "$D/nosocket.toml" > "$D/nosocket.out" 2>&1
-grep -q "admin.listen.* needs console.unix_path" "$D/nosocket.out"
+grep -q "admin.listen: the web page needs a reader" "$D/nosocket.out"
 check $? "without console.unix_path the page does not start, and says why ($(tail -1 "$D/nosocket.out"))"
 
 # An issuer key never sits beside a reader: a config with both is refused, and a reader refuses
@@ -46,6 +46,15 @@ check $? "an issuer key beside a reader's console socket is refused ($(grep -m1 
 "$BIN" run --config "$D/issuer.toml" > "$D/issuer-run.out" 2>&1
 [ $? != 0 ] && grep -q "refused: admin.issuer_key_file is set" "$D/issuer-run.out"
 check $? "scangate run refuses an issuer's configuration ($(head -c 70 "$D/issuer-run.out"))"
+
+# The reader's TLS console asks for a client certificate: a client without one (openssl
+# s_client) gets no session, so AS is for the page's certificate alone.
+printf 'VERSION\n' | timeout 10 openssl s_client -connect "127.0.0.1:$CPORT" -quiet > "$D/nocert.out" 2>&1
+! grep -q "console ready" "$D/nocert.out" && grep -qi "alert\|error" "$D/nocert.out"
+check $? "the reader's TLS console refuses a client without a certificate ($(grep -m1 -o 'alert certificate required' "$D/nocert.out" || tail -1 "$D/nocert.out"))"
+printf 'VERSION\n' | timeout 10 openssl s_client -connect "127.0.0.1:$CPORT" -quiet -cert "$D/client.crt" -key "$D/client.key" > "$D/cert.out" 2>&1
+grep -q "console ready" "$D/cert.out"
+check $? "and serves one with the page's certificate ($(grep -m1 -o 'scangate [^ ]* console ready' "$D/cert.out"))"
 
 # What a browser should see, by a TLS client we did not write.
 printed=$("$BIN" admin fingerprint --config "$D/config.toml" 2>/dev/null | sed 's/^SHA-256 //')
@@ -59,7 +68,7 @@ check $? "TLS 1.1 is refused (1.2 and 1.3 only): $(grep -m1 -o 'alert [a-z ]*' "
 
 # SCANGATE_SCREENSHOTS=docs/images keeps the pages' pictures for docs/admin.md (made either way).
 mkdir -p "$D/shots"
-ISSUER_URL="https://127.0.0.1:$IPORT" TMPDIR_FOR_BROWSER="$D" SCREENSHOTS="$D/shots" METRICS_TOKEN=$(cat "$D/metrics-token") "$PY" deploy/admin-page.py "https://127.0.0.1:$PORT" "$D/journal" "$D/admin.log" > "$D/page.out" 2>&1
+ISSUER_URL="https://127.0.0.1:$IPORT" REMOTE_URL="https://127.0.0.1:$RPORT" TMPDIR_FOR_BROWSER="$D" SCREENSHOTS="$D/shots" METRICS_TOKEN=$(cat "$D/metrics-token") "$PY" deploy/admin-page.py "https://127.0.0.1:$PORT" "$D/journal" "$D/admin.log" > "$D/page.out" 2>&1
 status=$?
 grep -q '^Traceback' "$D/page.out" && bad "the browser run stopped early: $(grep -A3 '^Traceback' "$D/page.out" | tail -1; grep -m1 -E '^[a-z.]+Exception|Error:' "$D/page.out")"
 [ $status = 0 ] || grep -q '^FAIL' "$D/page.out" || bad "the browser run exited $status with no FAIL line"

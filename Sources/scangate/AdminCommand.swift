@@ -40,9 +40,10 @@ enum AdminCommand {
       // times in the site's zone, set before any thread exists.
       guard SystemLocalCalendar.useTimeZone(config.door.timeZone) else { throw ParseError(message: "schedule.time_zone: not in tzdata") }
       issuer = try GuestPassIssuer(keyPath: config.adminIssuerKeyFile, kid: config.adminIssuerKid)
-    } else if config.consoleUnixPath.isEmpty {
+    } else if config.consoleUnixPath.isEmpty && config.adminReader.address.isEmpty {
       throw ParseError(message: "admin.listen needs console.unix_path: the page drives the reader through its console")
     }
+    let remote = try remoteReader(config.adminReader)
     var key: [UInt8]
     do { key = try SecretFile.read(config.adminTLSKeyFile, maxBytes: 64 * 1024) } catch {
       throw ParseError(message: "admin.tls_key_file: \(error)")
@@ -62,18 +63,38 @@ enum AdminCommand {
     let site = AdminSite(
       settings: .init(
         usersFile: config.adminUsersFile, consolePath: config.consoleUnixPath, idleMinutes: config.adminSessionIdleMinutes,
-        metricsToken: token, issuer: issuer))
+        metricsToken: token, issuer: issuer, remote: remote))
     let server: HTTPServer
     do { server = try HTTPServer(listen: config.adminListen, certificatePEM: certificate, keyPEM: key, handler: site) } catch {
       throw ParseError(message: "\(error)")
     }
     SecretBytes.wipe(&key)
-    let drives = issuer == nil ? "the reader's console: \(config.consoleUnixPath)" : "an issuer's page: guest passes as \(config.adminIssuerKid)"
+    var drives = remote.map { "the reader's TLS console: \($0.address)" } ?? "the reader's console: \(config.consoleUnixPath)"
+    if issuer != nil { drives = "an issuer's page: guest passes as \(config.adminIssuerKid)" + (remote == nil ? "" : "; " + drives) }
     writeStandardError("scangate admin: serving https://\(config.adminListen)/ (\(drives))\n")
     // The page holds no state worth keeping: SIGTERM ends it where it stands.
     withExtendedLifetime(server) {
       while true { pause() }
     }
     return 0
+  }
+
+  /// `admin.reader`: the TLS context for a reader on another host (its CA, this page's client
+  /// certificate and key) and its operator secret; nil when the reader is on this host.
+  static func remoteReader(_ settings: AdminReaderSettings) throws(ParseError) -> AdminSite.RemoteReader? {
+    guard !settings.address.isEmpty else { return nil }
+    let context: ConsoleTLSClientContext
+    do { context = try ConsoleTLSClientContext(caFile: settings.caFile, certFile: settings.certFile, keyFile: settings.keyFile) } catch {
+      throw ParseError(message: "admin.reader: \(error)")
+    }
+    guard !settings.secretFile.isEmpty else { return AdminSite.RemoteReader(address: settings.address, context: context, secret: nil) }
+    var bytes: [UInt8]
+    do { bytes = try SecretFile.read(settings.secretFile, maxBytes: 4096) } catch { throw ParseError(message: "admin.reader_secret_file: \(error)") }
+    defer { SecretBytes.wipe(&bytes) }
+    while let last = bytes.last, last == 0x0A || last == 0x0D { bytes.removeLast() }
+    guard bytes.count >= 8, bytes.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
+      throw ParseError(message: "admin.reader_secret_file: the reader's operator secret, 8 or more printable characters on one line")
+    }
+    return AdminSite.RemoteReader(address: settings.address, context: context, secret: String(decoding: bytes, as: UTF8.self))
   }
 }

@@ -5,6 +5,7 @@ import ScanCore
 import ScanLinux
 import ScanService
 import ScanTestSupport
+import Synchronization
 import Testing
 
 /// The console beyond loopback: TLS listeners checked with independent clients (OpenSSL's
@@ -269,6 +270,47 @@ import Testing
     #expect(status == 0, "\(good)")
     Self.expectWholeSession(good, rig)
     #expect(console.tlsHandshakes == 1)
+  }
+
+  @Test("AS over TLS: a client whose certificate the client CA signed names its person (openssl s_client)")
+  func asOverCertifiedTLS() {
+    let lines = "AUTH \(Self.secret)\nAS ada operator\nOPEN 300\nQUIT\n"
+    let certified = Self.rig(clientCA: true)
+    let client = "-cert \(Self.pki.clientCert) -key \(Self.pki.clientKey)"
+    let (_, named) = Self.runAgainst(certified, ["/bin/sh", "-c", "printf '\(lines)' | \(Self.sClient(Self.tlsPort(certified), client))"])
+    #expect(named.contains("OK as web:ada operator") && named.contains("OK #"), "\(named)")
+    let commands = certified.loop.engine.events.lines { e in
+      e.kind == .command ? EventText.line(e, since: Instant(nanoseconds: 0), payloads: .shown) : nil
+    }
+    // On loopback the kernel names the client's user: records say uid, as for the Unix socket
+    // (a remote address is ConsoleAsTests').
+    #expect(commands.contains { $0.contains("OPEN 300 by web:ada (uid \(getuid()))") }, "\(commands)")
+  }
+
+  @Test("the web page's TLS client: the reader checked against its CA and its address, the client certificate presented")
+  func pageClient() throws {
+    let rig = Self.rig(clientCA: true)
+    let address = "127.0.0.1:\(Self.tlsPort(rig))"
+    func attempt(ca: String, address: String) throws -> String {
+      let context = try ConsoleTLSClientContext(caFile: ca, certFile: Self.pki.clientCert, keyFile: Self.pki.clientKey)
+      let result = Mutex<String?>(nil)
+      let thread = startThread {
+        do {
+          let client = try ConsoleClient(tls: address, context: context)
+          let reply = client.exchange("VERSION", timeoutSeconds: 5)
+          result.withLock { $0 = reply?.status ?? "no reply" }
+        } catch { result.withLock { $0 = "\(error)" } }
+      }
+      _ = Self.step(rig, untilMilliseconds: 10_000) { result.withLock { $0 != nil } }
+      pthread_join(thread, nil)
+      return result.withLock { $0 ?? "" }
+    }
+    #expect(try attempt(ca: Self.pki.serverCA, address: address).hasPrefix("OK scangate"))
+    #expect(try attempt(ca: Self.pki.strangerCert, address: address).contains("certificate verify failed"))
+    // The certificate names 127.0.0.1 and localhost: the same server by another name ("127.1",
+    // which resolves to it but is not an address in the certificate's form) is not the reader.
+    let named = try attempt(ca: Self.pki.serverCA, address: "127.1:\(Self.tlsPort(rig))")
+    #expect(named.contains("certificate verify failed"), "\(named)")
   }
 
   @Test("AUTH failures over TLS are keyed on the TCP peer (on loopback: the user owning the client socket)")

@@ -98,7 +98,7 @@ enum AdminPages {
   }
 
   static func unreachable() -> String {
-    "<p class=\"error\" id=\"unreachable\">The reader's console cannot be reached (is scangate running, with console.unix_path?).</p>"
+    "<p class=\"error\" id=\"unreachable\">The reader's console cannot be reached (is scangate running, with console.unix_path, or its TLS console for admin.reader?).</p>"
   }
 
   static func dashboard(_ session: AdminSessions.Session, replies: [(body: [String], status: String)]?) -> String {

@@ -18,14 +18,35 @@ public final class AdminSite: HTTPHandler, @unchecked Sendable {
     public var idleMinutes: Int
     /// `/metrics`' bearer token (nil: no /metrics).
     public var metricsToken: String?
-    /// An issuer's page (no reader here, consolePath ""): who signs its guest passes.
+    /// An issuer's page (never on a reader's host): who signs its guest passes.
     public var issuer: (any GuestPassIssuing)?
-    public init(usersFile: String, consolePath: String, idleMinutes: Int, metricsToken: String? = nil, issuer: (any GuestPassIssuing)? = nil) {
+    /// A reader on another host, through its TLS console (consolePath "").
+    public var remote: RemoteReader?
+    public init(
+      usersFile: String, consolePath: String, idleMinutes: Int, metricsToken: String? = nil, issuer: (any GuestPassIssuing)? = nil,
+      remote: RemoteReader? = nil
+    ) {
       self.usersFile = usersFile
       self.consolePath = consolePath
       self.idleMinutes = idleMinutes
       self.metricsToken = metricsToken
       self.issuer = issuer
+      self.remote = remote
+    }
+    /// Whether the page drives a reader (here or on another host).
+    var hasReader: Bool { !consolePath.isEmpty || remote != nil }
+  }
+
+  /// A reader's TLS console on another host: its address, the TLS context (the reader's CA, this
+  /// page's client certificate), and the operator secret each connection AUTHs with (nil: viewer).
+  public struct RemoteReader: Sendable {
+    public var address: String
+    public var context: ConsoleTLSClientContext
+    public var secret: String?
+    public init(address: String, context: ConsoleTLSClientContext, secret: String?) {
+      self.address = address
+      self.context = context
+      self.secret = secret
     }
   }
 
@@ -77,7 +98,7 @@ public final class AdminSite: HTTPHandler, @unchecked Sendable {
         return .text(403, "missing or wrong CSRF token, or a cross-site request: refused\n")
       }
     }
-    if settings.issuer != nil && !["/visitors", "/visitors/issue", "/logout"].contains(request.path) {
+    if !settings.hasReader && !["/visitors", "/visitors/issue", "/logout"].contains(request.path) {
       // An issuer's page runs beside no reader: it has visitors only.
       return .redirect("/visitors")
     }
@@ -169,12 +190,24 @@ public final class AdminSite: HTTPHandler, @unchecked Sendable {
   /// A console connection that acts for `session`'s person.
   func console(_ session: AdminSessions.Session) -> ConsoleClient? {
     guard consoleSlots.acquire(waitingSeconds: 5) else { return nil }
-    guard let client = try? ConsoleClient(unixPath: settings.consolePath) else {
+    let client: ConsoleClient
+    do {
+      if let remote = settings.remote {
+        client = try ConsoleClient(tls: remote.address, context: remote.context)
+      } else {
+        client = try ConsoleClient(unixPath: settings.consolePath)
+      }
+    } catch {
       consoleSlots.release()
+      if settings.remote != nil { writeStandardError("scangate admin: the reader's console: \(error)\n") }
       return nil
     }
     let slots = consoleSlots
     client.onClose = { slots.release() }
+    if let secret = settings.remote?.secret {
+      // Another host's connection is an operator by the reader's secret, lowered by AS below.
+      guard let auth = client.exchange("AUTH " + secret, timeoutSeconds: 5), auth.status.hasPrefix("OK") else { return nil }
+    }
     let role = session.role >= .operator ? "operator" : "viewer"
     guard let named = client.exchange("AS \(session.name) \(role)", timeoutSeconds: 5), named.status.hasPrefix("OK") else { return nil }
     return client
@@ -282,7 +315,7 @@ public final class AdminSite: HTTPHandler, @unchecked Sendable {
   }
 
   func page(_ title: String, body: String, session: AdminSessions.Session?, status: UInt32 = 200) -> HTTPResponse {
-    HTTPResponse(status: status, body: Array(AdminPages.layout(title, body: body, session: session, issuer: settings.issuer != nil).utf8))
+    HTTPResponse(status: status, body: Array(AdminPages.layout(title, body: body, session: session, issuer: !settings.hasReader).utf8))
   }
 
   // MARK: - /metrics

@@ -52,8 +52,9 @@ extension AdminSite {
 
   func visitorsPage(_ session: AdminSessions.Session) -> HTTPResponse {
     guard session.role >= .operator else { return page("Visitors", body: AdminPages.viewerOnly(), session: session, status: 403) }
-    if settings.issuer != nil { return page("Visitors", body: AdminPages.issueForm(session, message: nil), session: session) }
-    return page("Visitors", body: AdminPages.visitors(reply: ask(session, ["PASSES 200"])?.first), session: session)
+    var body = settings.issuer.map { _ in AdminPages.issueForm(session, message: nil) } ?? ""
+    if settings.hasReader { body += AdminPages.visitors(reply: ask(session, ["PASSES 200"])?.first, issuing: settings.issuer != nil) }
+    return page("Visitors", body: body, session: session)
   }
 
   /// POST /visitors/issue: a guest pass from the form, shown once (sheet as a picture, PDF and
@@ -86,16 +87,21 @@ extension AdminSite {
 }
 
 extension AdminPages {
-  static func visitors(reply: (body: [String], status: String)?) -> String {
+  static func visitors(reply: (body: [String], status: String)?, issuing: Bool) -> String {
     guard let reply else { return unreachable() }
-    var html = """
+    var html =
+      issuing
+      ? ""
+      : """
       <h2>Visitors</h2>
       <p class="card" id="issuing">Guest passes are issued where the issuer key is kept, never on a reader (this page runs
       on one: a reader that held the key would let whoever takes it make passes for every door). On the office machine,
       the issuer's own page (<code>admin.issuer_key_file</code>, docs/admin.md) or
       <code>scangate credential issue --key issuer.key --kid KID --guest "Name" --uses 3 --valid 1d --sheet pass.pdf</code>
       makes the pass and its sheet to print or send (docs/credentials.md).</p>
-      <h3>Passes counted on this reader</h3><p id="passes-count">\(escaped(reply.status))</p>
+      """
+    html += """
+      <h3>Passes counted on the reader</h3><p id="passes-count">\(escaped(reply.status))</p>
       <table id="passes"><thead><tr><th>Pass id</th><th>Uses</th><th>First use</th><th>Kept until</th></tr></thead><tbody>
       """
     for line in reply.body {

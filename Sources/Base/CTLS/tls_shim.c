@@ -182,50 +182,60 @@ static int use_client_cas(SSL_CTX *ctx, const void *pem, size_t length) {
 
 // MARK: - Context
 
-sg_tls_context *sg_tls_context_new(const void *cert_pem, size_t cert_length, const void *key_pem, size_t key_length,
-                                   const void *client_ca_pem, size_t client_ca_length, char *error, size_t error_length) {
+/// A context with what the server and the client share: TLS 1.2 minimum, no compression,
+/// renegotiation, session cache or tickets, partial writes; for TLS 1.2 ECDHE key exchange
+/// (forward secrecy) with AEAD ciphers only (TLS 1.3's suites all are: OpenSSL's list stays).
+/// NULL on failure, with the reason in `error`.
+static SSL_CTX *new_context(const SSL_METHOD *kind, long options, char *error, size_t error_length) {
   if (error != NULL && error_length > 0) error[0] = 0;
   ERR_clear_error();
   if (method() == NULL) {
     take_errors(error, error_length, "cannot create the socket BIO");
     return NULL;
   }
-  SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
+  SSL_CTX *ctx = SSL_CTX_new(kind);
   if (ctx == NULL) {
     take_errors(error, error_length, "cannot create a TLS context");
     return NULL;
   }
   SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
-  SSL_CTX_set_options(ctx, SSL_OP_NO_COMPRESSION | SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE
-                               | SSL_OP_NO_TICKET);
+  SSL_CTX_set_options(ctx, SSL_OP_NO_COMPRESSION | SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_TICKET | options);
   SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
   SSL_CTX_set_num_tickets(ctx, 0);
   SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
-  // TLS 1.2: ECDHE key exchange (forward secrecy) with AEAD ciphers only. TLS 1.3's suites are
-  // all AEAD with forward secrecy: OpenSSL's default list stays.
   if (SSL_CTX_set_cipher_list(ctx, "ECDHE+AESGCM:ECDHE+CHACHA20:!aNULL:!eNULL:!SHA1") != 1) {
     take_errors(error, error_length, "cipher list");
-    goto fail;
+    SSL_CTX_free(ctx);
+    return NULL;
   }
+  return ctx;
+}
+
+/// The private key (PEM in memory, unencrypted) for the certificate already set: NULL when it is
+/// in use, else what failed.
+static const char *use_key(SSL_CTX *ctx, const void *key_pem, size_t key_length) {
+  BIO *bio = key_length > INT32_MAX ? NULL : BIO_new_mem_buf(key_pem, (int)key_length);
+  EVP_PKEY *key = bio == NULL ? NULL : PEM_read_bio_PrivateKey(bio, NULL, no_passphrase, NULL);
+  BIO_free(bio);
+  if (key == NULL) return "private key (PEM, not encrypted)";
+  int used = SSL_CTX_use_PrivateKey(ctx, key);
+  EVP_PKEY_free(key);
+  if (used != 1) return "private key";
+  if (SSL_CTX_check_private_key(ctx) != 1) return "the private key does not match the certificate";
+  return NULL;
+}
+
+sg_tls_context *sg_tls_context_new(const void *cert_pem, size_t cert_length, const void *key_pem, size_t key_length,
+                                   const void *client_ca_pem, size_t client_ca_length, char *error, size_t error_length) {
+  SSL_CTX *ctx = new_context(TLS_server_method(), SSL_OP_CIPHER_SERVER_PREFERENCE, error, error_length);
+  if (ctx == NULL) return NULL;
   if (use_chain(ctx, cert_pem, cert_length) != 1) {
     take_errors(error, error_length, "certificate");
     goto fail;
   }
-  BIO *bio = BIO_new_mem_buf(key_pem, (int)key_length);
-  EVP_PKEY *key = bio == NULL ? NULL : PEM_read_bio_PrivateKey(bio, NULL, no_passphrase, NULL);
-  BIO_free(bio);
-  if (key == NULL) {
-    take_errors(error, error_length, "private key (PEM, not encrypted)");
-    goto fail;
-  }
-  int used = SSL_CTX_use_PrivateKey(ctx, key);
-  EVP_PKEY_free(key);
-  if (used != 1) {
-    take_errors(error, error_length, "private key");
-    goto fail;
-  }
-  if (SSL_CTX_check_private_key(ctx) != 1) {
-    take_errors(error, error_length, "the private key does not match the certificate");
+  const char *key_problem = use_key(ctx, key_pem, key_length);
+  if (key_problem != NULL) {
+    take_errors(error, error_length, key_problem);
     goto fail;
   }
   if (client_ca_pem != NULL && client_ca_length > 0) {
@@ -253,6 +263,38 @@ void sg_tls_context_free(sg_tls_context *context) {
   free(context);
 }
 
+// MARK: - A client context (the web page on another host, to a reader's TLS console)
+
+sg_tls_context *sg_tls_client_context_new(const void *ca_pem, size_t ca_length, const void *cert_pem, size_t cert_length,
+                                          const void *key_pem, size_t key_length, char *error, size_t error_length) {
+  SSL_CTX *ctx = new_context(TLS_client_method(), 0, error, error_length);
+  if (ctx == NULL) return NULL;
+  // The reader is verified against these certificates alone (its CA, or its own certificate),
+  // never the system's store: a LAN reader's certificate is the site's.
+  int cas = use_client_cas(ctx, ca_pem, ca_length);
+  if (cas != 1) {
+    take_errors(error, error_length, cas < 0 ? "reader CA: no PEM certificate" : "reader CA");
+    goto fail;
+  }
+  SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+  SSL_CTX_set_verify_depth(ctx, 4);
+  if (cert_pem != NULL && cert_length > 0) {
+    const char *key_problem = use_chain(ctx, cert_pem, cert_length) != 1 ? "client certificate" : use_key(ctx, key_pem, key_length);
+    if (key_problem != NULL) {
+      take_errors(error, error_length, key_problem);
+      goto fail;
+    }
+  }
+  ERR_clear_error();
+  sg_tls_context *context = malloc(sizeof *context);
+  if (context == NULL) goto fail;
+  context->ctx = ctx;
+  return context;
+fail:
+  SSL_CTX_free(ctx);
+  return NULL;
+}
+
 // MARK: - Sessions
 
 sg_tls_session *sg_tls_session_new(sg_tls_context *context, int fd) {
@@ -270,6 +312,26 @@ sg_tls_session *sg_tls_session_new(sg_tls_context *context, int fd) {
   BIO_set_data(bio, s);
   SSL_set_bio(s->ssl, bio, bio);  // the SSL owns the BIO (one reference for both directions)
   SSL_set_accept_state(s->ssl);
+  return s;
+}
+
+sg_tls_session *sg_tls_client_session_new(sg_tls_context *context, int fd, const char *host) {
+  sg_tls_session *s = sg_tls_session_new(context, fd);
+  if (s == NULL) return NULL;
+  SSL_set_connect_state(s->ssl);
+  // The reader's name or address must be in its certificate (subjectAltName).
+  int named;
+  if (X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(s->ssl), host) == 1) {
+    named = 1;  // an address: checked against the certificate's IP names (no SNI for an address)
+  } else {
+    ERR_clear_error();
+    named = SSL_set1_host(s->ssl, host) == 1 && SSL_set_tlsext_host_name(s->ssl, host) == 1;
+  }
+  ERR_clear_error();
+  if (!named) {
+    sg_tls_session_free(s);
+    return NULL;
+  }
   return s;
 }
 

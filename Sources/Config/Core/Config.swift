@@ -34,6 +34,20 @@ public enum CameraPixelFormat: String, Sendable, CaseIterable {
 public enum GPIOBackend: String, Sendable, CaseIterable { case gpiod, sim }
 
 /// The whole configuration, with every default (config.toml documents each key).
+/// `[admin] reader*`: the page on another host than its reader (docs/admin.md, "The page on
+/// another host"): the reader's TLS console, the certificate it is checked against, the client
+/// certificate and key its `console.tls_client_ca_file` asks for, and its operator secret.
+public struct AdminReaderSettings: Equatable, Sendable {
+  /// "host:port" of the reader's TLS console ("": the reader is on this host, console.unix_path).
+  public var address = ""
+  public var caFile = ""
+  public var certFile = ""
+  public var keyFile = ""
+  /// The reader's operator secret (a secret file; "": every account is a viewer on the reader).
+  public var secretFile = ""
+  public init() {}
+}
+
 public struct ScanConfig: Equatable, Sendable {
   // [camera]
   public var cameraSource = CameraSourceKind.v4l2
@@ -147,6 +161,8 @@ public struct ScanConfig: Equatable, Sendable {
   public var adminIssuerKeyFile = ""
   /// The issuer key's id in the readers' trust files.
   public var adminIssuerKid = ""
+  /// A reader on another host that the page drives through its TLS console.
+  public var adminReader = AdminReaderSettings()
   /// A Unix socket for consoles on this host ("": none); the peer's user gives the role.
   public var consoleUnixPath = ""
   /// Users who are operators on the Unix socket without AUTH (root always is).

@@ -120,6 +120,11 @@ public enum ConfigSchema {
     Key(name: "admin.metrics_token_file", kind: .string) { $0.adminMetricsTokenFile = $1.asString },
     Key(name: "admin.issuer_key_file", kind: .string) { $0.adminIssuerKeyFile = $1.asString },
     Key(name: "admin.issuer_kid", kind: .string) { $0.adminIssuerKid = $1.asString },
+    Key(name: "admin.reader", kind: .string) { $0.adminReader.address = $1.asString },
+    Key(name: "admin.reader_ca_file", kind: .string) { $0.adminReader.caFile = $1.asString },
+    Key(name: "admin.reader_cert_file", kind: .string) { $0.adminReader.certFile = $1.asString },
+    Key(name: "admin.reader_key_file", kind: .string) { $0.adminReader.keyFile = $1.asString },
+    Key(name: "admin.reader_secret_file", kind: .string) { $0.adminReader.secretFile = $1.asString },
     Key(name: "console.unix_operators", kind: .strings(count: 0...16)) { $0.consoleUnixOperators = $1.asStrings },
     Key(name: "console.tls_cert_file", kind: .string) { $0.consoleTLSCertFile = $1.asString },
     Key(name: "console.tls_key_file", kind: .string) { $0.consoleTLSKeyFile = $1.asString },
@@ -241,11 +246,22 @@ public enum ConfigSchema {
   static func issuerProblems(_ config: ScanConfig, line: ConfigLineLookup) -> [ConfigError] {
     var errors: [ConfigError] = []
     let issuer = !config.adminIssuerKeyFile.isEmpty
-    if !config.adminListen.isEmpty && config.consoleUnixPath.isEmpty && !issuer {
+    let remote = config.adminReader
+    if !config.adminListen.isEmpty && config.consoleUnixPath.isEmpty && remote.address.isEmpty && !issuer {
       errors.append(
         ConfigError(
           key: "admin.listen", line: line("admin.listen"),
-          reason: "the web page needs console.unix_path (it acts through the console), or admin.issuer_key_file (an issuer's page)"))
+          reason: "the web page needs a reader (console.unix_path here, or admin.reader on another host) or admin.issuer_key_file"))
+    }
+    if !remote.address.isEmpty && !config.consoleUnixPath.isEmpty {
+      errors.append(
+        ConfigError(key: "admin.reader", line: line("admin.reader"), reason: "one reader a page: console.unix_path (this host's) or admin.reader, not both"))
+    }
+    if !remote.address.isEmpty && (remote.caFile.isEmpty || remote.certFile.isEmpty || remote.keyFile.isEmpty) {
+      errors.append(
+        ConfigError(
+          key: "admin.reader", line: line("admin.reader"),
+          reason: "a reader on another host is reached over TLS only: admin.reader_ca_file, reader_cert_file and reader_key_file"))
     }
     if issuer && !config.consoleUnixPath.isEmpty {
       errors.append(

@@ -1,15 +1,16 @@
 import ScanCore
 
 extension ConsoleCommands {
-  /// AS <name> viewer|operator: a client on this host's Unix socket (the web admin page) names
+  /// AS <name> viewer|operator: a client on this host's Unix socket, or a TLS client with a
+  /// certificate the client CA signed (the web admin page, here or on another host), names
   /// the person it acts for, once per connection, so that records say `web:<name> (uid N)`; the
   /// session's role becomes the one named, never more than it had (a viewer cannot become an
   /// operator this way). Anywhere else, or a second time, it is refused.
   func nameSession<Host: ConsoleHost & ~Copyable>(
     _ name: UnsafeRawBufferPointer, asOperator: Bool, slot: Int, host: inout Host, output: some ConsoleOutput
   ) {
-    guard sessions[slot].peer.localUID != nil, sessions[slot].transport == .tcp else {
-      output.send(slot) { $0.write("ERR 403 AS is for clients on this host (the Unix socket)\n") }
+    guard (sessions[slot].peer.localUID != nil && sessions[slot].transport == .tcp) || sessions[slot].certified else {
+      output.send(slot) { $0.write("ERR 403 AS is for the Unix socket and certified TLS clients\n") }
       return
     }
     guard sessions[slot].actorCount == 0 else {

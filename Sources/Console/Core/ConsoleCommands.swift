@@ -69,6 +69,11 @@ public final class ConsoleCommands<Clock: MonotonicClock> {
     sessions[slot].grantToRecord = true
   }
 
+  /// The session in `slot` came over TLS with a client certificate the console's client CA
+  /// signed: its host is known as a Unix socket's user is, so it may use AS (the web page on
+  /// another host). Its role is untouched: an operator still AUTHs.
+  public func certify(_ slot: Int) { sessions[slot].certified = true }
+
   /// The client in `slot` left (or was dropped, or the serial line hung up): its role ends.
   public func closed(_ slot: Int) { sessions[slot] = ConsoleSession() }
 

@@ -18,6 +18,9 @@ public struct ConsoleSession: Sendable {
   public var actorCount = 0
   /// An operator by its transport (`ConsoleCommands.grantOperator`), not yet recorded.
   var grantToRecord = false
+  /// A TLS client whose certificate the console's client CA signed (`ConsoleCommands.certify`):
+  /// like a Unix socket's peer, it may name the person it acts for (AS).
+  public var certified = false
   public var watching = false
   public var lastActivity = Instant(nanoseconds: 0)
   /// Line budget (token bucket, whole lines × 1000).

@@ -47,7 +47,7 @@ extension ConsoleVerb {
     case .backup:
       "BACKUP <public key> <salt> <ops> <KiB>: 64 and 32 hex digits, then Argon2id's\npasses and memory. The configuration, lists and state, sealed to that X25519\nkey, sent as base64 lines, then OK backup <files> files <bytes> bytes. Never\na secret file (scangate backup create on the reader has those). For the web\npage, which makes the key from a passphrase the reader never sees\n(docs/backup.md). Operator; recorded with who."
     case .as:
-      "AS <name> viewer|operator: on the Unix socket only, once: records name this\nsession web:<name> (and its uid); the role can only be lowered. For the web\nadmin page. Reply: OK as web:<name> <role>."
+      "AS <name> viewer|operator: on the Unix socket or a certified TLS client, once:\nrecords name this session web:<name> (and its uid or address); the role can\nonly be lowered. For the web admin page. Reply: OK as web:<name> <role>."
     }
   }
 }

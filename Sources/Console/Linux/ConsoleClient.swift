@@ -1,4 +1,5 @@
 import CLinux
+import CTLS
 import Glibc
 import ScanConsole
 import ScanCore
@@ -16,6 +17,8 @@ public final class ConsoleClient: @unchecked Sendable {
   private var buffer = [UInt8](repeating: 0, count: 16_384)
 
   private let owned: Bool
+  /// The TLS session to a reader on another host (nil: a Unix socket or plain text).
+  var tls: OpaquePointer? = nil
   /// Called once when the client goes (the web page returns its console slot).
   public var onClose: (@Sendable () -> Void)? = nil
 
@@ -29,11 +32,16 @@ public final class ConsoleClient: @unchecked Sendable {
     self.init(fd: try syscall("connect to \(unixPath)", { sg_connect_unix(unixPath) }))
   }
   deinit {
+    if let tls {
+      _ = sg_tls_shutdown(tls)
+      sg_tls_session_free(tls)
+    }
     if owned { closeDescriptor(fd) }
     onClose?()
   }
 
   public func send(_ text: String) -> Bool {
+    if let tls { return tlsSend(tls, Array(text.utf8)) }
     do { try writeAll(fd, text, "send to the console") } catch { return false }
     return true
   }
@@ -47,10 +55,18 @@ public final class ConsoleClient: @unchecked Sendable {
       let now = SystemMonotonicClock().now()
       guard now < deadline else { return lines.isEmpty ? nil : lines.removeFirst() }
       var p = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0)]
-      let n: Int
+      var n: Int
       do {
-        guard try pollDescriptors(&p, timeoutMilliseconds: min(200, max(1, deadline.milliseconds(since: now)))) > 0 else { continue }
-        n = try readSome(fd, into: &buffer, "read the console")
+        // Bytes a TLS session has already decrypted are read without waiting for the socket.
+        if tls.map({ sg_tls_pending($0) > 0 }) != true {
+          guard try pollDescriptors(&p, timeoutMilliseconds: min(200, max(1, deadline.milliseconds(since: now)))) > 0 else { continue }
+        }
+        if let tls {
+          n = try tlsReceive(tls, into: &buffer)
+          if n < 0 { continue }  // a record not yet whole
+        } else {
+          n = try readSome(fd, into: &buffer, "read the console")
+        }
       } catch { return nil }
       if n == 0 { return lines.isEmpty ? nil : lines.removeFirst() }
       pending += buffer[0..<n]

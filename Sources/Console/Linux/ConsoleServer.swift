@@ -195,6 +195,8 @@ public final class ConsoleServer<Clock: MonotonicClock>: ConsoleOutput {
   /// Starts the console session on a connected slot (for TLS, once the handshake is done).
   func startSession(_ slot: Int) {
     commands.opened(slot, peer: clients[slot].peer, transport: clients[slot].isSerial ? .serial : .tcp)
+    // Client certificates required and verified in the handshake: this client is certified.
+    if clients[slot].tls != nil && tls?.requiresClientCertificates == true { commands.certify(slot) }
     framers[slot].reset()
     write(slot) { w in
       w.write("! scangate ")

@@ -28,6 +28,15 @@ sg_tls_context *sg_tls_context_new(const void *cert_pem, size_t cert_length, con
                                    const void *client_ca_pem, size_t client_ca_length, char *error, size_t error_length);
 void sg_tls_context_free(sg_tls_context *context);
 
+/// A client context: TLS 1.2 minimum, the same ciphers; the server is verified against the
+/// certificates in `ca_pem` alone (a CA, or the server's own certificate); `cert_pem`/`key_pem`
+/// (length 0 for none) are presented when the server asks. NULL on failure, with the reason.
+sg_tls_context *sg_tls_client_context_new(const void *ca_pem, size_t ca_length, const void *cert_pem, size_t cert_length,
+                                          const void *key_pem, size_t key_length, char *error, size_t error_length);
+/// A client session on the connected non-blocking socket `fd`; the server's certificate must
+/// name `host` (an IP address or a DNS name). Handshake with sg_tls_handshake. NULL on failure.
+sg_tls_session *sg_tls_client_session_new(sg_tls_context *context, int fd, const char *host);
+
 /// A server session on the connected non-blocking socket `fd` (which the caller still owns and
 /// closes). Writes never raise SIGPIPE. NULL when out of memory.
 sg_tls_session *sg_tls_session_new(sg_tls_context *context, int fd);
