@@ -248,3 +248,13 @@ let package = Package(
   swiftLanguageModes: [.v6],
   cxxLanguageStandard: .cxx17
 )
+
+// Every C and C++ shim is built with `char` unsigned, as ARM's ABI has it (a Raspberry Pi's):
+// the x86_64 builds and their tests then run the shims with the char a Pi has, so a shim that
+// took char for signed fails here first (docs/arm64.md, "What differs on ARM"), and every
+// build of the product behaves alike. The Linux kernel builds with -funsigned-char everywhere
+// for the same reason.
+for target in package.targets where target.type == .regular && target.name.hasPrefix("C") {
+  target.cSettings = (target.cSettings ?? []) + [.unsafeFlags(["-funsigned-char"])]
+  target.cxxSettings = (target.cxxSettings ?? []) + [.unsafeFlags(["-funsigned-char"])]
+}

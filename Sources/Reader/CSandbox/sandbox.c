@@ -8,7 +8,9 @@
 #include <seccomp.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <sys/mman.h>
@@ -204,9 +206,19 @@ int64_t sg_sb_cpu_ns(pid_t pid) {
   return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
 }
 
-void sg_sb_store_release(uint32_t *word, uint32_t value) { __atomic_store_n(word, value, __ATOMIC_RELEASE); }
+int sg_sb_word_aligned(const void *word) { return ((uintptr_t)word & (_Alignof(uint32_t) - 1)) == 0; }
 
-uint32_t sg_sb_load_acquire(const uint32_t *word) { return __atomic_load_n(word, __ATOMIC_ACQUIRE); }
+void sg_sb_store_release(uint32_t *word, uint32_t value) {
+  if (!sg_sb_word_aligned(word)) abort();
+  __atomic_store_n(word, value, __ATOMIC_RELEASE);
+}
+
+uint32_t sg_sb_load_acquire(const uint32_t *word) {
+  if (!sg_sb_word_aligned(word)) abort();
+  return __atomic_load_n(word, __ATOMIC_ACQUIRE);
+}
+
+int sg_sb_char_unsigned(void) { return (char)0xFF > 0; }
 
 int sg_sb_try_forbidden_open(void) { return open("/etc/hostname", O_RDONLY | O_CLOEXEC); }
 

@@ -70,8 +70,15 @@ int sg_sb_runnable(pid_t pid);
 /// only then reads the slot: on ARM's weak ordering as on x86, every byte written before the
 /// store is visible after the load (the pipe's byte that wakes the reader orders nothing by
 /// itself in the C11 model).
+/// A word that is not 4-byte aligned stops the process (abort): ARM's LDAR/STLR fault on it and
+/// x86 would split it silently, so the x86 builds refuse what a Pi would (docs/arm64.md).
 void sg_sb_store_release(uint32_t *word, uint32_t value);
 uint32_t sg_sb_load_acquire(const uint32_t *word);
+/// Whether `word` may be used as an atomic 32-bit word (4-byte aligned): 1 or 0.
+int sg_sb_word_aligned(const void *word);
+/// 1 when this C code was built with `char` unsigned (as on ARM; Package.swift builds every shim
+/// so), else 0.
+int sg_sb_char_unsigned(void);
 
 /// Test hook of the worker: calls open("/etc/hostname") (seccomp must kill the caller).
 int sg_sb_try_forbidden_open(void);
