@@ -215,11 +215,13 @@ import Testing
     defer { Self.remove(directory) }
     let clock = SystemMonotonicClock()
     let relay = RecordingOutputLine(name: "relay", clock: clock, capacity: 100_000)
-    var loop = try Self.replayLoop(directory, allowList: "text:ALICE-0001\ntext:DAVE-0004\n", relay: relay, clock: clock)
     // The service's relay watchdog rides along: arming, disarming and the per-tick trip check
-    // are on the frame path too.
+    // are on the frame path too. Made before the loop, so nothing throws once the loop (a
+    // ~Copyable value) exists: Swift 6.2.3's move-only checker (Debian's swiftlang, built with
+    // assertions) aborts on this function otherwise (docs/arm64.md).
     let watchdog = try RelayWatchdog(simulated: relay)
     defer { watchdog.stop() }
+    var loop = try Self.replayLoop(directory, allowList: "text:ALICE-0001\ntext:DAVE-0004\n", relay: relay, clock: clock)
     loop.engine.relayGuard = watchdog
     #expect(loop.reloadAllowList() == nil)
     for _ in 0..<240 { loop.runOnce(maximumWaitMilliseconds: 5) }

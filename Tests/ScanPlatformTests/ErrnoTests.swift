@@ -165,6 +165,30 @@ import Testing
     #expect(throws: ConnectError.self) { try connectTCP("no-such-host.invalid:1") }
   }
 
+  @Test("connectTCP with a timeout gives up on a listener that takes no more connections, in that time, not the kernel's two minutes")
+  func connectTimesOut() throws {
+    // A listener that never accepts: once its queue is full Linux drops further SYNs, and a
+    // connect(2) without a bound would wait for the SYN's retries (some 130 s).
+    let (listener, port) = try #require(loopbackListener())
+    defer { close(listener) }
+    var held: [Int32] = []
+    defer { for fd in held { close(fd) } }
+    var timedOut: Duration? = nil
+    let clock = ContinuousClock()
+    for _ in 0..<16 where timedOut == nil {
+      let start = clock.now
+      do {
+        held.append(try connectTCP("127.0.0.1:\(port)", timeoutMilliseconds: 300))
+      } catch {
+        guard case .failed(_, let cause) = error else { throw error }
+        #expect(cause.errno == EINPROGRESS || cause.errno == EAGAIN, "\(cause)")
+        timedOut = clock.now - start
+      }
+    }
+    let waited = try #require(timedOut, "every connect was taken (\(held.count))")
+    #expect(waited >= .milliseconds(250) && waited < .seconds(5), "\(waited)")
+  }
+
   @Test("connectTCP reaches a listener, with the port from defaultPort")
   func connectReaches() throws {
     let (listener, port) = try #require(loopbackListener())

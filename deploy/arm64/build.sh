@@ -15,7 +15,8 @@
 # reused: a second run rebuilds only what changed.
 # Usage: deploy/arm64/build.sh OUTDIR
 # Environment: SCANGATE_ARM64_CACHE, SCANGATE_ARM64_SUITE (trixie), SCANGATE_DEBIAN_MIRROR
-# (this machine's Debian mirror), SCANGATE_ARM64_JOBS (2), SCANGATE_ARM64_NO_DEB=1 (binary only).
+# (this machine's Debian mirror), SCANGATE_ARM64_JOBS (2), SCANGATE_ARM64_NO_DEB=1 (binary only),
+# SCANGATE_ARM64_TESTS=1 (also the debug test bundle: deploy/arm64/test.sh runs it).
 set -euo pipefail
 [ $# -eq 1 ] || { echo "usage: $0 OUTDIR" >&2; exit 2; }
 [ "$(id -u)" = 0 ] || { echo "arm64: run as root (debootstrap, chroot, mounts)" >&2; exit 2; }
@@ -177,6 +178,27 @@ in_root "$HOSTROOT" sh -c "cd /work/src && swift build -c release --static-swift
   exit 1
 }
 step "built in $((SECONDS - B0)) s"
+if [ "${SCANGATE_ARM64_TESTS:-0}" = 1 ]; then
+  # The test bundle (debug, the Swift runtime, XCTest and Testing linked dynamically from the
+  # arm64 swiftlang in the sysroot) and the debug scangate beside it, as `swift test` has them.
+  # Debian's swiftlang 6.2.3 ships the module of Testing's Foundation overlay but not its
+  # library, which the test runner (XCTest imports Foundation) asks the linker for: an empty
+  # archive stands in (no test uses the overlay, so nothing is taken from it).
+  mkdir -p "$WORK/stubs"
+  rm -f "$WORK/stubs/lib_Testing_Foundation.a"
+  ar rc "$WORK/stubs/lib_Testing_Foundation.a"
+  step "swift build --build-tests for $TRIPLE (debug)"
+  B0=$SECONDS
+  in_root "$HOSTROOT" sh -c "cd /work/src && swift build --build-tests \
+    --triple $TRIPLE --sdk /sysroot -Xswiftc -sdk -Xswiftc /sysroot \
+    -Xswiftc -resource-dir -Xswiftc /sysroot/usr/libexec/swift/lib/swift -Xswiftc -use-ld=lld -Xswiftc -L/work/stubs \
+    --scratch-path /work/scratch -j $JOBS" >"$WORK/build-tests.log" 2>&1 || {
+    grep -E 'error|Fatal' "$WORK/build-tests.log" | head -40 >&2
+    echo "arm64: swift build --build-tests failed; the whole log: $WORK/build-tests.log" >&2
+    exit 1
+  }
+  step "tests built in $((SECONDS - B0)) s: $WORK/scratch/$TRIPLE/debug/ScanGatePackageTests.xctest"
+fi
 BIN=$WORK/scratch/$TRIPLE/release/scangate
 install -m 0755 "$BIN" "$OUT/scangate"
 file "$OUT/scangate" | grep -q 'ARM aarch64' || { file "$OUT/scangate" >&2; exit 1; }

@@ -46,7 +46,9 @@ extension ConsoleClient {
   /// and presents the client certificate; throws when any of it fails within `timeoutSeconds`.
   public convenience init(tls address: String, context: ConsoleTLSClientContext, timeoutSeconds: Int = 5) throws(SystemError) {
     let fd: Int32
-    do { fd = try connectTCP(address) } catch { throw SystemError(errno: ECONNREFUSED, operation: "\(error)") }
+    do { fd = try connectTCP(address, timeoutMilliseconds: timeoutSeconds * 1000) } catch {
+      throw SystemError(errno: ECONNREFUSED, operation: "\(error)")
+    }
     do { _ = try syscall("make \(address)'s socket non-blocking", { sg_fcntl_int(fd, F_SETFL, sg_fcntl_int(fd, F_GETFL, 0) | O_NONBLOCK) }) } catch {
       closeDescriptor(fd)
       throw error
