@@ -42,14 +42,7 @@ log() { echo "arm64: $*" >&2; }
 T0=$SECONDS
 step() { log "[$((SECONDS - T0)) s] $*"; }
 
-# Mounts made by this run, undone in reverse order on every exit.
-MOUNTS=()
-mnt() { mount "$@"; MOUNTS+=("${*: -1}"); }
-cleanup() {
-  local i
-  for ((i = ${#MOUNTS[@]} - 1; i >= 0; i--)); do umount "${MOUNTS[i]}" 2>/dev/null || umount -l "${MOUNTS[i]}" || true; done
-}
-trap cleanup EXIT
+. "$REPO/deploy/arm64/mounts.sh"
 in_root() { # ROOT COMMAND...: a clean environment inside a root
   local r=$1
   shift

@@ -22,13 +22,7 @@ LOGS=$OUT/smoke
 rm -rf "$LOGS"
 mkdir -p "$LOGS"
 
-MOUNTS=()
-mnt() { mount "$@"; MOUNTS+=("${*: -1}"); }
-cleanup() {
-  local i
-  for ((i = ${#MOUNTS[@]} - 1; i >= 0; i--)); do umount "${MOUNTS[i]}" 2>/dev/null || umount -l "${MOUNTS[i]}" || true; done
-}
-trap cleanup EXIT
+. "$REPO/deploy/arm64/mounts.sh"
 mkdir -p "$ROOT/mnt/scangate-smoke"
 mountpoint -q "$ROOT/proc" || mnt -t proc proc "$ROOT/proc"
 mnt --bind /dev "$ROOT/dev"

@@ -46,13 +46,7 @@ ARM64_SUITES=(
 ARM64_SKIP=${SCANGATE_ARM64_SKIP:-DecoderWorker|Libcamera|AuditLogTests/crashes}
 FILTER=${2:-$(IFS='|'; echo "${ARM64_SUITES[*]}")}
 
-MOUNTS=()
-mnt() { mount "$@"; MOUNTS+=("${*: -1}"); }
-cleanup() {
-  local i
-  for ((i = ${#MOUNTS[@]} - 1; i >= 0; i--)); do umount "${MOUNTS[i]}" 2>/dev/null || umount -l "${MOUNTS[i]}" || true; done
-}
-trap cleanup EXIT
+. "$REPO/deploy/arm64/mounts.sh"
 # The bundle's #filePath paths are the compiler root's /work/src: the same folder at the same path.
 mkdir -p "$ROOT/work" "$ROOT/mnt/corpus"
 mountpoint -q "$ROOT/proc" || mnt -t proc proc "$ROOT/proc"

@@ -225,6 +225,18 @@ static const char *use_key(SSL_CTX *ctx, const void *key_pem, size_t key_length)
   return NULL;
 }
 
+/// `ctx` as a context of ours, or NULL (and `ctx` freed) when out of memory.
+static sg_tls_context *wrap(SSL_CTX *ctx) {
+  ERR_clear_error();
+  sg_tls_context *context = malloc(sizeof *context);
+  if (context == NULL) {
+    SSL_CTX_free(ctx);
+    return NULL;
+  }
+  context->ctx = ctx;
+  return context;
+}
+
 sg_tls_context *sg_tls_context_new(const void *cert_pem, size_t cert_length, const void *key_pem, size_t key_length,
                                    const void *client_ca_pem, size_t client_ca_length, char *error, size_t error_length) {
   SSL_CTX *ctx = new_context(TLS_server_method(), SSL_OP_CIPHER_SERVER_PREFERENCE, error, error_length);
@@ -247,11 +259,7 @@ sg_tls_context *sg_tls_context_new(const void *cert_pem, size_t cert_length, con
     SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, NULL);
     SSL_CTX_set_verify_depth(ctx, 4);
   }
-  ERR_clear_error();
-  sg_tls_context *context = malloc(sizeof *context);
-  if (context == NULL) goto fail;
-  context->ctx = ctx;
-  return context;
+  return wrap(ctx);
 fail:
   SSL_CTX_free(ctx);
   return NULL;
@@ -285,11 +293,7 @@ sg_tls_context *sg_tls_client_context_new(const void *ca_pem, size_t ca_length, 
       goto fail;
     }
   }
-  ERR_clear_error();
-  sg_tls_context *context = malloc(sizeof *context);
-  if (context == NULL) goto fail;
-  context->ctx = ctx;
-  return context;
+  return wrap(ctx);
 fail:
   SSL_CTX_free(ctx);
   return NULL;
