@@ -18,6 +18,8 @@
 #   5. deploy/trixie/run.sh: the whole build and test suite again against Debian 13's libraries
 #      (zxing-cpp 2.3, libgpiod 2.2) in a debootstrap'd chroot (cached in /var/cache/scangate-trixie),
 #      and the trixie .deb
+#   5a. deploy/arm64/ci.sh: the arm64 cross build (Debian's swiftlang, a trixie arm64 sysroot), a
+#      chosen set of the tests and `scangate demo` as arm64 programs under qemu-user
 #   6. bench/run --smoke: the benchmark harness against the peers (its scorer's self-test, the QR
 #      sets, a short soak); bench/run --short and --long make the figures (bench/RESULTS.md)
 # Ends with one line "suite: N passed, M failed" counting tests and stages.
@@ -96,6 +98,10 @@ if stage "Debian 13 (trixie) package" bash -c "deploy/trixie/run.sh --run 'deplo
 else
   failed=$((failed + 1))
 fi
+
+# arm64: the cross build with Debian's swiftlang, a chosen set of tests and the demo as arm64
+# programs under qemu-user (the whole arm64 run and the .deb: deploy/arm64/build.sh, test.sh).
+check_stage "arm64 (cross build, tests and demo under qemu-user)" "deploy/arm64/ci.sh"
 
 # The benchmarks' smoke mode: the harness and its scorer work against every peer; figures, and the
 # release build's allocation tests, come from bench/run --short and --long (minutes each).

@@ -16,7 +16,11 @@
 # Usage: deploy/arm64/build.sh OUTDIR
 # Environment: SCANGATE_ARM64_CACHE, SCANGATE_ARM64_SUITE (trixie), SCANGATE_DEBIAN_MIRROR
 # (this machine's Debian mirror), SCANGATE_ARM64_JOBS (2), SCANGATE_ARM64_NO_DEB=1 (binary only),
-# SCANGATE_ARM64_TESTS=1 (also the debug test bundle: deploy/arm64/test.sh runs it).
+# SCANGATE_ARM64_TESTS=1 (also the debug test bundle: deploy/arm64/test.sh runs it),
+# SCANGATE_ARM64_TESTS=only (the test bundle alone; OUTDIR/scangate is then the debug binary),
+# SCANGATE_ARM64_EXTRACT=1 (the arm64 root's packages extracted by mmdebstrap, nothing configured
+# and nothing run under qemu: seconds instead of minutes; enough for a sysroot, the tests and
+# smoke.sh, not for the .deb, so it implies SCANGATE_ARM64_NO_DEB=1).
 set -euo pipefail
 [ $# -eq 1 ] || { echo "usage: $0 OUTDIR" >&2; exit 2; }
 [ "$(id -u)" = 0 ] || { echo "arm64: run as root (debootstrap, chroot, mounts)" >&2; exit 2; }
@@ -34,15 +38,17 @@ default_mirror() {
 }
 MIRROR=${SCANGATE_DEBIAN_MIRROR:-$(default_mirror)}
 HOSTROOT=$CACHE/sid-amd64       # Debian unstable, amd64: Debian's swiftlang runs here
-ROOT=$CACHE/$SUITE-arm64        # Debian $SUITE, arm64: the sysroot, and where the .deb is made
-WORK=$CACHE/work-$SUITE         # src: a copy of this working tree; scratch: SwiftPM's
 TRIPLE=aarch64-unknown-linux-gnu
+TESTS=${SCANGATE_ARM64_TESTS:-0}
+NO_DEB=${SCANGATE_ARM64_NO_DEB:-0}
+[ "${SCANGATE_ARM64_EXTRACT:-0}" = 1 ] && NO_DEB=1
+[ "$TESTS" = only ] && NO_DEB=1
 
 log() { echo "arm64: $*" >&2; }
 T0=$SECONDS
 step() { log "[$((SECONDS - T0)) s] $*"; }
 
-. "$REPO/deploy/arm64/mounts.sh"
+. "$REPO/deploy/arm64/mounts.sh" # also ROOT (the arm64 root: the sysroot, where the .deb is made) and WORK
 in_root() { # ROOT COMMAND...: a clean environment inside a root
   local r=$1
   shift
@@ -66,6 +72,7 @@ apt_settings() {
 # --- This machine: debootstrap, and qemu-user registered with binfmt_misc for aarch64 ---------
 missing=()
 command -v debootstrap >/dev/null || missing+=(debootstrap)
+command -v mmdebstrap >/dev/null || missing+=(mmdebstrap)
 [ -x /usr/bin/qemu-aarch64-static ] || missing+=(qemu-user-static)
 command -v update-binfmts >/dev/null || missing+=(binfmt-support)
 if [ ${#missing[@]} -gt 0 ]; then
@@ -105,6 +112,27 @@ SWIFT_DEB=$(dpkg-query --admindir="$HOSTROOT/var/lib/dpkg" -W -f='${Version}' sw
 step "compiler: $(in_root "$HOSTROOT" swift --version 2>/dev/null | head -1) (swiftlang $SWIFT_DEB, Debian sid)"
 
 # --- The sysroot: a Debian arm64 root with ScanGate's -dev packages ----------------------------
+# The C libraries are deploy/setup.sh's -dev packages; g++ brings the C++ library's headers, the
+# C runtime's start files and binutils (package.sh strips the binary).
+mapfile -t DEV < <(sed -n 's/^  \([a-z0-9.+-]*-dev\)\([[:space:]].*\)\{0,1\}$/\1/p' "$REPO/deploy/setup.sh")
+PACKAGES=(libc6-dev g++ "${DEV[@]}")
+if [ "${SCANGATE_ARM64_EXTRACT:-0}" = 1 ]; then
+  # The packages and their dependencies unpacked by the host's apt and dpkg-deb: no maintainer
+  # script runs, which neither a sysroot nor a test binary needs (coreutils: chroot's env).
+  if [ "$(cat "$ROOT/.scangate-packages" 2>/dev/null)" != "${PACKAGES[*]}" ]; then
+    step "mmdebstrap --variant=extract $SUITE arm64 (${#PACKAGES[@]} packages, no qemu) from $MIRROR"
+    remove_root "$ROOT"
+    mmdebstrap --mode=root --variant=extract --architectures=arm64 \
+      --include="$(IFS=,; echo "coreutils,${PACKAGES[*]}")" "$SUITE" "$ROOT" "$MIRROR" >"$CACHE/mmdebstrap-$SUITE-arm64.log" 2>&1 ||
+      { tail -20 "$CACHE/mmdebstrap-$SUITE-arm64.log" >&2; exit 1; }
+    echo "${PACKAGES[*]}" >"$ROOT/.scangate-packages"
+  fi
+  # Merged /usr, which trixie's base-files would have made (the linker scripts and the program
+  # interpreter name /lib/aarch64-linux-gnu/...).
+  for d in bin sbin lib; do [ -e "$ROOT/$d" ] || ln -s "usr/$d" "$ROOT/$d"; done
+  mkdir -p "$ROOT/proc" "$ROOT/root" "$ROOT/tmp"
+  touch "$ROOT/.scangate-debootstrap"
+fi
 if [ ! -e "$ROOT/.scangate-debootstrap" ]; then
   step "debootstrap $SUITE arm64 (under qemu-user) from $MIRROR"
   remove_root "$ROOT"
@@ -112,12 +140,8 @@ if [ ! -e "$ROOT/.scangate-debootstrap" ]; then
     { tail -20 "$CACHE/debootstrap-$SUITE-arm64.log" >&2; exit 1; }
   touch "$ROOT/.scangate-debootstrap"
 fi
-apt_settings "$ROOT"
+[ ! -d "$ROOT/etc/apt/apt.conf.d" ] || apt_settings "$ROOT"
 root_proc() { mountpoint -q "$ROOT/proc" || mnt -t proc proc "$ROOT/proc"; }
-# The C libraries are deploy/setup.sh's -dev packages; g++ brings the C++ library's headers, the
-# C runtime's start files and binutils (package.sh strips the binary).
-mapfile -t DEV < <(sed -n 's/^  \([a-z0-9.+-]*-dev\)\([[:space:]].*\)\{0,1\}$/\1/p' "$REPO/deploy/setup.sh")
-PACKAGES=(libc6-dev g++ "${DEV[@]}")
 if [ "$(cat "$ROOT/.scangate-packages" 2>/dev/null)" != "${PACKAGES[*]}" ]; then
   step "installing ${#PACKAGES[@]} packages in the $SUITE arm64 root (dpkg under qemu-user)"
   root_proc
@@ -160,18 +184,21 @@ git -C "$REPO" ls-files -z --cached --others --exclude-standard |
 mnt --bind "$WORK" "$HOSTROOT/work"
 mnt --bind "$ROOT" "$HOSTROOT/sysroot"
 mount -o remount,bind,ro "$HOSTROOT/sysroot"
-step "swift build for $TRIPLE (release, static Swift standard library, -j $JOBS)"
-B0=$SECONDS
-in_root "$HOSTROOT" sh -c "cd /work/src && swift build -c release --static-swift-stdlib --product scangate \
-  --triple $TRIPLE --sdk /sysroot -Xswiftc -sdk -Xswiftc /sysroot \
-  -Xswiftc -resource-dir -Xswiftc /sysroot/usr/libexec/swift/lib/swift_static -Xswiftc -use-ld=lld \
-  --scratch-path /work/scratch -j $JOBS" >"$WORK/build.log" 2>&1 || {
-  grep -E 'error|Fatal' "$WORK/build.log" | head -40 >&2
-  echo "arm64: swift build failed; the whole log: $WORK/build.log" >&2
-  exit 1
-}
-step "built in $((SECONDS - B0)) s"
-if [ "${SCANGATE_ARM64_TESTS:-0}" = 1 ]; then
+if [ "$TESTS" != only ]; then
+  step "swift build for $TRIPLE (release, static Swift standard library, -j $JOBS)"
+  B0=$SECONDS
+  in_root "$HOSTROOT" sh -c "cd /work/src && swift build -c release --static-swift-stdlib --product scangate \
+    --triple $TRIPLE --sdk /sysroot -Xswiftc -sdk -Xswiftc /sysroot \
+    -Xswiftc -resource-dir -Xswiftc /sysroot/usr/libexec/swift/lib/swift_static -Xswiftc -use-ld=lld \
+    --scratch-path /work/scratch -j $JOBS" >"$WORK/build.log" 2>&1 || {
+    grep -E 'error|Fatal' "$WORK/build.log" | head -40 >&2
+    echo "arm64: swift build failed; the whole log: $WORK/build.log" >&2
+    exit 1
+  }
+  step "built in $((SECONDS - B0)) s"
+  BIN=$WORK/scratch/$TRIPLE/release/scangate
+fi
+if [ "$TESTS" != 0 ]; then
   # The test bundle (debug, the Swift runtime, XCTest and Testing linked dynamically from the
   # arm64 swiftlang in the sysroot) and the debug scangate beside it, as `swift test` has them.
   # Debian's swiftlang 6.2.3 ships the module of Testing's Foundation overlay but not its
@@ -191,14 +218,14 @@ if [ "${SCANGATE_ARM64_TESTS:-0}" = 1 ]; then
     exit 1
   }
   step "tests built in $((SECONDS - B0)) s: $WORK/scratch/$TRIPLE/debug/ScanGatePackageTests.xctest"
+  [ "$TESTS" != only ] || BIN=$WORK/scratch/$TRIPLE/debug/scangate
 fi
-BIN=$WORK/scratch/$TRIPLE/release/scangate
 install -m 0755 "$BIN" "$OUT/scangate"
 file "$OUT/scangate" | grep -q 'ARM aarch64' || { file "$OUT/scangate" >&2; exit 1; }
 log "$(file -b "$OUT/scangate" | cut -d, -f1-2)"
 
 # --- The .deb: deploy/package.sh inside the arm64 root, on the binary built above ---------------
-if [ "${SCANGATE_ARM64_NO_DEB:-0}" != 1 ]; then
+if [ "$NO_DEB" != 1 ]; then
   step "packaging in the $SUITE arm64 root (deploy/package.sh under qemu-user)"
   mkdir -p "$ROOT/mnt/scangate"
   root_proc

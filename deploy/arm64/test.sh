@@ -17,8 +17,7 @@ mkdir -p "$1"
 OUT=$(cd "$1" && pwd)
 CACHE=${SCANGATE_ARM64_CACHE:-/var/cache/scangate-arm64}
 SUITE=${SCANGATE_ARM64_SUITE:-trixie}
-ROOT=$CACHE/$SUITE-arm64
-WORK=$CACHE/work-$SUITE
+. "$REPO/deploy/arm64/mounts.sh" # ROOT, WORK, mnt
 TRIPLE=aarch64-unknown-linux-gnu
 BUNDLE=/work/scratch/$TRIPLE/debug/ScanGatePackageTests.xctest
 [ -x "$WORK/scratch/$TRIPLE/debug/ScanGatePackageTests.xctest" ] ||
@@ -46,7 +45,6 @@ ARM64_SUITES=(
 ARM64_SKIP=${SCANGATE_ARM64_SKIP:-DecoderWorker|Libcamera|AuditLogTests/crashes}
 FILTER=${2:-$(IFS='|'; echo "${ARM64_SUITES[*]}")}
 
-. "$REPO/deploy/arm64/mounts.sh"
 # The bundle's #filePath paths are the compiler root's /work/src: the same folder at the same path.
 mkdir -p "$ROOT/work" "$ROOT/mnt/corpus"
 mountpoint -q "$ROOT/proc" || mnt -t proc proc "$ROOT/proc"
