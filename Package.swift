@@ -64,12 +64,14 @@ let package = Package(
     .target(name: "ScanPanels", dependencies: ["ScanBase", "ScanAccess"], path: "Sources/Panels/Core", swiftSettings: swiftSettings),
     // Fleet: MQTT messages, signed bundles and commands, Home Assistant discovery, and [fleet].
     .target(name: "ScanFleet", dependencies: ["ScanBase", "ScanAudit"], path: "Sources/Fleet/Core", swiftSettings: swiftSettings),
+    // Feedback: the lamps that tell the person at the reader what it is doing, and [feedback].
+    .target(name: "ScanFeedback", dependencies: ["ScanBase"], path: "Sources/Feedback/Core", swiftSettings: swiftSettings),
     // Config: `ScanConfig`, the whole configuration, composed from every domain's section (on top).
     .target(
       name: "ScanConfig",
       dependencies: [
         "ScanBase", "ScanAccess", "ScanDoor", "ScanTurnstile", "ScanEmergency", "ScanKeypad", "ScanAudit", "ScanReader",
-        "ScanPanels", "ScanFleet",
+        "ScanPanels", "ScanFleet", "ScanFeedback",
       ],
       path: "Sources/Config/Core", swiftSettings: swiftSettings),
     // ScanCore: every core above, re-exported (`import ScanCore` is the whole pure product).
@@ -77,7 +79,7 @@ let package = Package(
       name: "ScanCore",
       dependencies: [
         "ScanBase", "ScanAccess", "ScanDoor", "ScanTurnstile", "ScanEmergency", "ScanKeypad", "ScanAudit", "ScanReader",
-        "ScanPanels", "ScanFleet", "ScanConfig",
+        "ScanPanels", "ScanFleet", "ScanFeedback", "ScanConfig",
       ],
       path: "Sources/ScanCore", swiftSettings: swiftSettings),
     // Console: the line protocol (framer, commands, sessions, AUTH) for serial and TCP.
@@ -131,7 +133,7 @@ let package = Package(
     // renders snapshots with the reader's decoder; the turnstile and the emergencies read door
     // lines, and the turnstile hears the site's passages from the fleet; the keypad checks PINs
     // with access's MAC; the printable sheet draws the reader's QR encoding.
-    .target(name: "ScanPlatform", dependencies: ["ScanCore", "ScanConsole", "CLinux"], path: "Sources/Base/Linux", swiftSettings: swiftSettings),
+    .target(name: "ScanPlatform", dependencies: ["ScanCore", "ScanConsole", "CLinux", "CGPIOD"], path: "Sources/Base/Linux", swiftSettings: swiftSettings),
     .target(name: "ScanConfigLinux", dependencies: ["ScanCore", "ScanPlatform", "CToml"], path: "Sources/Config/Linux", swiftSettings: swiftSettings),
     .target(
       name: "ScanAuditLinux", dependencies: ["ScanCore", "ScanConsole", "ScanPlatform", "CLinux", "CSQLite"], path: "Sources/Audit/Linux",
@@ -150,7 +152,7 @@ let package = Package(
       name: "ScanDoorLinux", dependencies: ["ScanCore", "ScanConsole", "ScanPlatform", "CLinux", "CGPIOD"], path: "Sources/Door/Linux",
       swiftSettings: swiftSettings),
     .target(
-      name: "ScanPanelsLinux", dependencies: ["ScanCore", "ScanPlatform", "ScanDoorLinux", "CLinux", "CGPIOD", "CTLS"],
+      name: "ScanPanelsLinux", dependencies: ["ScanCore", "ScanPlatform", "CLinux", "CGPIOD", "CTLS"],
       path: "Sources/Panels/Linux", swiftSettings: swiftSettings),
     .target(
       name: "ScanConsoleLinux", dependencies: ["ScanCore", "ScanConsole", "ScanPlatform", "CLinux", "CTLS"], path: "Sources/Console/Linux",
@@ -160,10 +162,10 @@ let package = Package(
       dependencies: ["ScanCore", "ScanConsole", "ScanPlatform", "ScanAuditLinux", "ScanAccessLinux", "ScanReaderLinux", "CLinux", "CMosquitto"],
       path: "Sources/Fleet/Linux", swiftSettings: swiftSettings),
     .target(
-      name: "ScanTurnstileLinux", dependencies: ["ScanCore", "ScanConsole", "ScanPlatform", "ScanDoorLinux", "ScanFleetLinux"],
+      name: "ScanTurnstileLinux", dependencies: ["ScanCore", "ScanConsole", "ScanPlatform", "ScanFleetLinux"],
       path: "Sources/Turnstile/Linux", swiftSettings: swiftSettings),
     .target(
-      name: "ScanEmergencyLinux", dependencies: ["ScanCore", "ScanConsole", "ScanPlatform", "ScanDoorLinux"], path: "Sources/Emergency/Linux",
+      name: "ScanEmergencyLinux", dependencies: ["ScanCore", "ScanConsole", "ScanPlatform"], path: "Sources/Emergency/Linux",
       swiftSettings: swiftSettings),
     .target(
       name: "ScanKeypadLinux", dependencies: ["ScanCore", "ScanConsole", "ScanPlatform", "ScanAccessLinux", "CLinux", "CEvdev"],
@@ -172,13 +174,17 @@ let package = Package(
     .target(
       name: "ScanAdminLinux", dependencies: ["ScanCore", "ScanPlatform", "ScanConsoleLinux", "CLinux", "CHTTPD"], path: "Sources/Admin/Linux",
       swiftSettings: swiftSettings),
+    // Feedback's adapter: its own core, the platform (lines, poll set) and the console's STATUS type only.
+    .target(
+      name: "ScanFeedbackLinux", dependencies: ["ScanBase", "ScanFeedback", "ScanPlatform", "ScanConsole"], path: "Sources/Feedback/Linux",
+      swiftSettings: swiftSettings),
     // Every adapter under one import, for the service, the tools and the tests.
     .target(
       name: "ScanLinux",
       dependencies: [
         "ScanPlatform", "ScanConfigLinux", "ScanAuditLinux", "ScanAccessLinux", "ScanReaderLinux", "ScanPassSheet", "ScanDoorLinux",
         "ScanPanelsLinux", "ScanConsoleLinux", "ScanFleetLinux", "ScanTurnstileLinux", "ScanEmergencyLinux", "ScanKeypadLinux",
-        "ScanAdminLinux",
+        "ScanAdminLinux", "ScanFeedbackLinux",
       ],
       swiftSettings: swiftSettings),
 
@@ -218,6 +224,7 @@ let package = Package(
     coreTests("ScanTurnstileTests", ["ScanBase", "ScanTurnstile"]),
     coreTests("ScanEmergencyTests", ["ScanBase", "ScanEmergency"]),
     coreTests("ScanKeypadTests", ["ScanBase", "ScanKeypad"]),
+    coreTests("ScanFeedbackTests", ["ScanBase", "ScanFeedback"]),
     coreTests("ScanFleetTests", ["ScanBase", "ScanAudit", "ScanFleet"]),
     coreTests("ScanConsoleTests", ["ScanCore", "ScanConsole"]),
     // Each adapter on real OS objects (files, ptys, sockets, the decoder, the binary as a process),
@@ -237,6 +244,7 @@ let package = Package(
     adapterTests("ScanTurnstileLinuxTests"),
     adapterTests("ScanEmergencyLinuxTests"),
     adapterTests("ScanKeypadLinuxTests"),
+    adapterTests("ScanFeedbackLinuxTests"),
     adapterTests("ScanServiceTests"),
     .testTarget(
       name: "HotPathAllocationTests",

@@ -10,4 +10,5 @@
 @_exported import ScanReader
 @_exported import ScanPanels
 @_exported import ScanFleet
+@_exported import ScanFeedback
 @_exported import ScanConfig

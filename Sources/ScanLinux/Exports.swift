@@ -7,6 +7,7 @@
 @_exported import ScanConsoleLinux
 @_exported import ScanDoorLinux
 @_exported import ScanEmergencyLinux
+@_exported import ScanFeedbackLinux
 @_exported import ScanFleetLinux
 @_exported import ScanKeypadLinux
 @_exported import ScanPanelsLinux

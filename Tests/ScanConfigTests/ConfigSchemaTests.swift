@@ -291,4 +291,41 @@ extension ConfigSchemaTests {
     #expect(keys([listen, key]) == ["admin.issuer_kid"])
     #expect(keys([listen, key, ConfigEntry(key: "admin.issuer_kid", value: .string("a b"), line: 3)]) == ["admin.issuer_kid"])
   }
+
+  @Test("[feedback]: lamps on their lines; quiet silences the grant, deny and PIN chirps (faults still sound)")
+  func feedback() throws {
+    let config = try ConfigSchema.build([
+      ConfigEntry(key: "feedback.green_line", value: .integer(5), line: 2),
+      ConfigEntry(key: "feedback.red_line", value: .integer(6), line: 3),
+      ConfigEntry(key: "feedback.idle", value: .string("green"), line: 4),
+      ConfigEntry(key: "feedback.quiet", value: .boolean(true), line: 5),
+    ]).get()
+    #expect(config.feedback.greenLine == 5 && config.feedback.redLine == 6 && config.feedback.amberLine == -1)
+    #expect(config.feedback.idle == .green && config.feedback.quiet)
+    let a = config.engine.actuation
+    #expect(a.grantPattern.count == 0 && a.denyPattern.count == 0 && a.pinPromptPattern.count == 0)
+    #expect(a.faultPattern == BuzzerPattern.fault)
+    let loud = try ConfigSchema.build([ConfigEntry(key: "feedback.green_line", value: .integer(5), line: 2)]).get()
+    #expect(loud.engine.actuation.grantPattern == BuzzerPattern.grant && loud.engine.actuation.pinPromptPattern == BuzzerPattern.pinPrompt)
+  }
+
+  @Test("[feedback] refused: quiet with no lamp, a lamp on the relay's line or another lamp's, lamps in panel mode")
+  func feedbackRefused() {
+    func reasons(_ entries: [ConfigEntry]) -> [String] {
+      guard case .failure(let e) = ConfigSchema.build(entries) else { return [] }
+      return e.errors.map { "\($0.key): \($0.reason)" }
+    }
+    #expect(
+      reasons([ConfigEntry(key: "feedback.quiet", value: .boolean(true), line: 2)]).first?.hasPrefix("feedback.quiet: a buzzer-free reader needs a lamp")
+        == true)
+    #expect(reasons([ConfigEntry(key: "feedback.red_line", value: .integer(17), line: 2)]) == ["feedback.red_line: same line as gpio.relay_line"])
+    #expect(
+      reasons([
+        ConfigEntry(key: "feedback.green_line", value: .integer(5), line: 2), ConfigEntry(key: "feedback.amber_line", value: .integer(5), line: 3),
+      ]) == ["feedback.amber_line: same line as feedback.green_line"])
+    #expect(
+      reasons([
+        ConfigEntry(key: "panel.mode", value: .string("panel"), line: 2), ConfigEntry(key: "feedback.green_line", value: .integer(5), line: 3),
+      ]).contains { $0.hasPrefix("feedback.green_line: in panel mode the panel drives the reader's lamps") })
+  }
 }

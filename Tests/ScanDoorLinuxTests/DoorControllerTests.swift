@@ -84,7 +84,7 @@ import Testing
   /// A line read the way libgpiod 1.6 reads the kernel: edges wait in a FIFO of 16, and one that
   /// finds it full is dropped (the newest lost, as gpiolib-cdev's v1 `lineevent_irq_thread`
   /// does); the line's level is always the last edge's.
-  final class KernelFIFOLine: DoorInputLine {
+  final class KernelFIFOLine: InputLine {
     private var edges: [(level: LineLevel, at: Instant)] = []
     private var arrived = 0  // edges up to here have happened
     private var queue: [(level: LineLevel, at: Instant)] = []

@@ -26,7 +26,7 @@ package final class DoorWorld {
   package let start: Instant
 
   /// `contactLine` replaces the simulated contact (nil: `contact`).
-  package init(settings: DoorSettings = DoorWorld.settings(), contactLine: (any DoorInputLine)? = nil) {
+  package init(settings: DoorSettings = DoorWorld.settings(), contactLine: (any InputLine)? = nil) {
     relay = RecordingOutputLine(name: "relay", clock: clock)
     buzzer = RecordingOutputLine(name: "buzzer", clock: clock)
     alarm = RecordingOutputLine(name: "alarm", clock: clock)

@@ -15,13 +15,21 @@ SUITE=${SCANGATE_ARM64_SUITE:-trixie}
 . "$REPO/deploy/arm64/mounts.sh" # mnt, default_mirror
 deb=$(ls "$OUT"/scangate_*_arm64.deb 2>/dev/null | head -1)
 [ -n "$deb" ] || { echo "install-test: no arm64 .deb in $OUT (deploy/arm64/build.sh OUTDIR first)" >&2; exit 2; }
+# mmdebstrap, and arch-test (mmdebstrap checks with it that this machine runs arm64 programs).
+missing=()
+command -v mmdebstrap >/dev/null || missing+=(mmdebstrap)
+command -v arch-test >/dev/null || missing+=(arch-test)
+if [ ${#missing[@]} -gt 0 ]; then
+  apt-get update -q >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
+fi
 R=$(mktemp -d /var/tmp/scangate-arm64-install.XXXXXX)
 trap 'cleanup; rm -rf "$R"' EXIT
 passed=0 failed=0
 check() { # NAME CONDITION-COMMAND...
   local name=$1
   shift
-  if "$@"; then echo "PASS $name"; passed=$((passed + 1)); else echo "FAIL $name"; failed=$((failed + 1)); fi
+  if "$@" >/dev/null 2>&1; then echo "PASS $name"; passed=$((passed + 1)); else echo "FAIL $name"; failed=$((failed + 1)); fi
 }
 in_root() { chroot "$R" /usr/bin/env -i HOME=/root LANG=C.UTF-8 PATH=/usr/sbin:/usr/bin:/sbin:/bin DEBIAN_FRONTEND=noninteractive "$@"; }
 

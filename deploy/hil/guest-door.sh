@@ -4,25 +4,28 @@
 # trixie: libgpiod 2.2, the v2 API, the kernel's debounce). The door on real gpio-sim lines of a
 # second chip, 'door-io': the inputs are driven through gpio-sim's sysfs `pull` attribute (what a
 # switch to a pull resistor does), the outputs read back from its `value`.
-#   line 0 buzzer, 1 relay (strike), 2 contact, 3 exit button, 4 tamper, 5 alarm, 6 second relay
+#   line 0 buzzer, 1 relay (strike), 2 contact, 3 exit button, 4 tamper, 5 alarm, 6 second relay,
+#   7 8 9 the feedback lamps (green, red, amber)
 DG=/sys/kernel/config/gpio-sim/door
 mkdir $DG $DG/bank0
-for i in 0 1 2 3 4 5 6; do mkdir $DG/bank0/line$i; done
-echo 7 > $DG/bank0/num_lines; echo door-io > $DG/bank0/label
-names=(buzzer relay contact exit tamper alarm aux)
-for i in 0 1 2 3 4 5 6; do echo ${names[$i]} > $DG/bank0/line$i/name; done
+for i in 0 1 2 3 4 5 6 7 8 9; do mkdir $DG/bank0/line$i; done
+echo 10 > $DG/bank0/num_lines; echo door-io > $DG/bank0/label
+names=(buzzer relay contact exit tamper alarm aux green red amber)
+for i in 0 1 2 3 4 5 6 7 8 9; do echo ${names[$i]} > $DG/bank0/line$i/name; done
 echo 1 > $DG/live
 D=/sys/devices/platform/$(cat $DG/dev_name)/$(cat $DG/bank0/chip_name)
-check "door: gpio-sim chip 'door-io' is live with 7 lines" test -e $D/sim_gpio6/value
+check "door: gpio-sim chip 'door-io' is live with 10 lines" test -e $D/sim_gpio9/value
+lamps() { echo "$(cat $D/sim_gpio7/value) $(cat $D/sim_gpio8/value) $(cat $D/sim_gpio9/value)"; }  # green red amber
 press() { echo pull-up > $D/sim_gpio$1/pull; }     # the switch closes to the pull: the input reads 1
 let_go() { echo pull-down > $D/sim_gpio$1/pull; }
 for i in 2 3 4; do let_go $i; done                  # door shut, button up, housing closed
 door_sampler=""
-door_sample() {  # "ms relay alarm aux" every few ms into $1 (builtins only)
+door_sample() {  # "ms relay alarm aux green" every few ms into $1 (builtins only)
   ( exec 9<> /tmp/hil-tick
     while true; do
       read -r r < $D/sim_gpio1/value; read -r a < $D/sim_gpio5/value; read -r x < $D/sim_gpio6/value
-      t=${EPOCHREALTIME/./}; echo "${t:0:13} $r $a $x"
+      read -r g < $D/sim_gpio7/value
+      t=${EPOCHREALTIME/./}; echo "${t:0:13} $r $a $x $g"
       read -rt 0.005 -u 9; [ $? -gt 128 ] || sleep 0.005
     done ) > "$1" &
   door_sampler=$!
@@ -55,9 +58,15 @@ held_open_ms = 2000
 forced_alarm_ms = 1500
 alarm_line = 5
 aux_relay_line = 6
+[feedback]
+green_line = 7
+red_line = 8
+amber_line = 9
 TOML
 feed GREY "$W/blank.grey"
 check "door: the service started with contact, exit button, tamper, alarm and second relay on gpio-sim" start door
+sleep 1
+check "feedback: waiting for a code, the amber lamp alone is lit on gpio-sim (green red amber: $(lamps))" test "$(lamps)" = "0 0 1"
 
 # A debounced exit press releases the strike for its pulse.
 door_sample "$W/door-exit.txt"
@@ -68,6 +77,9 @@ check "door: an exit press (300 ms) is one exit request and a strike release by 
   bash -c "[ $(events 'exit-request') = 1 ] && grep -q 'door-unlocked exit-button' '$W/door.out'"
 check "door: gpio-sim saw the strike pulse for the exit button ($n pulse, $p ms for relay_pulse_ms 3000, tolerance 2900-3400)" \
   test "$n" = 1 -a "$p" -ge 2900 -a "$p" -le 3400
+read -r gn gp <<< "$(runs "$W/door-exit.txt" 5)"
+check "feedback: the green lamp was lit while the strike was open ($gn run, $gp ms; the pulse $p ms), amber again after ($(lamps))" \
+  bash -c "[ $gn = 1 ] && [ $gp -ge $((p - 400)) ] && [ $gp -le $((p + 400)) ] && [ '$(lamps)' = '0 0 1' ]"
 check "door: the strike locked again after the pulse" grep -q 'door-locked' "$W/door.out"
 
 # A press shorter than the debounce time (two sysfs writes back to back) is no press.
@@ -130,6 +142,7 @@ check "door: tamper active and restored are events; the alarm line on while acti
   bash -c "grep -q 'tamper active' '$W/door.out' && grep -q 'tamper restored' '$W/door.out' && [ $tamper_alarm = 1 ] && [ $tamper_after = 0 ]"
 
 kill -TERM $pid; wait $pid
+check "feedback: the lamps are dark after the service stopped ($(lamps))" test "$(lamps)" = "0 0 0"
 check "door: the audit log verifies and holds the door's events (forced, held open, exit requests, tamper)" \
   bash -c "'$BIN' log verify --db /tmp/door.db && '$BIN' log --db /tmp/door.db > '$W/door-log.txt' && grep -q door-forced '$W/door-log.txt' && grep -q door-held-open '$W/door-log.txt' && grep -q exit-request '$W/door-log.txt' && grep -q tamper '$W/door-log.txt'"
 # An unlock window (shop hours) holds the strike released; the loop thread stalled (a hung driver

@@ -2,6 +2,7 @@ import ScanAccess
 import ScanAudit
 import ScanDoor
 import ScanEmergency
+import ScanFeedback
 import ScanKeypad
 import ScanTurnstile
 import ScanFleet
@@ -129,6 +130,8 @@ public struct ScanConfig: Equatable, Sendable {
   public var turnstile = TurnstileConfig()
   // [keypad] (Keypad/Core/KeypadSettings.swift)
   public var keypad = KeypadSettings()
+  // [feedback] (Feedback/Core/FeedbackSettings.swift)
+  public var feedback = FeedbackSettings()
   // [events]
   public var eventRingCapacity = 4_096
   // [log]

@@ -5,6 +5,7 @@ import ScanDoor
 import ScanEmergency
 import ScanKeypad
 import ScanTurnstile
+import ScanFeedback
 import ScanFleet
 import ScanPanels
 import ScanReader
@@ -20,16 +21,21 @@ public enum ConfigSchema {
   static let variantNames = ImageVariant.allCases.map(\.name)
   static let formatNames = ["all", "matrix"] + BarcodeFormats.names.map(\.name)
 
-  static let keys: [Key] =
-    cameraKeys + decoderKeys + EngineSettings.presenceKeys.lifted(\.engine) + allowListKeys + gpioKeys
-    + [
+  static let keys: [Key] = sections.flatMap { $0 }
+
+  /// Every section's keys, in config.toml's order: the reader's own, then each domain's.
+  static let sections: [[Key]] = [
+    cameraKeys, decoderKeys, EngineSettings.presenceKeys.lifted(\.engine), allowListKeys, gpioKeys,
+    [
       Key(name: "events.ring_capacity", kind: .integer(64...1_048_576)) { $0.eventRingCapacity = $1.asInt },
       Key(name: "state.directory", kind: .string) { $0.stateDirectorySetting = $1.asString },
-    ]
-    + AuditLogSettings.configKeys.lifted(\.log) + CredentialSettings.configKeys.lifted(\.credentials) + consoleKeys
-    + PanelSettings.configKeys.lifted(\.panel) + DoorConfig.configKeys.lifted(\.door)
-    + EmergencyConfig.configKeys.lifted(\.emergency) + TurnstileConfig.configKeys.lifted(\.turnstile)
-    + KeypadSettings.configKeys.lifted(\.keypad) + FleetSettings.configKeys.lifted(\.fleet)
+    ],
+    AuditLogSettings.configKeys.lifted(\.log), CredentialSettings.configKeys.lifted(\.credentials), consoleKeys,
+    PanelSettings.configKeys.lifted(\.panel), DoorConfig.configKeys.lifted(\.door),
+    EmergencyConfig.configKeys.lifted(\.emergency), TurnstileConfig.configKeys.lifted(\.turnstile),
+    KeypadSettings.configKeys.lifted(\.keypad), FleetSettings.configKeys.lifted(\.fleet),
+    FeedbackSettings.configKeys.lifted(\.feedback),
+  ]
 
   static let cameraKeys: [Key] =
     [
@@ -154,12 +160,9 @@ public enum ConfigSchema {
       }
       key.apply(&config, entry.value)
     }
-    // A large camera mode reads with the large-frame order (docs/decoder.md): a downscaled whole
-    // view every frame, full-resolution tiles and the tracked region in turn.
-    if config.engine.decode.attempts == DecodeAttempt.readerDefault && config.cameraWidth * config.cameraHeight >= 1280 * 720 {
-      config.engine.decode.attempts = DecodeAttempt.readerLarge(width: config.cameraWidth)
-    }
+    derive(&config)
     let line: ConfigLineLookup = { name in entries.first { $0.key == name }?.line ?? 0 }
+    errors += feedbackProblems(config, line: line)
     errors += config.engine.actuation.configProblems(line: line)
     errors += readerProblems(config, line: line)
     errors += config.door.configProblems(gpiod: config.gpioBackend == .gpiod, line: line)
@@ -361,6 +364,7 @@ public enum ConfigSchema {
     var errors: [ConfigError] = []
     var used: [(String, Int)] = [("gpio.relay_line", c.relayLine), ("gpio.buzzer_line", c.buzzerLine)]
     for (name, offset) in c.door.linesInUse + c.emergency.linesInUse + c.turnstile.linesInUse + c.panel.linesInUse
+      + c.feedback.linesInUse
     where offset >= 0 {
       if let clash = used.first(where: { $0.1 == offset }) {
         errors.append(ConfigError(key: name, line: line(name), reason: "same line as \(clash.0)"))

@@ -290,5 +290,21 @@ public struct ReaderStatus: Sendable {
   public var turnstileLine: String? = nil
   /// The PIN keypad (`keypad /dev/input/… ok, PIN for entries with pin=, 3 granted, …`), when configured.
   public var keypadLine: String? = nil
+  /// Lines a domain writes about itself (`| <name> <line>`, after the keypad's), in the order
+  /// its participant was registered: a new domain adds its own without a field here.
+  public var sections: [StatusSection] = []
   public init() {}
+}
+
+/// One domain's STATUS line: `| <name> <line>` (the line shown sanitised, as every line is).
+public struct StatusSection: Sendable, Equatable {
+  public let name: StaticString
+  public let line: String
+  public init(_ name: StaticString, _ line: String) {
+    self.name = name
+    self.line = line
+  }
+  public static func == (a: StatusSection, b: StatusSection) -> Bool {
+    a.name.description == b.name.description && a.line == b.line
+  }
 }

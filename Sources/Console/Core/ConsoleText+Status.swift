@@ -61,7 +61,7 @@ extension ConsoleText {
   }
 
   /// STATUS's lines for the parts a reader may not have (log, door, emergency, turnstile,
-  /// keypad, fleet, credentials, panel, clock).
+  /// keypad, each domain's own section, fleet, credentials, panel, clock).
   static func writeOptionalLines(_ s: ReaderStatus, into w: inout ByteWriter) {
     if let log = s.logLine {
       w.write("| log ")
@@ -76,6 +76,13 @@ extension ConsoleText {
     writeSanitizedLine("| emergency ", s.emergencyLine, into: &w)
     writeSanitizedLine("| turnstile ", s.turnstileLine, into: &w)
     writeSanitizedLine("| keypad ", s.keypadLine, into: &w)
+    for section in s.sections {
+      w.write("| ")
+      w.write(section.name)
+      w.write(" ")
+      writeSanitized(section.line, into: &w)
+      w.newline()
+    }
     writeSanitizedLine("| fleet ", s.fleetLine, into: &w)
     writeSanitizedLine("| credentials ", s.credentialsLine, into: &w)
     if let panel = s.panelLine {

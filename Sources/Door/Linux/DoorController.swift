@@ -40,7 +40,7 @@ public final class DoorController: PollParticipant {
   /// current levels now.
   public init(
     settings: DoorSettings, ring: EventRing, wall: any WallClock, now: Instant,
-    contact: (any DoorInputLine)?, exitButton: (any DoorInputLine)?, tamper: (any DoorInputLine)?,
+    contact: (any InputLine)?, exitButton: (any InputLine)?, tamper: (any InputLine)?,
     alarm: (any OutputLine)?, auxRelay: (any OutputLine)? = nil
   ) {
     let lines = InputLines([contact, exitButton, tamper])

@@ -1,6 +1,7 @@
 import CGPIOD
 import CLinux
 import ScanCore
+import ScanPlatform
 
 /// The relay's hard cap, held off the loop: the `RelayGuard` of the service's engine.
 ///

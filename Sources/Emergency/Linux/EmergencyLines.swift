@@ -1,6 +1,5 @@
 import ScanConsole
 import ScanCore
-import ScanDoorLinux
 import ScanPlatform
 
 /// The emergencies on the loop: a poll participant that reads the fire and lockdown inputs'
@@ -30,7 +29,7 @@ public final class EmergencyController: PollParticipant {
   /// (fail-secure: a lockdown it cannot rule out is in force until an operator lifts it).
   public init(
     settings: EmergencySettings, ring: EventRing, wall: any WallClock, now: Instant,
-    fire: (any DoorInputLine)?, lockdown: (any DoorInputLine)?, latchPath: String?
+    fire: (any InputLine)?, lockdown: (any InputLine)?, latchPath: String?
   ) {
     let lines = InputLines([fire, lockdown])
     self.lines = lines

@@ -1,6 +1,5 @@
 import CLinux
 import ScanCore
-import ScanDoorLinux
 import ScanPlatform
 
 /// The panel's side of a Wiegand cable (docs/panels.md): the beeper and LED wires an
@@ -20,7 +19,7 @@ public final class WiegandFeedback: PollParticipant {
     case beeper = 0, led = 1
     var code: UInt16 { self == .beeper ? 0x6A : 0x69 }
   }
-  private var lines: InlineArray<2, (any DoorInputLine)?>
+  private var lines: InlineArray<2, (any InputLine)?>
   private var tokens = InlineArray<2, PollSet.Token>(repeating: .none)
   /// Each wire's level as last read, and as last acted on (both inactive until the first service).
   private var read = InlineArray<2, LineLevel>(repeating: .inactive)
@@ -38,7 +37,7 @@ public final class WiegandFeedback: PollParticipant {
 
   /// The wires on `beeper` and `led` (nil: not fitted), read once now; acted on from the first
   /// service (a wire already active at start sounds then).
-  public init(beeper: (any DoorInputLine)?, led: (any DoorInputLine)?, ring: EventRing?, wall: any WallClock) {
+  public init(beeper: (any InputLine)?, led: (any InputLine)?, ring: EventRing?, wall: any WallClock) {
     lines = [beeper, led]
     self.ring = ring
     self.wall = wall

@@ -1,7 +1,7 @@
 import CGPIOD
 import CLinux
 import ScanCore
-import ScanDoorLinux
+import ScanPlatform
 
 /// Wiegand out (docs/panels.md): in panel mode a validated pass is sent to the panel's reader
 /// input as its card number, on two output lines (D0 for a 0 bit, D1 for a 1 bit), in the card's

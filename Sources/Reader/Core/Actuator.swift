@@ -22,12 +22,24 @@ public struct BuzzerPattern: Equatable, Sendable {
   /// The pass is good: now the PIN (two short chirps).
   public static let pinPrompt = BuzzerPattern([40, 60, 40])
   public static let fault = BuzzerPattern([600, 200, 600])
+  /// No sound (the buzzer-free mode's grant, deny and PIN prompt: `feedback.quiet`).
+  public static let silent: BuzzerPattern = {
+    var p = BuzzerPattern([0])
+    p.count = 0
+    return p
+  }()
 
   /// `a`, a pause, then `b` (clipped to 16 steps): for the console's SELFTEST.
   public static func sequence(_ a: BuzzerPattern, pause: Int, _ b: BuzzerPattern) -> BuzzerPattern {
     var steps: [Int] = []
     for i in 0..<a.count { steps.append(Int(a.steps[i])) }
-    if steps.count % 2 == 1 { steps.append(pause) } else { steps[steps.count - 1] += pause }
+    if steps.isEmpty {
+      steps = [0, pause]
+    } else if steps.count % 2 == 1 {
+      steps.append(pause)
+    } else {
+      steps[steps.count - 1] += pause
+    }
     for i in 0..<b.count { steps.append(Int(b.steps[i])) }
     return BuzzerPattern(Array(steps.prefix(stepsMax)))
   }
@@ -58,6 +70,8 @@ public struct ActuationSettings: Equatable, Sendable {
   public var grantPattern = BuzzerPattern.grant
   public var denyPattern = BuzzerPattern.deny
   public var faultPattern = BuzzerPattern.fault
+  /// The two chirps that ask for the PIN after a good pass.
+  public var pinPromptPattern = BuzzerPattern.pinPrompt
   public init() {}
 }
 

@@ -247,7 +247,7 @@ public struct ScanEngine<
   private mutating func askSecondFactor(_ event: ScanEvent, decision: AccessDecision, digest: Digest) {
     var e = event
     let now = clock.now()
-    actuator.play(.pinPrompt, at: now)
+    actuator.play(settings.actuation.pinPromptPattern, at: now)
     e.verdict = .pinRequired
     e.monotonic = now
     e.wallNanoseconds = wall.unixNanoseconds()

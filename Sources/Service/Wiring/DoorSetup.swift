@@ -63,10 +63,3 @@ public enum DoorSetup {
     }
   }
 }
-
-/// A libgpiod output line the door controller can hold as a class (the alarm line).
-final class GPIODOutputBox: OutputLine {
-  private var line: GPIODOutputLine
-  init(_ line: consuming GPIODOutputLine) { self.line = line }
-  func set(_ level: LineLevel) throws(GPIOError) { try line.set(level) }
-}

@@ -20,7 +20,7 @@ public enum EmergencySetup {
     _ config: ScanConfig, ring: EventRing, now: Instant, simulated: SimulatedLines?
   ) throws(GPIOError) -> EmergencyController {
     let e = config.emergency
-    var lines: [(any DoorInputLine)?] = [nil, nil]
+    var lines: [(any InputLine)?] = [nil, nil]
     switch config.gpioBackend {
     case .sim:
       lines = [simulated?.fire, simulated?.lockdown]

@@ -33,7 +33,7 @@ extension Service {
   public static func makeWiegandFeedback(_ config: ScanConfig, ring: EventRing) throws(GPIOError) -> WiegandFeedback? {
     let p = config.panel
     guard p.mode == .panel && p.link == .wiegand, p.wiegandBeeperLine >= 0 || p.wiegandLEDLine >= 0 else { return nil }
-    func wire(_ offset: Int, _ name: String) throws(GPIOError) -> (any DoorInputLine)? {
+    func wire(_ offset: Int, _ name: String) throws(GPIOError) -> (any InputLine)? {
       guard offset >= 0 else { return nil }
       if config.gpioBackend == .sim { return SimulatedInputLine() }
       return try GPIODInputLine(

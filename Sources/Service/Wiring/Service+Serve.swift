@@ -47,6 +47,7 @@ extension Service {
     let door: DoorController?
     let turnstile: TurnstileController?
     let wiegand: WiegandLink?
+    let feedback: FeedbackLights?
     let printer: EventPrinter
   }
 
@@ -124,6 +125,7 @@ extension Service {
     try attachSchedules(config, clock: clock, ring: ring, notes: notes, time: floorKeeper.time, loop: &loop)
     let (wiegand, panelLink) = try attachPanels(config, clock: clock, ring: ring, loop: &loop)
     try attachKeypad(config, options: options, time: floorKeeper.time, panel: panelLink, loop: &loop)
+    let feedback = try attachFeedback(config, options: options, ring: ring, loop: &loop)
     let printer = EventPrinter(
       ring: ring, start: loop.startedAt, clock: clock, skipping: options.skipping,
       payloads: config.log.rawPayloads ? .shown : .hidden, notes: notes)
@@ -132,7 +134,7 @@ extension Service {
     loop.reloadAllowList()  // a refusal's why is a journal note (denying every code until it loads)
     return Parts(
       floorKeeper: floorKeeper, auditLog: auditLog, fleet: fleet, door: door, turnstile: turnstile, wiegand: wiegand,
-      printer: printer)
+      feedback: feedback, printer: printer)
   }
 
   /// The audit log and the fleet link (neither started): the log's identity files, the time its
@@ -378,6 +380,7 @@ extension Service {
     parts.door?.release()
     parts.turnstile?.release()
     parts.wiegand?.stop()  // after the frame it is sending; the lines are released idle
+    parts.feedback?.release()  // dark: a stopped reader is not "ready"
     parts.floorKeeper.persist()
     watchdog.stop()  // disarmed by the loop's release; stopped while the relay line is still open
     parts.auditLog?.stop()  // everything the loop recorded, its last events included, is written

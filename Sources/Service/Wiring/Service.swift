@@ -26,6 +26,8 @@ public enum Service {
     public var cameraOrigin: FrameOrigin? = nil
     /// The PIN keypad's keys (nil: the configured input device; tests give their own).
     public var keySource: (any KeySource)? = nil
+    /// The feedback lamps with `gpio.backend = "sim"` (nil: made by the service).
+    public var feedbackLines: FeedbackSetup.SimulatedLines? = nil
     public init() {}
   }
 

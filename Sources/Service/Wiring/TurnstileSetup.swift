@@ -32,9 +32,9 @@ public enum TurnstileSetup {
   ) throws(GPIOError) -> TurnstileController? {
     let t = config.turnstile
     guard t.machine.enabled else { return nil }
-    var inputs: [(any DoorInputLine)?] = [nil, nil, nil]
+    var inputs: [(any InputLine)?] = [nil, nil, nil]
     var outputs: [(any OutputLine)?] = [nil, nil, nil]
-    var direction: (any DoorInputLine)? = nil
+    var direction: (any InputLine)? = nil
     var machine = t
     switch config.gpioBackend {
     case .sim:

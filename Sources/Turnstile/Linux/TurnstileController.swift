@@ -1,6 +1,5 @@
 import ScanConsole
 import ScanCore
-import ScanDoorLinux
 import ScanFleetLinux
 import ScanPlatform
 
@@ -81,8 +80,8 @@ public final class TurnstileController: PollParticipant, PassageGate, SitePassag
   /// restart would forget it, and occupancy restarts at 0).
   public init(
     config: TurnstileConfig, ring: EventRing, wall: any WallClock, time: TrustedTime, now: Instant,
-    entryPassage: (any DoorInputLine)?, exitPassage: (any DoorInputLine)?, alarmInput: (any DoorInputLine)?,
-    direction: (any DoorInputLine)?, entryUnlock: (any OutputLine)?, exitUnlock: (any OutputLine)?,
+    entryPassage: (any InputLine)?, exitPassage: (any InputLine)?, alarmInput: (any InputLine)?,
+    direction: (any InputLine)?, entryUnlock: (any OutputLine)?, exitUnlock: (any OutputLine)?,
     alarm: (any OutputLine)?, passbackPath: String?, occupancyPath: String?
   ) {
     self.config = config

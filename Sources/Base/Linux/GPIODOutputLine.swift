@@ -40,3 +40,11 @@ public struct GPIODOutputLine: OutputLine, ~Copyable {
 
   public static var libraryVersion: String { String(cString: sg_gpio_library_version()) }
 }
+
+/// A libgpiod output line held as a class, for an owner that keeps its lines as
+/// `any OutputLine` (the door's alarm line and second relay, the feedback lamps).
+public final class GPIODOutputBox: OutputLine {
+  private var line: GPIODOutputLine
+  public init(_ line: consuming GPIODOutputLine) { self.line = line }
+  public func set(_ level: LineLevel) throws(GPIOError) { try line.set(level) }
+}

@@ -6,7 +6,7 @@ import ScanCore
 /// owner's lifetime. With libgpiod 2 the kernel debounces the line (`kernelDebounce`); with 1.6
 /// the door machine does, on the kernel's edge timestamps. The event buffers are allocated here,
 /// once; reading edges allocates nothing.
-public final class GPIODInputLine: DoorInputLine {
+public final class GPIODInputLine: InputLine {
   private let line: OpaquePointer
   public let chip: String
   public let offset: UInt32
@@ -63,8 +63,8 @@ public final class GPIODInputLine: DoorInputLine {
   @discardableResult
   public func readEdges(now: Instant, _ body: (LineLevel, Instant) -> Void) throws(GPIOError) -> Int {
     var total = 0
-    // Bounded: `doorEdgesPerRead` a service, the rest waits for the next iteration.
-    for _ in 0..<(doorEdgesPerRead / Self.batch) {
+    // Bounded: `inputEdgesPerRead` a service, the rest waits for the next iteration.
+    for _ in 0..<(inputEdgesPerRead / Self.batch) {
       let n = sg_gpio_input_read(line, levels.baseAddress, timestamps.baseAddress, Int32(Self.batch))
       if n < 0 { throw GPIOError(errno: sg_errno(), operation: "read \(chip) line \(offset) events") }
       for i in 0..<Int(n) { body(levels[i] == 1 ? .active : .inactive, Instant(nanoseconds: timestamps[i])) }

@@ -1,19 +1,19 @@
 import CLinux
 import ScanCore
-import ScanPlatform
 
-/// One door input (contact, exit button, tamper): a line whose level changes arrive as edge
-/// events with the kernel's timestamps. The door controller polls its descriptor (or, for a
-/// simulated line, wakes at its next scripted edge) and reads what came, without allocating.
-public protocol DoorInputLine: AnyObject {
+/// One GPIO input (a door's contact, exit button and tamper, the fire and lockdown inputs, a
+/// turnstile's passage sensor): a line whose level changes arrive as edge events with the
+/// kernel's timestamps. Its owner polls its descriptor (or, for a simulated line, wakes at its
+/// next scripted edge) and reads what came, without allocating.
+public protocol InputLine: AnyObject {
   /// The edge-event descriptor to poll (-1: none, a simulated line).
   var pollDescriptor: Int32 { get }
   /// When a simulated line next changes (nil: on I/O only).
   var nextEdgeAt: Instant? { get }
   /// The level now (active-low applied), read once at start.
   func currentLevel() throws(GPIOError) -> LineLevel
-  /// Reads the edges that are in (at most `doorEdgesPerRead`), oldest first, as (level, time).
-  /// Returns how many were read (`doorEdgesPerRead`: there may be more).
+  /// Reads the edges that are in (at most `inputEdgesPerRead`), oldest first, as (level, time).
+  /// Returns how many were read (`inputEdgesPerRead`: there may be more).
   @discardableResult
   func readEdges(now: Instant, _ body: (LineLevel, Instant) -> Void) throws(GPIOError) -> Int
   /// "gpiod v1", "gpiod v2", "sim": how the line is read.
@@ -21,9 +21,9 @@ public protocol DoorInputLine: AnyObject {
 }
 
 /// The most edges one `readEdges` call delivers.
-public let doorEdgesPerRead = 64
+public let inputEdgesPerRead = 64
 
-extension DoorInputLine {
+extension InputLine {
   /// Adds the line's descriptor to `poll` (its token) and folds when it next needs reading into
   /// `next`: its next simulated edge, or now when a full read left edges waiting (`more`).
   public func add(to poll: PollSet, more: Bool, now: Instant, next: inout Instant?) -> PollSet.Token {
@@ -54,7 +54,7 @@ extension DoorInputLine {
       last = level
       if at > latest { latest = at }
     }
-    if n >= doorEdgesPerRead { return true }
+    if n >= inputEdgesPerRead { return true }
     let level = try currentLevel()
     if level != last {
       body(level, latest)  // no earlier than the edges read (their stamps may pass `now`)
@@ -68,7 +68,7 @@ extension DoorInputLine {
 /// `gpio.backend = "sim"`: an input line driven by a script of edges set up before the loop
 /// runs (the demo, tests) or injected by a test between iterations. Edges are kept in a table
 /// reserved at init; nothing allocates while the loop reads them.
-public final class SimulatedInputLine: DoorInputLine {
+public final class SimulatedInputLine: InputLine {
   private var edges: [(level: LineLevel, at: Instant)] = []
   private var head = 0
   private var level: LineLevel
@@ -102,7 +102,7 @@ public final class SimulatedInputLine: DoorInputLine {
   @discardableResult
   public func readEdges(now: Instant, _ body: (LineLevel, Instant) -> Void) throws(GPIOError) -> Int {
     var n = 0
-    while head < edges.count && edges[head].at <= now && n < doorEdgesPerRead {
+    while head < edges.count && edges[head].at <= now && n < inputEdgesPerRead {
       level = edges[head].level
       body(level, edges[head].at)
       head += 1
@@ -118,7 +118,7 @@ public final class SimulatedInputLine: DoorInputLine {
 /// oldest first (`readEdgesAndLevel`: a level that differs from the last edge read is a lost
 /// edge, made up at once). Tables are made at init; nothing allocates per iteration.
 public final class InputLines {
-  private let lines: [(any DoorInputLine)?]
+  private let lines: [(any InputLine)?]
   private var tokens: [PollSet.Token]
   private var more: [Bool]
   /// The level each line was last read at (its current level at start).
@@ -129,7 +129,7 @@ public final class InputLines {
   public private(set) var resyncs: UInt64 = 0
 
   /// `lines` in the participant's order (nil: not wired), each read for its level now.
-  public init(_ lines: [(any DoorInputLine)?]) {
+  public init(_ lines: [(any InputLine)?]) {
     self.lines = lines
     tokens = Array(repeating: .none, count: lines.count)
     more = Array(repeating: false, count: lines.count)

@@ -1,0 +1,125 @@
+import Glibc
+import ScanConsole
+import ScanCore
+import ScanLinux
+import ScanService
+import ScanSim
+import ScanTestSupport
+import Testing
+
+/// The lamps on the loop's seams: the ring followed with a cursor, the lines driven when a level
+/// changes, errors and lost events counted, dark at stop; then the whole service with lamps.
+@Suite struct FeedbackLightsTests {
+  static let t0 = Instant(nanoseconds: 100_000_000_000)
+  static func at(_ ms: Int) -> Instant { t0.adding(milliseconds: ms) }
+  static func settings() -> FeedbackSettings {
+    var s = FeedbackSettings()
+    s.greenLine = 5
+    s.redLine = 6
+    s.amberLine = 13
+    return s
+  }
+  static func decision(_ verdict: Verdict, at ms: Int) -> ScanEvent {
+    var e = ScanEvent(.decision, at: at(ms), wall: 0)
+    e.verdict = verdict
+    return e
+  }
+
+  @Test("ready, granted, back to ready, denied, lockdown: each line follows, STATUS says so, release leaves them dark")
+  func followsTheRing() {
+    let ring = EventRing(capacity: 64)
+    let (g, r, a) = (SimulatedOutputLine(), SimulatedOutputLine(), SimulatedOutputLine())
+    let lights = FeedbackLights(settings: Self.settings(), ring: ring, green: g, red: r, amber: a, backend: "sim")
+    let poll = PollSet(capacity: 4)
+    let requests = LoopRequests()
+    func levels() -> [LineLevel] { [g.level, r.level, a.level] }
+    lights.service(poll, now: Self.at(0), requests: requests)
+    #expect(levels() == [.inactive, .inactive, .active])
+    #expect(lights.statusLine(now: Self.at(0)) == "ready (green off, red off, amber on) sim")
+    ring.append(Self.decision(.granted, at: 100))
+    #expect(lights.prepare(poll, now: Self.at(101)) == Self.at(101), "an unread event: serviced at once")
+    lights.service(poll, now: Self.at(101), requests: requests)
+    #expect(levels() == [.active, .inactive, .inactive])
+    #expect(lights.prepare(poll, now: Self.at(200)) == Self.at(3_100), "woken when the grant's 3 s end")
+    lights.service(poll, now: Self.at(3_100), requests: requests)
+    #expect(levels() == [.inactive, .inactive, .active])
+    ring.append(Self.decision(.deniedUnknown, at: 4_000))
+    lights.service(poll, now: Self.at(4_000), requests: requests)
+    #expect(levels() == [.inactive, .active, .inactive])
+    ring.append(ScanEvent(.lockdown, code: 1, at: Self.at(7_000), wall: 0))
+    lights.service(poll, now: Self.at(7_000), requests: requests)
+    #expect(levels() == [.inactive, .active, .inactive])
+    lights.service(poll, now: Self.at(7_500), requests: requests)
+    #expect(levels() == [.inactive, .inactive, .inactive], "the lockdown's blink, off half")
+    #expect(lights.statusLine(now: Self.at(7_500)) == "locked-down (green off, red off, amber off) sim")
+    var status = ReaderStatus()
+    lights.contribute(to: &status, now: Self.at(7_500), unixSeconds: 0)
+    #expect(status.sections == [StatusSection("feedback", "locked-down (green off, red off, amber off) sim")])
+    lights.service(poll, now: Self.at(8_000), requests: requests)
+    #expect(r.level == .active)
+    lights.release()
+    #expect(levels() == [.inactive, .inactive, .inactive])
+  }
+
+  @Test("a line that cannot be driven is counted and shown; events overwritten before they were read are counted")
+  func faults() {
+    let ring = EventRing(capacity: 4)
+    let clock = ManualClock(start: Self.t0)
+    let red = RecordingOutputLine(name: "red", clock: clock)
+    red.failWithErrno = EIO
+    let lights = FeedbackLights(settings: Self.settings(), ring: ring, green: nil, red: red, amber: nil, backend: "sim")
+    for i in 0..<10 { ring.append(Self.decision(.deniedUnknown, at: i)) }
+    lights.service(PollSet(capacity: 1), now: Self.at(10), requests: LoopRequests())
+    #expect(lights.errors == 1 && lights.eventsLost > 0)
+    #expect(lights.statusLine(now: Self.at(10)).hasPrefix("denied (green -, red on, amber -) sim, 1 write errors, "))
+  }
+
+  @Test("the service with lamps on simulated lines: amber while waiting, green for alice, red for mallory, dark at stop")
+  func inTheService() throws {
+    let dir = temporaryDirectory("feedback")
+    defer { removeTree(dir) }
+    _ = mkdir(dir + "/frames", 0o700)
+    let blank = GrayImage(width: 640, height: 480, pixels: [UInt8](repeating: 190, count: 640 * 480))
+    let alice = qrFrame("ALICE-0001"), mallory = qrFrame("MALLORY-9")
+    for i in 0..<60 {
+      let image = (8..<14).contains(i) ? alice : (45..<51).contains(i) ? mallory : blank
+      #expect(writePNG(path: dir + "/frames/" + (i < 10 ? "0" : "") + "\(i).png", pixels: image.pixels, width: 640, height: 480, components: 1))
+    }
+    writeFile(dir + "/allow.txt", "text:ALICE-0001 label=alice\n")
+    var config = ScanConfig()
+    config.cameraSource = .replay
+    config.replayPath = dir + "/frames"
+    config.replayFPS = 30
+    config.replayLoop = false
+    config.gpioBackend = .sim
+    config.allowListPath = dir + "/allow.txt"
+    config.log.path = dir + "/audit.db"
+    config.stateDirectorySetting = dir
+    config.consoleListen = []
+    config.decoderIsolation = .inline
+    config.feedback = Self.settings()
+    config.feedback.grantedMilliseconds = 500
+    config.feedback.deniedMilliseconds = 500
+    let clock = SystemMonotonicClock()
+    let (g, r, a) = (
+      RecordingOutputLine(name: "green", clock: clock), RecordingOutputLine(name: "red", clock: clock), RecordingOutputLine(name: "amber", clock: clock)
+    )
+    var options = Service.Options()
+    options.quiet = true
+    options.handleSignals = false
+    options.feedbackLines = FeedbackSetup.SimulatedLines(green: g, red: r, amber: a)
+    #expect(Service.run(config, options: options) == 0)
+    // Amber first (waiting), then green for alice before red for mallory; every lamp dark at
+    // the end. (Not how long each showed: that is the state machine's test, on a manual clock.)
+    #expect(a.edges.first?.level == .active && g.edges.first.map { a.edges[0].at <= $0.at } == true, "\(a.edges) \(g.edges)")
+    #expect(g.edges.first?.level == .active && r.edges.first?.level == .active, "\(g.edges) \(r.edges)")
+    #expect(g.edges[0].at < r.edges[0].at)
+    #expect(g.level == .inactive && r.level == .inactive && a.level == .inactive, "dark at stop")
+    var records: [AuditRecord] = []
+    try AuditStore(path: dir + "/audit.db", readOnly: true).read { records.append($0) }
+    #expect(records.filter { $0.kind == .decision }.map(\.verdict) == [.granted, .deniedUnknown])
+    #expect(
+      records.filter { $0.kind == .edge }.allSatisfy { [Int64(EdgeCode.relay), Int64(EdgeCode.buzzer)].contains($0.code & 0xF0) },
+      "lamp edges are not audit records (a blink would fill the log)")
+  }
+}
