@@ -20,7 +20,7 @@ export SCANGATE_ARM64_SKIP='DecoderWorker|Libcamera|StrategyScheduleTests'
 CI_SET=(
   ArmAssumptionsTests SharedMemoryOrderingTests
   ScanBaseTests ScanAccessTests ScanDoorTests ScanReaderTests ScanKeypadTests ScanTurnstileTests ScanEmergencyTests
-  CredentialTests DecodeEveryCodeTests AllocationCounterTests
+  ScanFeedbackTests CredentialTests DecodeEveryCodeTests AllocationCounterTests FeedbackAllocationTests
   'HotPathAllocationTests\.HotPathAllocationTests/(engine|credentials|durableCredentialState|siteUses|door|turnstile|wiegandFeedback|unlockWindow)DoesNotAllocate'
 )
 t=$SECONDS
