@@ -35,6 +35,7 @@ declare -A expect=(
   [revocation-not-reloaded]=no-grant-after-revocation [lockdown-not-applied]=no-grant-in-lockdown
   [restart-forgets-lockdown]=no-grant-in-lockdown [restart-forgets-revocation]=no-grant-after-revocation
   [fsync-lies]=no-grant-beyond-uses [use-store-forgets]=no-grant-beyond-uses
+  [lamps-not-told-at-start]=lamps-say-lockdown [lamps-miss-lockdown]=lamps-say-lockdown
 )
 listed=$("$SIM" --list-mutations)
 [ "$(echo "$listed" | wc -l)" -ge 5 ] && [ "$(echo "$listed" | sort | xargs)" = "$(printf '%s\n' "${!expect[@]}" | sort | xargs)" ]

@@ -21,4 +21,9 @@ public enum SimMutation: String, CaseIterable, Sendable {
   case fsyncLies = "fsync-lies"
   /// The use store never finds a use it recorded (a lookup by the wrong key).
   case useStoreForgets = "use-store-forgets"
+  /// The feedback lamps are made at a restart without the lockdown that stands (a latch restored
+  /// from its file records no event): they would invite a code with the ready lamp.
+  case lampsNotToldAtStart = "lamps-not-told-at-start"
+  /// The lamps' owner filters out the lockdown's events.
+  case lampsMissLockdown = "lamps-miss-lockdown"
 }

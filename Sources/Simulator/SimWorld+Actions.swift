@@ -43,6 +43,9 @@ extension SimWorld {
     if lockdown { counts.lockdowns += 1 }
     trace.add(lockdown ? "lockdown on" : "lockdown off")
     if mutation != .lockdownNotApplied { engine.policy.lockdown = lockdown }
+    // Recorded as the emergencies record it (the console's authority in the high byte).
+    let code = (lockdown ? 1 : 0) | UInt16(EmergencyAuthority.console.rawValue) << 8
+    ring.append(ScanEvent(.lockdown, code: code, at: clock.now(), wall: clock.unixNanoseconds()))
   }
 
   func manualOpen() {
@@ -72,5 +75,9 @@ extension SimWorld {
     loadAllowList(carolListed: mutation == .restartForgetsRevocation ? true : carolListed)
     engine.policy.lockdown = mutation == .restartForgetsLockdown ? false : lockdown
     if mutation == .lockdownNotApplied { engine.policy.lockdown = false }
+    // The lamps are made again with what stands, as the composition root tells them.
+    watch.lamps = FeedbackLamps(settings: Self.lampSettings, lockdown: mutation == .lampsNotToldAtStart ? false : lockdown)
+    watch.lastGrantAt = nil
+    watch.lampsFrom = ring.nextSequence
   }
 }

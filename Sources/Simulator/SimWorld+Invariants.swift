@@ -1,7 +1,7 @@
 import ScanCore
 import ScanSim
 
-/// The invariants, checked after every tick, each with a name (docs/testing.md, "The simulator").
+/// The invariants, watch.checked after every tick, each with a name (docs/testing.md, "The simulator").
 extension SimWorld {
   public static let invariants = [
     ("relay-cap", "the relay is never active longer than relay_pulse_ms_max"),
@@ -11,6 +11,8 @@ extension SimWorld {
     ("no-grant-in-lockdown", "during a lockdown only a lockdown credential is granted, across restarts"),
     ("no-grant-beyond-uses", "a guest pass never opens more often than its uses, across restarts"),
     ("events-in-order", "event sequence numbers follow one another and time never goes back on the monotonic clock"),
+    ("lamps-say-lockdown", "during a lockdown the feedback lamps never show ready (inviting a code), across restarts"),
+    ("lamps-green-means-open", "the green lamp shows only while the strike is open or within granted_ms of a grant"),
   ]
 
   func violation(_ name: String, _ detail: String) -> Violation {
@@ -20,26 +22,42 @@ extension SimWorld {
 
   func checkInvariants() -> Violation? {
     var lastTime = Instant(nanoseconds: 0)
-    while case .event(let e) = ring.read(checked + 1) {
-      checked += 1
-      guard e.sequence == checked, e.monotonic >= lastTime else {
-        return violation("events-in-order", "event \(e.sequence) after \(checked - 1)")
+    while case .event(let e) = ring.read(watch.checked + 1) {
+      watch.checked += 1
+      guard e.sequence == watch.checked, e.monotonic >= lastTime else {
+        return violation("events-in-order", "event \(e.sequence) after \(watch.checked - 1)")
       }
       lastTime = e.monotonic
+      if e.sequence >= watch.lampsFrom && !(mutation == .lampsMissLockdown && e.kind == .lockdown) { watch.lamps.observe(e) }
       if let v = record(e) { return v }
     }
+    if let v = checkLamps() { return v }
     // A decision's record follows its edge within the engine's step (it carries the edge's
     // latency); the log's thread commits it within log.commit_interval_ms.
-    if relayRose && !authorizedSinceRelease {
+    if watch.relayRose && !watch.authorizedSinceRelease {
       return violation("grant-recorded-with-edge", "the relay went active and no grant or open was recorded in that step")
     }
-    relayRose = false
-    if relay.level == .inactive { authorizedSinceRelease = false }
+    watch.relayRose = false
+    if relay.level == .inactive { watch.authorizedSinceRelease = false }
     if let since = relay.activeSince {
       let ms = Int((clock.now().nanoseconds - since.nanoseconds) / 1_000_000)
       if ms > Self.relayPulseMillisecondsMax + Self.tickMilliseconds {
         return violation("relay-cap", "the relay has been active \(ms) ms (cap \(Self.relayPulseMillisecondsMax) ms)")
       }
+    }
+    return nil
+  }
+
+  /// What the lamps show, against the world's lockdown and the strike.
+  private func checkLamps() -> Violation? {
+    let now = clock.now()
+    let signal = watch.lamps.signal(at: now)
+    if lockdown && (signal == .ready || signal == .off) {
+      return violation("lamps-say-lockdown", "the lamps show \(signal.name) during a lockdown")
+    }
+    if signal == .granted && relay.level == .inactive {
+      let recent = watch.lastGrantAt.map { now.nanoseconds - $0.nanoseconds <= UInt64(Self.lampSettings.grantedMilliseconds) * 1_000_000 } ?? false
+      if !recent { return violation("lamps-green-means-open", "green with the strike locked and no grant in granted_ms") }
     }
     return nil
   }
@@ -50,7 +68,8 @@ extension SimWorld {
     switch e.kind {
     case .decision where e.verdict == .granted:
       counts.grants += 1
-      authorizedSinceRelease = true
+      watch.authorizedSinceRelease = true
+      watch.lastGrantAt = e.monotonic
       trace.add("granted \(label)")
       guard let person = shown else { return violation("no-grant-unlisted", "granted \(label) with nobody in view") }
       if person == .carol && !carolListed { return violation("no-grant-after-revocation", "carol granted after her revocation") }
@@ -65,7 +84,7 @@ extension SimWorld {
       counts.denials += 1
       trace.add("\(e.verdict.name) \(shown?.label ?? "-")")
     case .manualOpen:
-      authorizedSinceRelease = true
+      watch.authorizedSinceRelease = true
       trace.add("manual-open")
     default:
       trace.add(e.kind.name)

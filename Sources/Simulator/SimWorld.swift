@@ -50,12 +50,29 @@ public final class SimWorld {
   var showUntil = 0
   var carolListed = true
   var lockdown = false
-  /// The ring sequence the invariants have read up to.
-  var checked: UInt64 = 0
-  /// An authorizing event (a grant, a manual open) seen since the relay last went inactive.
-  var authorizedSinceRelease = false
-  /// The relay went active during this tick.
-  var relayRose = false
+  /// What the invariants keep between ticks.
+  var watch = Watch()
+  struct Watch {
+    /// The ring sequence the invariants have read up to.
+    var checked: UInt64 = 0
+    /// An authorizing event (a grant, a manual open) seen since the relay last went inactive.
+    var authorizedSinceRelease = false
+    /// The relay went active during this tick.
+    var relayRose = false
+    /// The feedback lamps, fed the ring's events as the reader's participant is, and when the
+    /// last grant was recorded (their green must follow a grant or an open strike).
+    var lamps = FeedbackLamps(settings: SimWorld.lampSettings)
+    var lastGrantAt: Instant? = nil
+    /// The first event the lamps of this start read: the real reader's ring is new at each start.
+    var lampsFrom: UInt64 = 1
+  }
+  static let lampSettings: FeedbackSettings = {
+    var s = FeedbackSettings()
+    s.greenLine = 1
+    s.redLine = 2
+    s.amberLine = 3
+    return s
+  }()
 
   public init(seed: UInt64, mutation: SimMutation? = nil) {
     self.mutation = mutation
@@ -88,7 +105,7 @@ public final class SimWorld {
     engine = Self.makeEngine(clock: clock, ring: ring, relay: relay, buzzer: buzzer, payloads: table)
     attachCredentials()
     loadAllowList(carolListed: true)
-    relay.onRise = { [unowned self] in relayRose = true }
+    relay.onRise = { [unowned self] in watch.relayRose = true }
     trace.add("start seed \(seed)\(mutation.map { " mutation \($0.rawValue)" } ?? "")")
   }
 

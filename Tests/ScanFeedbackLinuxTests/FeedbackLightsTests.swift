@@ -74,10 +74,9 @@ import Testing
     #expect(lights.statusLine(now: Self.at(10)).hasPrefix("denied (green -, red on, amber -) sim, 1 write errors, "))
   }
 
-  @Test("the service with lamps on simulated lines: amber while waiting, green for alice, red for mallory, dark at stop")
-  func inTheService() throws {
-    let dir = temporaryDirectory("feedback")
-    defer { removeTree(dir) }
+  /// The replay (alice at frames 8-13, mallory at 45-50 of 60) through `Service.run` with lamps
+  /// on recording lines; `latch`: a lockdown latch file in the state directory at start.
+  static func runWithLamps(_ dir: String, latch: [UInt8]? = nil) -> (green: RecordingOutputLine, red: RecordingOutputLine, amber: RecordingOutputLine) {
     _ = mkdir(dir + "/frames", 0o700)
     let blank = GrayImage(width: 640, height: 480, pixels: [UInt8](repeating: 190, count: 640 * 480))
     let alice = qrFrame("ALICE-0001"), mallory = qrFrame("MALLORY-9")
@@ -86,6 +85,7 @@ import Testing
       #expect(writePNG(path: dir + "/frames/" + (i < 10 ? "0" : "") + "\(i).png", pixels: image.pixels, width: 640, height: 480, components: 1))
     }
     writeFile(dir + "/allow.txt", "text:ALICE-0001 label=alice\n")
+    if let latch { writeFile(dir + "/lockdown", bytes: latch) }
     var config = ScanConfig()
     config.cameraSource = .replay
     config.replayPath = dir + "/frames"
@@ -101,14 +101,23 @@ import Testing
     config.feedback.grantedMilliseconds = 500
     config.feedback.deniedMilliseconds = 500
     let clock = SystemMonotonicClock()
-    let (g, r, a) = (
-      RecordingOutputLine(name: "green", clock: clock), RecordingOutputLine(name: "red", clock: clock), RecordingOutputLine(name: "amber", clock: clock)
+    let lines = (
+      green: RecordingOutputLine(name: "green", clock: clock), red: RecordingOutputLine(name: "red", clock: clock),
+      amber: RecordingOutputLine(name: "amber", clock: clock)
     )
     var options = Service.Options()
     options.quiet = true
     options.handleSignals = false
-    options.feedbackLines = FeedbackSetup.SimulatedLines(green: g, red: r, amber: a)
+    options.feedbackLines = FeedbackSetup.SimulatedLines(green: lines.green, red: lines.red, amber: lines.amber)
     #expect(Service.run(config, options: options) == 0)
+    return lines
+  }
+
+  @Test("the service with lamps on simulated lines: amber while waiting, green for alice, red for mallory, dark at stop")
+  func inTheService() throws {
+    let dir = temporaryDirectory("feedback")
+    defer { removeTree(dir) }
+    let (g, r, a) = Self.runWithLamps(dir)
     // Amber first (waiting), then green for alice before red for mallory; every lamp dark at
     // the end. (Not how long each showed: that is the state machine's test, on a manual clock.)
     #expect(a.edges.first?.level == .active && g.edges.first.map { a.edges[0].at <= $0.at } == true, "\(a.edges) \(g.edges)")
@@ -121,5 +130,19 @@ import Testing
     #expect(
       records.filter { $0.kind == .edge }.allSatisfy { [Int64(EdgeCode.relay), Int64(EdgeCode.buzzer)].contains($0.code & 0xF0) },
       "lamp edges are not audit records (a blink would fill the log)")
+  }
+
+  @Test("restarted with a console lockdown latched: the lamps blink red from the start, never the amber that invites a code")
+  func lockdownStandingAtStart() throws {
+    let dir = temporaryDirectory("feedback-latch")
+    defer { removeTree(dir) }
+    var latch = [UInt8](repeating: 0, count: LockdownLatch.encodedBytes)
+    latch.withUnsafeMutableBytes { out in
+      Array("uid 0".utf8).withUnsafeBytes { LockdownLatch(authority: .console, who: $0, sinceUnixSeconds: 1_796_000_000).encode(into: out) }
+    }
+    let (g, r, a) = Self.runWithLamps(dir, latch: latch)
+    #expect(a.edges.isEmpty, "amber (ready) lit during a lockdown: \(a.edges)")
+    #expect(r.edges.first?.level == .active && r.level == .inactive, "red lit, dark at stop: \(r.edges.count) edges")
+    #expect(g.edges.isEmpty, "nobody was granted: \(g.edges)")
   }
 }

@@ -99,6 +99,15 @@ import Testing
     #expect(lamps.signal(at: Self.at(7_000)) == .ready)
   }
 
+  @Test("made with a lockdown or the fire release standing (a latch restored at start records no event), the lamps show it at once")
+  func standingAtStart() {
+    var lamps = FeedbackLamps(settings: Self.wired, lockdown: true)
+    #expect(lamps.signal(at: Self.at(0)) == .lockedDown && lamps.levels(at: Self.at(0)) == Self.red)
+    lamps.observe(Self.event(.lockdown, code: 2 << 8, at: 100))
+    #expect(lamps.signal(at: Self.at(100)) == .ready)
+    #expect(FeedbackLamps(settings: Self.wired, fire: true, lockdown: true).signal(at: Self.at(0)) == .fireRelease)
+  }
+
   @Test("a turnstile shows green from unlocked until it locks or someone passes")
   func turnstile() {
     var lamps = FeedbackLamps(settings: Self.wired)

@@ -35,7 +35,6 @@ import Testing
     "RunLoop": (40, 7, 1188),
     "ScanConfig": (63, 0, 154),
     "ScanEngine": (35, 6, 501),
-    "SimWorld": (22, 0, 282),
     "TurnstileController": (30, 0, 374),
   ]
 

@@ -60,7 +60,14 @@ public struct FeedbackLamps: Sendable {
   /// Events read (for STATUS).
   public private(set) var eventsSeen: UInt64 = 0
 
-  public init(settings: FeedbackSettings) { self.settings = settings }
+  /// Lamps that start with the fire release or a lockdown standing (`fire`, `lockdown`): a
+  /// lockdown latched before a restart is restored from its file without a new event, so the
+  /// owner says what stands when the lamps are made.
+  public init(settings: FeedbackSettings, fire: Bool = false, lockdown: Bool = false) {
+    self.settings = settings
+    self.fire = fire
+    self.lockdown = lockdown
+  }
 
   /// Takes in one of the reader's events.
   public mutating func observe(_ event: ScanEvent) {

@@ -24,12 +24,13 @@ public final class FeedbackLights: PollParticipant {
   /// "gpiod v2", "sim", ...: how the lines are driven.
   public let backend: String
 
-  /// Lamps on `green`, `red` and `amber` (nil: not wired), following `ring` from its start.
+  /// Lamps on `green`, `red` and `amber` (nil: not wired), following `ring` from its start, with
+  /// the fire release or a lockdown standing when they are made (`standing`).
   public init(
     settings: FeedbackSettings, ring: EventRing, green: (any OutputLine)?, red: (any OutputLine)?,
-    amber: (any OutputLine)?, backend: String
+    amber: (any OutputLine)?, backend: String, standing: (fire: Bool, lockdown: Bool) = (false, false)
   ) {
-    lamps = FeedbackLamps(settings: settings)
+    lamps = FeedbackLamps(settings: settings, fire: standing.fire, lockdown: standing.lockdown)
     self.ring = ring
     cursor = EventCursor(next: 1)
     self.green = green

@@ -20,7 +20,11 @@ public enum FeedbackSetup {
   }
 
   /// The lamps, or nil when none is wired; throws when a configured line cannot be requested.
-  public static func make(_ config: ScanConfig, ring: EventRing, simulated: SimulatedLines?) throws(GPIOError) -> FeedbackLights? {
+  /// `standing`: the fire release and a lockdown as the emergencies found them at start (a
+  /// latch restored from its file records no event).
+  public static func make(
+    _ config: ScanConfig, ring: EventRing, simulated: SimulatedLines?, standing: (fire: Bool, lockdown: Bool)
+  ) throws(GPIOError) -> FeedbackLights? {
     let f = config.feedback
     guard f.isWired else { return nil }
     switch config.gpioBackend {
@@ -28,7 +32,7 @@ public enum FeedbackSetup {
       let l = simulated ?? SimulatedLines()
       return FeedbackLights(
         settings: f, ring: ring, green: f.greenLine >= 0 ? l.green : nil, red: f.redLine >= 0 ? l.red : nil,
-        amber: f.amberLine >= 0 ? l.amber : nil, backend: "sim")
+        amber: f.amberLine >= 0 ? l.amber : nil, backend: "sim", standing: standing)
     case .gpiod:
       func lamp(_ offset: Int, _ name: String) throws(GPIOError) -> (any OutputLine)? {
         guard offset >= 0 else { return nil }
@@ -37,7 +41,7 @@ public enum FeedbackSetup {
       }
       return FeedbackLights(
         settings: f, ring: ring, green: try lamp(f.greenLine, "green"), red: try lamp(f.redLine, "red"),
-        amber: try lamp(f.amberLine, "amber"), backend: "gpiod \(GPIODOutputLine.libraryVersion)")
+        amber: try lamp(f.amberLine, "amber"), backend: "gpiod \(GPIODOutputLine.libraryVersion)", standing: standing)
     }
   }
 }
@@ -47,11 +51,12 @@ extension Service {
   static func attachFeedback<
     S: LoopFrameSource & ~Copyable, D: CodeDecoder & ~Copyable, R: OutputLine & ~Copyable, B: OutputLine & ~Copyable
   >(
-    _ config: ScanConfig, options: Options, ring: EventRing,
+    _ config: ScanConfig, options: Options, ring: EventRing, emergency: EmergencyController,
     loop: inout RunLoop<S, D, R, B, SystemMonotonicClock, SystemWallClock, SodiumDigester>
   ) throws(SetupRefused) -> FeedbackLights? {
+    let standing = (fire: emergency.state.fireActive, lockdown: emergency.state.lockdownActive)
     do throws(GPIOError) {
-      guard let lights = try FeedbackSetup.make(config, ring: ring, simulated: options.feedbackLines) else { return nil }
+      guard let lights = try FeedbackSetup.make(config, ring: ring, simulated: options.feedbackLines, standing: standing) else { return nil }
       loop.register(lights)
       return lights
     } catch {

@@ -125,7 +125,7 @@ extension Service {
     try attachSchedules(config, clock: clock, ring: ring, notes: notes, time: floorKeeper.time, loop: &loop)
     let (wiegand, panelLink) = try attachPanels(config, clock: clock, ring: ring, loop: &loop)
     try attachKeypad(config, options: options, time: floorKeeper.time, panel: panelLink, loop: &loop)
-    let feedback = try attachFeedback(config, options: options, ring: ring, loop: &loop)
+    let feedback = try attachFeedback(config, options: options, ring: ring, emergency: emergency, loop: &loop)
     let printer = EventPrinter(
       ring: ring, start: loop.startedAt, clock: clock, skipping: options.skipping,
       payloads: config.log.rawPayloads ? .shown : .hidden, notes: notes)
