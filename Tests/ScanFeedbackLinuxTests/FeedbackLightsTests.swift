@@ -77,26 +77,7 @@ import Testing
   /// The replay (alice at frames 8-13, mallory at 45-50 of 60) through `Service.run` with lamps
   /// on recording lines; `latch`: a lockdown latch file in the state directory at start.
   static func runWithLamps(_ dir: String, latch: [UInt8]? = nil) -> (green: RecordingOutputLine, red: RecordingOutputLine, amber: RecordingOutputLine) {
-    _ = mkdir(dir + "/frames", 0o700)
-    let blank = GrayImage(width: 640, height: 480, pixels: [UInt8](repeating: 190, count: 640 * 480))
-    let alice = qrFrame("ALICE-0001"), mallory = qrFrame("MALLORY-9")
-    for i in 0..<60 {
-      let image = (8..<14).contains(i) ? alice : (45..<51).contains(i) ? mallory : blank
-      #expect(writePNG(path: dir + "/frames/" + (i < 10 ? "0" : "") + "\(i).png", pixels: image.pixels, width: 640, height: 480, components: 1))
-    }
-    writeFile(dir + "/allow.txt", "text:ALICE-0001 label=alice\n")
-    if let latch { writeFile(dir + "/lockdown", bytes: latch) }
-    var config = ScanConfig()
-    config.cameraSource = .replay
-    config.replayPath = dir + "/frames"
-    config.replayFPS = 30
-    config.replayLoop = false
-    config.gpioBackend = .sim
-    config.allowListPath = dir + "/allow.txt"
-    config.log.path = dir + "/audit.db"
-    config.stateDirectorySetting = dir
-    config.consoleListen = []
-    config.decoderIsolation = .inline
+    var (config, options) = replayReader(dir, frames: 60, shows: [(8..<14, "ALICE-0001"), (45..<51, "MALLORY-9")], latch: latch)
     config.feedback = Self.settings()
     config.feedback.grantedMilliseconds = 500
     config.feedback.deniedMilliseconds = 500
@@ -105,9 +86,6 @@ import Testing
       green: RecordingOutputLine(name: "green", clock: clock), red: RecordingOutputLine(name: "red", clock: clock),
       amber: RecordingOutputLine(name: "amber", clock: clock)
     )
-    var options = Service.Options()
-    options.quiet = true
-    options.handleSignals = false
     options.feedbackLines = FeedbackSetup.SimulatedLines(green: lines.green, red: lines.red, amber: lines.amber)
     #expect(Service.run(config, options: options) == 0)
     return lines

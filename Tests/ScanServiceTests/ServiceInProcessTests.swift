@@ -13,64 +13,8 @@ import Testing
   func runsInProcess() throws {
     let dir = temporaryDirectory("inproc")
     defer { removeTree(dir) }
-    _ = mkdir(dir + "/frames", 0o700)
-    let blank = GrayImage(width: 640, height: 480, pixels: [UInt8](repeating: 190, count: 640 * 480))
-    let alice = qrFrame("ALICE-0001"), mallory = qrFrame("MALLORY-9999")
-    for i in 0..<40 {
-      let image = (10..<16).contains(i) ? alice : (28..<34).contains(i) ? mallory : blank
-      let name = dir + "/frames/" + (i < 10 ? "0" : "") + "\(i).png"
-      #expect(writePNG(path: name, pixels: image.pixels, width: 640, height: 480, components: 1))
-    }
-    writeFile(dir + "/allow.txt", "text:ALICE-0001 label=alice\n")
-    var config = ScanConfig()
-    config.cameraSource = .replay
-    config.replayPath = dir + "/frames"
-    config.replayFPS = 30
-    config.replayLoop = false
-    config.gpioBackend = .sim
-    config.allowListPath = dir + "/allow.txt"
-    config.log.path = dir + "/audit.db"
-    config.stateDirectorySetting = dir
-    config.consoleListen = []
-    config.decoderIsolation = .inline  // this test binary is not the scangate executable workers run
-    var options = Service.Options()
-    options.quiet = true
-    options.handleSignals = false
-    #expect(Service.run(config, options: options) == 0)
-
-    var decisions: [AuditRecord] = []
-    try AuditStore(path: dir + "/audit.db", readOnly: true).read { if $0.kind == .decision { decisions.append($0) } }
-    #expect(decisions.count == 2, "\(decisions.map(\.line))")
-    #expect(decisions.first?.verdict == .granted && decisions.first?.label == "alice")
-    #expect(decisions.last?.verdict == .deniedUnknown && decisions.last?.label == "")
-    #expect(try AuditStore(path: dir + "/audit.db", readOnly: true).head.sequence >= 2)
-  }
-
-  /// The same replay (alice shown twice) through `Service.run` with the emergencies wired.
-  static func runWithEmergency(_ dir: String, fireAtStart: Bool, latch: [UInt8]?) throws -> [AuditRecord] {
-    _ = mkdir(dir + "/frames", 0o700)
-    let blank = GrayImage(width: 640, height: 480, pixels: [UInt8](repeating: 190, count: 640 * 480))
-    let alice = qrFrame("ALICE-0001")
-    for i in 0..<30 {
-      let image = (8..<14).contains(i) ? alice : blank
-      #expect(writePNG(path: dir + "/frames/" + (i < 10 ? "0" : "") + "\(i).png", pixels: image.pixels, width: 640, height: 480, components: 1))
-    }
-    writeFile(dir + "/allow.txt", "text:ALICE-0001 label=alice\n")
-    if let latch { writeFile(dir + "/lockdown", bytes: latch) }
-    var config = ScanConfig()
-    config.cameraSource = .replay
-    config.replayPath = dir + "/frames"
-    config.replayFPS = 30
-    config.replayLoop = false
-    config.gpioBackend = .sim
-    config.allowListPath = dir + "/allow.txt"
-    config.log.path = dir + "/audit.db"
-    config.stateDirectorySetting = dir
-    config.consoleListen = []
-    config.decoderIsolation = .inline
-    var options = Service.Options()
-    options.quiet = true
-    options.handleSignals = false
+    let (config, options0) = replayReader(dir, frames: 30, shows: [(8..<14, "ALICE-0001")], latch: latch)
+    var options = options0
     options.emergencyLines = EmergencySetup.SimulatedLines(fire: SimulatedInputLine(level: fireAtStart ? .active : .inactive))
     #expect(Service.run(config, options: options) == 0)
     var records: [AuditRecord] = []

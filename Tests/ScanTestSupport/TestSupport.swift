@@ -176,3 +176,37 @@ package func loopbackListener() -> (fd: Int32, port: Int)? {
   }
   return (fd, Int(UInt16(bigEndian: address.sin_port)))
 }
+
+/// A reader replaying `frames` frames at 30 fps from `dir`/frames (blank, or the code `shows`
+/// names for a frame range), its allow-list holding alice, its log and state in `dir`, simulated
+/// GPIO, no console, decoding inline, and an optional lockdown latch in the state directory: the
+/// configuration and options `Service.run` takes for the in-process service tests.
+package func replayReader(
+  _ dir: String, frames: Int, shows: [(Range<Int>, String)], latch: [UInt8]? = nil
+) -> (ScanConfig, Service.Options) {
+  _ = mkdir(dir + "/frames", 0o700)
+  let blank = GrayImage(width: 640, height: 480, pixels: [UInt8](repeating: 190, count: 640 * 480))
+  let codes = shows.map { ($0.0, qrFrame($0.1)) }
+  for i in 0..<frames {
+    let image = codes.first { $0.0.contains(i) }?.1 ?? blank
+    let written = writePNG(path: dir + "/frames/" + (i < 10 ? "0" : "") + "\(i).png", pixels: image.pixels, width: 640, height: 480, components: 1)
+    precondition(written, "the replay's frame \(i) was not written in \(dir)")
+  }
+  writeFile(dir + "/allow.txt", "text:ALICE-0001 label=alice\n")
+  if let latch { writeFile(dir + "/lockdown", bytes: latch) }
+  var config = ScanConfig()
+  config.cameraSource = .replay
+  config.replayPath = dir + "/frames"
+  config.replayFPS = 30
+  config.replayLoop = false
+  config.gpioBackend = .sim
+  config.allowListPath = dir + "/allow.txt"
+  config.log.path = dir + "/audit.db"
+  config.stateDirectorySetting = dir
+  config.consoleListen = []
+  config.decoderIsolation = .inline
+  var options = Service.Options()
+  options.quiet = true
+  options.handleSignals = false
+  return (config, options)
+}
