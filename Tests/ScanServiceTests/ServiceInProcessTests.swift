@@ -13,6 +13,19 @@ import Testing
   func runsInProcess() throws {
     let dir = temporaryDirectory("inproc")
     defer { removeTree(dir) }
+    let (config, options) = replayReader(dir, frames: 40, shows: [(10..<16, "ALICE-0001"), (28..<34, "MALLORY-9999")])
+    #expect(Service.run(config, options: options) == 0)
+
+    var decisions: [AuditRecord] = []
+    try AuditStore(path: dir + "/audit.db", readOnly: true).read { if $0.kind == .decision { decisions.append($0) } }
+    #expect(decisions.count == 2, "\(decisions.map(\.line))")
+    #expect(decisions.first?.verdict == .granted && decisions.first?.label == "alice")
+    #expect(decisions.last?.verdict == .deniedUnknown && decisions.last?.label == "")
+    #expect(try AuditStore(path: dir + "/audit.db", readOnly: true).head.sequence >= 2)
+  }
+
+  /// The same replay (alice shown once) through `Service.run` with the emergencies wired.
+  static func runWithEmergency(_ dir: String, fireAtStart: Bool, latch: [UInt8]?) throws -> [AuditRecord] {
     let (config, options0) = replayReader(dir, frames: 30, shows: [(8..<14, "ALICE-0001")], latch: latch)
     var options = options0
     options.emergencyLines = EmergencySetup.SimulatedLines(fire: SimulatedInputLine(level: fireAtStart ? .active : .inactive))
