@@ -29,7 +29,7 @@ grep -v '^scangate-sim\|^digest' "$D/a.out" > "$D/trace"
 [ "$(sha256sum < "$D/trace" | cut -c1-64)" = "$(tail -1 "$D/a.out" | cut -c8-)" ]
 check $? "the digest is SHA-256 of the trace (sha256sum agrees)"
 
-# Every mutation is caught, by the invariant written for it.
+# Every mutation is caught, by the invariant written for it, and its failure shrinks.
 declare -A expect=(
   [relay-stuck]=relay-cap [spurious-pulse]=grant-recorded-with-edge [decoder-confusion]=no-grant-unlisted
   [revocation-not-reloaded]=no-grant-after-revocation [lockdown-not-applied]=no-grant-in-lockdown
@@ -40,11 +40,36 @@ declare -A expect=(
 listed=$("$SIM" --list-mutations)
 [ "$(echo "$listed" | wc -l)" -ge 5 ] && [ "$(echo "$listed" | sort | xargs)" = "$(printf '%s\n' "${!expect[@]}" | sort | xargs)" ]
 check $? "--list-mutations: $(echo "$listed" | wc -l) mutations, each with an expected invariant here"
+# Each failure shrinks: the fewest of the seed's drawn actions found that still break the same
+# invariant. The shrunk list replays (--keep) to that invariant with only its actions in the trace,
+# and it is 1-minimal: without any one of its actions the run holds (each replayed here).
+shrunk_total=0; drawn_total=0
 for m in $listed; do
   out=$("$SIM" --mutate "$m" 2>&1); status=$?
   line=$(echo "$out" | tail -1)
   [ $status = 1 ] && echo "$line" | grep -q "caught by ${expect[$m]:-?} at seed"
   check $? "--mutate $m: $line"
+  read -r kept drawn < <(echo "$out" | sed -n 's/^shrunk: \([0-9]*\) of \([0-9]*\) actions.*/\1 \2/p')
+  replay=$(echo "$out" | sed -n 's/^replay the shrunk run: scangate-sim //p')
+  indices=$(echo "$replay" | sed -n 's/.*--keep \([0-9,]*\).*/\1/p')
+  args=$(echo "$replay" | sed 's/ --keep [0-9,]*//; s/ --trace//')
+  ok=1
+  if [ -n "${kept:-}" ] && [ "$kept" -lt "$drawn" ] && [ -n "$indices" ]; then
+    # shellcheck disable=SC2086
+    r=$("$SIM" $args --keep "$indices" --trace 2>&1); rs=$?
+    acted=$(echo "$r" | grep -c "^[0-9]* \(camera shows\|carol \(revoked\|restored\)\|lockdown o\|open\|wall clock\|restart$\|relay glitch\)")
+    [ $rs = 1 ] && echo "$r" | grep -q "invariant ${expect[$m]} violated" && [ "$acted" -le "$kept" ] || ok=0
+    IFS=, read -ra all <<< "$indices"
+    for drop in "${!all[@]}"; do
+      rest=$(for i in "${!all[@]}"; do [ "$i" = "$drop" ] || printf '%s,' "${all[$i]}"; done); rest=${rest%,}
+      # shellcheck disable=SC2086
+      "$SIM" $args --keep "$rest" --no-shrink > /dev/null 2>&1 && continue
+      "$SIM" $args --keep "$rest" --no-shrink 2>&1 | grep -q "invariant ${expect[$m]} violated" && ok=0
+    done
+  else ok=0; fi
+  shrunk_total=$((shrunk_total + ${kept:-0})); drawn_total=$((drawn_total + ${drawn:-0}))
+  [ $ok = 1 ]
+  check $? "--mutate $m shrinks to ${kept:-?} of ${drawn:-?} drawn actions, replayed with --keep $indices; none of them can go"
 done
 # The mutations live in the simulator only: the reader's binary does not hold their names.
 BIN=$(dirname "$SIM")/scangate

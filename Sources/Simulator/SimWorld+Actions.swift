@@ -1,36 +1,49 @@
 import ScanCore
 import ScanSim
 
-/// What happens in the world, each with its chance per 5 ms tick (per million).
+/// What happens in the world at each tick: the actions drawn from the seed, or the list replayed
+/// (`SimSchedule.swift`), each applied to the reader and the world's model.
 extension SimWorld {
   func act() {
-    // The camera: someone steps up for 0.3 to 3 s, then nobody for 0.1 to 1 s at the least.
-    if shown != nil {
-      if step >= showUntil {
-        shown = nil
-        showUntil = step + pick(20...200)
-        trace.add("camera clear")
-      }
-    } else if step >= showUntil && chance(20_000) {
-      let person = SimPerson(rawValue: pick(1...SimPerson.allCases.count))!
-      shown = person
-      showUntil = step + pick(60...600)
-      trace.add("camera shows \(person.label)")
+    if shown != nil && step >= showUntil {
+      shown = nil
+      trace.add("camera clear")
     }
-    if chance(600) { toggleCarol() }
-    if chance(600) { toggleLockdown() }
-    if chance(400) { manualOpen() }
-    if chance(300) { jumpClock() }
-    if chance(200) { restart() }
-    if mutation == .spuriousPulse && chance(2_000) {
+    if var scheduler = source.scheduler {
+      let first = source.script.count
+      scheduler.draw(step: step, into: &source.script)
+      source.scheduler = scheduler
+      for i in first..<source.script.count { apply(source.script[i].action) }
+    } else {
+      while source.next < source.script.count && source.script[source.next].step <= step {
+        let next = source.script[source.next]
+        source.next += 1
+        if next.step == step { apply(next.action) }
+      }
+    }
+  }
+
+  func apply(_ action: SimAction) {
+    switch action {
+    case .show(let person, let ticks):
+      shown = person
+      showUntil = step + ticks
+      trace.add("camera shows \(person.label)")
+    case .carol(let listed): setCarol(listed: listed)
+    case .lockdown(let on): setLockdown(on)
+    case .manualOpen: manualOpen()
+    case .jumpClock(let seconds): jumpClock(seconds)
+    case .restart: restart()
+    case .glitch:
       trace.add("relay glitch")
       try? relay.set(.active)
     }
   }
 
   /// Carol's entry is taken out of the allow-list file (or put back), then the list reloaded.
-  func toggleCarol() {
-    carolListed.toggle()
+  func setCarol(listed: Bool) {
+    guard listed != carolListed else { return }
+    carolListed = listed
     if !carolListed { counts.revocations += 1 }
     trace.add(carolListed ? "carol restored" : "carol revoked")
     guard mutation != .revocationNotReloaded || carolListed else { return }
@@ -38,8 +51,9 @@ extension SimWorld {
   }
 
   /// A lockdown latched (durably, on the disk) or lifted by its authority.
-  func toggleLockdown() {
-    lockdown.toggle()
+  func setLockdown(_ on: Bool) {
+    guard on != lockdown else { return }
+    lockdown = on
     if lockdown { counts.lockdowns += 1 }
     trace.add(lockdown ? "lockdown on" : "lockdown off")
     if mutation != .lockdownNotApplied { engine.policy.lockdown = lockdown }
@@ -55,9 +69,8 @@ extension SimWorld {
   }
 
   /// The wall clock set back or forward by up to a day (NTP after a long outage, an RTC reset).
-  func jumpClock() {
+  func jumpClock(_ seconds: Int) {
     counts.clockJumps += 1
-    let seconds = pick(-86_400...86_400)
     clock.epochSeconds += Int64(seconds)
     trace.add("wall clock \(seconds >= 0 ? "+" : "")\(seconds) s")
   }

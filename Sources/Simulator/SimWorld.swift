@@ -27,7 +27,19 @@ public final class SimWorld {
   static let relayPulseMillisecondsMax = 2_000
 
   let mutation: SimMutation?
-  var random: SplitMix
+  /// Where the actions come from: drawn from the seed as the run goes (and recorded), or a list
+  /// replayed (a shrunk one).
+  var source: Source
+  struct Source {
+    /// Draws the actions; nil when a list is replayed.
+    var scheduler: SimScheduler?
+    /// The actions drawn so far, or the list replayed.
+    var script: [SimStep] = []
+    /// The next action of the list to apply.
+    var next = 0
+  }
+  /// The run's actions, each with its tick: drawn so far, or the list replayed.
+  public var script: [SimStep] { source.script }
   let clock = ManualClock()
   public let trace: SimTrace
   let ring = EventRing(capacity: 4_096)
@@ -74,9 +86,11 @@ public final class SimWorld {
     return s
   }()
 
-  public init(seed: UInt64, mutation: SimMutation? = nil) {
+  /// A world from `seed`; its actions drawn from the seed, or `script` replayed instead (the
+  /// seed still makes the issuer's key and the guests' passes).
+  public init(seed: UInt64, mutation: SimMutation? = nil, script: [SimStep]? = nil) {
     self.mutation = mutation
-    random = SplitMix(seed: seed)
+    source = script.map { Source(scheduler: nil, script: $0) } ?? Source(scheduler: SimScheduler(seed: seed, mutation: mutation))
     trace = SimTrace(clock: clock)
     relay = SimLine(name: "relay", clock: clock, trace: trace)
     buzzer = SimLine(name: "buzzer", clock: clock, trace: trace)
@@ -106,7 +120,7 @@ public final class SimWorld {
     attachCredentials()
     loadAllowList(carolListed: true)
     relay.onRise = { [unowned self] in watch.relayRose = true }
-    trace.add("start seed \(seed)\(mutation.map { " mutation \($0.rawValue)" } ?? "")")
+    trace.add("start seed \(seed)\(mutation.map { " mutation \($0.rawValue)" } ?? "")\(script.map { " replaying \($0.count) actions" } ?? "")")
   }
 
   static func makeEngine(clock: ManualClock, ring: EventRing, relay: SimLine, buzzer: SimLine, payloads: [[UInt8]]) -> Engine {
@@ -140,9 +154,6 @@ public final class SimWorld {
       Array(Self.allowListText(carolListed: listed).utf8), digester: FixtureDigester(), nowUnixSeconds: clock.unixSeconds())
     precondition(problem == nil, "the simulator's allow-list did not load: \(String(describing: problem))")
   }
-
-  func chance(_ perMillion: UInt64) -> Bool { random.next() % 1_000_000 < perMillion }
-  func pick(_ range: ClosedRange<Int>) -> Int { range.lowerBound + Int(random.next() % UInt64(range.count)) }
 
   /// Runs `steps` ticks; the first invariant that fails, or nil.
   public func run(steps: Int) -> Violation? {

@@ -1,0 +1,138 @@
+import ScanSim
+
+/// One thing the world does at a tick. A run's actions are drawn from its seed (`SimScheduler`);
+/// a failing run's list is shrunk by replaying parts of it (`SimWorld.shrink`). Each action
+/// carries the state it sets, not a toggle, so that leaving one out does not change what the
+/// others mean.
+public enum SimAction: Equatable, Sendable {
+  /// Someone steps up to the camera for `ticks` ticks (then nobody is in view).
+  case show(SimPerson, ticks: Int)
+  /// Carol's entry in the allow-list file: there (restored) or gone (revoked), then the list reloaded.
+  case carol(listed: Bool)
+  /// A lockdown latched or lifted by its authority (the console).
+  case lockdown(on: Bool)
+  /// An operator opens the door from the console.
+  case manualOpen
+  /// The wall clock set back or forward.
+  case jumpClock(seconds: Int)
+  /// The reader torn down and started again on the same disk.
+  case restart
+  /// The relay goes active by itself (only under the `spurious-pulse` mutation).
+  case glitch
+
+  /// How the action reads in a shrunk list.
+  public var text: String {
+    switch self {
+    case .show(let person, let ticks): "show \(person.label) for \(ticks) ticks"
+    case .carol(let listed): listed ? "restore carol" : "revoke carol"
+    case .lockdown(let on): on ? "lockdown on" : "lockdown off"
+    case .manualOpen: "manual open"
+    case .jumpClock(let seconds): "wall clock \(seconds >= 0 ? "+" : "")\(seconds) s"
+    case .restart: "restart"
+    case .glitch: "relay glitch"
+    }
+  }
+}
+
+/// An action and the tick it happens at.
+public struct SimStep: Equatable, Sendable {
+  public var step: Int
+  public var action: SimAction
+}
+
+/// Draws a run's actions from its seed, each with its chance per 5 ms tick (per million). It
+/// keeps only what the drawing needs (who is in view, whether carol is listed, whether a lockdown
+/// stands), not the reader's state: a seed's actions are the same whatever the reader does, so a
+/// list of them can be drawn again without running the reader (`SimWorld.draw`).
+struct SimScheduler {
+  var random: SplitMix
+  let mutation: SimMutation?
+  private var inView = false
+  /// In view until this tick, or (nobody in view) nobody steps up before it.
+  private var busyUntil = 0
+  private var carolListed = true
+  private var lockdown = false
+
+  init(seed: UInt64, mutation: SimMutation?) {
+    random = SplitMix(seed: seed)
+    self.mutation = mutation
+  }
+
+  mutating func chance(_ perMillion: UInt64) -> Bool { random.next() % 1_000_000 < perMillion }
+  mutating func pick(_ range: ClosedRange<Int>) -> Int { range.lowerBound + Int(random.next() % UInt64(range.count)) }
+
+  /// The actions at `step`, in the order the world applies them.
+  mutating func draw(step: Int, into out: inout [SimStep]) {
+    func add(_ action: SimAction) { out.append(SimStep(step: step, action: action)) }
+    // The camera: someone steps up for 0.3 to 3 s, then nobody for 0.1 to 1 s at the least.
+    if inView {
+      if step >= busyUntil {
+        inView = false
+        busyUntil = step + pick(20...200)
+      }
+    } else if step >= busyUntil && chance(20_000) {
+      let person = SimPerson(rawValue: pick(1...SimPerson.allCases.count))!
+      let ticks = pick(60...600)
+      inView = true
+      busyUntil = step + ticks
+      add(.show(person, ticks: ticks))
+    }
+    if chance(600) {
+      carolListed.toggle()
+      add(.carol(listed: carolListed))
+    }
+    if chance(600) {
+      lockdown.toggle()
+      add(.lockdown(on: lockdown))
+    }
+    if chance(400) { add(.manualOpen) }
+    if chance(300) { add(.jumpClock(seconds: pick(-86_400...86_400))) }
+    if chance(200) { add(.restart) }
+    if mutation == .spuriousPulse && chance(2_000) { add(.glitch) }
+  }
+}
+
+extension SimWorld {
+  /// The actions a seed draws in its first `steps` ticks (without running the reader).
+  public static func draw(seed: UInt64, mutation: SimMutation?, steps: Int) -> [SimStep] {
+    var scheduler = SimScheduler(seed: seed, mutation: mutation)
+    var out: [SimStep] = []
+    for step in 1...max(steps, 1) { scheduler.draw(step: step, into: &out) }
+    return out
+  }
+
+  /// The smallest part of `script` (as indices into it) found that still breaks `invariant`
+  /// within `steps` ticks, and that run's violation: chunks of the list are left out, halving the
+  /// chunk down to one action, then single actions again until none can go (a delta debugging
+  /// in the manner of Zeller's ddmin). Every candidate is a replay on a new world from the same
+  /// seed, so what is kept replays exactly with `--keep`.
+  public static func shrink(
+    seed: UInt64, mutation: SimMutation?, steps: Int, script: [SimStep], invariant: String
+  ) -> (kept: [Int], violation: Violation)? {
+    func fails(_ indices: [Int]) -> Violation? {
+      let world = SimWorld(seed: seed, mutation: mutation, script: indices.map { script[$0] })
+      guard let v = world.run(steps: steps), v.invariant == invariant else { return nil }
+      return v
+    }
+    var kept = Array(script.indices)
+    guard var best = fails(kept) else { return nil }
+    var chunk = max(1, kept.count / 2)
+    while !kept.isEmpty {
+      var removed = false
+      var at = 0
+      while at < kept.count {
+        let candidate = Array(kept[..<at] + kept[min(at + chunk, kept.count)...])
+        if let v = fails(candidate) {
+          kept = candidate
+          best = v
+          removed = true
+        } else {
+          at += chunk
+        }
+      }
+      if chunk == 1 && !removed { break }
+      chunk = max(1, chunk / 2)
+    }
+    return (kept, best)
+  }
+}
