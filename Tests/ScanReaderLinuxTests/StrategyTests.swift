@@ -159,7 +159,7 @@ import Testing
     var quiet: [Bool] = [], attempts: [Int] = []
     func show(_ image: GrayImage) {
       clock.advance(milliseconds: 33)
-      image.withFrame { pipeline.decode($0, into: &results, clock: clock) }
+      image.withFrame(captured: clock.now()) { pipeline.decode($0, into: &results, clock: clock) }
       quiet.append(pipeline.lastFrame.quiet)
       attempts.append(pipeline.lastFrame.attempts)
     }

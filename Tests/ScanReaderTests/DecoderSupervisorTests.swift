@@ -305,7 +305,7 @@ import Testing
         captured: Instant(nanoseconds: 42), sequence: 7)
       #expect(channel.writeRequest(frame, mode: .retry, into: memory.baseAddress!))
     }
-    guard let (seen, mode) = channel.readRequest(from: UnsafeRawPointer(memory.baseAddress!)) else {
+    guard let (seen, mode, _) = channel.readRequest(from: UnsafeRawPointer(memory.baseAddress!)) else {
       Issue.record("request unreadable")
       return
     }

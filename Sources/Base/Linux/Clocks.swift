@@ -1,10 +1,18 @@
 import CLinux
-import ScanCore
+import ScanBase
 
 /// CLOCK_MONOTONIC.
 public struct SystemMonotonicClock: MonotonicClock {
   public init() {}
   public func now() -> Instant { Instant(nanoseconds: sg_monotonic_ns()) }
+}
+
+/// CLOCK_THREAD_CPUTIME_ID: the CPU time the calling thread has used. A budget of CPU time
+/// measured on it spends the same work on a loaded machine as on an idle one: time the thread
+/// waits for a core, or sleeps, is not counted (the decoder worker's strategy budget).
+public struct ThreadCPUClock: MonotonicClock {
+  public init() {}
+  public func now() -> Instant { Instant(nanoseconds: sg_thread_cpu_ns()) }
 }
 
 /// CLOCK_REALTIME.

@@ -7,7 +7,8 @@ public struct StoppedClock: MonotonicClock {
 }
 
 /// The decode strategy: a list of attempts (view and engine options), run in order on one frame
-/// or spread across the frames of a stream within a CPU budget per frame.
+/// or spread across the frames of a stream within a CPU budget per frame, measured on the `clock`
+/// given (the worker's: its CPU time); what ages goes by the frames' capture times.
 extension DecodePipeline where Decoder: ~Copyable {
   mutating func runStrategy<C: MonotonicClock>(
     _ frame: LumaFrame, into results: inout DecodeResults, clock: C, mode: VariantMode
@@ -38,9 +39,9 @@ extension DecodePipeline where Decoder: ~Copyable {
         frameLog.attempts += 1
       }
     case .alternate:
-      tracked.age(now: start)
+      tracked.age(now: frame.captured)
       spread(frame, full: full, into: &results, clock: clock, start: start, log: &frameLog)
-      tracked.cover(results, from: 0, width: g.width, height: g.height, now: start)
+      tracked.cover(results, from: 0, width: g.width, height: g.height, now: frame.captured)
       rememberCodes(results)
     }
   }
@@ -50,18 +51,13 @@ extension DecodePipeline where Decoder: ~Copyable {
     return nil
   }
 
-  /// The reader's way. The first full-frame attempt runs first on every frame (the cheapest that
-  /// reads a code a person has just held up: the next person never waits for the last one's
-  /// code), and a new code read ends the frame; while a code read in the previous frame is held,
-  /// its tracked region next; then the
-  /// next attempts of the rotation (the tracked region among them) while the budget lasts,
-  /// until a code is found. A held code thus meets a different attempt every frame.
-  ///
-  /// An attempt starts only while its estimated cost fits what is left of the budget; the first
-  /// one always runs. One of the rotation that does not fit beside the first attempt is owed:
-  /// the next frame runs it after its first attempt even past the budget (so that frame spends
-  /// at most the budget plus that attempt, and the rotation never stalls on it). On a core where
-  /// the first attempt alone fills the budget, the next frame starts with the rotation instead.
+  /// The reader's way (docs/decoder.md, "The decode strategy"). The first full-frame attempt runs
+  /// first on every frame, and a new code read ends the frame; then, while a code read in the last
+  /// frame is held, its tracked region; on a picture that changed, the first attempt's inverted
+  /// twin; then the rotation while the budget lasts, until a code is found. An attempt starts
+  /// only while its estimated cost fits what is left of the budget (the first always runs); one
+  /// of the rotation that did not fit is owed to the next frame, after its first attempt. On a
+  /// core where the first attempt alone fills the budget, the next frame starts with the rotation.
   mutating func spread<C: MonotonicClock>(
     _ frame: LumaFrame, full: Region, into results: inout DecodeResults, clock: C, start: Instant,
     log: inout StrategyFrame
@@ -70,12 +66,12 @@ extension DecodePipeline where Decoder: ~Copyable {
     if settings.quietAfterMicroseconds > 0 {
       let quietAfter = UInt64(settings.quietAfterMicroseconds)
       // While quiet, frames are compared with the last busy one (a slow change adds up).
-      let wasQuiet = start.microseconds(since: lastBusy) >= quietAfter
+      let wasQuiet = frame.captured.microseconds(since: lastBusy) >= quietAfter
       pictureChanged = change.changed(frame, region: full, keepingReference: wasQuiet)
-      if pictureChanged || tracked.region != nil { lastBusy = start }
-      if start.microseconds(since: lastBusy) >= quietAfter {
+      if pictureChanged || tracked.region != nil { lastBusy = frame.captured }
+      if frame.captured.microseconds(since: lastBusy) >= quietAfter {
         quietTurn(frame, full: full, into: &results, clock: clock, log: &log)
-        if results.count > 0 { lastBusy = clock.now() }
+        if results.count > 0 { lastBusy = frame.captured }
         return
       }
     }
@@ -91,6 +87,11 @@ extension DecodePipeline where Decoder: ~Copyable {
       if results.count > 0 && !readLastFrame(results) { return }
       if tracked.held { trackedRan = runTracked(frame, full: full, into: &results, clock: clock, start: start, log: &log) }
       if results.count > 0 { return }
+      // Something new in view the first attempt did not read: a phone in dark mode, most likely.
+      for twin in 0..<strategyCount where pictureChanged && strategy[twin] == strategy[first].invertedTwin {
+        if attempt(twin, frame, full: full, into: &results, clock: clock) { log.attempts += 1 }
+        if results.count > 0 { return }
+      }
     }
     if pictureChanged && roundDone { restartRotation() }
     rotate(first: first, frame, full: full, into: &results, clock: clock, start: start, log: &log, slowTurn: slowTurn, trackedRan: trackedRan)

@@ -174,9 +174,11 @@ public struct DecodePipeline<Decoder: CodeDecoder & ~Copyable>: ~Copyable {
     decode(frame, into: &results, clock: StoppedClock(), mode: mode)
   }
 
-  /// Decodes `frame` into `results`, spending the strategy's budget measured on `clock`.
+  /// Decodes `frame` into `results`, spending the strategy's budget measured on `clock`. `turn`: in
+  /// `alternate` without a strategy, the view is `variants[turn % count]` (the service counts frames
+  /// across its workers, so consecutive ones meet every view); nil: this pipeline's own count.
   public mutating func decode<C: MonotonicClock>(
-    _ frame: LumaFrame, into results: inout DecodeResults, clock: C, mode: VariantMode? = nil
+    _ frame: LumaFrame, into results: inout DecodeResults, clock: C, mode: VariantMode? = nil, turn: UInt64? = nil
   ) {
     results.removeAll()
     if strategyCount > 0 {
@@ -184,9 +186,7 @@ public struct DecodePipeline<Decoder: CodeDecoder & ~Copyable>: ~Copyable {
       return
     }
     let g = frame.geometry
-    let region =
-      settings.region?.clipped(width: g.width, height: g.height)
-      ?? Region(x: 0, y: 0, width: g.width, height: g.height)
+    let region = settings.region?.clipped(width: g.width, height: g.height) ?? Region(x: 0, y: 0, width: g.width, height: g.height)
     switch mode ?? settings.variantMode {
     case .upright:
       decodeView(frame, region: region, variant: .upright, into: &results)
@@ -196,7 +196,7 @@ public struct DecodePipeline<Decoder: CodeDecoder & ~Copyable>: ~Copyable {
         if results.count > 0 { break }
       }
     case .alternate:
-      let variant = variants[frameCounter % variantCount]
+      let variant = variants[turn.map { Int($0 % UInt64(variantCount)) } ?? frameCounter % variantCount]
       frameCounter &+= 1
       decodeView(frame, region: region, variant: variant, into: &results)
     }

@@ -164,6 +164,15 @@ public struct DecodeAttempt: Equatable, Sendable {
   }
 }
 
+extension DecodeAttempt {
+  /// The same attempt on the inverted view (light on dark: a phone in dark mode).
+  var invertedTwin: DecodeAttempt {
+    var a = self
+    a.variant = .inverted
+    return a
+  }
+}
+
 /// Where recent codes were read, in frame pixels, and in which view: the tracked attempt looks
 /// there. Kept for `keptMilliseconds` after the last code read there (a time, so the reader
 /// behaves alike at 5 and at 60 frames a second), and for at most `framesKept` frames (a bound

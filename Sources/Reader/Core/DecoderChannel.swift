@@ -26,8 +26,8 @@ public struct DecoderWorkerSettings: Equatable, Sendable {
 
 /// The layout of one worker's shared memory, and the copies in and out of it (no allocation).
 ///
-///     0    header: magic, version, sequences, the request (frame size, mode, capture time)
-///          and the reply (count, strategy figures, engine counters)
+///     0    header: magic, version, sequences, the request (frame size, mode, capture time,
+///          and at 144 the frame's turn) and the reply (count, strategy figures, engine counters)
 ///     256  settings (DecoderWorkerSettings)
 ///     512  result records, 64 bytes each; then payloads, then texts (payloadBytesMax each)
 ///     ...  the frame: maxWidth × maxHeight gray bytes, packed, 64-byte aligned
@@ -203,7 +203,7 @@ public struct DecoderChannel: Sendable {
   /// Copies `frame`'s luma, packed, into the frame area and writes the request fields (the
   /// sequence word is the caller's, with release ordering). Returns false when the frame is
   /// larger than the area.
-  public func writeRequest(_ frame: LumaFrame, mode: VariantMode?, into base: UnsafeMutableRawPointer) -> Bool {
+  public func writeRequest(_ frame: LumaFrame, mode: VariantMode?, turn: UInt64 = 0, into base: UnsafeMutableRawPointer) -> Bool {
     let g = frame.geometry
     guard g.width <= maxWidth, g.height <= maxHeight, g.width > 0, g.height > 0 else { return false }
     let destination = base + frameOffset
@@ -225,19 +225,20 @@ public struct DecoderChannel: Sendable {
     store(base, 28, UInt32(Self.modeCode(mode)))
     store(base, 32, frame.captured.nanoseconds)
     store(base, 40, frame.sequence)
+    store(base, 144, turn)
     return true
   }
 
-  /// The request's frame as the worker sees it (nil when its size is out of range), and the
-  /// mode it asks for (nil: the configured one).
-  public func readRequest(from base: UnsafeRawPointer) -> (frame: LumaFrame, mode: VariantMode?)? {
+  /// The request's frame as the worker sees it (nil when its size is out of range), the mode it
+  /// asks for (nil: the configured one) and its turn (`DecodePipeline.decode(turn:)`).
+  public func readRequest(from base: UnsafeRawPointer) -> (frame: LumaFrame, mode: VariantMode?, turn: UInt64)? {
     let width = Int(load(base, 20, UInt32.self)), height = Int(load(base, 24, UInt32.self))
     guard (1...maxWidth).contains(width), (1...maxHeight).contains(height) else { return nil }
     guard let mode = Self.modeOf(UInt8(truncatingIfNeeded: load(base, 28, UInt32.self))) else { return nil }
     let frame = LumaFrame(
       bytes: UnsafeRawBufferPointer(start: base + frameOffset, count: width * height), geometry: .gray(width: width, height: height),
       captured: Instant(nanoseconds: load(base, 32, UInt64.self)), sequence: load(base, 40, UInt64.self))
-    return (frame, mode)
+    return (frame, mode, load(base, 144, UInt64.self))
   }
 
   /// The frame the service sent last, for the decision half (aiming figures, the snapshot).

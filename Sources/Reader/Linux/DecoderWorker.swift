@@ -12,6 +12,9 @@ public struct DecoderWorkerCore: ~Copyable {
   public var pipeline: DecodePipeline<ZXingDecoder>
   var results: DecodeResults
   let clock = SystemMonotonicClock()
+  /// The strategy's budget and its attempts' costs are this thread's CPU time: on a loaded
+  /// machine a frame gets the same attempts as on an idle one (docs/decoder.md).
+  let budgetClock = ThreadCPUClock()
   /// Test hooks this build honours (none in a release build).
   let hooks: UInt32
 
@@ -46,13 +49,13 @@ public struct DecoderWorkerCore: ~Copyable {
     for image in [plane, blank] {
       image.withUnsafeBytes { bytes in
         let frame = LumaFrame(bytes: bytes, geometry: .gray(width: width, height: height), captured: clock.now(), sequence: 0)
-        pipeline.decode(frame, into: &results, clock: clock, mode: .retry)
+        pipeline.decode(frame, into: &results, clock: budgetClock, mode: .retry)
       }
     }
     blank.withUnsafeBytes { bytes in
       for _ in 0...TrackedRegion.framesKept {
         let frame = LumaFrame(bytes: bytes, geometry: .gray(width: width, height: height), captured: clock.now(), sequence: 0)
-        pipeline.decode(frame, into: &results, clock: clock, mode: .upright)
+        pipeline.decode(frame, into: &results, clock: budgetClock, mode: .upright)
       }
     }
   }
@@ -68,7 +71,7 @@ public struct DecoderWorkerCore: ~Copyable {
       return false
     }
     if hooks != 0 { runTestHooks(request.frame) }
-    pipeline.decode(request.frame, into: &results, clock: clock, mode: request.mode)
+    pipeline.decode(request.frame, into: &results, clock: budgetClock, mode: request.mode, turn: request.turn)
     channel.writeReply(
       results, frame: pipeline.lastFrame, engine: pipeline.decoder.engineStats,
       microseconds: clock.now().microseconds(since: start), into: base)

@@ -2,6 +2,7 @@ import CLinux
 import CSandbox
 import Glibc
 import ScanCore
+import ScanLoop
 import ScanPlatform
 
 /// The service's side of the decoder worker processes: two slots (the active worker and a
@@ -192,7 +193,7 @@ public final class DecoderWorkers: PollParticipant {
     else {
       return false
     }
-    _ = channel.writeRequest(frame, mode: allViews ? .retry : nil, into: base)
+    _ = channel.writeRequest(frame, mode: allViews ? .retry : nil, turn: UInt64(sequence), into: base)
     let (width, height) = (frame.geometry.width, frame.geometry.height)
     viewSize = (width, height)
     let gray = UnsafeMutableRawBufferPointer(start: base + channel.frameOffset, count: width * height)

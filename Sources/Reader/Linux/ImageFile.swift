@@ -16,12 +16,12 @@ public struct GrayImage: Sendable {
   }
 
   /// Lends the image as a frame.
-  public func withFrame<R>(sequence: UInt64 = 0, _ body: (LumaFrame) -> R) -> R {
+  public func withFrame<R>(sequence: UInt64 = 0, captured: Instant = Instant(nanoseconds: 0), _ body: (LumaFrame) -> R) -> R {
     pixels.withUnsafeBytes { raw in
       body(
         LumaFrame(
           bytes: raw, geometry: .gray(width: width, height: height),
-          captured: Instant(nanoseconds: 0), sequence: sequence))
+          captured: captured, sequence: sequence))
     }
   }
 

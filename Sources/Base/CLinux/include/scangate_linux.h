@@ -80,6 +80,8 @@ int sg_reserve_blocks(int fd, int64_t length);
 
 /// CLOCK_MONOTONIC in nanoseconds.
 uint64_t sg_monotonic_ns(void);
+/* CLOCK_THREAD_CPUTIME_ID: the CPU time the calling thread has used (0 if unreadable). */
+uint64_t sg_thread_cpu_ns(void);
 /// CLOCK_REALTIME in seconds since the epoch, and nanoseconds since the epoch.
 int64_t sg_realtime_seconds(void);
 int64_t sg_realtime_ns(void);
