@@ -127,48 +127,54 @@ let package = Package(
 
     // MARK: The adapters: each domain's Linux side, beside its core; the only Swift targets that
     // import C. Each depends on the pure cores, the platform (Base/Linux: the errno chokepoint,
-    // files, the poll set, threads) and its own C libraries. The arrows between adapters are these
-    // and no others (the compiler holds them): access reads its TOML through config's; panels
-    // drive door lines; the fleet publishes the audit log, checks bundles with access's crypto and
-    // renders snapshots with the reader's decoder; the turnstile and the emergencies read door
-    // lines, and the turnstile hears the site's passages from the fleet; the keypad checks PINs
-    // with access's MAC; the printable sheet draws the reader's QR encoding.
-    .target(name: "ScanPlatform", dependencies: ["ScanCore", "ScanConsole", "CLinux", "CGPIOD"], path: "Sources/Base/Linux", swiftSettings: swiftSettings),
+    // files, the poll set, threads, clocks, GPIO lines; it knows no domain), the loop's module
+    // (Loop: participants and their requests) and its own C libraries. The arrows between adapters
+    // are these and no others (DomainLimitsTests holds them, docs/architecture.md draws them):
+    // access reads its TOML through config's; the fleet publishes the audit log, checks bundles
+    // with access's crypto and renders snapshots with the reader's decoder; the turnstile hears the
+    // site's passages from the fleet; the keypad checks PINs with access's MAC; the printable sheet
+    // draws the reader's QR encoding; the web page talks to its reader through the console client.
+    .target(name: "ScanPlatform", dependencies: ["ScanBase", "CLinux", "CGPIOD"], path: "Sources/Base/Linux", swiftSettings: swiftSettings),
+    // The loop's module: what a participant is (PollParticipant), what it may ask of the loop
+    // (LoopRequests), the operator's commands it may carry out, and the loop's own participants
+    // (signals, the allow-list's watch, the state files' watch) and event printer.
+    .target(
+      name: "ScanLoop", dependencies: ["ScanCore", "ScanConsole", "ScanPlatform", "CLinux"], path: "Sources/Loop", swiftSettings: swiftSettings),
     .target(name: "ScanConfigLinux", dependencies: ["ScanCore", "ScanPlatform", "CToml"], path: "Sources/Config/Linux", swiftSettings: swiftSettings),
     .target(
       name: "ScanAuditLinux", dependencies: ["ScanCore", "ScanConsole", "ScanPlatform", "CLinux", "CSQLite"], path: "Sources/Audit/Linux",
       swiftSettings: swiftSettings),
     .target(
-      name: "ScanAccessLinux", dependencies: ["ScanCore", "ScanConsole", "ScanPlatform", "ScanConfigLinux", "CLinux", "CCredential"],
+      name: "ScanAccessLinux", dependencies: ["ScanCore", "ScanConsole", "ScanPlatform", "ScanLoop", "ScanConfigLinux", "CLinux", "CCredential"],
       path: "Sources/Access/Linux", swiftSettings: swiftSettings),
     .target(
       name: "ScanReaderLinux",
-      dependencies: ["ScanCore", "ScanPlatform", "CLinux", "CZXing", "CImageIO", "CV4L2", "CCamera", "CSandbox", "CGPIOD"],
+      dependencies: ["ScanCore", "ScanPlatform", "ScanLoop", "CLinux", "CZXing", "CImageIO", "CV4L2", "CCamera", "CSandbox", "CGPIOD"],
       path: "Sources/Reader/Linux", swiftSettings: swiftSettings),
     .target(
       name: "ScanPassSheet", dependencies: ["ScanCore", "ScanPlatform", "ScanReaderLinux", "CSheet"], path: "Sources/Access/Sheet",
       swiftSettings: swiftSettings),
     .target(
-      name: "ScanDoorLinux", dependencies: ["ScanCore", "ScanConsole", "ScanPlatform", "CLinux", "CGPIOD"], path: "Sources/Door/Linux",
+      name: "ScanDoorLinux", dependencies: ["ScanCore", "ScanConsole", "ScanPlatform", "ScanLoop", "CLinux", "CGPIOD"], path: "Sources/Door/Linux",
       swiftSettings: swiftSettings),
     .target(
-      name: "ScanPanelsLinux", dependencies: ["ScanCore", "ScanPlatform", "CLinux", "CGPIOD", "CTLS"],
+      name: "ScanPanelsLinux", dependencies: ["ScanCore", "ScanPlatform", "ScanLoop", "CLinux", "CGPIOD", "CTLS"],
       path: "Sources/Panels/Linux", swiftSettings: swiftSettings),
     .target(
       name: "ScanConsoleLinux", dependencies: ["ScanCore", "ScanConsole", "ScanPlatform", "CLinux", "CTLS"], path: "Sources/Console/Linux",
       swiftSettings: swiftSettings),
     .target(
       name: "ScanFleetLinux",
-      dependencies: ["ScanCore", "ScanConsole", "ScanPlatform", "ScanAuditLinux", "ScanAccessLinux", "ScanReaderLinux", "CLinux", "CMosquitto"],
+      dependencies: ["ScanCore", "ScanConsole", "ScanPlatform", "ScanLoop", "ScanAuditLinux", "ScanAccessLinux", "ScanReaderLinux", "CLinux", "CMosquitto"],
       path: "Sources/Fleet/Linux", swiftSettings: swiftSettings),
     .target(
-      name: "ScanTurnstileLinux", dependencies: ["ScanCore", "ScanConsole", "ScanPlatform", "ScanFleetLinux"],
+      name: "ScanTurnstileLinux", dependencies: ["ScanCore", "ScanConsole", "ScanPlatform", "ScanLoop", "ScanFleetLinux"],
       path: "Sources/Turnstile/Linux", swiftSettings: swiftSettings),
     .target(
-      name: "ScanEmergencyLinux", dependencies: ["ScanCore", "ScanConsole", "ScanPlatform"], path: "Sources/Emergency/Linux",
+      name: "ScanEmergencyLinux", dependencies: ["ScanCore", "ScanConsole", "ScanPlatform", "ScanLoop"], path: "Sources/Emergency/Linux",
       swiftSettings: swiftSettings),
     .target(
-      name: "ScanKeypadLinux", dependencies: ["ScanCore", "ScanConsole", "ScanPlatform", "ScanAccessLinux", "CLinux", "CEvdev"],
+      name: "ScanKeypadLinux", dependencies: ["ScanCore", "ScanConsole", "ScanPlatform", "ScanLoop", "ScanAccessLinux", "CLinux", "CEvdev"],
       path: "Sources/Keypad/Linux", swiftSettings: swiftSettings),
     // The web admin page: its own process, a console client of the reader (never the loop).
     .target(
@@ -176,13 +182,13 @@ let package = Package(
       swiftSettings: swiftSettings),
     // Feedback's adapter: its own core, the platform (lines, poll set) and the console's STATUS type only.
     .target(
-      name: "ScanFeedbackLinux", dependencies: ["ScanBase", "ScanFeedback", "ScanPlatform", "ScanConsole"], path: "Sources/Feedback/Linux",
+      name: "ScanFeedbackLinux", dependencies: ["ScanBase", "ScanFeedback", "ScanPlatform", "ScanLoop", "ScanConsole"], path: "Sources/Feedback/Linux",
       swiftSettings: swiftSettings),
     // Every adapter under one import, for the service, the tools and the tests.
     .target(
       name: "ScanLinux",
       dependencies: [
-        "ScanPlatform", "ScanConfigLinux", "ScanAuditLinux", "ScanAccessLinux", "ScanReaderLinux", "ScanPassSheet", "ScanDoorLinux",
+        "ScanPlatform", "ScanLoop", "ScanConfigLinux", "ScanAuditLinux", "ScanAccessLinux", "ScanReaderLinux", "ScanPassSheet", "ScanDoorLinux",
         "ScanPanelsLinux", "ScanConsoleLinux", "ScanFleetLinux", "ScanTurnstileLinux", "ScanEmergencyLinux", "ScanKeypadLinux",
         "ScanAdminLinux", "ScanFeedbackLinux",
       ],
@@ -212,6 +218,7 @@ let package = Package(
 
     // MARK: Tests.
     .target(name: "CAllocCounter", path: "Tests/CAllocCounter"),
+    .target(name: "CTestSched", path: "Tests/CTestSched"),
     .target(name: "CTestJPEG", path: "Tests/CTestJPEG", linkerSettings: [.linkedLibrary("turbojpeg")]),
     // Each domain's core, tested alone on ScanSim's fakes: a test target imports the cores it
     // tests (and Base), never an adapter or a C library.
@@ -236,7 +243,10 @@ let package = Package(
     adapterTests("ScanPlatformTests"),
     adapterTests("ScanAuditLinuxTests"),
     adapterTests("ScanAccessLinuxTests"),
-    adapterTests("ScanReaderLinuxTests"),
+    .testTarget(
+      name: "ScanReaderLinuxTests",
+      dependencies: ["ScanCore", "ScanConsole", "ScanSim", "ScanLinux", "ScanService", "ScanTestSupport", "CTestSched"],
+      swiftSettings: swiftSettings),
     adapterTests("ScanDoorLinuxTests"),
     adapterTests("ScanPanelsLinuxTests"),
     adapterTests("ScanConsoleLinuxTests"),

@@ -12,6 +12,7 @@
 @_exported import ScanKeypadLinux
 @_exported import ScanPanelsLinux
 @_exported import ScanPassSheet
+@_exported import ScanLoop
 @_exported import ScanPlatform
 @_exported import ScanReaderLinux
 @_exported import ScanTurnstileLinux

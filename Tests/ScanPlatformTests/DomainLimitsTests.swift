@@ -89,10 +89,23 @@ import Testing
     #expect(stray == [])
   }
 
-  @Test("the feedback domain is built the new way: its adapter names its own core, the platform and the console's STATUS type, nothing else")
+  @Test("the platform knows no domain: it depends on ScanBase and C shims only, and no file of it imports another Swift module of ours")
+  func platformIsAPlatform() throws {
+    let platform = try #require(Self.targets().first { $0.name == "ScanPlatform" })
+    #expect(platform.dependencies.filter { $0.hasPrefix("Scan") } == ["ScanBase"], "\(platform.dependencies)")
+    var stray: [String] = []
+    for file in ChokepointTests.swiftFiles(under: packageRoot + "/" + platform.path) {
+      for line in Self.readText(packageRoot + "/" + platform.path + "/" + file).split(separator: "\n") where line.hasPrefix("import Scan") {
+        if line != "import ScanBase" { stray.append("\(file): \(line)") }
+      }
+    }
+    #expect(stray == [], "a platform file imports a domain's module")
+  }
+
+  @Test("the feedback domain is built the new way: its adapter names its own core, the platform, the loop and the console's STATUS type, nothing else")
   func feedbackIsSelfContained() throws {
     let t = try #require(Self.targets().first { $0.name == "ScanFeedbackLinux" })
-    #expect(t.dependencies.sorted() == ["ScanBase", "ScanConsole", "ScanFeedback", "ScanPlatform"])
+    #expect(t.dependencies.sorted() == ["ScanBase", "ScanConsole", "ScanFeedback", "ScanLoop", "ScanPlatform"])
     let core = try #require(Self.targets().first { $0.name == "ScanFeedback" })
     #expect(core.dependencies == ["ScanBase"])
   }

@@ -3,6 +3,7 @@ import CLinux
 import Glibc
 import ScanConsole
 import ScanCore
+import ScanLoop
 import ScanPlatform
 
 /// What the keeper reads each time: the wall clock, the time since boot (CLOCK_BOOTTIME: it

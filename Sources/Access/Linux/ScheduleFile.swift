@@ -1,6 +1,7 @@
 import CLinux
 import Glibc
 import ScanCore
+import ScanLoop
 import ScanPlatform
 
 /// Loads the schedule file into a `ScheduleStore` and reloads it when it changes: a poll

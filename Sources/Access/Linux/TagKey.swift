@@ -1,6 +1,7 @@
 import CLinux
 import Glibc
 import ScanCore
+import ScanLoop
 import ScanPlatform
 
 /// The reader's tag key: 32 random bytes that key the tag every outside-facing form shows for a

@@ -1,5 +1,6 @@
 import CCredential
 import ScanCore
+import ScanLoop
 import ScanPlatform
 
 /// Unlock windows (docs/schedules.md): while a schedule named by an `unlock` line is open (in

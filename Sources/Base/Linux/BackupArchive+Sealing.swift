@@ -1,6 +1,6 @@
 import CLinux
 import Glibc
-import ScanCore
+import ScanBase
 
 /// Sealing and opening a backup archive with libsodium (docs/backup.md, "The format"): the key
 /// pair Argon2id makes of the passphrase, crypto_box_seal to its public key.

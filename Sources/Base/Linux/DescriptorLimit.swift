@@ -1,5 +1,5 @@
 import Glibc
-import ScanCore
+import ScanBase
 
 /// The open-file limit a reader needs (RLIMIT_NOFILE): checked, and raised to what the hard limit
 /// allows, before anything is opened, so that a low `ulimit -n` is one clear refusal at the start

@@ -1,6 +1,6 @@
 import CGPIOD
 import CLinux
-import ScanCore
+import ScanBase
 
 /// A door input through libgpiod edge events (contact, exit button, tamper), requested for the
 /// owner's lifetime. With libgpiod 2 the kernel debounces the line (`kernelDebounce`); with 1.6

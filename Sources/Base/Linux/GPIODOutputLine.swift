@@ -1,6 +1,6 @@
 import CGPIOD
 import CLinux
-import ScanCore
+import ScanBase
 
 /// A GPIO output line through libgpiod, requested for the owner's lifetime.
 ///

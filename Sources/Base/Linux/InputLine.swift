@@ -1,5 +1,5 @@
 import CLinux
-import ScanCore
+import ScanBase
 
 /// One GPIO input (a door's contact, exit button and tamper, the fire and lockdown inputs, a
 /// turnstile's passage sensor): a line whose level changes arrive as edge events with the

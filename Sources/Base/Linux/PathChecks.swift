@@ -1,6 +1,6 @@
 import CLinux
 import Glibc
-import ScanCore
+import ScanBase
 
 /// What must be at a configured path, checked with `stat` alone, without opening anything (a FIFO at a path must not stall `check-config`, startup or a reload; a
 /// directory or a device must be named as what it is, not fail later as "disk I/O error").

@@ -1,6 +1,6 @@
 import CLinux
 import Glibc
-import ScanCore
+import ScanBase
 
 /// systemd's notify protocol (sd_notify(3)), written here because it is one datagram on a unix
 /// socket and the service links no libsystemd: READY=1 once the reader is up, STATUS= lines, and

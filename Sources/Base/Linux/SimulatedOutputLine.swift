@@ -1,4 +1,4 @@
-import ScanCore
+import ScanBase
 import Synchronization
 
 /// `gpio.backend = "sim"`: an output line that only holds its level (the engine records every

@@ -1,6 +1,6 @@
 import CLinux
 import Glibc
-import ScanCore
+import ScanBase
 import Synchronization
 
 /// Fixed-size records in a file of the reader's own (mode 0600, never a symlink, refused unless

@@ -1,6 +1,6 @@
 import CLinux
 import Glibc
-import ScanCore
+import ScanBase
 import Synchronization
 
 /// The state files a reader keeps in a folder, named in that folder's `state-files` (one name a

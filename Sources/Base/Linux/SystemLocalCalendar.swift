@@ -1,5 +1,5 @@
 import Glibc
-import ScanCore
+import ScanBase
 
 /// The reader's local time through glibc and Debian's tzdata: `localtime_r` applies the zone's
 /// rules (DST included) from /etc/localtime, or from `TZ` when the process sets one at start

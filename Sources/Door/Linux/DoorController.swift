@@ -2,6 +2,7 @@ import CLinux
 import Glibc
 import ScanConsole
 import ScanCore
+import ScanLoop
 import ScanPlatform
 
 /// The door on the loop: a poll participant that reads the contact, exit-button and tamper

@@ -1,5 +1,6 @@
 import ScanConsole
 import ScanCore
+import ScanLoop
 import ScanPlatform
 
 /// The emergencies on the loop: a poll participant that reads the fire and lockdown inputs'

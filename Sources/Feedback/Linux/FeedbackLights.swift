@@ -1,6 +1,7 @@
 import ScanBase
 import ScanConsole
 import ScanFeedback
+import ScanLoop
 import ScanPlatform
 
 /// The feedback lamps on the loop (`[feedback]`): each turn it reads the reader's new events

@@ -2,6 +2,7 @@ import Glibc
 import ScanAccessLinux
 import ScanConsole
 import ScanCore
+import ScanLoop
 import ScanPlatform
 import ScanReaderLinux
 import Synchronization

@@ -1,5 +1,6 @@
 import ScanConsole
 import ScanCore
+import ScanLoop
 import ScanPlatform
 import Synchronization
 

@@ -1,5 +1,6 @@
 import ScanAccessLinux
 import ScanCore
+import ScanLoop
 import ScanPlatform
 
 /// What the turnstile needs of site-wide anti-passback: whether the fleet link is connected now

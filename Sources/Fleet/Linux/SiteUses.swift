@@ -1,5 +1,6 @@
 import ScanAccessLinux
 import ScanCore
+import ScanLoop
 import ScanPlatform
 import Synchronization
 

@@ -2,6 +2,7 @@ import CLinux
 import ScanAccessLinux
 import ScanConsole
 import ScanCore
+import ScanLoop
 import ScanPlatform
 
 /// A PIN after the pass: the engine's second factor and a poll participant. A good pass that

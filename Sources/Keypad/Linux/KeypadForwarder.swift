@@ -1,6 +1,7 @@
 import CLinux
 import ScanConsole
 import ScanCore
+import ScanLoop
 import ScanPlatform
 
 /// The keypad in panel mode (docs/admin.md "PIN after the pass"): the panel decides and checks

@@ -1,6 +1,7 @@
 import CLinux
 import Glibc
 import ScanCore
+import ScanLoop
 import ScanPlatform
 
 /// The OSDP link to an access-control panel: the serial port as a poll participant, the

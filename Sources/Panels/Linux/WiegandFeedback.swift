@@ -1,5 +1,6 @@
 import CLinux
 import ScanCore
+import ScanLoop
 import ScanPlatform
 
 /// The panel's side of a Wiegand cable (docs/panels.md): the beeper and LED wires an

@@ -2,6 +2,7 @@ import Glibc
 import ScanConsole
 import ScanCore
 import ScanLinux
+import ScanLoop
 
 /// The reader as the console's command interpreter sees it (ScanConsole.ConsoleCommands):
 /// status values, recent decisions and log records, and the few actions a console may take.

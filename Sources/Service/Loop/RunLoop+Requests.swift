@@ -1,6 +1,7 @@
 import ScanConsole
 import ScanCore
 import ScanLinux
+import ScanLoop
 
 /// The participants' requests (`LoopRequest`), applied once per iteration after they are serviced.
 extension RunLoop where Source: ~Copyable, Decoder: ~Copyable, Relay: ~Copyable, Buzzer: ~Copyable {

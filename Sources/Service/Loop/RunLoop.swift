@@ -2,6 +2,7 @@ import Glibc
 import ScanConsole
 import ScanCore
 import ScanLinux
+import ScanLoop
 
 /// Settings of the loop itself (the engine has its own), taken from the configuration.
 public struct LoopSettings: Sendable {

@@ -1,5 +1,6 @@
 import ScanCore
 import ScanLinux
+import ScanLoop
 
 /// The door's lines as configured: libgpiod inputs and alarm line on `gpio.chip`, or simulated
 /// lines (`gpio.backend = "sim"`, scripted by the demo), and the controller the loop polls.

@@ -1,6 +1,7 @@
 import Glibc
 import ScanCore
 import ScanLinux
+import ScanLoop
 
 /// The service's composition: the loop and its engine, every part it serves, and the order they
 /// start and stop in.

@@ -1,6 +1,7 @@
 import Glibc
 import ScanCore
 import ScanLinux
+import ScanLoop
 
 /// Builds the service from a configuration and runs it until a signal (or the frame limit).
 public enum Service {

@@ -1,5 +1,6 @@
 import ScanCore
 import ScanLinux
+import ScanLoop
 
 /// The turnstile's lines as configured: libgpiod inputs and outputs on `gpio.chip`, or simulated
 /// lines (`gpio.backend = "sim"`, scripted by the demo and tests), its state files in the state

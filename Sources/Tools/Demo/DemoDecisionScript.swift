@@ -1,5 +1,6 @@
 import ScanCore
 import ScanLinux
+import ScanLoop
 import ScanService
 
 /// A demo's scripted hand: watches the decisions in the ring and hands each one's scene number

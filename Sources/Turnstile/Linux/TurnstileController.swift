@@ -1,6 +1,7 @@
 import ScanConsole
 import ScanCore
 import ScanFleetLinux
+import ScanLoop
 import ScanPlatform
 
 /// The turnstile on the loop: a poll participant and the engine's `PassageGate`.

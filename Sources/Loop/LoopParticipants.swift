@@ -1,6 +1,7 @@
 import CLinux
 import Glibc
 import ScanCore
+import ScanPlatform
 
 /// SIGTERM and SIGINT stop the loop, SIGHUP reloads the allow-list, through a signalfd (the
 /// signals are blocked for the process before any helper thread starts).

@@ -1,4 +1,5 @@
 import ScanCore
+import ScanPlatform
 
 /// What a participant may ask of the loop: it runs on the loop's thread, between frames, and
 /// never touches the engine itself. Each case names what the loop or the engine does for it

@@ -1,5 +1,6 @@
 import Glibc
 import ScanCore
+import ScanPlatform
 import Synchronization
 
 /// Prints the loop's events to standard output from a thread of its own, so formatting and
