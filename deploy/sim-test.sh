@@ -36,6 +36,7 @@ declare -A expect=(
   [restart-forgets-lockdown]=no-grant-in-lockdown [restart-forgets-revocation]=no-grant-after-revocation
   [fsync-lies]=no-grant-beyond-uses [use-store-forgets]=no-grant-beyond-uses
   [lamps-not-told-at-start]=lamps-say-lockdown [lamps-miss-lockdown]=lamps-say-lockdown
+  [disk-full-ignored]=no-grant-unrecorded-use
 )
 listed=$("$SIM" --list-mutations)
 [ "$(echo "$listed" | wc -l)" -ge 5 ] && [ "$(echo "$listed" | sort | xargs)" = "$(printf '%s\n' "${!expect[@]}" | sort | xargs)" ]

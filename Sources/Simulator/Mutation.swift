@@ -26,4 +26,6 @@ public enum SimMutation: String, CaseIterable, Sendable {
   case lampsNotToldAtStart = "lamps-not-told-at-start"
   /// The lamps' owner filters out the lockdown's events.
   case lampsMissLockdown = "lamps-miss-lockdown"
+  /// The use store swallows a full disk's error: it says a use was written that never was.
+  case diskFullIgnored = "disk-full-ignored"
 }

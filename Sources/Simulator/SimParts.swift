@@ -23,15 +23,20 @@ public enum SimPerson: Int, CaseIterable, Sendable {
 /// The reader's use store on a simulated disk: a use is in the page cache when written and on
 /// the disk once synced; a restart keeps only what was synced. Under the `fsync-lies` mutation
 /// the sync reports success and keeps nothing (a card that acknowledges and loses the write).
+/// A full disk takes no write: `recordUse` says so (false), unless the `disk-full-ignored`
+/// mutation swallows the error and says yes.
 public final class SimUseStore: UseStore {
   private var synced: [CredentialID: (uses: Int, firstUse: Int64)] = [:]
   private var cached: [CredentialID: (uses: Int, firstUse: Int64)] = [:]
   var fsyncLies = false
   var forgets = false
+  var full = false
+  var ignoresFull = false
 
   public func usage(_ id: CredentialID) -> (uses: Int, firstUse: Int64)? { forgets ? nil : cached[id] }
 
   public func recordUse(_ id: CredentialID, expires: Int64, now: Int64) -> Bool {
+    if full { return ignoresFull }
     let before = cached[id]
     cached[id] = (uses: (before?.uses ?? 0) + 1, firstUse: before?.firstUse ?? now)
     if !fsyncLies { synced[id] = cached[id] }

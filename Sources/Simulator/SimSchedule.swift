@@ -19,6 +19,8 @@ public enum SimAction: Equatable, Sendable {
   case restart
   /// The relay goes active by itself (only under the `spurious-pulse` mutation).
   case glitch
+  /// The disk fills up (a use can no longer be written) or has room again.
+  case diskFull(Bool)
 
   /// How the action reads in a shrunk list.
   public var text: String {
@@ -30,6 +32,7 @@ public enum SimAction: Equatable, Sendable {
     case .jumpClock(let seconds): "wall clock \(seconds >= 0 ? "+" : "")\(seconds) s"
     case .restart: "restart"
     case .glitch: "relay glitch"
+    case .diskFull(let full): full ? "disk full" : "disk has room"
     }
   }
 }
@@ -52,6 +55,7 @@ struct SimScheduler {
   private var busyUntil = 0
   private var carolListed = true
   private var lockdown = false
+  private var diskFull = false
 
   init(seed: UInt64, mutation: SimMutation?) {
     random = SplitMix(seed: seed)
@@ -89,6 +93,10 @@ struct SimScheduler {
     if chance(300) { add(.jumpClock(seconds: pick(-86_400...86_400))) }
     if chance(200) { add(.restart) }
     if mutation == .spuriousPulse && chance(2_000) { add(.glitch) }
+    if chance(400) {
+      diskFull.toggle()
+      add(.diskFull(diskFull))
+    }
   }
 }
 

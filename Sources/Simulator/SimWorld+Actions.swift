@@ -37,6 +37,10 @@ extension SimWorld {
     case .glitch:
       trace.add("relay glitch")
       try? relay.set(.active)
+    case .diskFull(let full):
+      guard full != uses.full else { return }
+      uses.full = full
+      trace.add(full ? "disk full" : "disk has room")
     }
   }
 

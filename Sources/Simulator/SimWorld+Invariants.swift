@@ -10,6 +10,7 @@ extension SimWorld {
     ("no-grant-after-revocation", "a revoked entry is never granted after its revocation, across restarts"),
     ("no-grant-in-lockdown", "during a lockdown only a lockdown credential is granted, across restarts"),
     ("no-grant-beyond-uses", "a guest pass never opens more often than its uses, across restarts"),
+    ("no-grant-unrecorded-use", "a counted pass is never granted while its use cannot be written (the disk is full)"),
     ("events-in-order", "event sequence numbers follow one another and time never goes back on the monotonic clock"),
     ("lamps-say-lockdown", "during a lockdown the feedback lamps never show ready (inviting a code), across restarts"),
     ("lamps-green-means-open", "the green lamp shows only while the strike is open or within granted_ms of a grant"),
@@ -75,6 +76,9 @@ extension SimWorld {
       if person == .carol && !carolListed { return violation("no-grant-after-revocation", "carol granted after her revocation") }
       if person == .mallory { return violation("no-grant-unlisted", "mallory (never listed) granted as \(label)") }
       if lockdown && person != .bob { return violation("no-grant-in-lockdown", "\(person.label) granted during a lockdown") }
+      if person.usesAllowed != nil && uses.full {
+        return violation("no-grant-unrecorded-use", "\(person.label) granted while the disk is full (the use not written)")
+      }
       if let allowed = person.usesAllowed {
         let had = guestGrants[person, default: 0]
         guard had < allowed else { return violation("no-grant-beyond-uses", "\(person.label) granted a \(had + 1)th time (\(allowed) allowed)") }

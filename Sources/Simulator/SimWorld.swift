@@ -97,6 +97,7 @@ public final class SimWorld {
     relay.stuck = mutation == .relayStuck
     uses.fsyncLies = mutation == .fsyncLies
     uses.forgets = mutation == .useStoreForgets
+    uses.ignoresFull = mutation == .diskFullIgnored
     frames = (0...SimPerson.allCases.count).map { FixtureDecoder.frame(width: 64, height: 48, naming: $0) }
     // The issuer's key from the seed, and two guest passes valid a week either side of the start
     // (clock jumps stay within a day): the same seed issues the same passes.
