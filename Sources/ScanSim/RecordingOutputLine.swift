@@ -57,7 +57,7 @@ public final class RecordingOutputLine: OutputLine, @unchecked Sendable {
       if s.edgeCount < storage.count { storage[s.edgeCount] = Edge(level: newLevel, at: now); s.edgeCount += 1 } else { s.droppedEdges += 1 }
       return (nil, now)
     }
-    if let code = outcome.failed { throw GPIOError(errno: code, operation: "set \(name)") }
+    if let code = outcome.failed { throw GPIOError(errno: Errno(code), operation: "set \(name)") }
     if let now = outcome.edgeAt { onEdge?(name, newLevel, now) }
   }
 

@@ -56,7 +56,7 @@ public struct ScriptedFrameSource: FrameSource {
     if advanceMicrosecondsPerStep > 0 { manual?.advance(microseconds: advanceMicrosecondsPerStep) }
     switch step {
     case .timeout: return nil
-    case .lost(let code): throw .deviceLost(errno: code)
+    case .lost(let code): throw .deviceLost(errno: Errno(code))
     case .frame(let index):
       sequence += 1
       lentFrames += 1

@@ -1,5 +1,6 @@
 import CLinux
 import Glibc
+import ScanCore
 import ScanLinux
 import ScanService
 import ScanTestSupport

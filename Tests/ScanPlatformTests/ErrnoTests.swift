@@ -1,5 +1,6 @@
 import CLinux
 import Glibc
+import ScanCore
 import ScanLinux
 import ScanService
 import ScanTestSupport
@@ -23,6 +24,21 @@ import Testing
       sg_set_errno(script.removeFirst())
       return -1
     }
+  }
+
+  @Test("ScanBase's errno names hold the C library's numbers (Linux's generic ones, a Pi's too), and the platform describes them with strerror")
+  func namesAreTheLibrarys() {
+    let pairs: [(Errno, Int32)] = [
+      (.noSuchFile, ENOENT), (.interrupted, EINTR), (.ioError, EIO), (.badDescriptor, EBADF), (.wouldBlock, EAGAIN),
+      (.wouldBlock, EWOULDBLOCK), (.noMemory, ENOMEM), (.permissionDenied, EACCES), (.badAddress, EFAULT), (.busy, EBUSY),
+      (.noDevice, ENODEV), (.invalidArgument, EINVAL), (.brokenPipe, EPIPE), (.addressInUse, EADDRINUSE),
+      (.connectionReset, ECONNRESET), (.notConnected, ENOTCONN), (.timedOut, ETIMEDOUT), (.connectionRefused, ECONNREFUSED),
+    ]
+    for (name, number) in pairs { #expect(name.rawValue == number, "\(name) is \(name.rawValue), the C library says \(number)") }
+    #expect("\(Errno.noDevice)" == String(cString: strerror(ENODEV)))
+    // A GPIO line's and a camera's errors carry the typed value, described the same way.
+    #expect("\(GPIOError(errno: .busy, operation: "request").errno)" == String(cString: strerror(EBUSY)))
+    #expect(CaptureError.deviceLost(errno: .timedOut) == .deviceLost(errno: Errno(ETIMEDOUT)))
   }
 
   @Test("EINTR is retried: the call runs again until it succeeds")

@@ -68,7 +68,7 @@ import Testing
         if try pair.withNextFrame(timeoutMilliseconds: 0, { _ in true }) != nil { frames += 1 }
       }
     } catch { lost = error }
-    #expect(lost == .deviceLost(errno: ETIMEDOUT))
+    #expect(lost == .deviceLost(errno: .timedOut))
     #expect(pair.stalledCamera == 0)
     // Lost after about a second of the second camera's frames (50 ms each), not at once, not never.
     #expect(frames >= 15 && frames <= 25, "\(frames) frames before the pair was lost")
@@ -83,7 +83,7 @@ import Testing
     #expect(try pair.withNextFrame(timeoutMilliseconds: 0, { $0.bytes[0] }) == 10)
     var lost: CaptureError? = nil
     do throws(CaptureError) { _ = try pair.withNextFrame(timeoutMilliseconds: 0, { $0.bytes[0] }) } catch { lost = error }
-    #expect(lost == .deviceLost(errno: ENODEV))
+    #expect(lost == .deviceLost(errno: .noDevice))
   }
 
   /// A source polled through a pipe: readable when the test writes to it.

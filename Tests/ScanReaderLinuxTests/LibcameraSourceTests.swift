@@ -97,7 +97,7 @@ import Testing
       Issue.record("opened a camera that does not exist")
     } catch {
       if LibcameraFrameSource.isBuilt {
-        #expect(error == .deviceLost(errno: ENODEV))
+        #expect(error == .deviceLost(errno: .noDevice))
       } else {
         guard case .formatRejected(let message) = error else { Issue.record("\(error)"); return }
         #expect(message.contains("without libcamera"))

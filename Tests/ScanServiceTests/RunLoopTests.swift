@@ -45,7 +45,7 @@ import Testing
         opens += 1
         if failingOpens > 0 {
           failingOpens -= 1
-          throw .deviceLost(errno: ENOENT)
+          throw .deviceLost(errno: .noSuchFile)
         }
         return ScriptedFrameSource(width: 64, height: 48, frames: frames, script: script, loops: true, clock: clock)
       }
@@ -112,7 +112,7 @@ import Testing
     var loop = world.loop()
     spin(&loop, milliseconds: 2_000) { $0.cameraLosses > 0 }
     #expect(loop.cameraLosses == 1)
-    if case .deviceLost(let code) = loop.lastCameraError { #expect(code == ETIMEDOUT) } else { Issue.record("no timeout error") }
+    if case .deviceLost(let code) = loop.lastCameraError { #expect(code == .timedOut) } else { Issue.record("no timeout error") }
   }
 
   @Test("the allow-list reloads when its file is replaced; a bad file keeps the live list")

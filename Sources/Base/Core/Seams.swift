@@ -87,7 +87,7 @@ public struct LumaFrame {
 /// Why a frame source could not deliver.
 public enum CaptureError: Error, Equatable, Sendable {
   /// The device went away or failed (errno attached); the owner should reopen it.
-  case deviceLost(errno: Int32)
+  case deviceLost(errno: Errno)
   /// The device would not take the configured format or size.
   case formatRejected(String)
   /// A replay ran out of frames and does not loop.
@@ -121,9 +121,9 @@ public enum LineBias: String, Sendable, CaseIterable {
 
 /// Why an output line could not be driven.
 public struct GPIOError: Error, Equatable, Sendable {
-  public var errno: Int32
+  public var errno: Errno
   public var operation: String
-  public init(errno: Int32, operation: String) {
+  public init(errno: Errno, operation: String) {
     self.errno = errno
     self.operation = operation
   }

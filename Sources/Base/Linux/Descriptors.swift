@@ -1,5 +1,6 @@
 import CLinux
 import Glibc
+import ScanBase
 
 // Read, write, poll and socket options on plain descriptors, under the errno policy (Errno.swift):
 // the helpers the tools and helper threads use instead of calling Glibc and looping on EINTR.

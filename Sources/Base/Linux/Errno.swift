@@ -1,33 +1,11 @@
 import CLinux
 import Glibc
+import ScanBase
 
-/// An errno value, typed so callers match on names instead of comparing raw numbers.
-///
-/// Linux's EWOULDBLOCK is EAGAIN, so `.wouldBlock` covers both.
-public struct Errno: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
-  public let rawValue: Int32
-  public init(rawValue: Int32) { self.rawValue = rawValue }
-  public init(_ rawValue: Int32) { self.rawValue = rawValue }
-
+/// The platform's side of `Errno` (ScanBase): the thread's errno now, and strerror's text.
+extension Errno: CustomStringConvertible {
   /// The calling thread's errno now (read through the CLinux shim: `errno` is a macro).
   public static var current: Errno { Errno(sg_errno()) }
-
-  public static let interrupted = Errno(EINTR)
-  public static let wouldBlock = Errno(EAGAIN)
-  public static let badDescriptor = Errno(EBADF)
-  public static let badAddress = Errno(EFAULT)
-  public static let invalidArgument = Errno(EINVAL)
-  public static let noSuchFile = Errno(ENOENT)
-  public static let permissionDenied = Errno(EACCES)
-  public static let noMemory = Errno(ENOMEM)
-  public static let noDevice = Errno(ENODEV)
-  public static let ioError = Errno(EIO)
-  public static let timedOut = Errno(ETIMEDOUT)
-  public static let brokenPipe = Errno(EPIPE)
-  public static let connectionRefused = Errno(ECONNREFUSED)
-  public static let connectionReset = Errno(ECONNRESET)
-  public static let notConnected = Errno(ENOTCONN)
-  public static let addressInUse = Errno(EADDRINUSE)
 
   /// strerror's text.
   public var description: String {

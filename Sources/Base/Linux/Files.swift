@@ -1,5 +1,6 @@
 import CLinux
 import Glibc
+import ScanBase
 
 /// A file-level failure with a reason a person can act on.
 public struct FileError: Error, Equatable, CustomStringConvertible, Sendable {

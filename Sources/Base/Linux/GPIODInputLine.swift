@@ -32,7 +32,7 @@ public final class GPIODInputLine: InputLine {
       let line = sg_gpio_request_input(
         chip, offset, activeLow ? 1 : 0, biasCode, UInt32(max(0, debounceMilliseconds)) * 1_000, consumer, &kernel)
     else {
-      throw GPIOError(errno: sg_errno(), operation: "request \(chip) input line \(offset)")
+      throw GPIOError(errno: .current, operation: "request \(chip) input line \(offset)")
     }
     self.line = line
     self.chip = chip
@@ -56,7 +56,7 @@ public final class GPIODInputLine: InputLine {
 
   public func currentLevel() throws(GPIOError) -> LineLevel {
     let v = sg_gpio_input_get(line)
-    if v < 0 { throw GPIOError(errno: sg_errno(), operation: "read \(chip) line \(offset)") }
+    if v < 0 { throw GPIOError(errno: .current, operation: "read \(chip) line \(offset)") }
     return v == 1 ? .active : .inactive
   }
 
@@ -66,7 +66,7 @@ public final class GPIODInputLine: InputLine {
     // Bounded: `inputEdgesPerRead` a service, the rest waits for the next iteration.
     for _ in 0..<(inputEdgesPerRead / Self.batch) {
       let n = sg_gpio_input_read(line, levels.baseAddress, timestamps.baseAddress, Int32(Self.batch))
-      if n < 0 { throw GPIOError(errno: sg_errno(), operation: "read \(chip) line \(offset) events") }
+      if n < 0 { throw GPIOError(errno: .current, operation: "read \(chip) line \(offset) events") }
       for i in 0..<Int(n) { body(levels[i] == 1 ? .active : .inactive, Instant(nanoseconds: timestamps[i])) }
       total += Int(n)
       if Int(n) < Self.batch { break }

@@ -17,7 +17,7 @@ public struct GPIODOutputLine: OutputLine, ~Copyable {
   /// Requests `offset` on `chip` (path, name or label) as an output, initially inactive.
   public init(chip: String, offset: UInt32, activeLow: Bool, consumer: String = "scangate") throws(GPIOError) {
     guard let line = sg_gpio_request_output(chip, offset, activeLow ? 1 : 0, consumer) else {
-      throw GPIOError(errno: sg_errno(), operation: "request \(chip) line \(offset)")
+      throw GPIOError(errno: .current, operation: "request \(chip) line \(offset)")
     }
     self.line = line
     self.chip = chip
@@ -31,7 +31,7 @@ public struct GPIODOutputLine: OutputLine, ~Copyable {
 
   public mutating func set(_ level: LineLevel) throws(GPIOError) {
     if sg_gpio_set(line, level == .active ? 1 : 0) != 0 {
-      throw GPIOError(errno: sg_errno(), operation: "set \(chip) line \(offset)")
+      throw GPIOError(errno: .current, operation: "set \(chip) line \(offset)")
     }
   }
 

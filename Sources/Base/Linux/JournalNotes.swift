@@ -1,3 +1,4 @@
+import ScanBase
 import Synchronization
 
 /// Lines for the journal that say why an event happened (a file refused on reload, a camera that

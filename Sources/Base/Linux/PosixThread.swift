@@ -1,5 +1,6 @@
 import CLinux
 import Glibc
+import ScanBase
 import Synchronization
 
 /// Starts a POSIX thread running `body` (the log writer, the event printer, the snapshot

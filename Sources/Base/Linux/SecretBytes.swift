@@ -1,5 +1,6 @@
 import CLinux
 import Glibc
+import ScanBase
 
 /// Secret bytes in memory, for the executable's tools (which import no C library): libsodium's
 /// random bytes and its wipe, which the compiler cannot drop.

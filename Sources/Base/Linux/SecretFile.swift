@@ -1,5 +1,6 @@
 import CLinux
 import Glibc
+import ScanBase
 
 /// Files that hold a secret (the console's operator secret, the audit log's chain key): one
 /// rule for all of them. The file must be a regular file owned by root or by the user the

@@ -1,5 +1,6 @@
 import CLinux
 import Glibc
+import ScanBase
 
 /// Serial ports (a USB adapter or a UART) set up the one way ScanGate uses them: raw 8N1, no
 /// modem control, not a controlling terminal, closed on exec.

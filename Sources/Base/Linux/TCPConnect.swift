@@ -1,5 +1,6 @@
 import CLinux
 import Glibc
+import ScanBase
 
 /// Why a TCP connection could not be made.
 public enum ConnectError: Error, Equatable, CustomStringConvertible, Sendable {

@@ -33,7 +33,7 @@ public final class RelayWatchdog: RelayGuard, @unchecked Sendable {
   public init(relay: borrowing GPIODOutputLine) throws(GPIOError) {
     simulated = nil
     guard let handle = sg_relay_watchdog_start(relay.shimLine, nil, nil) else {
-      throw GPIOError(errno: sg_errno(), operation: "start the relay watchdog for \(relay.chip) line \(relay.offset)")
+      throw GPIOError(errno: .current, operation: "start the relay watchdog for \(relay.chip) line \(relay.offset)")
     }
     self.handle = handle
   }
@@ -56,7 +56,7 @@ public final class RelayWatchdog: RelayGuard, @unchecked Sendable {
         }, retained.toOpaque())
     else {
       retained.release()
-      throw GPIOError(errno: sg_errno(), operation: "start the relay watchdog for a simulated line")
+      throw GPIOError(errno: .current, operation: "start the relay watchdog for a simulated line")
     }
     self.handle = handle
   }

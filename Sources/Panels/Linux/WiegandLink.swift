@@ -73,7 +73,7 @@ public final class WiegandLink: PanelForwarder {
     handle: OpaquePointer?, d0: consuming GPIODOutputLine?, d1: consuming GPIODOutputLine?, simulated: Unmanaged<SimulatedDrive>?,
     settings: PanelSettings, ring: EventRing?, clock: any MonotonicClock, wall: any WallClock, description: String
   ) throws(GPIOError) {
-    guard let handle else { throw GPIOError(errno: sg_errno(), operation: "start the Wiegand thread") }
+    guard let handle else { throw GPIOError(errno: .current, operation: "start the Wiegand thread") }
     self.handle = handle
     self.simulated = simulated
     self.d0 = consume d0

@@ -42,7 +42,7 @@ public struct CameraPair<Member: LoopFrameSource & ~Copyable>: LoopFrameSource, 
         }
       } catch {
         if set >= 0 { closeDescriptor(set) }
-        throw .deviceLost(errno: error.errno)
+        throw .deviceLost(errno: error.code)
       }
     }
     self.first = first
@@ -85,7 +85,7 @@ public struct CameraPair<Member: LoopFrameSource & ~Copyable>: LoopFrameSource, 
     guard let captured = taken.captured else { return nil }
     if taken.silent {
       stalledCamera = 1 - index
-      throw .deviceLost(errno: ETIMEDOUT)
+      throw .deviceLost(errno: .timedOut)
     }
     // The other camera's silence is timed from this camera's first frame.
     if index == 0 {

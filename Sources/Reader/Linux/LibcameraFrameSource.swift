@@ -76,9 +76,9 @@ public struct LibcameraFrameSource: FrameSource, LoopFrameSource, ~Copyable {
     guard Int(rc) == SG_CAM_OK, let opened else {
       switch Int(rc) {
       case SG_CAM_FORMAT, SG_CAM_NOT_BUILT: throw .formatRejected(message)
-      case SG_CAM_BUSY: throw .deviceLost(errno: EBUSY)
-      case SG_CAM_NOT_FOUND: throw .deviceLost(errno: ENODEV)
-      default: throw .deviceLost(errno: EIO)
+      case SG_CAM_BUSY: throw .deviceLost(errno: .busy)
+      case SG_CAM_NOT_FOUND: throw .deviceLost(errno: .noDevice)
+      default: throw .deviceLost(errno: .ioError)
       }
     }
     handle = opened
@@ -114,7 +114,7 @@ public struct LibcameraFrameSource: FrameSource, LoopFrameSource, ~Copyable {
       var pfd = pollfd(fd: sg_cam_event_fd(handle), events: Int16(POLLIN), revents: 0)
       let ready: Int32
       do { ready = try syscall("poll camera", { poll(&pfd, 1, Int32(timeoutMilliseconds)) }) } catch {
-        throw .deviceLost(errno: error.code.rawValue)
+        throw .deviceLost(errno: error.code)
       }
       if ready == 0 { return nil }
     }
@@ -123,12 +123,12 @@ public struct LibcameraFrameSource: FrameSource, LoopFrameSource, ~Copyable {
     var timestamp: UInt64 = 0
     var sequence: UInt64 = 0
     let taken = sg_cam_take(handle, &plane, &length, &timestamp, &sequence, &droppedFrames)
-    if Int(taken) == SG_CAM_LOST { throw .deviceLost(errno: ENODEV) }
+    if Int(taken) == SG_CAM_LOST { throw .deviceLost(errno: .noDevice) }
     guard taken == 1, let plane, length > lumaOffset else { return nil }
     let bytes = UnsafeRawBufferPointer(start: UnsafeRawPointer(plane) + lumaOffset, count: length - lumaOffset)
     let captured = Instant(nanoseconds: timestamp == 0 ? sg_monotonic_ns() : timestamp)
     let result = body(LumaFrame(bytes: bytes, geometry: geometry, captured: captured, sequence: sequence))
-    if Int(sg_cam_return(handle)) == SG_CAM_LOST { throw .deviceLost(errno: ENODEV) }
+    if Int(sg_cam_return(handle)) == SG_CAM_LOST { throw .deviceLost(errno: .noDevice) }
     return result
   }
 

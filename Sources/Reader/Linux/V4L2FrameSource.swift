@@ -60,14 +60,14 @@ public struct V4L2FrameSource: FrameSource, ~Copyable {
   public init(_ settings: CameraSettings) throws(CaptureError) {
     let fd: Int32
     do { fd = try syscall("open \(settings.path)", { sg_v4l2_open(settings.path) }) } catch {
-      throw .deviceLost(errno: error.code.rawValue)
+      throw .deviceLost(errno: error.code)
     }
     var driver = [CChar](repeating: 0, count: 32), card = [CChar](repeating: 0, count: 64)
     var streaming: Int32 = 0
     func fail(_ error: CaptureError) -> CaptureError { _ = sg_v4l2_close(fd); return error }
     /// Runs one driver call under the errno policy; a failure closes the device.
     func check(_ operation: @autoclosure () -> String, _ call: () -> Int32) throws(CaptureError) -> Int32 {
-      do { return try syscall(operation(), call) } catch { throw fail(.deviceLost(errno: error.code.rawValue)) }
+      do { return try syscall(operation(), call) } catch { throw fail(.deviceLost(errno: error.code)) }
     }
     _ = try check("VIDIOC_QUERYCAP", { sg_v4l2_query(fd, &driver, driver.count, &card, card.count, &streaming) })
     guard streaming != 0 else { throw fail(.formatRejected("\(settings.path) cannot capture with mmap streaming")) }
@@ -82,7 +82,7 @@ public struct V4L2FrameSource: FrameSource, ~Copyable {
     let rowBytes = isJPEG ? Int(w) : max(Int(bpl), minimumLine)
     _ = try? syscall("VIDIOC_S_PARM", { sg_v4l2_set_fps(fd, UInt32(settings.fps)) })  // optional: not every driver sets a rate
     let granted = try check("VIDIOC_REQBUFS", { sg_v4l2_request_buffers(fd, UInt32(settings.buffers)) })
-    guard granted >= 2 else { throw fail(.deviceLost(errno: Errno.noMemory.rawValue)) }
+    guard granted >= 2 else { throw fail(.deviceLost(errno: .noMemory)) }
     let maps: Mappings
     do {
       maps = try Self.mapBuffers(
@@ -92,7 +92,7 @@ public struct V4L2FrameSource: FrameSource, ~Copyable {
     func checkMapped(_ operation: @autoclosure () -> String, _ call: () -> Int32) throws(CaptureError) {
       do { _ = try syscall(operation(), call) } catch {
         Self.release(maps)
-        throw fail(.deviceLost(errno: error.code.rawValue))
+        throw fail(.deviceLost(errno: error.code))
       }
     }
     for i in 0..<Int(granted) { try checkMapped("VIDIOC_QBUF", { sg_v4l2_queue(fd, UInt32(i)) }) }
@@ -128,7 +128,7 @@ public struct V4L2FrameSource: FrameSource, ~Copyable {
     do {
       _ = try syscall(
         "VIDIOC_S_FMT", { sg_v4l2_set_format(fd, chosen, UInt32(settings.width), UInt32(settings.height), &gotFourcc, &w, &h, &bpl, &sizeImage) })
-    } catch { throw .deviceLost(errno: error.code.rawValue) }
+    } catch { throw .deviceLost(errno: error.code) }
     guard gotFourcc == chosen else { throw .formatRejected("driver switched \(name(chosen)) to \(name(gotFourcc))") }
     guard Int(w) <= settings.width && Int(h) <= settings.height else {
       throw .formatRejected(
@@ -151,11 +151,11 @@ public struct V4L2FrameSource: FrameSource, ~Copyable {
       var length = 0
       do { _ = try syscall("map buffer \(i)", { sg_v4l2_map_buffer(fd, UInt32(i), &address, &length) }) } catch {
         unwind()
-        throw .deviceLost(errno: error.code.rawValue)
+        throw .deviceLost(errno: error.code)
       }
       guard let address else {
         unwind()
-        throw .deviceLost(errno: Errno.noMemory.rawValue)
+        throw .deviceLost(errno: .noMemory)
       }
       if let frameBytes, length < frameBytes {
         _ = sg_v4l2_unmap(address, length)
@@ -244,11 +244,11 @@ public struct V4L2FrameSource: FrameSource, ~Copyable {
     var pfd = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
     let ready: Int32
     do { ready = try syscall("poll camera", { poll(&pfd, 1, Int32(timeoutMilliseconds)) }) } catch {
-      throw .deviceLost(errno: error.code.rawValue)
+      throw .deviceLost(errno: error.code)
     }
     if ready == 0 { return nil }
     if pfd.revents & Int16(POLLERR | POLLHUP | POLLNVAL) != 0 && pfd.revents & Int16(POLLIN) == 0 {
-      throw .deviceLost(errno: ENODEV)
+      throw .deviceLost(errno: .noDevice)
     }
     // Drain: keep only the newest buffer, requeue the rest at once. Each further DQBUF only
     // after poll says one is ready (libv4l2 logs every EAGAIN to stderr).
@@ -259,7 +259,7 @@ public struct V4L2FrameSource: FrameSource, ~Copyable {
         let more: Int32
         do { more = try syscall("poll camera", { poll(&pfd, 1, 0) }) } catch {
           if let older = newest { _ = sg_v4l2_queue(descriptor, older.index) }
-          throw .deviceLost(errno: error.code.rawValue)
+          throw .deviceLost(errno: error.code)
         }
         guard more == 1, pfd.revents & Int16(POLLIN) != 0 else { break }
       }
@@ -267,7 +267,7 @@ public struct V4L2FrameSource: FrameSource, ~Copyable {
       let outcome: IOResult<Int32>
       do { outcome = try syscallRetrying("VIDIOC_DQBUF", { sg_v4l2_dequeue(descriptor, &index, &used, &timestamp, &sequence) }) } catch {
         if let older = newest { _ = sg_v4l2_queue(descriptor, older.index) }
-        throw .deviceLost(errno: error.code.rawValue)
+        throw .deviceLost(errno: error.code)
       }
       guard case .done = outcome else { break }
       precondition(Int(index) < mappings.count, "driver returned buffer index out of range")
@@ -319,7 +319,7 @@ public struct V4L2FrameSource: FrameSource, ~Copyable {
 
   private func requeue(_ index: UInt32) throws(CaptureError) {
     do { _ = try syscall("VIDIOC_QBUF", { sg_v4l2_queue(descriptor, index) }) } catch {
-      throw .deviceLost(errno: error.code.rawValue)
+      throw .deviceLost(errno: error.code)
     }
   }
 }

@@ -65,7 +65,7 @@ extension RunLoop: ConsoleHost where Source: ~Copyable, Decoder: ~Copyable, Rela
 
   static func describe(_ error: CaptureError) -> String {
     switch error {
-    case .deviceLost(let code): SystemError.describe(code)
+    case .deviceLost(let code): "\(code)"
     case .formatRejected(let why): why
     case .endOfStream: "end of replay"
     }

@@ -331,7 +331,7 @@ public struct RunLoop<
   private mutating func checkFrameTimeout() {
     guard camera != nil, supervisor.timedOut(at: engine.clock.now()) else { return }
     camera = nil  // releases the device (deinit: STREAMOFF, munmap, close)
-    apply(supervisor.lost(.deviceLost(errno: ETIMEDOUT), at: engine.clock.now()))
+    apply(supervisor.lost(.deviceLost(errno: .timedOut), at: engine.clock.now()))
   }
 
   private mutating func openCamera() {

@@ -60,7 +60,7 @@ extension Service {
       loop.register(lights)
       return lights
     } catch {
-      writeStandardError("scangate: cannot request the feedback lamps: \(error.operation): \(SystemError.describe(error.errno))\n")
+      writeStandardError("scangate: cannot request the feedback lamps: \(error.operation): \(error.errno)\n")
       throw SetupRefused()
     }
   }

@@ -196,7 +196,7 @@ extension Service {
       loop.register(emergency)
       return emergency
     } catch {
-      writeStandardError("scangate: cannot request emergency lines: \(error.operation): \(SystemError.describe(error.errno))\n")
+      writeStandardError("scangate: cannot request emergency lines: \(error.operation): \(error.errno)\n")
       throw SetupRefused()
     }
   }
@@ -225,7 +225,7 @@ extension Service {
     do throws(GPIOError) {
       turnstile = try TurnstileSetup.make(config, ring: ring, time: time, now: clock.now(), simulated: lines)
     } catch {
-      writeStandardError("scangate: cannot request turnstile lines: \(error.operation): \(SystemError.describe(error.errno))\n")
+      writeStandardError("scangate: cannot request turnstile lines: \(error.operation): \(error.errno)\n")
       throw SetupRefused()
     }
     guard let turnstile else { return nil }
@@ -282,7 +282,7 @@ extension Service {
   ) throws(SetupRefused) -> DoorController? {
     let door: (controller: DoorController, driver: (any PollParticipant)?)?
     do throws(GPIOError) { door = try DoorSetup.make(config, ring: ring, now: clock.now(), driver: options.doorDriver) } catch {
-      writeStandardError("scangate: cannot request door lines: \(error.operation): \(SystemError.describe(error.errno))\n")
+      writeStandardError("scangate: cannot request door lines: \(error.operation): \(error.errno)\n")
       throw SetupRefused()
     }
     if let door { loop.register(door.controller) }
@@ -344,7 +344,7 @@ extension Service {
     }
     let wiegand: WiegandLink?
     do throws(GPIOError) { wiegand = try makeWiegand(config, ring: ring, clock: clock) } catch {
-      writeStandardError("scangate: cannot start Wiegand out: \(error.operation): \(SystemError.describe(error.errno))\n")
+      writeStandardError("scangate: cannot start Wiegand out: \(error.operation): \(error.errno)\n")
       throw SetupRefused()
     }
     if let wiegand { loop.engine.panel = wiegand }
@@ -354,7 +354,7 @@ extension Service {
         wiegand?.feedback = feedback
       }
     } catch {
-      writeStandardError("scangate: cannot request the panel's beeper/LED wires: \(error.operation): \(SystemError.describe(error.errno))\n")
+      writeStandardError("scangate: cannot request the panel's beeper/LED wires: \(error.operation): \(error.errno)\n")
       throw SetupRefused()
     }
     return (wiegand, config.panel.mode == .panel && config.panel.link == .osdp ? panel : nil)

@@ -58,7 +58,7 @@ public enum Service {
         let watchdog = try RelayWatchdog(simulated: relay)
         return withSource(config, options: options, relay: relay, buzzer: buzzer, watchdog: watchdog)
       } catch {
-        writeStandardError("scangate: cannot \(error.operation): \(SystemError.describe(error.errno))\n")
+        writeStandardError("scangate: cannot \(error.operation): \(error.errno)\n")
         return 1
       }
     case .gpiod:
@@ -68,7 +68,7 @@ public enum Service {
         let watchdog = try RelayWatchdog(relay: relay)
         return withSource(config, options: options, relay: relay, buzzer: buzzer, watchdog: watchdog)
       } catch {
-        writeStandardError("scangate: cannot request GPIO lines: \(error.operation): \(SystemError.describe(error.errno))\n")
+        writeStandardError("scangate: cannot request GPIO lines: \(error.operation): \(error.errno)\n")
         return 1
       }
     }
