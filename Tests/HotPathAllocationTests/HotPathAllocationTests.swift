@@ -484,13 +484,8 @@ import Testing
     let clock = SystemMonotonicClock()
     let ring = EventRing(capacity: 1024)
     var loop = try Self.emptyFrameLoop(clock: clock, ring: ring, relay: RecordingOutputLine(name: "relay", clock: clock, capacity: 1_000))
-    let dir = "/tmp/scangate-alloc-turnstile-\(getpid())"
-    _ = mkdir(dir, 0o700)
-    defer {
-      _ = unlink(dir + "/passback")
-      _ = unlink(dir + "/occupancy")
-      _ = rmdir(dir)
-    }
+    let dir = temporaryDirectory("alloc-turnstile")
+    defer { removeTree(dir) }  // the passback and occupancy files, and the state files' list
     let entryPassage = SimulatedInputLine(capacity: 8_192)
     var config = TurnstileConfig()
     config.machine.enabled = true
