@@ -55,7 +55,7 @@ enum StreamHarness {
         sequence &+= 1
         clock.frame(sequence, periodNanoseconds: 1_000_000_000 / UInt64(fps))
         let start = clock.now()
-        image.withFrame(sequence: sequence) { pipeline.decode($0, into: &results, clock: clock) }
+        image.withFrame(sequence: sequence, captured: start) { pipeline.decode($0, into: &results, clock: clock) }
         perFrame.append(Double(clock.now().microseconds(since: start)))
         if pipeline.lastFrame.quiet { quietTimes.append(perFrame[perFrame.count - 1]) }
         if printNewCodes(results, path: path, frame: f + 1, json: json, seen: &seen) && first == nil { first = f + 1 }
