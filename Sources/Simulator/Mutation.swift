@@ -28,4 +28,16 @@ public enum SimMutation: String, CaseIterable, Sendable {
   case lampsMissLockdown = "lamps-miss-lockdown"
   /// The use store swallows a full disk's error: it says a use was written that never was.
   case diskFullIgnored = "disk-full-ignored"
+  /// The fleet link counts a record acknowledged when it is sent (QoS 0 thinking): a cut
+  /// connection loses it, and the state file says the broker has it.
+  case fleetAcksOnPublish = "fleet-acks-on-publish"
+  /// The fleet link writes the highest record it published to its state file, not the highest
+  /// the broker acknowledged.
+  case fleetSavesSentMark = "fleet-saves-sent-mark"
+  /// The fleet link takes any PUBACK as the oldest publish's, not the message id it names (a
+  /// duplicate or stray PUBACK then acknowledges a record the broker never got).
+  case fleetTrustsAnyPuback = "fleet-trusts-any-puback"
+  /// The fleet link does not notice an established connection going (a cut, the broker gone): it
+  /// publishes into it until the session's own acknowledgement timeout gives it up.
+  case fleetMissesLostConnection = "fleet-misses-lost-connection"
 }

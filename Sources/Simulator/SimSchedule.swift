@@ -21,6 +21,12 @@ public enum SimAction: Equatable, Sendable {
   case glitch
   /// The disk fills up (a use can no longer be written) or has room again.
   case diskFull(Bool)
+  /// The fleet's broker goes down (restarting, its host rebooted) or is up again.
+  case broker(up: Bool)
+  /// The broker refuses every publish (an ACL changed) or accepts them again.
+  case brokerRefuses(Bool)
+  /// The reader's connection to the broker is cut (what was in flight either way is lost).
+  case networkCut
 
   /// How the action reads in a shrunk list.
   public var text: String {
@@ -33,6 +39,9 @@ public enum SimAction: Equatable, Sendable {
     case .restart: "restart"
     case .glitch: "relay glitch"
     case .diskFull(let full): full ? "disk full" : "disk has room"
+    case .broker(let up): up ? "broker up" : "broker down"
+    case .brokerRefuses(let on): on ? "broker refuses publishes" : "broker accepts publishes"
+    case .networkCut: "network cut"
     }
   }
 }
@@ -49,6 +58,9 @@ public struct SimStep: Equatable, Sendable {
 /// list of them can be drawn again without running the reader (`SimWorld.draw`).
 struct SimScheduler {
   var random: SplitMix
+  /// The broker's and the network's faults draw from their own stream (the reader's actions
+  /// drawn from a seed stayed the same when they were added).
+  var fleetRandom: SplitMix
   let mutation: SimMutation?
   private var inView = false
   /// In view until this tick, or (nobody in view) nobody steps up before it.
@@ -56,9 +68,12 @@ struct SimScheduler {
   private var carolListed = true
   private var lockdown = false
   private var diskFull = false
+  private var brokerUp = true
+  private var brokerRefuses = false
 
   init(seed: UInt64, mutation: SimMutation?) {
     random = SplitMix(seed: seed)
+    fleetRandom = SplitMix(seed: seed ^ 0xB20_CE2)
     self.mutation = mutation
   }
 
@@ -97,6 +112,17 @@ struct SimScheduler {
       diskFull.toggle()
       add(.diskFull(diskFull))
     }
+    // The broker: down for about 30 s at a time, refusing for about 10 s, a cut now and then.
+    func fleetChance(_ perMillion: UInt64) -> Bool { fleetRandom.next() % 1_000_000 < perMillion }
+    if fleetChance(brokerUp ? 100 : 170) {
+      brokerUp.toggle()
+      add(.broker(up: brokerUp))
+    }
+    if fleetChance(brokerRefuses ? 500 : 50) {
+      brokerRefuses.toggle()
+      add(.brokerRefuses(brokerRefuses))
+    }
+    if fleetChance(150) { add(.networkCut) }
   }
 }
 

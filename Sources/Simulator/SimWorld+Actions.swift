@@ -40,7 +40,11 @@ extension SimWorld {
     case .diskFull(let full):
       guard full != uses.full else { return }
       uses.full = full
+      fleet.diskFull = full
       trace.add(full ? "disk full" : "disk has room")
+    case .broker(let up): fleet.setBroker(up: up, now: clock.now())
+    case .brokerRefuses(let on): fleet.setRefusing(on, now: clock.now())
+    case .networkCut: fleet.cut(now: clock.now())
     }
   }
 
@@ -96,5 +100,6 @@ extension SimWorld {
     watch.lamps = FeedbackLamps(settings: Self.lampSettings, lockdown: mutation == .lampsNotToldAtStart ? false : lockdown)
     watch.lastGrantAt = nil
     watch.lampsFrom = ring.nextSequence
+    fleet.restart(now: clock.now())
   }
 }

@@ -14,6 +14,9 @@ extension SimWorld {
     ("events-in-order", "event sequence numbers follow one another and time never goes back on the monotonic clock"),
     ("lamps-say-lockdown", "during a lockdown the feedback lamps never show ready (inviting a code), across restarts"),
     ("lamps-green-means-open", "the green lamp shows only while the strike is open or within granted_ms of a grant"),
+    ("fleet-exactly-as-logged", "every record the broker gets is the audit log's record of that sequence, byte for byte"),
+    ("fleet-acked-was-accepted", "a record the fleet link counts as acknowledged (in memory or in its state file) the broker has"),
+    ("fleet-catches-up", "once the link has had time to recover from the last fault, every record logged 20 s earlier is acknowledged"),
   ]
 
   func violation(_ name: String, _ detail: String) -> Violation {
@@ -30,9 +33,11 @@ extension SimWorld {
       }
       lastTime = e.monotonic
       if e.sequence >= watch.lampsFrom && !(mutation == .lampsMissLockdown && e.kind == .lockdown) { watch.lamps.observe(e) }
+      fleet.logged(e.withLabel { "\(e.sequence) \(e.kind.name) \(e.verdict.name) " + String(decoding: $0, as: UTF8.self) }, at: e.monotonic)
       if let v = record(e) { return v }
     }
     if let v = checkLamps() { return v }
+    if let (name, detail) = fleet.tick(now: clock.now()) { return violation(name, detail) }
     // A decision's record follows its edge within the engine's step (it carries the edge's
     // latency); the log's thread commits it within log.commit_interval_ms.
     if watch.relayRose && !watch.authorizedSinceRelease {

@@ -5,7 +5,8 @@ import ScanSim
 /// One reader in a simulated world, driven by one seed (docs/testing.md, "The simulator"): the
 /// real engine (decoding, presence, policy, actuator) on a manual clock, a camera that shows the
 /// people the seed picks, an allow-list file and a lockdown latch on a simulated disk, revocations,
-/// manual opens, wall-clock jumps and restarts. Nothing here makes a system call or reads a real
+/// manual opens, wall-clock jumps and restarts, and the fleet link publishing the audit log to a
+/// broker that goes down, refuses, loses and lies (`SimFleet`). Nothing here makes a system call or reads a real
 /// clock: the same seed gives the same trace, byte for byte. Invariants are checked after every
 /// tick.
 public final class SimWorld {
@@ -52,6 +53,9 @@ public final class SimWorld {
   /// The site's trust store (the issuer key the seed made) and the reader's use store (its disk).
   let trust: TrustStore
   let uses = SimUseStore()
+  /// The fleet link, the audit log it publishes and the broker (`SimFleet.swift`).
+  let fleet: SimFleet
+  public var fleetSummary: String { fleet.summary }
   /// Grants each counted guest has had in the whole run (the world's own count).
   var guestGrants: [SimPerson: Int] = [:]
   public internal(set) var counts = Counts()
@@ -92,6 +96,7 @@ public final class SimWorld {
     self.mutation = mutation
     source = script.map { Source(scheduler: nil, script: $0) } ?? Source(scheduler: SimScheduler(seed: seed, mutation: mutation))
     trace = SimTrace(clock: clock)
+    fleet = SimFleet(seed: seed, now: clock.now(), mutation: mutation, trace: trace)
     relay = SimLine(name: "relay", clock: clock, trace: trace)
     buzzer = SimLine(name: "buzzer", clock: clock, trace: trace)
     relay.stuck = mutation == .relayStuck

@@ -95,7 +95,7 @@ let digester = SodiumDigester()
     print(
       "scangate-sim: seed \(seed), \(world.step) steps (\(simulated) s simulated): \(c.grants) grants, \(c.denials) denials, "
         + "\(c.restarts) restarts, \(c.clockJumps) clock jumps, \(c.revocations) revocations, \(c.lockdowns) lockdowns, "
-        + "\(c.manualOpens) manual opens; every invariant held")
+        + "\(c.manualOpens) manual opens; \(world.fleetSummary); every invariant held")
   }
   if !quiet || violation != nil { print("digest \(world.trace.digest(digester))") }
   return violation
