@@ -85,9 +85,9 @@ extension SimWorld {
         return violation("no-grant-unrecorded-use", "\(person.label) granted while the disk is full (the use not written)")
       }
       if let allowed = person.usesAllowed {
-        let had = guestGrants[person, default: 0]
+        let had = watch.guestGrants[person, default: 0]
         guard had < allowed else { return violation("no-grant-beyond-uses", "\(person.label) granted a \(had + 1)th time (\(allowed) allowed)") }
-        guestGrants[person] = had + 1
+        watch.guestGrants[person] = had + 1
       }
     case .decision:
       counts.denials += 1

@@ -56,8 +56,6 @@ public final class SimWorld {
   /// The fleet link, the audit log it publishes and the broker (`SimFleet.swift`).
   let fleet: SimFleet
   public var fleetSummary: String { fleet.summary }
-  /// Grants each counted guest has had in the whole run (the world's own count).
-  var guestGrants: [SimPerson: Int] = [:]
   public internal(set) var counts = Counts()
   public internal(set) var step = 0
 
@@ -71,6 +69,8 @@ public final class SimWorld {
   struct Watch {
     /// The ring sequence the invariants have read up to.
     var checked: UInt64 = 0
+    /// Grants each counted guest has had in the whole run (the world's own count).
+    var guestGrants: [SimPerson: Int] = [:]
     /// An authorizing event (a grant, a manual open) seen since the relay last went inactive.
     var authorizedSinceRelease = false
     /// The relay went active during this tick.

@@ -26,47 +26,6 @@ enum FleetToolCommand {
     }
   }
 
-  /// A client for the broker named by --broker, with --ca / --cert / --key for mqtts.
-  static func connect(_ options: Options, clientID: String, cleanSession: Bool = true) -> MQTTClient? {
-    guard let url = options.value("broker"), let address = BrokerAddress(url) else {
-      writeStandardError("scangate fleet: --broker mqtt://HOST[:PORT] or mqtts://HOST[:PORT] is needed\n")
-      return nil
-    }
-    do throws(MQTTError) {
-      let client = try MQTTClient(
-        clientID: clientID, protocolVersion: 4, messageBytesMax: 1 << 20, messagesMax: 1 << 20, cleanSession: cleanSession)
-      if address.tls {
-        try client.useTLS(caFile: options.value("ca") ?? "", certFile: options.value("cert") ?? "", keyFile: options.value("key") ?? "")
-      }
-      try client.connect(host: address.host, port: address.port, keepaliveSeconds: 30)
-      let deadline = SystemMonotonicClock().now().adding(milliseconds: 10_000)
-      while client.state == .connecting && SystemMonotonicClock().now() < deadline { client.loop(timeoutMilliseconds: 50) }
-      guard client.state == .connected else {
-        writeStandardError("scangate fleet: \(url): \(client.state == .refused ? client.refusalText : "cannot connect")\n")
-        return nil
-      }
-      return client
-    } catch {
-      writeStandardError("scangate fleet: \(url): \(error)\n")
-      return nil
-    }
-  }
-
-  /// The reader id and sequence of an event message, or nil when it is not one.
-  static func identity(_ payload: [UInt8]) -> (String, Int64)? {
-    guard payload.count <= 65_536 else { return nil }
-    func after(_ key: String) -> Int? {
-      let k = Array(key.utf8)
-      guard payload.count >= k.count else { return nil }
-      for i in 0...(payload.count - k.count) where payload[i..<i + k.count].elementsEqual(k) { return i + k.count }
-      return nil
-    }
-    guard let r = after(#""reader":""#), let end = payload[r...].firstIndex(of: 0x22), let s = after(#""seq":"#) else { return nil }
-    let digits = payload[s...].prefix { $0 >= 0x30 && $0 <= 0x39 }
-    guard !digits.isEmpty, digits.count <= 18, let seq = Int64(String(decoding: digits, as: UTF8.self)) else { return nil }
-    return (String(decoding: payload[r..<end], as: UTF8.self), seq)
-  }
-
   static func tail(_ arguments: [String]) -> Int32 {
     let options: Options
     let seconds: Int
@@ -78,7 +37,7 @@ enum FleetToolCommand {
       return 2
     }
     let prefix = options.value("prefix") ?? "scangate"
-    guard let client = connect(options, clientID: "scangate-tail-\(getpid())") else { return 1 }
+    guard let client = FleetToolClient.connect(options, clientID: "scangate-tail-\(getpid())") else { return 1 }
     do { try client.subscribe(prefix + "/+/events", qos: 1) } catch {
       writeStandardError("scangate fleet tail: \(error)\n")
       return 1
@@ -96,7 +55,7 @@ enum FleetToolCommand {
         break
       }
       while let m = client.takeMessage() {
-        guard let (reader, seq) = identity(m.payload) else { continue }
+        guard let (reader, seq) = FleetToolClient.identity(m.payload) else { continue }
         if first[reader] == nil {
           first[reader] = seq
           through[reader] = seq - 1
@@ -145,7 +104,7 @@ extension FleetToolCommand {
   /// Publishes `envelope` on the reader's `topic` and prints the reply (within --wait seconds).
   static func send(_ envelope: [UInt8], to topic: String, reader: String, retain: Bool, _ options: Options) -> Int32 {
     let prefix = options.value("prefix") ?? "scangate"
-    guard let client = connect(options, clientID: "scangate-fleet-\(getpid())") else { return 1 }
+    guard let client = FleetToolClient.connect(options, clientID: "scangate-fleet-\(getpid())") else { return 1 }
     let waitSeconds = Int(options.value("wait") ?? "10") ?? 10
     if reader != "*" { _ = try? client.subscribe("\(prefix)/\(reader)/reply", qos: 1) }
     for _ in 0..<5 { client.loop(timeoutMilliseconds: 50) }

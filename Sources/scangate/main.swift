@@ -31,18 +31,10 @@ if let c = Usage.command(command), Usage.wantsHelp(arguments) {
   exit(0)
 }
 
-let status: Int32
-switch command {
-case "decode": status = DecodeCommand.run(arguments)
 // The decoder worker process, started by the service (docs/decoder.md, "The decoder worker").
-case "decode-worker": status = DecoderWorker.main(arguments)
-case "version", "--version": status = VersionCommand.run(arguments)
-default:
-  status =
-    ExtraCommands.run(command, arguments)
-    ?? {
-      writeStandardError("scangate: unknown command '\(command)'\n\(Usage.overview)")
-      return 2
-    }()
+if command == "decode-worker" { exit(DecoderWorker.main(arguments)) }
+guard let c = Usage.command(command == "--version" ? "version" : command) else {
+  writeStandardError("scangate: unknown command '\(command)'\n\(Usage.overview)")
+  exit(2)
 }
-exit(status)
+exit(c.run(arguments))

@@ -68,6 +68,35 @@ import Testing
     #expect(status == 2 && output.contains("usage: scangate"))
   }
 
+  @Test("commands in one place: main dispatches only through the usage table, and every command's runner is in it")
+  func commandsInOnePlace() throws {
+    func source(_ path: String) throws -> String {
+      String(decoding: try readWholeFile(packageRoot + "/" + path, maxBytes: 1 << 20), as: UTF8.self)
+    }
+    let main = try source("Sources/scangate/main.swift")
+    #expect(!main.contains("case \""), "main.swift switches on command names: they belong in Usage.swift's table")
+    let table = try source("Sources/scangate/Usage.swift")
+    // Every `enum XCommand` with a `static func run(` in the executable's and the tools' folders is a table entry.
+    var runners: [String] = []
+    for folder in ["Sources/scangate", "Sources/Tools/Bench", "Sources/Tools/Demo", "Sources/Tools/CLI"] {
+      for file in try listDirectory(packageRoot + "/" + folder) where file.hasSuffix(".swift") {
+        let text = try source(folder + "/" + file)
+        for line in text.split(separator: "\n") where line.contains("enum ") && line.contains("Command") {
+          let words = line.split(whereSeparator: { $0 == " " || $0 == ":" || $0 == "{" })
+          guard let i = words.firstIndex(of: "enum"), i + 1 < words.count, words[i + 1].hasSuffix("Command") else { continue }
+          if text.contains("static func run(_ arguments: [String]) -> Int32") { runners.append(String(words[i + 1])) }
+        }
+      }
+    }
+    #expect(runners.count >= 17, "\(runners)")
+    for name in runners { #expect(table.contains("run: \(name).run)"), "\(name) is not dispatched from the table") }
+    // Dispatched: a bad option reaches the command's own parser, never "unknown command".
+    for name in Set(Self.advertisedLines().compactMap { Self.words($0).first }) where name != "version" {
+      let (_, output) = runCommand([scangateBinary, name, "--no-such-option"], timeoutSeconds: 30)
+      #expect(!output.contains("unknown command"), "\(name): \(output)")
+    }
+  }
+
   @Test("every subcommand answers --help and -h with its usage and exit 0")
   func subcommandHelp() {
     let names = Self.advertisedLines().compactMap { Self.words($0).first }

@@ -4,51 +4,7 @@ import ScanLinux
 import ScanService
 import ScanTools
 
-/// Commands beyond decode and version.
-enum ExtraCommands {
-  static func run(_ command: String, _ arguments: [String]) -> Int32? {
-    switch command {
-    case "run": return RunCommand.run(arguments)
-    case "demo": return DemoCommand.run(arguments)
-    case "check-config": return CheckConfigCommand.run(arguments)
-    case "soak": return SoakCommand.run(arguments)
-    case "console": return ConsoleCommand.run(arguments)
-    case "log": return LogCommand.run(arguments)
-    case "tag": return TagCommand.run(arguments)
-    case "credential": return CredentialCommand.run(arguments)
-    case "snapshot": return SnapshotCommand.run(arguments)
-    case "probe": return ProbeCommand.run(arguments)
-    case "fleet": return FleetToolCommand.run(arguments)
-    case "allow-list": return AllowListCommand.run(arguments)
-    case "keypad": return KeypadCommand.run(arguments)
-    case "admin": return AdminCommand.run(arguments)
-    case "backup": return BackupCommand.run(arguments)
-    default: return nil
-    }
-  }
-
-  /// Loads the configuration named by `--config` (default ./config.toml), reporting every error.
-}
-
-enum RunCommand {
-  static func run(_ arguments: [String]) -> Int32 {
-    do {
-      let options = try Options(arguments, valued: ["config", "frames"], known: ["quiet-edges", "sim-passages"])
-      guard let config = loadConfig(options) else { return 1 }
-      var serviceOptions = Service.Options()
-      serviceOptions.configPath = configPath(options).map(BackupCommand.absolute)
-      serviceOptions.maxFrames = UInt64(try options.integer("frames", default: 0, range: 0...Int.max))
-      if options.flag("quiet-edges") { serviceOptions.skipping = [.edge] }
-      // gpio.backend = "sim": every grant's passage is reported (a service process test's turnstile).
-      if options.flag("sim-passages") { serviceOptions.turnstileDriver = { SimulatedPassages(lines: $0.lines, ring: $0.ring) } }
-      return Service.run(config, options: serviceOptions)
-    } catch {
-      writeStandardError("scangate run: \(error)\n")
-      return 2
-    }
-  }
-}
-
+/// `scangate check-config`: the configuration and every file it names, checked as the service would.
 enum CheckConfigCommand {
   static func run(_ arguments: [String]) -> Int32 {
     do {

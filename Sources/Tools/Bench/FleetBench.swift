@@ -3,12 +3,11 @@ import Synchronization
 import ScanCore
 import ScanLinux
 import ScanService
-import ScanTools
 
 /// `scangate fleet bench`: many fleet links (the real `FleetLink`, several per process, each
 /// with its own audit database) against one broker, each reader logging at a steady rate,
 /// and one subscriber that de-duplicates and times every event (bench/fleet/run drives it).
-enum FleetBench {
+public enum FleetBench {
   /// A bench reader's writer, as the service's AuditLog is to its link.
   final class Progress: AuditLogProgress, @unchecked Sendable {
     private let written = Atomic<Int64>(0)
@@ -38,7 +37,7 @@ enum FleetBench {
     /// it was away is delivered when it is back.
     func connect() -> Bool {
       client = nil
-      guard let c = FleetToolCommand.connect(options, clientID: "scangate-bench-subscriber", cleanSession: false) else { return false }
+      guard let c = FleetToolClient.connect(options, clientID: "scangate-bench-subscriber", cleanSession: false) else { return false }
       do { try c.subscribe("scangate/+/events", qos: 1) } catch { return false }
       client = c
       return true
@@ -54,7 +53,7 @@ enum FleetBench {
         client.loop(timeoutMilliseconds: 50)
         while let m = client.takeMessage() {
           let now = SystemWallClock().unixNanoseconds()
-          guard let (reader, seq) = FleetToolCommand.identity(m.payload) else { continue }
+          guard let (reader, seq) = FleetToolClient.identity(m.payload) else { continue }
           if seen[reader, default: []].insert(seq).inserted {
             if let t = timeNanoseconds(m.payload) {
               latenciesMicroseconds.append((now - t) / 1_000)
@@ -153,7 +152,7 @@ enum FleetBench {
   }
 
   /// Runs the bench: links logging at a steady rate, then drained; exit 0 when no record was lost.
-  static func run(_ arguments: [String]) -> Int32 {
+  public static func run(_ arguments: [String]) -> Int32 {
     guard let settings = Settings.parse(arguments) else { return 2 }
     let rssStart = SoakCommand.residentKiB()
     let readers: Readers
