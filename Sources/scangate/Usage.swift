@@ -41,7 +41,8 @@ enum Usage {
       summary:
         "decode barcodes in image files (every code located; --results N shows N and says how many it dropped); "
         + "--expect: the accuracy harness over image + .txt/.bin; --locations: found by position; "
-        + "--frames: each image held for N frames, the reader's way; --scenes: each image held up as a code at a door, first frame to edge", run: DecodeCommand.run),
+        + "--frames: each image held for N frames, the reader's way; --scenes: each image held up as a code at a door, first frame to edge",
+      run: DecodeCommand.run),
     CommandUsage(
       name: "check-config", lines: ["check-config [--config FILE]"],
       summary: "validate config.toml and the allow-list, print the memory budget", run: CheckConfigCommand.run),
@@ -81,7 +82,8 @@ enum Usage {
         "credential show [--config FILE | --trust FILE [--site-key FILE] [--revocation FILE] [--zones A,B]] [--at TIME] [--json] TEXT|-",
         "credential revoke --key FILE --kid KID --out FILE [--version N] [--from FILE --trust FILE] ID...",
       ],
-      summary: "signed passes: make keys, issue (text, PNG, a printable sheet as PDF or PNG, Google Wallet rotatingBarcode), verify as a reader would, revoke", run: CredentialCommand.run),
+      summary: "signed passes: make keys, issue (text, PNG, a printable sheet as PDF or PNG, Google Wallet rotatingBarcode), verify as a reader would, revoke",
+      run: CredentialCommand.run),
     CommandUsage(
       name: "log",
       lines: [
@@ -105,7 +107,8 @@ enum Usage {
         + "hand-written lines kept; export: labels, keyed tags and flags, never payloads or digests", run: AllowListCommand.run),
     CommandUsage(
       name: "tag", lines: ["tag [--config FILE | --key FILE] (PAYLOAD | - | --sha256 HEX)"],
-      summary: "the keyed tag a payload has on this reader (as LAST, WATCH, the log and fleet events show it); needs the tag key: run as root", run: TagCommand.run),
+      summary: "the keyed tag a payload has on this reader (as LAST, WATCH, the log and fleet events show it); needs the tag key: run as root",
+      run: TagCommand.run),
     CommandUsage(
       name: "snapshot", lines: ["snapshot (--out FILE.png | --text) [--tcp HOST:PORT | --serial PATH [--baud N]] [--secret-file FILE] [--timeout SECONDS]"],
       summary: "the aiming aid: what the camera sees, zone and codes marked", run: SnapshotCommand.run),
@@ -125,7 +128,8 @@ enum Usage {
         "              [--expires-in N] [--ca FILE] [--cert FILE] [--key FILE] [--prefix TOPIC] [--wait N]",
         "              --command lockdown-on|lockdown-off|occupancy-reset | --command passback-forgive --tag HEX16",
         "fleet bench --broker URL --dir DIR [--links N] [--rate N] [--seconds N]",
-      ], summary: "the fleet on its MQTT broker: tail events (de-duplicated, gaps reported), sign and send bundles and commands, bench", run: FleetToolCommand.run),
+      ], summary: "the fleet on its MQTT broker: tail events (de-duplicated, gaps reported), sign and send bundles and commands, bench",
+      run: FleetToolCommand.run),
     CommandUsage(name: "version", lines: ["version"], summary: "print versions", run: VersionCommand.run),
   ]
 
