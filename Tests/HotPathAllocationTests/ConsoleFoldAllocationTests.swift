@@ -12,9 +12,12 @@ import Testing
     s.cameraSummary = "/dev/v4l/by-id/usb-Generic_HD_USB_Camera_SN0123456789-video-index0 1280x720 MJPG at 30 fps"
     s.console.serialPath = "/dev/serial/by-id/usb-FTDI_FT232R_USB_UART_A50285BI-if00-port0"
     s.logLine = "/var/lib/scangate/" + String(repeating: "deep-folder/", count: 10) + "audit.db; 81234 records written, 0 lost"
-    s.fleetLine =
-      "connected to broker.north-building.example.org:8883 as loading-bay-3 (TLS, client certificate); "
-      + "acknowledged through #8123400 of log 8123450 (50 to send); last contact 2026-12-02T10:00:00Z"
+    s.sections = [
+      StatusSection(
+        "fleet",
+        "connected to broker.north-building.example.org:8883 as loading-bay-3 (TLS, client certificate); "
+          + "acknowledged through #8123400 of log 8123450 (50 to send); last contact 2026-12-02T10:00:00Z")
+    ]
     // No clock line: RFC3339.format makes Strings (the clock line allocated before folding too).
     withUnsafeTemporaryAllocation(byteCount: 16_384, alignment: 1) { buffer in
       func status() -> Int {

@@ -56,15 +56,19 @@ import Testing
     door.inputErrors = 7
     door.resyncs = 3
     s.door = door
-    s.emergencyLine = "fire ACTIVE (input fire-panel), lockdown on (by uid 0 since 2026-12-02T10:00:00Z; LOCKDOWN OFF lifts it)"
-    s.turnstileLine =
-      "held, grants go entry; entry locked 3 waiting 123456 passed; exit locked 0 waiting 654321 passed; "
-      + "17 granted-not-passed, 2 forced; occupancy north-building 1234 of 1500; passback hard 98765 kept, 4321 refused"
-    s.keypadLine = "wiegand-26 on lines 5 6, 1234 PINs entered, 56 wrong, 7 timed out; last key 2026-12-02T10:00:00Z"
-    s.fleetLine =
-      "connected to broker.north-building.example.org:8883 as loading-bay-3 (TLS, client certificate); "
-      + "acknowledged through #8123400 of log 8123450 (50 to send); last contact 2026-12-02T10:00:00Z; "
-      + "problem: the broker refused the subscription to scangate/loading-bay-3/commands (not authorised: check its ACL)"
+    s.sections.append(StatusSection("emergency", "fire ACTIVE (input fire-panel), lockdown on (by uid 0 since 2026-12-02T10:00:00Z; LOCKDOWN OFF lifts it)"))
+    s.sections.append(
+      StatusSection(
+        "turnstile",
+        "held, grants go entry; entry locked 3 waiting 123456 passed; exit locked 0 waiting 654321 passed; "
+          + "17 granted-not-passed, 2 forced; occupancy north-building 1234 of 1500; passback hard 98765 kept, 4321 refused"))
+    s.sections.append(StatusSection("keypad", "wiegand-26 on lines 5 6, 1234 PINs entered, 56 wrong, 7 timed out; last key 2026-12-02T10:00:00Z"))
+    s.sections.append(
+      StatusSection(
+        "fleet",
+        "connected to broker.north-building.example.org:8883 as loading-bay-3 (TLS, client certificate); "
+          + "acknowledged through #8123400 of log 8123450 (50 to send); last contact 2026-12-02T10:00:00Z; "
+          + "problem: the broker refused the subscription to scangate/loading-bay-3/commands (not authorised: check its ACL)"))
     s.credentialsLine = "issuer keys 3 (site-2026, site-2027, visitor-desk), revocation version 42, 17 used passes kept, 5 rotating seeds"
     s.panelLine =
       "panel mode=panel osdp addr=5 baud=115200 online last_poll=12ms secure=up install_mode=\"ignored: a key is installed\" "

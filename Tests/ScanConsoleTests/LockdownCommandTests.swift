@@ -15,7 +15,7 @@ import Testing
     var asked: [(ConsoleAction, String)] = []
     func consoleStatus() -> ReaderStatus {
       var s = base.consoleStatus()
-      s.emergencyLine = "fire inactive, lockdown off"
+      s.sections.append(StatusSection("emergency", "fire inactive, lockdown off"))
       return s
     }
     func writeLastDecisions(_ count: Int, payloads: PayloadVisibility, into w: inout ByteWriter) -> Int { 0 }

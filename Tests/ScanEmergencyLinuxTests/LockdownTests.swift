@@ -73,7 +73,7 @@ import Testing
     #expect(damaged.state.grantsRestricted)
     var status = ReaderStatus()
     damaged.contribute(to: &status, now: clock.now(), unixSeconds: 0)
-    #expect(status.emergencyLine?.contains("FAULT") == true && status.emergencyLine?.contains("damaged") == true)
+    #expect(status.section("emergency")?.contains("FAULT") == true && status.section("emergency")?.contains("damaged") == true)
     _ = unlink(dir + "/lockdown")
     _ = mkfifo(dir + "/lockdown", 0o600)
     let fifo = Self.controller(dir, clock: clock)  // opened without blocking, refused: not a regular file

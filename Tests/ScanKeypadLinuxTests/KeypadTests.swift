@@ -288,12 +288,13 @@ import Testing
     #expect(panel.keys == [.digit(2), .digit(4), .digit(6), .digit(8), .enter])
     var status = ReaderStatus()
     forwarder.contribute(to: &status, now: clock.now(), unixSeconds: clock.unixSeconds())
-    #expect(status.keypadLine == "/dev/input/test-keypad ok, keys to the panel (osdp_KEYPAD): 5 forwarded, 1 dropped")
+    #expect(status.section("keypad") == "/dev/input/test-keypad ok, keys to the panel (osdp_KEYPAD): 5 forwarded, 1 dropped")
     keys.gone = true
     keys.type("1")
     turn()
+    status = ReaderStatus()
     forwarder.contribute(to: &status, now: clock.now(), unixSeconds: clock.unixSeconds())
-    #expect((status.keypadLine ?? "").hasPrefix("/dev/input/test-keypad MISSING (no keys reach the panel)"), "\(status.keypadLine)")
+    #expect((status.section("keypad") ?? "").hasPrefix("/dev/input/test-keypad MISSING (no keys reach the panel)"), "\(status.section("keypad"))")
   }
 
   @Test("the verifier is HMAC-SHA-256 under the PIN key over the label, the payload's SHA-256 and the PIN (Python's hmac)")

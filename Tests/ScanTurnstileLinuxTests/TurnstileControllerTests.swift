@@ -112,7 +112,7 @@ import Testing
     func status() -> String {
       var status = ReaderStatus()
       turnstile.contribute(to: &status, now: clock.now(), unixSeconds: 0)
-      return status.turnstileLine ?? ""
+      return status.section("turnstile") ?? ""
     }
   }
 

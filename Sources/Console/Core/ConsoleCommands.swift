@@ -264,7 +264,7 @@ public final class ConsoleCommands<Clock: MonotonicClock> {
     _ request: ConsoleRequest, slot: Int, host: borrowing Host, output: some ConsoleOutput
   ) {
     let status = host.consoleStatus()
-    let line = request.verb == .lockdown ? status.emergencyLine : status.turnstileLine
+    let line = status.section(request.verb == .lockdown ? "emergency" : "turnstile")
     output.send(slot) { w in
       guard let line else {
         w.write(request.verb == .lockdown ? "ERR 404 no emergency inputs or state configured\n" : "ERR 404 no turnstile configured\n")

@@ -273,8 +273,6 @@ public struct ReaderStatus: Sendable {
   public var console = Console()
   /// One line about the audit log (written by the log), or nil when there is none.
   public var logLine: String? = nil
-  /// The fleet link's STATUS line (broker, acknowledged sequence, offline policy), or nil.
-  public var fleetLine: String? = nil
   /// One line about signed credentials (trust, revocation, clock, replay), or nil when off.
   public var credentialsLine: String? = nil
   /// One line about the panel link (panel mode: mode, last poll, Secure Channel, last card), or nil.
@@ -284,16 +282,16 @@ public struct ReaderStatus: Sendable {
   public var uptimeSeconds: UInt64 = 0
   /// The door, when one is configured.
   public var door: DoorStatus? = nil
-  /// Fire and lockdown (`emergency fire inactive, lockdown off`), when their inputs or state are kept.
-  public var emergencyLine: String? = nil
-  /// The turnstile (`turnstile entry locked 0 waiting, exit …; occupancy 12`), when configured.
-  public var turnstileLine: String? = nil
-  /// The PIN keypad (`keypad /dev/input/… ok, PIN for entries with pin=, 3 granted, …`), when configured.
-  public var keypadLine: String? = nil
-  /// Lines a domain writes about itself (`| <name> <line>`, after the keypad's), in the order
-  /// its participant was registered: a new domain adds its own without a field here.
+  /// Lines a domain writes about itself (`| <name> <line>`: emergency, turnstile, keypad, fleet,
+  /// feedback, ...), in the order its participant was registered: a domain adds its own without
+  /// a field here.
   public var sections: [StatusSection] = []
   public init() {}
+
+  /// The line a domain wrote (`section("turnstile")`), or nil when it has none.
+  public func section(_ name: String) -> String? {
+    sections.first { $0.name.description == name }?.line
+  }
 }
 
 /// One domain's STATUS line: `| <name> <line>` (the line shown sanitised, as every line is).

@@ -60,8 +60,8 @@ extension ConsoleText {
     w.newline()
   }
 
-  /// STATUS's lines for the parts a reader may not have (log, door, emergency, turnstile,
-  /// keypad, each domain's own section, fleet, credentials, panel, clock).
+  /// STATUS's lines for the parts a reader may not have (log, door, each domain's own section
+  /// in the order its participant was registered, credentials, panel, clock).
   static func writeOptionalLines(_ s: ReaderStatus, into w: inout ByteWriter) {
     if let log = s.logLine {
       w.write("| log ")
@@ -73,17 +73,13 @@ extension ConsoleText {
       door.write(into: &w)
       w.newline()
     }
-    writeSanitizedLine("| emergency ", s.emergencyLine, into: &w)
-    writeSanitizedLine("| turnstile ", s.turnstileLine, into: &w)
-    writeSanitizedLine("| keypad ", s.keypadLine, into: &w)
-    for section in s.sections {
+    for i in s.sections.indices {
       w.write("| ")
-      w.write(section.name)
+      w.write(s.sections[i].name)
       w.write(" ")
-      writeSanitized(section.line, into: &w)
+      writeSanitized(s.sections[i].line, into: &w)
       w.newline()
     }
-    writeSanitizedLine("| fleet ", s.fleetLine, into: &w)
     writeSanitizedLine("| credentials ", s.credentialsLine, into: &w)
     if let panel = s.panelLine {
       w.write("| ")

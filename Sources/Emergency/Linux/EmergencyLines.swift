@@ -161,6 +161,6 @@ public final class EmergencyController: PollParticipant {
     if latchFile == nil { line += "; no state directory: a lockdown lasts until a restart" }
     if let problem { line += "; FAULT " + problem }
     if inputErrors > 0 { line += "; \(inputErrors) input errors" }
-    status.emergencyLine = line
+    status.sections.append(StatusSection("emergency", line))
   }
 }

@@ -101,11 +101,12 @@ public final class FleetRequests: PollParticipant, @unchecked Sendable {
   /// The link's line on STATUS.
   public func contribute(to status: inout ReaderStatus, now: Instant, unixSeconds: Int64) {
     guard let link else { return }
-    status.fleetLine = withUnsafeTemporaryAllocation(byteCount: 512, alignment: 1) { buffer in
+    let line = withUnsafeTemporaryAllocation(byteCount: 512, alignment: 1) { buffer in
       var w = ByteWriter(buffer)
       link.writeStatus(into: &w)
       return String(decoding: w.written, as: UTF8.self)
     }
+    status.sections.append(StatusSection("fleet", line))
   }
 
   public func service(_ poll: PollSet, now: Instant, requests: LoopRequests) {

@@ -213,6 +213,6 @@ public final class KeypadController: PollParticipant, SecondFactor {
     if entry.active { line += ", waiting for a PIN" }
     if attemptFile == nil { line += "; no state directory: wrong PINs are counted until a restart" }
     if let problem { line += "; FAULT " + problem }
-    status.keypadLine = line
+    status.sections.append(StatusSection("keypad", line))
   }
 }

@@ -49,8 +49,9 @@ public final class KeypadForwarder: PollParticipant {
 
   /// STATUS: `keypad <device> ok, keys to the panel (osdp_KEYPAD): 12 forwarded, 0 dropped`.
   public func contribute(to status: inout ReaderStatus, now: Instant, unixSeconds: Int64) {
-    status.keypadLine =
+    let line =
       sourceName + (source == nil ? " MISSING (no keys reach the panel)" : " ok")
       + ", keys to the panel (osdp_KEYPAD): \(forwarded) forwarded, \(dropped) dropped"
+    status.sections.append(StatusSection("keypad", line))
   }
 }

@@ -385,6 +385,6 @@ public final class TurnstileController: PollParticipant, PassageGate, SitePassag
     if let file = occupancyFile, file.writeFailures > 0 { line += "; occupancy not durable (\(file.writeFailures) failed writes)" }
     if let problem { line += "; FAULT " + problem }
     if inputErrors + outputErrors > 0 { line += "; \(inputErrors) input, \(outputErrors) output errors" }
-    status.turnstileLine = line
+    status.sections.append(StatusSection("turnstile", line))
   }
 }
