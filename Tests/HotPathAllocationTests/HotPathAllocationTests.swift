@@ -290,7 +290,7 @@ import Testing
       exitPassage: nil, alarmInput: nil, direction: nil, entryUnlock: entry, exitUnlock: exit, alarm: nil, passbackPath: nil,
       occupancyPath: nil)
     turnstile.frameOrigin = origin
-    loop.engine.gate = turnstile
+    loop.engine.outcome = .turnstile(turnstile)
     loop.register(turnstile)
     for _ in 0..<240 { loop.runOnce(maximumWaitMilliseconds: 5) }
     let framesBefore = loop.engine.stats.frames, entryBefore = entry.edgeCount, exitBefore = exit.edgeCount

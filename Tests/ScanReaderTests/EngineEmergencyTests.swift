@@ -54,7 +54,7 @@ import Testing
     let rig = Rig()
     var engine = rig.engine(EngineSettings(), allowList: "text:ALICE label=alice\n")
     let gate = FakeGate(answer: .deniedPassback)
-    engine.gate = gate
+    engine.outcome = .turnstile(gate)
     rig.feed(&engine, 1, count: 10)
     rig.feed(&engine, 0, count: 90)  // gone, and past the presence cooldown
     gate.answer = .granted

@@ -63,7 +63,7 @@ import Testing
         exitPassage: exitPassage, alarmInput: nil, direction: nil, entryUnlock: entry, exitUnlock: exit, alarm: nil,
         passbackPath: dir + "/passback", occupancyPath: dir + "/occupancy")
       turnstile.frameOrigin = origin
-      loop.engine.gate = turnstile
+      loop.engine.outcome = .turnstile(turnstile)
       loop.register(turnstile)
     }
 

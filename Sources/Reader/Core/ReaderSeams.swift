@@ -86,6 +86,19 @@ struct PendingGrant {
 }
 
 /// Where a validated pass goes in panel mode: the engine asks it instead of driving its relay.
+/// What a grant does, chosen once at startup (`ScanEngine.outcome`; the configuration refuses a
+/// turnstile in panel mode): the door's strike pulsed, one turnstile passage unlocked, or the
+/// card forwarded to an access panel that decides and drives its own strike.
+public enum GrantOutcome {
+  /// The relay pulses the strike (a door, or a reader with no door configured).
+  case strike
+  /// The gate admits the grant (anti-passback, durable first) and unlocks one passage; the relay
+  /// is not driven.
+  case turnstile(any PassageGate)
+  /// The granted pass's card number goes to the panel; the relay is not driven.
+  case panel(any PanelForwarder)
+}
+
 public protocol PanelForwarder: AnyObject {
   /// Forwards a granted decision's card to the panel; false when it could not (no card number
   /// on the entry, queue full, no panel link): the reader then treats the pass as denied.

@@ -106,7 +106,7 @@ extension ScanEngine where Decoder: ~Copyable, Relay: ~Copyable, Buzzer: ~Copyab
   public mutating func openManually(milliseconds: Int?, by: UnlockReason = .console) -> Bool {
     let now = clock.now()
     // A turnstile lets one person through instead (the pulse length is the turnstile's own).
-    if let gate {
+    if case .turnstile(let gate) = outcome {
       guard gate.openOnce(at: now) else { return false }
     } else {
       guard actuator.pulseRelay(at: now, milliseconds: milliseconds) else { return false }

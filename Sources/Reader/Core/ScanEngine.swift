@@ -28,11 +28,8 @@ public struct ScanEngine<
   /// Holds the relay's cap when the loop does not (nil: nothing but `tick` does). Set by the
   /// owner before the first pulse.
   public var relayGuard: (any RelayGuard)? = nil
-  /// Panel mode: a granted pass is forwarded here (its card number) and the relay is not driven.
-  public var panel: (any PanelForwarder)? = nil
-  /// Turnstile mode: a grant is admitted by the gate (anti-passback) and unlocks one passage;
-  /// the relay is not driven.
-  public var gate: (any PassageGate)? = nil
+  /// What a grant does on this reader, chosen once at startup (the configuration allows one).
+  public var outcome = GrantOutcome.strike
   /// A PIN after the pass (nil: no PIN can be asked for, so a credential that needs one is
   /// `denied-pin-unavailable`; the others grant at once).
   public var secondFactor: (any SecondFactor)? = nil {
@@ -262,22 +259,23 @@ public struct ScanEngine<
   /// frame-to-decision time to record).
   private mutating func complete(_ e: inout ScanEvent, decision: AccessDecision, verdict: Verdict, digest: Digest, captured: Instant?) {
     var verdict = verdict
-    if verdict.isGranted, let gate {
+    if verdict.isGranted, case .turnstile(let gate) = outcome {
       // One passage for one person: anti-passback first, durable before the turnstile unlocks.
       let who = policy.identity(decision, digest: digest, digester: digester)
       verdict = e.withLabel { gate.admit(identity: who, label: $0, tag: e.tag, at: clock.now()) }
     }
     let decided = clock.now()
-    if let panel {
+    if verdict.isGranted { stats.grants &+= 1 } else { stats.denies &+= 1 }
+    switch outcome {
+    case .panel(let panel):
       // The panel decides and drives its strike; its LED/buzzer commands say "granted".
-      if verdict.isGranted { stats.grants &+= 1 } else { stats.denies &+= 1 }
       if !(verdict.isGranted && panel.forward(decision)) { actuator.play(settings.actuation.denyPattern, at: decided) }
-    } else if verdict.isGranted {
-      stats.grants &+= 1
-      if gate == nil { actuator.pulseRelay(at: decided) }
+    case .strike where verdict.isGranted:
+      actuator.pulseRelay(at: decided)
       actuator.play(settings.actuation.grantPattern, at: decided)
-    } else {
-      stats.denies &+= 1
+    case .turnstile where verdict.isGranted:
+      actuator.play(settings.actuation.grantPattern, at: decided)  // the gate unlocks the passage
+    case .strike, .turnstile:
       actuator.play(settings.actuation.denyPattern, at: decided)
     }
     let from = captured ?? decided

@@ -15,7 +15,7 @@ extension RunLoop where Source: ~Copyable, Decoder: ~Copyable, Relay: ~Copyable,
     guard let console, let gather = helpers.backupFiles else {
       return .refused(code: 503, reason: "this reader was started without its configuration's path: no backup")
     }
-    guard !console.bulkActive, snapshotPhase == .idle else { return .refused(code: 503, reason: "a snapshot or backup is being sent; try again") }
+    guard !console.bulkActive, snapshotting.phase == .idle else { return .refused(code: 503, reason: "a snapshot or backup is being sent; try again") }
     let derivation = BackupArchive.Derivation(salt: Array(salt), ops: sealing.ops, mem: sealing.mem)
     let sealed: [UInt8], files: Int
     do throws(BackupArchive.Refusal) {

@@ -50,7 +50,7 @@ extension RunLoop: ConsoleHost where Source: ~Copyable, Decoder: ~Copyable, Rela
       s.console.serialOpen = console.serialOpen
       s.console.secretProblem = console.secretProblem
     }
-    if let panel = engine.panel { s.panelLine = panel.statusLine(now: engine.clock.now()) }
+    if case .panel(let panel) = engine.outcome { s.panelLine = panel.statusLine(now: engine.clock.now()) }
     if let log = auditLog {
       s.logLine = withUnsafeTemporaryAllocation(byteCount: 512, alignment: 1) { buffer in
         var w = ByteWriter(buffer)
@@ -144,14 +144,14 @@ extension RunLoop: ConsoleHost where Source: ~Copyable, Decoder: ~Copyable, Rela
   }
 
   public mutating func startSnapshot(for session: SessionTicket, text: Bool, redacted: Bool) -> SnapshotStart {
-    guard snapshotPhase == .idle, console?.bulkActive != true else { return .busy }
+    guard snapshotting.phase == .idle, console?.bulkActive != true else { return .busy }
     guard hasCamera else { return .noCamera(state: cameraState.name) }
     engine.captureSnapshot = true
-    snapshotPhase = .capturing
-    snapshotSession = session
-    snapshotText = text
-    snapshotRedacted = redacted
-    snapshotDeadline = engine.clock.now().adding(milliseconds: 3_000)
+    snapshotting.phase = .capturing
+    snapshotting.session = session
+    snapshotting.text = text
+    snapshotting.redacted = redacted
+    snapshotting.deadline = engine.clock.now().adding(milliseconds: 3_000)
     return .started
   }
 
@@ -198,15 +198,15 @@ extension RunLoop: ConsoleHost where Source: ~Copyable, Decoder: ~Copyable, Rela
   /// once, or rendered to PNG on the snapshot thread and streamed in bounded steps. The reply
   /// goes only to the session that asked (not to a later client in the same slot).
   mutating func advanceSnapshot(_ console: ConsoleServer<Clock>) {
-    switch snapshotPhase {
+    switch snapshotting.phase {
     case .idle:
       return
     case .capturing:
       if engine.snapshotCaptured {
         engine.snapshotCaptured = false
         engine.snapshot.framesPerSecondTimes100 = framesPerSecondTimes100
-        if snapshotRedacted { engine.snapshot.redact() }
-        if snapshotText {
+        if snapshotting.redacted { engine.snapshot.redact() }
+        if snapshotting.text {
           let snapshot = engine.snapshot
           sendSnapshot(console) { w in
             let start = w.count
@@ -216,36 +216,52 @@ extension RunLoop: ConsoleHost where Source: ~Copyable, Decoder: ~Copyable, Rela
             w.write(lines)
             w.write(" lines\n")
           }
-          snapshotPhase = .idle
+          snapshotting.phase = .idle
         } else {
-          snapshotWorker?.render()
-          snapshotPhase = .rendering
+          snapshotting.worker?.render()
+          snapshotting.phase = .rendering
         }
-      } else if engine.clock.now() >= snapshotDeadline {
+      } else if engine.clock.now() >= snapshotting.deadline {
         engine.captureSnapshot = false
         sendSnapshot(console) { $0.write("ERR 503 no frame within 3 s\n") }
-        snapshotPhase = .idle
+        snapshotting.phase = .idle
       }
     case .rendering:
-      guard let outcome = snapshotWorker?.take(), outcome.finished else { return }
-      snapshotPhase = .idle
-      guard console.commands.isCurrent(snapshotSession) else { return }
+      guard let outcome = snapshotting.worker?.take(), outcome.finished else { return }
+      snapshotting.phase = .idle
+      guard console.commands.isCurrent(snapshotting.session) else { return }
       guard let png = outcome.png else {
         sendSnapshot(console) { $0.write("ERR 500 the snapshot could not be encoded\n") }
         return
       }
       let s = engine.snapshot
-      console.startBulk(snapshotSession.slot, data: png, trailer: "OK snapshot png \(s.width)x\(s.height) \(png.count) bytes base64")
+      console.startBulk(snapshotting.session.slot, data: png, trailer: "OK snapshot png \(s.width)x\(s.height) \(png.count) bytes base64")
     }
   }
 
   private func sendSnapshot(_ console: ConsoleServer<Clock>, _ body: (inout ByteWriter) -> Void) {
-    guard console.commands.isCurrent(snapshotSession) else { return }
-    console.send(snapshotSession.slot, body)
+    guard console.commands.isCurrent(snapshotting.session) else { return }
+    console.send(snapshotting.session.slot, body)
   }
 }
 
 /// Where a console snapshot is.
 enum SnapshotPhase {
   case idle, capturing, rendering
+}
+
+/// A snapshot under way: the console's (captured from the next frame, then drawn as text here or
+/// rendered to PNG by the worker off the loop, abandoned after 3 s without a frame) or a
+/// participant's (`LoopRequest.snapshot`, a fleet command).
+struct Snapshotting {
+  /// Renders PNG snapshots off the loop (made with the console).
+  let worker: SnapshotWorker?
+  var phase = SnapshotPhase.idle
+  var session = SessionTicket(slot: -1, generation: 0)
+  var text = false
+  /// Codes blanked and payloads dropped before rendering (a session named by AS).
+  var redacted = false
+  var deadline = Instant(nanoseconds: 0)
+  /// A participant waiting for one.
+  var sink: (any SnapshotSink)? = nil
 }

@@ -28,7 +28,7 @@ extension RunLoop where Source: ~Copyable, Decoder: ~Copyable, Relay: ~Copyable,
     case .secondFactor(let id, let verdict): engine.completeSecondFactor(id: id, verdict: verdict)
     case .play(let pattern): engine.play(pattern)
     case .holdBuzzer(let hold): engine.holdBuzzer(hold)
-    case .snapshot(let sink): snapshotSink = sink
+    case .snapshot(let sink): snapshotting.sink = sink
     }
   }
 
@@ -37,7 +37,7 @@ extension RunLoop where Source: ~Copyable, Decoder: ~Copyable, Relay: ~Copyable,
   private mutating func offerSnapshot() {
     // While a console PNG is rendered, the snapshot thread reads the engine's buffer: no capture
     // into it until that is done.
-    guard let sink = snapshotSink, snapshotPhase != .rendering else { return }
+    guard let sink = snapshotting.sink, snapshotting.phase != .rendering else { return }
     guard engine.snapshotCaptured else {
       engine.captureSnapshot = true
       return
@@ -47,7 +47,7 @@ extension RunLoop where Source: ~Copyable, Decoder: ~Copyable, Relay: ~Copyable,
       engine.captureSnapshot = true
       return
     }
-    snapshotSink = nil
-    if snapshotPhase != .capturing { engine.snapshotCaptured = false }
+    snapshotting.sink = nil
+    if snapshotting.phase != .capturing { engine.snapshotCaptured = false }
   }
 }

@@ -62,9 +62,8 @@ public struct RunLoop<
   /// The technician console, served by this loop (nil: none).
   public let console: ConsoleServer<Clock>?
   /// Frames per second over the last second, × 100.
-  public private(set) var framesPerSecondTimes100 = 0
-  private var fpsWindowStart: Instant
-  private var fpsWindowFrames: UInt64 = 0
+  public private(set) var frameRate: FrameRateMeter
+  public var framesPerSecondTimes100: Int { frameRate.perSecondTimes100 }
   /// The audit log (its state on STATUS, LOG, the console's committed position).
   public var auditLog: (any AuditLogAccess)? = nil
   /// Where the loop publishes the frame rate it measures (×100, once a second) for whoever
@@ -80,15 +79,8 @@ public struct RunLoop<
   /// systemd: READY, STATUS and the watchdog.
   public let notifier = ServiceNotifier()
   var statusSentState = CameraState.starting
-  /// The aiming aid: renders PNG snapshots off the loop (created with the console).
-  let snapshotWorker: SnapshotWorker?
-  var snapshotPhase = SnapshotPhase.idle
-  var snapshotSession = SessionTicket(slot: -1, generation: 0)
-  var snapshotText = false
-  /// Codes blanked and payloads dropped before rendering (a session named by AS).
-  var snapshotRedacted = false
-  var snapshotDeadline = Instant(nanoseconds: 0)
-  var snapshotSink: (any SnapshotSink)? = nil  // a participant waiting for one (LoopRequest.snapshot)
+  /// The aiming aid's snapshot under way (RunLoop+Console.swift).
+  var snapshotting: Snapshotting
   /// The console's IMPORT under way, and what BACKUP and PIN need from the composition root.
   public var helpers = ConsoleHelpers()
   /// The decoder worker processes (nil: the engine decodes on this thread, `ScanEngine.process`).
@@ -117,12 +109,12 @@ public struct RunLoop<
     self.engine = engine
     self.console = console
     self.openSource = openSource
-    snapshotWorker = console == nil ? nil : SnapshotWorker(buffer: self.engine.snapshot)
+    snapshotting = Snapshotting(worker: console == nil ? nil : SnapshotWorker(buffer: self.engine.snapshot))
     self.settings = settings
     let now = self.engine.clock.now()
     supervisor = CameraSupervisor(settings: settings.camera, now: now)
     startedAt = now
-    fpsWindowStart = now
+    frameRate = FrameRateMeter(start: now)
     let watcher = settings.allowListPath.flatMap { settings.watchAllowList ? AllowListWatcher(path: $0) : nil }
     allowListWatcher = watcher
     poll = PollSet(capacity: 1 + (console?.pollCapacity ?? 0) + Self.extraPollCapacity)
@@ -134,7 +126,7 @@ public struct RunLoop<
     if let watcher { participants.append(watcher) }
   }
 
-  deinit { snapshotWorker?.stop() }
+  deinit { snapshotting.worker?.stop() }
 
   /// Adds a poll participant (at setup, before `run`): its descriptors join the poll table and
   /// it is serviced every iteration.
@@ -225,7 +217,7 @@ public struct RunLoop<
     deadline = Self.earlier(deadline, cameraDeadline)
     deadline = Self.earlier(deadline, engine.nextDeadline())
     for i in 0..<participants.count { deadline = Self.earlier(deadline, participants[i].prepare(poll, now: now)) }
-    if let console { deadline = Self.earlier(deadline, console.prepare(poll, now: now, rendering: snapshotPhase == .rendering)) }
+    if let console { deadline = Self.earlier(deadline, console.prepare(poll, now: now, rendering: snapshotting.phase == .rendering)) }
     if notifier.watchdogIntervalMilliseconds > 0 {
       deadline = Self.earlier(deadline, now.adding(milliseconds: notifier.watchdogIntervalMilliseconds))
     }
@@ -378,13 +370,7 @@ public struct RunLoop<
   }
 
   private mutating func updateFramesPerSecond() {
-    let now = engine.clock.now()
-    let elapsed = now.milliseconds(since: fpsWindowStart)
-    guard elapsed >= 1_000 else { return }
-    let frames = engine.stats.frames - fpsWindowFrames
-    framesPerSecondTimes100 = Int(frames * 100_000 / UInt64(elapsed))
-    fpsWindowStart = now
-    fpsWindowFrames = engine.stats.frames
+    guard frameRate.update(frames: engine.stats.frames, now: engine.clock.now()) else { return }
     framesPerSecondGauge?.store(Int64(framesPerSecondTimes100))
     if let gauge = decoderRestartsGauge, let decoders { gauge.store(Int64(clamping: decoders.stats.restarts)) }
   }

@@ -241,7 +241,7 @@ extension Service {
       loop.register(exchange)
     }
     turnstile.frameOrigin = options.cameraOrigin  // direction = "camera": the camera that saw the code
-    loop.engine.gate = turnstile
+    loop.engine.outcome = .turnstile(turnstile)
     loop.register(turnstile)
     if config.gpioBackend == .sim,
       let driver = options.turnstileDriver?(
@@ -340,14 +340,14 @@ extension Service {
     }
     if let panel {
       loop.register(panel)
-      if config.panel.mode == .panel && config.panel.link == .osdp { loop.engine.panel = panel }  // the panel decides; no local relay
+      if config.panel.mode == .panel && config.panel.link == .osdp { loop.engine.outcome = .panel(panel) }  // the panel decides; no local relay
     }
     let wiegand: WiegandLink?
     do throws(GPIOError) { wiegand = try makeWiegand(config, ring: ring, clock: clock) } catch {
       writeStandardError("scangate: cannot start Wiegand out: \(error.operation): \(error.errno)\n")
       throw SetupRefused()
     }
-    if let wiegand { loop.engine.panel = wiegand }
+    if let wiegand { loop.engine.outcome = .panel(wiegand) }
     do throws(GPIOError) {
       if let feedback = try makeWiegandFeedback(config, ring: ring) {
         loop.register(feedback)
