@@ -44,7 +44,7 @@ enum AdminUsers {
         path = users
       } else {
         guard let config = loadConfig(options) else { return 1 }
-        path = config.adminUsersFile
+        path = config.admin.usersFile
       }
       var accounts: [Account] = []
       if fileExists(path) { accounts = try AdminAccounts.load(path) }

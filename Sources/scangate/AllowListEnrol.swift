@@ -21,18 +21,18 @@ extension AllowListCommand {
     guard let config = loadConfig(options) else { return 1 }
     let schedule = options.value("schedule").map { " schedule=" + $0 } ?? ""
     let command = "ENROL \(tag) label=\(label)\(schedule)"
-    if options.value("tcp") == nil && !config.consoleUnixPath.isEmpty {
+    if options.value("tcp") == nil && !config.console.unixPath.isEmpty {
       // The reader's Unix socket: root (and console.unix_operators) are operators there, no secret.
-      let fd = try ConsoleCommand.open(try Options(["--unix", config.consoleUnixPath], valued: ["unix"], known: []))
+      let fd = try ConsoleCommand.open(try Options(["--unix", config.console.unixPath], valued: ["unix"], known: []))
       defer { closeDescriptor(fd) }
       return ConsoleCommand.oneShot(fd, command, timeoutSeconds: 10)
     }
     // The reader's own console: a plain loopback listener from its configuration, or --tcp.
-    let listener = config.consoleListen.first { $0.hasPrefix("127.0.0.1:") || $0.hasPrefix("[::1]:") || $0.hasPrefix("localhost:") }
+    let listener = config.console.listen.first { $0.hasPrefix("127.0.0.1:") || $0.hasPrefix("[::1]:") || $0.hasPrefix("localhost:") }
     guard let address = options.value("tcp") ?? listener else {
       throw ParseError(message: "the reader's console has no plain loopback listener (console.listen): give --tcp HOST:PORT")
     }
-    let secret = options.value("secret-file") ?? config.consoleSecretFile
+    let secret = options.value("secret-file") ?? config.console.secretFile
     guard !secret.isEmpty else { throw ParseError(message: "no console.secret_file: give --secret-file FILE") }
     let fd = try ConsoleCommand.open(try Options(["--tcp", address, "--secret-file", secret], valued: ["tcp", "secret-file"], known: []))
     defer { closeDescriptor(fd) }

@@ -228,7 +228,7 @@ extension ConfigSchemaTests {
     }
     #expect(e.errors.map(\.key) == ["console.unix_operators"])
     let path = ConfigEntry(key: "console.unix_path", value: .string("/run/scangate/console.sock"), line: 3)
-    #expect((try? ConfigSchema.build([operators, path]).get())?.consoleUnixOperators == ["alice"])
+    #expect((try? ConfigSchema.build([operators, path]).get())?.console.unixOperators == ["alice"])
   }
 
   @Test("uses counted site-wide need signed passes, the fleet link and the site key; a second site key is refused")
@@ -273,7 +273,7 @@ extension ConfigSchemaTests {
     }
     #expect(e.errors.map(\.key) == ["admin.listen"])
     let path = ConfigEntry(key: "console.unix_path", value: .string("/run/scangate/console.sock"), line: 3)
-    #expect((try? ConfigSchema.build([listen, path]).get())?.adminListen == "0.0.0.0:8443")
+    #expect((try? ConfigSchema.build([listen, path]).get())?.admin.listen == "0.0.0.0:8443")
   }
 
   @Test("an issuer's page runs with no reader's socket; an issuer key beside a reader's socket, or without its id, is refused")
@@ -286,7 +286,7 @@ extension ConfigSchemaTests {
       guard case .failure(let e) = ConfigSchema.build(entries) else { return [] }
       return e.errors.map(\.key)
     }
-    #expect((try? ConfigSchema.build([listen, key, kid]).get())?.adminIssuerKid == "front-desk")
+    #expect((try? ConfigSchema.build([listen, key, kid]).get())?.admin.issuerKid == "front-desk")
     #expect(keys([listen, key, kid, socket]) == ["admin.issuer_key_file"])
     #expect(keys([listen, key]) == ["admin.issuer_kid"])
     #expect(keys([listen, key, ConfigEntry(key: "admin.issuer_kid", value: .string("a b"), line: 3)]) == ["admin.issuer_kid"])

@@ -180,7 +180,7 @@ import Testing
     config.log.path = dir + "/state/audit.db"
     mkdir(dir + "/state", 0o700)
     config.credentials.trustFile = dir + "/trust.toml"
-    config.consoleSecretFile = dir + "/secret"
+    config.console.secretFile = dir + "/secret"
     config.door.schedulePath = dir + "/schedules.txt"
     #expect(PathChecks.problems(config).isEmpty, "\(PathChecks.problems(config))")
     let roles = Set(PathChecks.entries(config).map(\.role))
@@ -191,7 +191,7 @@ import Testing
       #expect(roles.contains(role), "\(role)")
     }
     for odd in [Odd.fifo, .directory, .device] {
-      for path in [config.door.schedulePath, dir + "/state/clock-floor", config.log.path + ".key", config.consoleSecretFile] {
+      for path in [config.door.schedulePath, dir + "/state/clock-floor", config.log.path + ".key", config.console.secretFile] {
         odd.make(path)
         let found = PathChecks.problems(config).filter { $0.entry.path == path }
         #expect(found.count == 1, "\(odd) \(path): \(PathChecks.problems(config))")

@@ -234,11 +234,11 @@ import Testing
   func ringBudget() {
     var c = ScanConfig()
     #expect(consoleRingProblem(c) == nil)  // 17 sessions × 50 = 850 ≤ 4096
-    c.consoleClientsMax = 100  // 101 × 50 = 5050 > 4096
+    c.console.clientsMax = 100  // 101 × 50 = 5050 > 4096
     #expect(consoleRingProblem(c)?.contains("use at least 8192") == true)
     c.eventRingCapacity = 8192
     #expect(consoleRingProblem(c) == nil)
-    c.consoleListen = []
+    c.console.listen = []
     c.eventRingCapacity = 64
     #expect(consoleRingProblem(c) == nil)  // no console, no console events
   }

@@ -203,7 +203,7 @@ package func replayReader(
   config.allowListPath = dir + "/allow.txt"
   config.log.path = dir + "/audit.db"
   config.stateDirectorySetting = dir
-  config.consoleListen = []
+  config.console.listen = []
   config.decoderIsolation = .inline
   var options = Service.Options()
   options.quiet = true

@@ -139,43 +139,9 @@ public struct ScanConfig: Equatable, Sendable {
   /// `state.directory`: where the state that protects decisions is kept ("" = the audit log's
   /// directory). See `stateDirectory`.
   public var stateDirectorySetting = ""
-  // [console]
-  public var consoleListen = ["127.0.0.1:4570"]
-  public var consoleClientsMax = 16
-  public var consoleClientsPerPeerMax = 4
-  public var consoleIdleTimeoutSeconds = 300
-  public var consoleClientOutputBytes = 16_384
-  public var consoleSerialPath = ""
-  public var consoleSerialBaud = 115_200
-  public var consoleSecretFile = ""
-  /// The web admin page's accounts (`scangate admin user ...`): name, role, Argon2id hash.
-  public var adminUsersFile = "/etc/scangate/admin-users"
-  /// Where `scangate admin` serves HTTPS ("host:port", "[v6]:port"; "" = off).
-  public var adminListen = ""
-  /// The admin page's certificate (PEM) and its key (a secret file).
-  public var adminTLSCertFile = "/etc/scangate/admin.crt"
-  public var adminTLSKeyFile = "/etc/scangate/admin.key"
-  /// A session unused this long is signed out.
-  public var adminSessionIdleMinutes = 30
-  /// A secret file holding `/metrics`' bearer token ("": no /metrics).
-  public var adminMetricsTokenFile = ""
-  /// An issuer's secret key ("": none): the page issues guest passes with it. Only on a host that
-  /// runs no reader (console.unix_path ""; `scangate run` refuses such a configuration).
-  public var adminIssuerKeyFile = ""
-  /// The issuer key's id in the readers' trust files.
-  public var adminIssuerKid = ""
-  /// A reader on another host that the page drives through its TLS console.
-  public var adminReader = AdminReaderSettings()
-  /// A Unix socket for consoles on this host ("": none); the peer's user gives the role.
-  public var consoleUnixPath = ""
-  /// Users who are operators on the Unix socket without AUTH (root always is).
-  public var consoleUnixOperators: [String] = []
-  public var consoleAuth = AuthSettings()
-  public var consoleLimits = ConsoleLimits()
-  public var consoleTLSCertFile = ""
-  public var consoleTLSKeyFile = ""
-  public var consoleTLSClientCAFile = ""
-  public var consoleAllowPlaintextRemote = false
+  // [console] and [admin]
+  public var console = ConsoleConfig()
+  public var admin = AdminConfig()
   // [panel]
   public var panel = PanelSettings()
   // [fleet]

@@ -107,38 +107,38 @@ public enum ConfigSchema {
     ] + ActuationSettings.configKeys.lifted(\.engine.actuation)
 
   static let consoleKeys: [Key] = [
-    Key(name: "console.listen", kind: .strings(count: 0...8)) { $0.consoleListen = $1.asStrings },
-    Key(name: "console.clients_max", kind: .integer(1...256)) { $0.consoleClientsMax = $1.asInt },
-    Key(name: "console.clients_per_peer_max", kind: .integer(1...256)) { $0.consoleClientsPerPeerMax = $1.asInt },
-    Key(name: "console.idle_timeout_s", kind: .integer(10...86_400)) { $0.consoleIdleTimeoutSeconds = $1.asInt },
-    Key(name: "console.client_output_bytes", kind: .integer(4_096...1_048_576)) { $0.consoleClientOutputBytes = $1.asInt },
-    Key(name: "console.serial_path", kind: .string) { $0.consoleSerialPath = $1.asString },
+    Key(name: "console.listen", kind: .strings(count: 0...8)) { $0.console.listen = $1.asStrings },
+    Key(name: "console.clients_max", kind: .integer(1...256)) { $0.console.clientsMax = $1.asInt },
+    Key(name: "console.clients_per_peer_max", kind: .integer(1...256)) { $0.console.clientsPerPeerMax = $1.asInt },
+    Key(name: "console.idle_timeout_s", kind: .integer(10...86_400)) { $0.console.idleTimeoutSeconds = $1.asInt },
+    Key(name: "console.client_output_bytes", kind: .integer(4_096...1_048_576)) { $0.console.clientOutputBytes = $1.asInt },
+    Key(name: "console.serial_path", kind: .string) { $0.console.serialPath = $1.asString },
     Key(name: "console.serial_baud", kind: .choice(["9600", "19200", "38400", "57600", "115200", "230400", "460800", "921600"])) {
-      $0.consoleSerialBaud = Int($1.asString)!
+      $0.console.serialBaud = Int($1.asString)!
     },
-    Key(name: "console.secret_file", kind: .string) { $0.consoleSecretFile = $1.asString },
-    Key(name: "console.unix_path", kind: .string) { $0.consoleUnixPath = $1.asString },
-    Key(name: "admin.users_file", kind: .string) { $0.adminUsersFile = $1.asString },
-    Key(name: "admin.listen", kind: .string) { $0.adminListen = $1.asString },
-    Key(name: "admin.tls_cert_file", kind: .string) { $0.adminTLSCertFile = $1.asString },
-    Key(name: "admin.tls_key_file", kind: .string) { $0.adminTLSKeyFile = $1.asString },
-    Key(name: "admin.session_idle_minutes", kind: .integer(1...1_440)) { $0.adminSessionIdleMinutes = $1.asInt },
-    Key(name: "admin.metrics_token_file", kind: .string) { $0.adminMetricsTokenFile = $1.asString },
-    Key(name: "admin.issuer_key_file", kind: .string) { $0.adminIssuerKeyFile = $1.asString },
-    Key(name: "admin.issuer_kid", kind: .string) { $0.adminIssuerKid = $1.asString },
-    Key(name: "admin.reader", kind: .string) { $0.adminReader.address = $1.asString },
-    Key(name: "admin.reader_ca_file", kind: .string) { $0.adminReader.caFile = $1.asString },
-    Key(name: "admin.reader_cert_file", kind: .string) { $0.adminReader.certFile = $1.asString },
-    Key(name: "admin.reader_key_file", kind: .string) { $0.adminReader.keyFile = $1.asString },
-    Key(name: "admin.reader_secret_file", kind: .string) { $0.adminReader.secretFile = $1.asString },
-    Key(name: "console.unix_operators", kind: .strings(count: 0...16)) { $0.consoleUnixOperators = $1.asStrings },
-    Key(name: "console.tls_cert_file", kind: .string) { $0.consoleTLSCertFile = $1.asString },
-    Key(name: "console.tls_key_file", kind: .string) { $0.consoleTLSKeyFile = $1.asString },
-    Key(name: "console.tls_client_ca_file", kind: .string) { $0.consoleTLSClientCAFile = $1.asString },
-    Key(name: "console.allow_plaintext_remote", kind: .boolean) { $0.consoleAllowPlaintextRemote = $1.asBool },
-    Key(name: "console.auth_failures_max", kind: .integer(1...100)) { $0.consoleAuth.failuresMax = $1.asInt },
-    Key(name: "console.auth_lockout_s", kind: .integer(1...86_400)) { $0.consoleAuth.lockoutSeconds = $1.asInt },
-    Key(name: "console.serial_operator_idle_s", kind: .integer(0...86_400)) { $0.consoleLimits.serialOperatorIdleSeconds = $1.asInt },
+    Key(name: "console.secret_file", kind: .string) { $0.console.secretFile = $1.asString },
+    Key(name: "console.unix_path", kind: .string) { $0.console.unixPath = $1.asString },
+    Key(name: "admin.users_file", kind: .string) { $0.admin.usersFile = $1.asString },
+    Key(name: "admin.listen", kind: .string) { $0.admin.listen = $1.asString },
+    Key(name: "admin.tls_cert_file", kind: .string) { $0.admin.tlsCertFile = $1.asString },
+    Key(name: "admin.tls_key_file", kind: .string) { $0.admin.tlsKeyFile = $1.asString },
+    Key(name: "admin.session_idle_minutes", kind: .integer(1...1_440)) { $0.admin.sessionIdleMinutes = $1.asInt },
+    Key(name: "admin.metrics_token_file", kind: .string) { $0.admin.metricsTokenFile = $1.asString },
+    Key(name: "admin.issuer_key_file", kind: .string) { $0.admin.issuerKeyFile = $1.asString },
+    Key(name: "admin.issuer_kid", kind: .string) { $0.admin.issuerKid = $1.asString },
+    Key(name: "admin.reader", kind: .string) { $0.admin.reader.address = $1.asString },
+    Key(name: "admin.reader_ca_file", kind: .string) { $0.admin.reader.caFile = $1.asString },
+    Key(name: "admin.reader_cert_file", kind: .string) { $0.admin.reader.certFile = $1.asString },
+    Key(name: "admin.reader_key_file", kind: .string) { $0.admin.reader.keyFile = $1.asString },
+    Key(name: "admin.reader_secret_file", kind: .string) { $0.admin.reader.secretFile = $1.asString },
+    Key(name: "console.unix_operators", kind: .strings(count: 0...16)) { $0.console.unixOperators = $1.asStrings },
+    Key(name: "console.tls_cert_file", kind: .string) { $0.console.tlsCertFile = $1.asString },
+    Key(name: "console.tls_key_file", kind: .string) { $0.console.tlsKeyFile = $1.asString },
+    Key(name: "console.tls_client_ca_file", kind: .string) { $0.console.tlsClientCAFile = $1.asString },
+    Key(name: "console.allow_plaintext_remote", kind: .boolean) { $0.console.allowPlaintextRemote = $1.asBool },
+    Key(name: "console.auth_failures_max", kind: .integer(1...100)) { $0.console.auth.failuresMax = $1.asInt },
+    Key(name: "console.auth_lockout_s", kind: .integer(1...86_400)) { $0.console.auth.lockoutSeconds = $1.asInt },
+    Key(name: "console.serial_operator_idle_s", kind: .integer(0...86_400)) { $0.console.limits.serialOperatorIdleSeconds = $1.asInt },
   ]
 
   /// Every key the file may contain.
@@ -220,7 +220,7 @@ public enum ConfigSchema {
   static func actorProblems(_ config: ScanConfig, line: ConfigLineLookup) -> [ConfigError] {
     let key = "fleet.home_assistant_commands"
     var errors: [ConfigError] = []
-    if !config.consoleUnixOperators.isEmpty && config.consoleUnixPath.isEmpty {
+    if !config.console.unixOperators.isEmpty && config.console.unixPath.isEmpty {
       // Operators of a socket that is not there: a setting that would mean nothing.
       errors.append(
         ConfigError(
@@ -248,15 +248,15 @@ public enum ConfigSchema {
   /// holding the issuer key would let whoever takes the reader make passes for every door.
   static func issuerProblems(_ config: ScanConfig, line: ConfigLineLookup) -> [ConfigError] {
     var errors: [ConfigError] = []
-    let issuer = !config.adminIssuerKeyFile.isEmpty
-    let remote = config.adminReader
-    if !config.adminListen.isEmpty && config.consoleUnixPath.isEmpty && remote.address.isEmpty && !issuer {
+    let issuer = !config.admin.issuerKeyFile.isEmpty
+    let remote = config.admin.reader
+    if !config.admin.listen.isEmpty && config.console.unixPath.isEmpty && remote.address.isEmpty && !issuer {
       errors.append(
         ConfigError(
           key: "admin.listen", line: line("admin.listen"),
           reason: "the web page needs a reader (console.unix_path here, or admin.reader on another host) or admin.issuer_key_file"))
     }
-    if !remote.address.isEmpty && !config.consoleUnixPath.isEmpty {
+    if !remote.address.isEmpty && !config.console.unixPath.isEmpty {
       errors.append(
         ConfigError(key: "admin.reader", line: line("admin.reader"), reason: "one reader a page: console.unix_path (this host's) or admin.reader, not both"))
     }
@@ -266,13 +266,13 @@ public enum ConfigSchema {
           key: "admin.reader", line: line("admin.reader"),
           reason: "a reader on another host is reached over TLS only: admin.reader_ca_file, reader_cert_file and reader_key_file"))
     }
-    if issuer && !config.consoleUnixPath.isEmpty {
+    if issuer && !config.console.unixPath.isEmpty {
       errors.append(
         ConfigError(
           key: "admin.issuer_key_file", line: line("admin.issuer_key_file"),
           reason: "an issuer key never sits beside a reader (console.unix_path is set): issue passes on a machine that runs no reader"))
     }
-    let kid = config.adminIssuerKid.utf8
+    let kid = config.admin.issuerKid.utf8
     if issuer && !((1...64).contains(kid.count) && kid.allSatisfy({ $0 > 0x20 && $0 < 0x7F && $0 != 0x22 })) {
       errors.append(
         ConfigError(
@@ -344,8 +344,8 @@ public enum ConfigSchema {
       ("credentials.site_key_file", c.credentials.siteKeyFile ?? ""),
       ("turnstile.site_key_file", c.turnstile.site.keyFile == c.fleet.siteKeyFile ? "" : c.turnstile.site.keyFile),
       ("fleet.site_key_file", c.fleet.siteKeyFile),
-      ("keypad.pin_key_file", c.keypad.pinKeyFile), ("console.secret_file", c.consoleSecretFile),
-      ("console.tls_key_file", c.consoleTLSKeyFile), ("fleet.tls_key_file", c.fleet.tlsKeyFile),
+      ("keypad.pin_key_file", c.keypad.pinKeyFile), ("console.secret_file", c.console.secretFile),
+      ("console.tls_key_file", c.console.tlsKeyFile), ("fleet.tls_key_file", c.fleet.tlsKeyFile),
       ("fleet.password_file", c.fleet.passwordFile), ("panel.scbk_file", c.panel.scbkFile),
       ("log.chain_key_file", logKey), ("log.path (its tag key)", c.log.path.isEmpty ? "" : c.log.path + ".tag-key"),
     ]

@@ -16,7 +16,7 @@ extension MemoryBudget {
   /// The budget with the console's line, when one is configured.
   public static func withConsole(_ c: ScanConfig) -> MemoryBudget {
     var budget = MemoryBudget(c)
-    guard !c.consoleListen.isEmpty || !c.consoleSerialPath.isEmpty || !c.consoleUnixPath.isEmpty else { return budget }
+    guard !c.console.listen.isEmpty || !c.console.serialPath.isEmpty || !c.console.unixPath.isEmpty else { return budget }
     let settings = ConsoleSettings(c)
     budget.lines.append(
       (
@@ -34,11 +34,11 @@ extension MemoryBudget {
 /// it (every commit interval; a second covers a slow flush). Returns why the configuration
 /// breaks this, or nil.
 public func consoleRingProblem(_ c: ScanConfig) -> String? {
-  guard !c.consoleListen.isEmpty || !c.consoleSerialPath.isEmpty || !c.consoleUnixPath.isEmpty else { return nil }
+  guard !c.console.listen.isEmpty || !c.console.serialPath.isEmpty || !c.console.unixPath.isEmpty else { return nil }
   let limits = ConsoleLimits()
-  let worst = (c.consoleClientsMax + 1) * (limits.lineBurst + limits.linesPerSecond)
+  let worst = (c.console.clientsMax + 1) * (limits.lineBurst + limits.linesPerSecond)
   let ring = EventRing.roundedCapacity(c.eventRingCapacity)
   guard ring < worst else { return nil }
-  return "events.ring_capacity \(ring) is too small for console.clients_max \(c.consoleClientsMax): \(worst) console "
+  return "events.ring_capacity \(ring) is too small for console.clients_max \(c.console.clientsMax): \(worst) console "
     + "events in a second could overwrite decisions before the log writes them; use at least \(EventRing.roundedCapacity(worst))"
 }

@@ -30,21 +30,21 @@ public struct ConsoleSettings: Sendable {
   public var limits: ConsoleLimits
 
   public init(_ c: ScanConfig = ScanConfig()) {
-    listen = c.consoleListen
-    clientsMax = c.consoleClientsMax
-    clientsPerPeerMax = c.consoleClientsPerPeerMax
-    idleTimeoutSeconds = c.consoleIdleTimeoutSeconds
-    clientOutputBytes = c.consoleClientOutputBytes
-    serialPath = c.consoleSerialPath
-    serialBaud = c.consoleSerialBaud
-    secretFile = c.consoleSecretFile
-    unixPath = c.consoleUnixPath
-    unixOperators = c.consoleUnixOperators
-    tlsCertFile = c.consoleTLSCertFile
-    tlsKeyFile = c.consoleTLSKeyFile
-    tlsClientCAFile = c.consoleTLSClientCAFile
-    allowPlaintextRemote = c.consoleAllowPlaintextRemote
-    auth = c.consoleAuth
-    limits = c.consoleLimits
+    listen = c.console.listen
+    clientsMax = c.console.clientsMax
+    clientsPerPeerMax = c.console.clientsPerPeerMax
+    idleTimeoutSeconds = c.console.idleTimeoutSeconds
+    clientOutputBytes = c.console.clientOutputBytes
+    serialPath = c.console.serialPath
+    serialBaud = c.console.serialBaud
+    secretFile = c.console.secretFile
+    unixPath = c.console.unixPath
+    unixOperators = c.console.unixOperators
+    tlsCertFile = c.console.tlsCertFile
+    tlsKeyFile = c.console.tlsKeyFile
+    tlsClientCAFile = c.console.tlsClientCAFile
+    allowPlaintextRemote = c.console.allowPlaintextRemote
+    auth = c.console.auth
+    limits = c.console.limits
   }
 }

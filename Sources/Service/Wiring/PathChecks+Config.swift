@@ -73,10 +73,10 @@ extension PathChecks {
       file("fleet.password_file", f.passwordFile, SecretFile.bytesMax)
       file("fleet.home_assistant_code_file", f.homeAssistantCodeFile, 64)
     }
-    file("console.secret_file", config.consoleSecretFile, SecretFile.bytesMax)
-    file("console.tls_cert_file", config.consoleTLSCertFile, ConsoleTLS.pemBytesMax)
-    file("console.tls_key_file", config.consoleTLSKeyFile, ConsoleTLS.keyBytesMax)
-    file("console.tls_client_ca_file", config.consoleTLSClientCAFile, ConsoleTLS.pemBytesMax)
+    file("console.secret_file", config.console.secretFile, SecretFile.bytesMax)
+    file("console.tls_cert_file", config.console.tlsCertFile, ConsoleTLS.pemBytesMax)
+    file("console.tls_key_file", config.console.tlsKeyFile, ConsoleTLS.keyBytesMax)
+    file("console.tls_client_ca_file", config.console.tlsClientCAFile, ConsoleTLS.pemBytesMax)
     file("panel.scbk_file", config.panel.scbkFile, SecretFile.bytesMax)
     file("panel.com_file", config.panel.comFile, 256)
     if config.keypad.enabled { file("keypad.pin_key_file", config.keypad.pinKeyFile, SecretFile.bytesMax) }

@@ -149,7 +149,7 @@ extension Service {
     let auditLog = config.log.path.isEmpty ? nil : AuditLog(settings: config.log, ring: ring)
     loop.auditLog = auditLog
     let fleet = config.fleet.isEnabled ? FleetLink(settings: config.fleet, logPath: config.log.path, auditLog: auditLog) : nil
-    fleet?.adminURL = adminURL(config.adminListen)
+    fleet?.adminURL = adminURL(config.admin.listen)
     auditLog?.identity.stateDirectory = config.stateDirectory  // the log-id file; made again if deleted
     auditLog?.identity.fleetStatePath = fleet?.statePath
     auditLog?.time = time  // record ages are judged at the floor, never at a clock that jumped

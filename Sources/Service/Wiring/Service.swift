@@ -40,13 +40,13 @@ public enum Service {
 
   /// Runs with the configured source and GPIO backend. Returns the exit status.
   public static func run(_ config: ScanConfig, options: Options) -> Int32 {
-    guard config.adminIssuerKeyFile.isEmpty else {
+    guard config.admin.issuerKeyFile.isEmpty else {
       // An issuer's configuration: whoever takes a reader that holds the issuer key can make
       // passes for every door of the site.
       writeStandardError("scangate: refused: admin.issuer_key_file is set: this configuration is an issuer's, and a reader never holds the issuer key\n")
       return 1
     }
-    if let problem = DescriptorLimit.ensure(DescriptorLimit.needed(consoleClients: config.consoleClientsMax)) {
+    if let problem = DescriptorLimit.ensure(DescriptorLimit.needed(consoleClients: config.console.clientsMax)) {
       writeStandardError("scangate: refused: \(problem)\n")
       return 1
     }
@@ -270,7 +270,7 @@ public enum Service {
   /// The console as configured, or nil (none configured, or it could not start: the door
   /// matters more than the console, so the reader runs without it, loudly).
   public static func makeConsole(_ config: ScanConfig, clock: SystemMonotonicClock) -> ConsoleServer<SystemMonotonicClock>? {
-    guard !config.consoleListen.isEmpty || !config.consoleSerialPath.isEmpty || !config.consoleUnixPath.isEmpty else { return nil }
+    guard !config.console.listen.isEmpty || !config.console.serialPath.isEmpty || !config.console.unixPath.isEmpty else { return nil }
     if let problem = consoleRingProblem(config) {
       writeStandardError("scangate: console disabled: \(problem)\n")
       return nil
@@ -278,7 +278,7 @@ public enum Service {
     do {
       let console = try ConsoleServer(settings: ConsoleSettings(config), clock: clock)
       for address in console.boundAddresses { print("console listening on \(address)") }
-      if !config.consoleSerialPath.isEmpty { print("console on serial \(config.consoleSerialPath) at \(config.consoleSerialBaud) baud") }
+      if !config.console.serialPath.isEmpty { print("console on serial \(config.console.serialPath) at \(config.console.serialBaud) baud") }
       if let problem = console.secretProblem { print("console: operator commands disabled: \(problem)") }
       flushStandardOutput()
       return console

@@ -130,8 +130,8 @@ public enum DemoCommand {
       // The console on loopback with an operator secret made for this run only (random,
       // in a 0600 file in the demo's folder), so a newcomer can try every command.
       let secret = SecretBytes.random(16)
-      config.consoleSecretFile = directory + "/operator-secret"
-      try SecretFile.create(config.consoleSecretFile, Array((Hex.string(secret) + "\n").utf8))
+      config.console.secretFile = directory + "/operator-secret"
+      try SecretFile.create(config.console.secretFile, Array((Hex.string(secret) + "\n").utf8))
     }
   }
 
@@ -142,10 +142,10 @@ public enum DemoCommand {
     if port != 0, let fd = try? connectTCP("127.0.0.1:\(port)") {
       closeDescriptor(fd)
       print("console: 127.0.0.1:\(port) is in use (another reader or demo): this demo runs without its console; --port N picks another")
-      config.consoleListen = []
+      config.console.listen = []
       return false
     }
-    config.consoleListen = ["127.0.0.1:\(port)"]
+    config.console.listen = ["127.0.0.1:\(port)"]
     return true
   }
 
@@ -173,8 +173,8 @@ public enum DemoCommand {
         console: in a second terminal, while the demo runs (a lower --fps, e.g. 5, gives more time)\(port == 0 ? ",\n  PORT as 'console listening on' says" : ""):
           scangate console \(tcp)--command STATUS
           scangate console \(tcp)--command 'WATCH ON'          (decisions by label and digest)
-          scangate console \(tcp)--secret-file \(config.consoleSecretFile) --command 'LAST 5'   (as operator: payloads)
-          scangate snapshot \(tcp)--secret-file \(config.consoleSecretFile) --text
+          scangate console \(tcp)--secret-file \(config.console.secretFile) --command 'LAST 5'   (as operator: payloads)
+          scangate snapshot \(tcp)--secret-file \(config.console.secretFile) --text
         """)
     }
   }
