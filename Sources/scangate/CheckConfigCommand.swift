@@ -23,14 +23,14 @@ enum CheckConfigCommand {
         status = 1
       }
       print(
-        "source: \(config.cameraSource.rawValue) \(sourceName(config)) "
-          + "\(config.cameraWidth)x\(config.cameraHeight) format \(config.cameraFormat.rawValue)")
+        "source: \(config.camera.source.rawValue) \(sourceName(config)) "
+          + "\(config.camera.width)x\(config.camera.height) format \(config.camera.format.rawValue)")
       print(
         "decoder: \(ZXingDecoder.engineVersion), formats \(config.engine.decode.formats.listDescription), "
           + "views \(config.engine.decode.variantMode.rawValue) over \(config.engine.decode.variants.map(\.name).joined(separator: ","))")
       print(
-        "gpio: \(config.gpioBackend.rawValue) \(config.gpioChip) relay line \(config.relayLine)\(config.relayActiveLow ? " (active-low)" : "") "
-          + "buzzer line \(config.buzzerLine)\(config.buzzerActiveLow ? " (active-low)" : ""), pulse \(config.engine.actuation.relayPulseMilliseconds) ms "
+        "gpio: \(config.gpio.backend.rawValue) \(config.gpio.chip) relay line \(config.gpio.relayLine)\(config.gpio.relayActiveLow ? " (active-low)" : "") "
+          + "buzzer line \(config.gpio.buzzerLine)\(config.gpio.buzzerActiveLow ? " (active-low)" : ""), pulse \(config.engine.actuation.relayPulseMilliseconds) ms "
           + "(max \(config.engine.actuation.relayPulseMillisecondsMax) ms)")
       // Where the state that protects decisions lives (docs/credentials.md, "What survives a restart").
       if let directory = config.stateDirectory {
@@ -83,11 +83,11 @@ enum CheckConfigCommand {
 /// What `check-config` names as the frame source: the device, the libcamera camera or the replay.
 func sourceName(_ config: ScanConfig) -> String {
   let first =
-    switch config.cameraSource {
-    case .v4l2: config.cameraDevice
+    switch config.camera.source {
+    case .v4l2: config.camera.device
     case .libcamera: config.libcamera.camera.isEmpty ? "(the first libcamera camera)" : config.libcamera.camera
-    case .replay: config.replayPath
+    case .replay: config.camera.replayPath
     }
   // A turnstile's exit camera (turnstile.direction = "camera").
-  return config.cameraSecond.isEmpty ? first : first + " (entry) and " + config.cameraSecond + " (exit)"
+  return config.camera.second.isEmpty ? first : first + " (entry) and " + config.camera.second + " (exit)"
 }

@@ -7,18 +7,18 @@ import ScanTools
 /// service claims it, and a warning when what the pin does at boot would energise the load.
 enum ProbeOutputs {
   static func report(_ config: ScanConfig, chips: [Probe.Chip]) {
-    guard config.gpioBackend == .gpiod else { return }
+    guard config.gpio.backend == .gpiod else { return }
     var outputs: [(String, Int, Bool)] = [
-      ("relay", config.relayLine, config.relayActiveLow), ("buzzer", config.buzzerLine, config.buzzerActiveLow),
+      ("relay", config.gpio.relayLine, config.gpio.relayActiveLow), ("buzzer", config.gpio.buzzerLine, config.gpio.buzzerActiveLow),
     ]
     if config.door.alarmLine >= 0 { outputs.append(("alarm", config.door.alarmLine, config.door.alarmActiveLow)) }
     if config.door.auxRelayLine >= 0 {
       outputs.append(("second relay", config.door.auxRelayLine, config.door.auxRelayActiveLow))
     }
-    let label = chips.first { $0.name == config.gpioChip || $0.label == config.gpioChip || $0.path == config.gpioChip }?.label ?? ""
-    print("outputs at boot (\(config.gpioChip); strike wiring \(config.door.strikeWiring.rawValue)):")
+    let label = chips.first { $0.name == config.gpio.chip || $0.label == config.gpio.chip || $0.path == config.gpio.chip }?.label ?? ""
+    print("outputs at boot (\(config.gpio.chip); strike wiring \(config.door.strikeWiring.rawValue)):")
     for (name, offset, activeLow) in outputs {
-      switch Probe.lineState(chip: config.gpioChip, offset: offset) {
+      switch Probe.lineState(chip: config.gpio.chip, offset: offset) {
       case .failure(let error):
         print("  \(name) line \(offset): cannot read: \(error)")
       case .success(let s):

@@ -5,7 +5,7 @@ import Testing
   @Test("no entries gives the reader's defaults")
   func defaults() throws {
     let config = try ConfigSchema.build([]).get()
-    #expect(config.cameraWidth == 640)
+    #expect(config.camera.width == 640)
     #expect(config.engine.decode.formats == .qrCode)
     #expect(config.engine.decode.variantMode == .alternate)
     #expect(config.engine.actuation.relayPulseMilliseconds == 3_000)
@@ -22,13 +22,13 @@ import Testing
       ConfigEntry(key: "gpio.relay_active_low", value: .boolean(true), line: 7),
       ConfigEntry(key: "decoder.quiet_after_ms", value: .integer(2500), line: 8),
     ]).get()
-    #expect(config.cameraWidth == 1280)
+    #expect(config.camera.width == 1280)
     #expect(config.engine.decode.quietAfterMicroseconds == 2_500_000)
     #expect(ScanConfig().engine.decode.quietAfterMicroseconds == 1_000_000, "a reader goes quiet after a second by default")
     #expect(config.engine.decode.formats == [.qrCode, .ean13])
     #expect(config.engine.decode.region == Region(x: 100, y: 50, width: 400, height: 300))
     #expect(config.engine.actuation.denyPattern == BuzzerPattern([50, 50, 50]))
-    #expect(config.relayActiveLow)
+    #expect(config.gpio.relayActiveLow)
   }
 
   @Test("every problem is reported, naming key and line, in line order")
@@ -58,11 +58,11 @@ import Testing
     #expect(MemoryBudget(config).lines.allSatisfy { $0.bytes > 0 })
     // A second camera: its own driver buffers (4 × 640 × 480 × 2 bytes of YUYV by default), gray plane and MJPEG arena.
     let one = MemoryBudget(config).totalBytes
-    config.cameraSecond = "/dev/video2"
+    config.camera.second = "/dev/video2"
     let frame = 640 * 480
     #expect(
       MemoryBudget(config).totalBytes - one
-        == 4 * frame * config.cameraFormat.bufferBytesPerPixel + frame + MemoryBudget.mjpegArenaBytes(width: 640))
+        == 4 * frame * config.camera.format.bufferBytesPerPixel + frame + MemoryBudget.mjpegArenaBytes(width: 640))
   }
 
   @Test("each domain's keys land in its own section of ScanConfig, named under that section")
@@ -88,7 +88,7 @@ import Testing
     #expect(config.engine.presenceSlots == 64)
     #expect(config.engine.actuation.relayPulseMilliseconds == 1_500)
     #expect(config.libcamera.focusMillimetres == 250)
-    #expect(config.cameraSupervision.frameTimeoutMilliseconds == 5_000)
+    #expect(config.camera.supervision.frameTimeoutMilliseconds == 5_000)
     // Every fragment's keys are in the schema once, under their own sections.
     let fragments: [(sections: [String], names: [String])] = [
       (["door", "schedule"], DoorConfig.configKeys.map(\.name)), (["panel"], PanelSettings.configKeys.map(\.name)),

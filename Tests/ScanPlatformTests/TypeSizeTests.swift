@@ -14,7 +14,7 @@ import Testing
 
   /// (stored properties, generic parameters, lines with its extensions) of the types over a
   /// limit on the day the test was written: the work issue 44 names.
-  /// Measured on 2026-12-05, lowered as types shrink (2026-12-06: ReaderStatus, RunLoop, ScanConfig, ScanEngine) (issue 44 measured ScanEngine's 35 and 6 and RunLoop's 35 and 7 on 37cf6ba).
+  /// Measured on 2026-12-05, lowered as types shrink (2026-12-06: ReaderStatus, RunLoop, ScanEngine; ScanConfig came within the limits and left the list) (issue 44 measured ScanEngine's 35 and 6 and RunLoop's 35 and 7 on 37cf6ba).
   static let ceilings: [String: (stored: Int, generics: Int, lines: Int)] = [
     "AdminSite": (8, 0, 718),
     "AuditLog": (21, 0, 729),
@@ -33,7 +33,6 @@ import Testing
     "PatternQuarantine": (25, 0, 329),
     "ReaderStatus": (34, 0, 70),
     "RunLoop": (32, 7, 1174),
-    "ScanConfig": (40, 0, 120),
     "ScanEngine": (34, 6, 499),
     "TurnstileController": (30, 0, 374),
   ]

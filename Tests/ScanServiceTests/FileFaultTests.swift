@@ -172,10 +172,10 @@ import Testing
     let dir = temporaryDirectory("files")
     defer { removeTree(dir) }
     var config = ScanConfig()
-    config.cameraSource = .replay
-    config.replayPath = dir + "/frames"
-    mkdir(config.replayPath, 0o755)
-    writeFile(config.replayPath + "/a.png", "not really a png")
+    config.camera.source = .replay
+    config.camera.replayPath = dir + "/frames"
+    mkdir(config.camera.replayPath, 0o755)
+    writeFile(config.camera.replayPath + "/a.png", "not really a png")
     config.allowListPath = dir + "/allow.txt"
     config.log.path = dir + "/state/audit.db"
     mkdir(dir + "/state", 0o700)
@@ -200,9 +200,9 @@ import Testing
         rmdir(path)
       }
     }
-    Odd.fifo.make(config.replayPath + "/b.png")
-    #expect(PathChecks.problems(config).first?.problem == "\(config.replayPath)/b.png: is a FIFO (named pipe), not a regular file: refused")
-    unlink(config.replayPath + "/b.png")
+    Odd.fifo.make(config.camera.replayPath + "/b.png")
+    #expect(PathChecks.problems(config).first?.problem == "\(config.camera.replayPath)/b.png: is a FIFO (named pipe), not a regular file: refused")
+    unlink(config.camera.replayPath + "/b.png")
     Odd.fifo.make(dir + "/state2")
     config.stateDirectorySetting = dir + "/state2"
     #expect(PathChecks.problems(config).contains { $0.entry.role == "state.directory" })

@@ -195,16 +195,16 @@ package func replayReader(
   writeFile(dir + "/allow.txt", "text:ALICE-0001 label=alice\n")
   if let latch { writeFile(dir + "/lockdown", bytes: latch) }
   var config = ScanConfig()
-  config.cameraSource = .replay
-  config.replayPath = dir + "/frames"
-  config.replayFPS = 30
-  config.replayLoop = false
-  config.gpioBackend = .sim
+  config.camera.source = .replay
+  config.camera.replayPath = dir + "/frames"
+  config.camera.replayFPS = 30
+  config.camera.replayLoop = false
+  config.gpio.backend = .sim
   config.allowListPath = dir + "/allow.txt"
   config.log.path = dir + "/audit.db"
   config.stateDirectorySetting = dir
   config.console.listen = []
-  config.decoderIsolation = .inline
+  config.decoder.isolation = .inline
   var options = Service.Options()
   options.quiet = true
   options.handleSignals = false

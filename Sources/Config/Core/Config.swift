@@ -50,39 +50,18 @@ public struct AdminReaderSettings: Equatable, Sendable {
 }
 
 public struct ScanConfig: Equatable, Sendable {
-  // [camera]
-  public var cameraSource = CameraSourceKind.v4l2
-  public var cameraDevice = "/dev/video0"
-  public var cameraWidth = 640
-  public var cameraHeight = 480
-  public var cameraFPS = 30
-  public var cameraFormat = CameraPixelFormat.auto
-  public var cameraBuffers = 4
-  public var mjpegHalfScale = false
-  public var replayPath = ""
-  public var replayFPS = 0
-  public var replayLoop = true
-  /// `camera.second`: a second camera decoded in turn with the first (a turnstile's exit
-  /// camera): a device path, a libcamera id or a replay path, as `camera.source` says ("": none).
-  public var cameraSecond = ""
-  /// Frame timeout and reopen backoff (`camera.frame_timeout_ms`, `camera.reopen_backoff_ms_max`).
-  public var cameraSupervision = CameraSupervisor.Settings()
+  // [camera] (the libcamera settings beside it)
+  public var camera = CameraConfig()
   /// `source = "libcamera"`: which camera, exposure and focus (`camera.libcamera_id`, ...).
   public var libcamera = LibcameraSettings()
   // [decoder], [presence], [gpio] timing, result slots
   public var engine = ScanConfig.readerDefaults()
-  public var decoderArenaKiB = 4_096
-  /// `decoder.isolation`: decode in worker processes (the default) or on the loop's thread.
-  public var decoderIsolation = DecoderIsolation.process
-  /// `decoder.deadline_ms` (nil: `decoderDeadlineMilliseconds`' default from the budget).
-  public var decoderDeadlineSetting: Int? = nil
-  /// `decoder.start_timeout_ms`: a worker not ready this long after its spawn (its warm-up
-  /// decodes) is killed and started again; the service waits twice this for its first worker.
-  public var decoderStartTimeoutMilliseconds = 10_000
+  /// The decoder's process settings (its strategy and budget are in `engine`).
+  public var decoder = DecoderConfig()
   /// A decode running longer is abandoned: as configured, else 10 × the budget and at least
   /// 100 ms (1 s with no budget: every attempt on every frame).
   public var decoderDeadlineMilliseconds: Int {
-    if let d = decoderDeadlineSetting { return d }
+    if let d = decoder.deadlineSetting { return d }
     let budget = engine.decode.budgetMicroseconds / 1000
     return budget == 0 ? 1_000 : max(100, 10 * budget)
   }
@@ -90,7 +69,7 @@ public struct ScanConfig: Equatable, Sendable {
   public var decoderSupervision: DecoderSupervisor.Settings {
     var s = DecoderSupervisor.Settings()
     s.deadlineMilliseconds = decoderDeadlineMilliseconds
-    s.startTimeoutMilliseconds = decoderStartTimeoutMilliseconds
+    s.startTimeoutMilliseconds = decoder.startTimeoutMilliseconds
     return s
   }
   /// `decoder.decode_budget_ms`'s default: about a quarter of a 30 fps frame on a Pi 4 core.
@@ -116,12 +95,7 @@ public struct ScanConfig: Equatable, Sendable {
   // [credentials]
   public var credentials = CredentialSettings()
   // [gpio]
-  public var gpioBackend = GPIOBackend.gpiod
-  public var gpioChip = "gpiochip0"
-  public var relayLine = 17
-  public var relayActiveLow = false
-  public var buzzerLine = 27
-  public var buzzerActiveLow = false
+  public var gpio = GPIOConfig()
   // [door] (DoorConfig.swift)
   public var door = DoorConfig()
   // [emergency] (Emergency/Core/EmergencySettings.swift)

@@ -10,8 +10,8 @@ extension ConfigSchema {
   static func derive(_ config: inout ScanConfig) {
     // A large camera mode reads with the large-frame order (docs/decoder.md): a downscaled whole
     // view every frame, full-resolution tiles and the tracked region in turn.
-    if config.engine.decode.attempts == DecodeAttempt.readerDefault && config.cameraWidth * config.cameraHeight >= 1280 * 720 {
-      config.engine.decode.attempts = DecodeAttempt.readerLarge(width: config.cameraWidth)
+    if config.engine.decode.attempts == DecodeAttempt.readerDefault && config.camera.width * config.camera.height >= 1280 * 720 {
+      config.engine.decode.attempts = DecodeAttempt.readerLarge(width: config.camera.width)
     }
     // Buzzer-free: the lamps say what the chirps would have.
     if config.feedback.quiet {

@@ -40,22 +40,22 @@ public enum ConfigSchema {
   static let cameraKeys: [Key] =
     [
       Key(name: "camera.source", kind: .choice(CameraSourceKind.allCases.map(\.rawValue))) {
-        $0.cameraSource = CameraSourceKind(rawValue: $1.asString)!
+        $0.camera.source = CameraSourceKind(rawValue: $1.asString)!
       },
-      Key(name: "camera.device", kind: .string) { $0.cameraDevice = $1.asString },
-      Key(name: "camera.width", kind: .integer(160...4096)) { $0.cameraWidth = $1.asInt },
-      Key(name: "camera.height", kind: .integer(120...4096)) { $0.cameraHeight = $1.asInt },
-      Key(name: "camera.fps", kind: .integer(1...120)) { $0.cameraFPS = $1.asInt },
+      Key(name: "camera.device", kind: .string) { $0.camera.device = $1.asString },
+      Key(name: "camera.width", kind: .integer(160...4096)) { $0.camera.width = $1.asInt },
+      Key(name: "camera.height", kind: .integer(120...4096)) { $0.camera.height = $1.asInt },
+      Key(name: "camera.fps", kind: .integer(1...120)) { $0.camera.fps = $1.asInt },
       Key(name: "camera.format", kind: .choice(CameraPixelFormat.allCases.map(\.rawValue))) {
-        $0.cameraFormat = CameraPixelFormat(rawValue: $1.asString)!
+        $0.camera.format = CameraPixelFormat(rawValue: $1.asString)!
       },
-      Key(name: "camera.buffers", kind: .integer(2...8)) { $0.cameraBuffers = $1.asInt },
-      Key(name: "camera.mjpeg_half_scale", kind: .boolean) { $0.mjpegHalfScale = $1.asBool },
-      Key(name: "camera.replay_path", kind: .string) { $0.replayPath = $1.asString },
-      Key(name: "camera.replay_fps", kind: .integer(0...1000)) { $0.replayFPS = $1.asInt },
-      Key(name: "camera.replay_loop", kind: .boolean) { $0.replayLoop = $1.asBool },
-      Key(name: "camera.second", kind: .string) { $0.cameraSecond = $1.asString },
-    ] + CameraSupervisor.Settings.configKeys.lifted(\.cameraSupervision) + LibcameraSettings.configKeys.lifted(\.libcamera)
+      Key(name: "camera.buffers", kind: .integer(2...8)) { $0.camera.buffers = $1.asInt },
+      Key(name: "camera.mjpeg_half_scale", kind: .boolean) { $0.camera.mjpegHalfScale = $1.asBool },
+      Key(name: "camera.replay_path", kind: .string) { $0.camera.replayPath = $1.asString },
+      Key(name: "camera.replay_fps", kind: .integer(0...1000)) { $0.camera.replayFPS = $1.asInt },
+      Key(name: "camera.replay_loop", kind: .boolean) { $0.camera.replayLoop = $1.asBool },
+      Key(name: "camera.second", kind: .string) { $0.camera.second = $1.asString },
+    ] + CameraSupervisor.Settings.configKeys.lifted(\.camera.supervision) + LibcameraSettings.configKeys.lifted(\.libcamera)
 
   /// `[decoder]`: the engine's decode settings and the worker processes' (ScanConfig's own).
   static let decoderKeys: [Key] = [
@@ -76,13 +76,13 @@ public enum ConfigSchema {
     },
     Key(name: "decoder.results_max", kind: .integer(1...64)) { $0.engine.resultsCapacity = $1.asInt },
     Key(name: "decoder.payload_bytes_max", kind: .integer(16...8192)) { $0.engine.payloadBytesMax = $1.asInt },
-    Key(name: "decoder.arena_kib", kind: .integer(0...262_144)) { $0.decoderArenaKiB = $1.asInt },
+    Key(name: "decoder.arena_kib", kind: .integer(0...262_144)) { $0.decoder.arenaKiB = $1.asInt },
     Key(name: "decoder.decode_budget_ms", kind: .integer(0...1_000)) { $0.engine.decode.budgetMicroseconds = $1.asInt * 1000 },
     Key(name: "decoder.isolation", kind: .choice(DecoderIsolation.allCases.map(\.rawValue))) {
-      $0.decoderIsolation = DecoderIsolation(rawValue: $1.asString)!
+      $0.decoder.isolation = DecoderIsolation(rawValue: $1.asString)!
     },
-    Key(name: "decoder.deadline_ms", kind: .integer(10...60_000)) { $0.decoderDeadlineSetting = $1.asInt },
-    Key(name: "decoder.start_timeout_ms", kind: .integer(1_000...600_000)) { $0.decoderStartTimeoutMilliseconds = $1.asInt },
+    Key(name: "decoder.deadline_ms", kind: .integer(10...60_000)) { $0.decoder.deadlineSetting = $1.asInt },
+    Key(name: "decoder.start_timeout_ms", kind: .integer(1_000...600_000)) { $0.decoder.startTimeoutMilliseconds = $1.asInt },
     Key(name: "decoder.quiet_after_ms", kind: .integer(0...60_000)) { $0.engine.decode.quietAfterMicroseconds = $1.asInt * 1000 },
     Key(name: "decoder.strategy", kind: .choice(["default", "none"])) {
       $0.engine.decode.attempts = $1.asString == "none" ? [] : DecodeAttempt.readerDefault
@@ -98,12 +98,12 @@ public enum ConfigSchema {
   /// `[gpio]`: the chip and the relay's and buzzer's lines, then the actuator's timing.
   static let gpioKeys: [Key] =
     [
-      Key(name: "gpio.backend", kind: .choice(GPIOBackend.allCases.map(\.rawValue))) { $0.gpioBackend = GPIOBackend(rawValue: $1.asString)! },
-      Key(name: "gpio.chip", kind: .string) { $0.gpioChip = $1.asString },
-      Key(name: "gpio.relay_line", kind: .integer(0...1023)) { $0.relayLine = $1.asInt },
-      Key(name: "gpio.relay_active_low", kind: .boolean) { $0.relayActiveLow = $1.asBool },
-      Key(name: "gpio.buzzer_line", kind: .integer(0...1023)) { $0.buzzerLine = $1.asInt },
-      Key(name: "gpio.buzzer_active_low", kind: .boolean) { $0.buzzerActiveLow = $1.asBool },
+      Key(name: "gpio.backend", kind: .choice(GPIOBackend.allCases.map(\.rawValue))) { $0.gpio.backend = GPIOBackend(rawValue: $1.asString)! },
+      Key(name: "gpio.chip", kind: .string) { $0.gpio.chip = $1.asString },
+      Key(name: "gpio.relay_line", kind: .integer(0...1023)) { $0.gpio.relayLine = $1.asInt },
+      Key(name: "gpio.relay_active_low", kind: .boolean) { $0.gpio.relayActiveLow = $1.asBool },
+      Key(name: "gpio.buzzer_line", kind: .integer(0...1023)) { $0.gpio.buzzerLine = $1.asInt },
+      Key(name: "gpio.buzzer_active_low", kind: .boolean) { $0.gpio.buzzerActiveLow = $1.asBool },
     ] + ActuationSettings.configKeys.lifted(\.engine.actuation)
 
   static let consoleKeys: [Key] = [
@@ -165,8 +165,8 @@ public enum ConfigSchema {
     errors += feedbackProblems(config, line: line)
     errors += config.engine.actuation.configProblems(line: line)
     errors += readerProblems(config, line: line)
-    errors += config.door.configProblems(gpiod: config.gpioBackend == .gpiod, line: line)
-    errors += config.turnstile.configProblems(gpiod: config.gpioBackend == .gpiod, siteKeyFile: config.siteKeyFile, line: line)
+    errors += config.door.configProblems(gpiod: config.gpio.backend == .gpiod, line: line)
+    errors += config.turnstile.configProblems(gpiod: config.gpio.backend == .gpiod, siteKeyFile: config.siteKeyFile, line: line)
     // In panel mode the panel checks PINs: over OSDP the keys go to it (osdp_KEYPAD) and no PIN
     // key is needed here; Wiegand's keypad formats are not sent.
     let keysToPanel = config.panel.mode == .panel && config.panel.link == .osdp
@@ -184,20 +184,20 @@ public enum ConfigSchema {
     }
     // A second camera is a turnstile's exit camera, and a turnstile's "camera" direction needs it.
     let cameraDirection = config.turnstile.machine.enabled && config.turnstile.direction == .camera
-    if !config.cameraSecond.isEmpty && !cameraDirection {
+    if !config.camera.second.isEmpty && !cameraDirection {
       errors.append(
         ConfigError(
           key: "camera.second", line: line("camera.second"),
           reason: "a second camera is a turnstile's exit camera: it needs turnstile.enabled and turnstile.direction = \"camera\""))
     }
-    if !config.cameraSecond.isEmpty && config.cameraSource == .libcamera {
+    if !config.camera.second.isEmpty && config.camera.source == .libcamera {
       // libcamera allows one camera manager per process (a second aborts it): not yet shared.
       errors.append(
         ConfigError(
           key: "camera.second", line: line("camera.second"),
           reason: "camera.source = \"libcamera\" opens one camera per reader: run a reader per camera (docs/turnstiles.md)"))
     }
-    if cameraDirection && config.cameraSecond.isEmpty {
+    if cameraDirection && config.camera.second.isEmpty {
       errors.append(ConfigError(key: "turnstile.direction", line: line("turnstile.direction"), reason: "direction = \"camera\" needs camera.second"))
     }
     if config.turnstile.machine.enabled && config.panel.mode == .panel {
@@ -317,17 +317,17 @@ public enum ConfigSchema {
   static func readerProblems(_ config: ScanConfig, line: ConfigLineLookup) -> [ConfigError] {
     var errors: [ConfigError] = []
     if let r = config.engine.decode.region,
-      r.width < 16 || r.height < 16 || r.x + r.width > config.cameraWidth || r.y + r.height > config.cameraHeight
+      r.width < 16 || r.height < 16 || r.x + r.width > config.camera.width || r.y + r.height > config.camera.height
     {
       errors.append(
         ConfigError(
           key: "decoder.roi", line: line("decoder.roi"),
-          reason: "[x, y, width, height] must lie inside the \(config.cameraWidth)×\(config.cameraHeight) frame and be at least 16×16"))
+          reason: "[x, y, width, height] must lie inside the \(config.camera.width)×\(config.camera.height) frame and be at least 16×16"))
     }
-    if config.gpioBackend == .gpiod && config.relayLine == config.buzzerLine {
+    if config.gpio.backend == .gpiod && config.gpio.relayLine == config.gpio.buzzerLine {
       errors.append(ConfigError(key: "gpio.buzzer_line", line: line("gpio.buzzer_line"), reason: "same line as gpio.relay_line"))
     }
-    if config.cameraSource == .replay && config.replayPath.isEmpty {
+    if config.camera.source == .replay && config.camera.replayPath.isEmpty {
       errors.append(ConfigError(key: "camera.replay_path", line: line("camera.source"), reason: "camera.source = \"replay\" needs camera.replay_path"))
     }
     return errors
@@ -360,9 +360,9 @@ public enum ConfigSchema {
   }
 
   static func lineClashErrors(_ c: ScanConfig, line: ConfigLineLookup) -> [ConfigError] {
-    guard c.gpioBackend == .gpiod else { return [] }
+    guard c.gpio.backend == .gpiod else { return [] }
     var errors: [ConfigError] = []
-    var used: [(String, Int)] = [("gpio.relay_line", c.relayLine), ("gpio.buzzer_line", c.buzzerLine)]
+    var used: [(String, Int)] = [("gpio.relay_line", c.gpio.relayLine), ("gpio.buzzer_line", c.gpio.buzzerLine)]
     for (name, offset) in c.door.linesInUse + c.emergency.linesInUse + c.turnstile.linesInUse + c.panel.linesInUse
       + c.feedback.linesInUse
     where offset >= 0 {

@@ -13,23 +13,23 @@ public struct MemoryBudget: Sendable {
   public static func mjpegArenaBytes(width: Int) -> Int { (64 << 10) + 64 * max(width, 0) }
 
   public init(_ c: ScanConfig) {
-    let frame = c.cameraWidth * c.cameraHeight
+    let frame = c.camera.width * c.camera.height
     let e = c.engine
     // Each camera has its own buffers, gray plane and MJPEG arena (`camera.second`: two).
-    let cameras = c.cameraSecond.isEmpty ? 1 : 2
+    let cameras = c.camera.second.isEmpty ? 1 : 2
     let each = cameras == 1 ? "" : " × 2 cameras"
     var lines = [
       (
-        "camera buffers (driver mmap, \(c.cameraFormat.bufferCase))" + each,
-        cameras * c.cameraBuffers * frame * c.cameraFormat.bufferBytesPerPixel
+        "camera buffers (driver mmap, \(c.camera.format.bufferCase))" + each,
+        cameras * c.camera.buffers * frame * c.camera.format.bufferBytesPerPixel
       ),
       ("gray plane (MJPEG decode target)" + each, cameras * frame),
-      ("MJPEG decoder arena (libjpeg's per-frame memory)" + each, cameras * Self.mjpegArenaBytes(width: c.cameraWidth)),
+      ("MJPEG decoder arena (libjpeg's per-frame memory)" + each, cameras * Self.mjpegArenaBytes(width: c.camera.width)),
       (
         "decoder scratch plane (the strategy's largest view)",
-        DecodePipeline<NoDecoder>.bytes(maxWidth: c.cameraWidth, maxHeight: c.cameraHeight, attempts: e.decode.attempts)
+        DecodePipeline<NoDecoder>.bytes(maxWidth: c.camera.width, maxHeight: c.camera.height, attempts: e.decode.attempts)
       ),
-      ("decoder C++ arena", c.decoderArenaKiB * 1024),
+      ("decoder C++ arena", c.decoder.arenaKiB * 1024),
       (
         "result slots (\(e.resultsCapacity) × \(e.payloadBytesMax) B × payload+text)",
         DecodeResults.bytes(capacity: e.resultsCapacity, payloadBytesMax: e.payloadBytesMax)

@@ -19,7 +19,7 @@ public struct LoopSettings: Sendable {
   public init(_ c: ScanConfig = ScanConfig()) {
     allowListPath = c.allowListPath
     watchAllowList = c.allowListWatch
-    camera = c.cameraSupervision
+    camera = c.camera.supervision
   }
 
   public var frameTimeoutMilliseconds: Int {

@@ -20,7 +20,7 @@ public enum DoorSetup {
     let d = config.door
     guard d.machine.enabled else { return nil }
     var settings = d.machine
-    switch config.gpioBackend {
+    switch config.gpio.backend {
     case .sim:
       let lines = SimulatedLines(
         contact: SimulatedInputLine(), exitButton: SimulatedInputLine(), tamper: SimulatedInputLine(),
@@ -38,7 +38,7 @@ public enum DoorSetup {
           continue
         }
         let line = try GPIODInputLine(
-          chip: config.gpioChip, offset: UInt32(c.line), activeLow: c.activeLow, bias: c.bias,
+          chip: config.gpio.chip, offset: UInt32(c.line), activeLow: c.activeLow, bias: c.bias,
           debounceMilliseconds: Int(settings.debounceMilliseconds[input.rawValue]), consumer: "scangate-" + input.name)
         // The kernel debounces this line: the machine takes its edges as they come.
         if line.kernelDebounce { settings.debounceMilliseconds[input.rawValue] = 0 }
@@ -48,13 +48,13 @@ public enum DoorSetup {
       if d.alarmLine >= 0 {
         alarm = GPIODOutputBox(
           try GPIODOutputLine(
-            chip: config.gpioChip, offset: UInt32(d.alarmLine), activeLow: d.alarmActiveLow, consumer: "scangate-alarm"))
+            chip: config.gpio.chip, offset: UInt32(d.alarmLine), activeLow: d.alarmActiveLow, consumer: "scangate-alarm"))
       }
       var aux: GPIODOutputBox? = nil
       if d.auxRelayLine >= 0 {
         aux = GPIODOutputBox(
           try GPIODOutputLine(
-            chip: config.gpioChip, offset: UInt32(d.auxRelayLine), activeLow: d.auxRelayActiveLow,
+            chip: config.gpio.chip, offset: UInt32(d.auxRelayLine), activeLow: d.auxRelayActiveLow,
             consumer: "scangate-aux-relay"))
       }
       let controller = DoorController(

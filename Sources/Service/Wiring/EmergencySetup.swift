@@ -21,7 +21,7 @@ public enum EmergencySetup {
   ) throws(GPIOError) -> EmergencyController {
     let e = config.emergency
     var lines: [(any InputLine)?] = [nil, nil]
-    switch config.gpioBackend {
+    switch config.gpio.backend {
     case .sim:
       lines = [simulated?.fire, simulated?.lockdown]
     case .gpiod:
@@ -29,7 +29,7 @@ public enum EmergencySetup {
         let c = e.input(input)
         guard c.line >= 0 else { continue }
         lines[input.rawValue] = try GPIODInputLine(
-          chip: config.gpioChip, offset: UInt32(c.line), activeLow: c.activeLow, bias: c.bias,
+          chip: config.gpio.chip, offset: UInt32(c.line), activeLow: c.activeLow, bias: c.bias,
           debounceMilliseconds: Int(e.settings.debounceMilliseconds), consumer: "scangate-" + input.name)
       }
     }

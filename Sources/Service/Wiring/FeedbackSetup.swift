@@ -27,7 +27,7 @@ public enum FeedbackSetup {
   ) throws(GPIOError) -> FeedbackLights? {
     let f = config.feedback
     guard f.isWired else { return nil }
-    switch config.gpioBackend {
+    switch config.gpio.backend {
     case .sim:
       let l = simulated ?? SimulatedLines()
       return FeedbackLights(
@@ -37,7 +37,7 @@ public enum FeedbackSetup {
       func lamp(_ offset: Int, _ name: String) throws(GPIOError) -> (any OutputLine)? {
         guard offset >= 0 else { return nil }
         return GPIODOutputBox(
-          try GPIODOutputLine(chip: config.gpioChip, offset: UInt32(offset), activeLow: f.activeLow, consumer: "scangate-" + name))
+          try GPIODOutputLine(chip: config.gpio.chip, offset: UInt32(offset), activeLow: f.activeLow, consumer: "scangate-" + name))
       }
       return FeedbackLights(
         settings: f, ring: ring, green: try lamp(f.greenLine, "green"), red: try lamp(f.redLine, "red"),

@@ -21,11 +21,11 @@ extension Service {
   /// backend the thread clocks the bits out to nothing (the timing and the queue still run).
   public static func makeWiegand(_ config: ScanConfig, ring: EventRing, clock: SystemMonotonicClock) throws(GPIOError) -> WiegandLink? {
     guard config.panel.mode == .panel && config.panel.link == .wiegand else { return nil }
-    if config.gpioBackend == .sim {
+    if config.gpio.backend == .sim {
       return try WiegandLink(
         settings: config.panel, simulated: WiegandLink.SimulatedDrive { _, _ in }, ring: ring, clock: clock, wall: SystemWallClock())
     }
-    return try WiegandLink(settings: config.panel, chip: config.gpioChip, ring: ring, clock: clock, wall: SystemWallClock())
+    return try WiegandLink(settings: config.panel, chip: config.gpio.chip, ring: ring, clock: clock, wall: SystemWallClock())
   }
 
   /// The panel's beeper and LED wires into a Wiegand reader, when `[panel]` names either (nil
@@ -35,9 +35,9 @@ extension Service {
     guard p.mode == .panel && p.link == .wiegand, p.wiegandBeeperLine >= 0 || p.wiegandLEDLine >= 0 else { return nil }
     func wire(_ offset: Int, _ name: String) throws(GPIOError) -> (any InputLine)? {
       guard offset >= 0 else { return nil }
-      if config.gpioBackend == .sim { return SimulatedInputLine() }
+      if config.gpio.backend == .sim { return SimulatedInputLine() }
       return try GPIODInputLine(
-        chip: config.gpioChip, offset: UInt32(offset), activeLow: p.wiegandFeedbackActiveLow, bias: p.wiegandFeedbackBias,
+        chip: config.gpio.chip, offset: UInt32(offset), activeLow: p.wiegandFeedbackActiveLow, bias: p.wiegandFeedbackBias,
         debounceMilliseconds: 0, consumer: "scangate-wiegand-" + name)
     }
     let feedback = WiegandFeedback(

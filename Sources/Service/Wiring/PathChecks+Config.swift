@@ -38,11 +38,11 @@ extension PathChecks {
     }
     file("allow_list.path", config.allowListPath, config.engine.allowList.fileBytesMax)
     file("schedule.path", config.door.schedulePath, ScheduleSet.fileBytesMax)
-    if config.cameraSource == .replay && !config.replayPath.isEmpty {
-      list.append(Entry(role: "camera.replay_path", path: config.replayPath, kind: .replay))
+    if config.camera.source == .replay && !config.camera.replayPath.isEmpty {
+      list.append(Entry(role: "camera.replay_path", path: config.camera.replayPath, kind: .replay))
     }
-    if config.cameraSource == .replay && !config.cameraSecond.isEmpty {
-      list.append(Entry(role: "camera.second", path: config.cameraSecond, kind: .replay))
+    if config.camera.source == .replay && !config.camera.second.isEmpty {
+      list.append(Entry(role: "camera.second", path: config.camera.second, kind: .replay))
     }
     if let directory = config.stateDirectory { list.append(Entry(role: "state.directory", path: directory, kind: .directory)) }
     let c = config.credentials

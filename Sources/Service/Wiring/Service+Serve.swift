@@ -61,7 +61,7 @@ extension Service {
   ) -> RunLoop<S, D, R, B, SystemMonotonicClock, SystemWallClock, SodiumDigester> {
     let engine = ScanEngine(
       settings: config.engine, decoder: decoder, relay: relay, buzzer: buzzer, clock: clock, wall: SystemWallClock(),
-      digester: SodiumDigester(), events: ring, maxWidth: config.cameraWidth, maxHeight: config.cameraHeight)
+      digester: SodiumDigester(), events: ring, maxWidth: config.camera.width, maxHeight: config.camera.height)
     let console = makeConsole(config, clock: clock)
     var loop = RunLoop(
       engine: engine, settings: loopSettings(config, maxFrames: options.maxFrames, handleSignals: options.handleSignals), console: console,
@@ -243,7 +243,7 @@ extension Service {
     turnstile.frameOrigin = options.cameraOrigin  // direction = "camera": the camera that saw the code
     loop.engine.outcome = .turnstile(turnstile)
     loop.register(turnstile)
-    if config.gpioBackend == .sim,
+    if config.gpio.backend == .sim,
       let driver = options.turnstileDriver?(
         TurnstileSetup.DriverContext(lines: lines, ring: ring, occupancy: turnstile.occupancyGauge, notes: loop.journalNotes))
     {

@@ -34,8 +34,8 @@ public enum Service {
 
   public static func cameraSettings(_ c: ScanConfig) -> CameraSettings {
     CameraSettings(
-      path: c.cameraDevice, width: c.cameraWidth, height: c.cameraHeight, fps: c.cameraFPS,
-      format: c.cameraFormat, buffers: c.cameraBuffers, mjpegHalfScale: c.mjpegHalfScale)
+      path: c.camera.device, width: c.camera.width, height: c.camera.height, fps: c.camera.fps,
+      format: c.camera.format, buffers: c.camera.buffers, mjpegHalfScale: c.camera.mjpegHalfScale)
   }
 
   /// Runs with the configured source and GPIO backend. Returns the exit status.
@@ -50,7 +50,7 @@ public enum Service {
       writeStandardError("scangate: refused: \(problem)\n")
       return 1
     }
-    switch config.gpioBackend {
+    switch config.gpio.backend {
     case .sim:
       let relay = SimulatedOutputLine()
       let buzzer = SimulatedOutputLine()
@@ -63,8 +63,8 @@ public enum Service {
       }
     case .gpiod:
       do {
-        let relay = try GPIODOutputLine(chip: config.gpioChip, offset: UInt32(config.relayLine), activeLow: config.relayActiveLow)
-        let buzzer = try GPIODOutputLine(chip: config.gpioChip, offset: UInt32(config.buzzerLine), activeLow: config.buzzerActiveLow)
+        let relay = try GPIODOutputLine(chip: config.gpio.chip, offset: UInt32(config.gpio.relayLine), activeLow: config.gpio.relayActiveLow)
+        let buzzer = try GPIODOutputLine(chip: config.gpio.chip, offset: UInt32(config.gpio.buzzerLine), activeLow: config.gpio.buzzerActiveLow)
         let watchdog = try RelayWatchdog(relay: relay)
         return withSource(config, options: options, relay: relay, buzzer: buzzer, watchdog: watchdog)
       } catch {
@@ -78,12 +78,12 @@ public enum Service {
     _ config: ScanConfig, options: Options, relay: consuming R, buzzer: consuming B, watchdog: RelayWatchdog
   ) -> Int32 {
     // `camera.second`: the same kind of source twice, decoded in turn (a turnstile's exit camera).
-    let second = config.cameraSecond.isEmpty ? nil : config.cameraSecond
+    let second = config.camera.second.isEmpty ? nil : config.camera.second
     var options = options
     let origin = FrameOrigin()
     if second != nil { options.cameraOrigin = origin }
-    let stale = config.cameraSupervision.frameTimeoutMilliseconds
-    switch config.cameraSource {
+    let stale = config.camera.supervision.frameTimeoutMilliseconds
+    switch config.camera.source {
     case .v4l2:
       let settings = cameraSettings(config)
       guard let second else {
@@ -102,7 +102,7 @@ public enum Service {
         return 1
       }
       let settings = LibcameraSourceSettings(
-        width: config.cameraWidth, height: config.cameraHeight, fps: config.cameraFPS, buffers: config.cameraBuffers,
+        width: config.camera.width, height: config.camera.height, fps: config.camera.fps, buffers: config.camera.buffers,
         camera: config.libcamera)
       // One libcamera camera per process (the configuration refuses `camera.second` with it).
       return serve(config, options: options, relay: relay, buzzer: buzzer, watchdog: watchdog) { () throws(CaptureError) in
@@ -112,16 +112,16 @@ public enum Service {
       let clock = SystemMonotonicClock()
       let replay = { (path: String) throws(CaptureError) -> ReplayFrameSource in
         try ReplayFrameSource(
-          path: path, width: config.cameraWidth, height: config.cameraHeight, framesPerSecond: config.replayFPS,
-          loops: config.replayLoop, clock: clock)
+          path: path, width: config.camera.width, height: config.camera.height, framesPerSecond: config.camera.replayFPS,
+          loops: config.camera.replayLoop, clock: clock)
       }
       guard let second else {
         return serve(config, options: options, relay: relay, buzzer: buzzer, watchdog: watchdog) { () throws(CaptureError) in
-          try replay(config.replayPath)
+          try replay(config.camera.replayPath)
         }
       }
       return serve(config, options: options, relay: relay, buzzer: buzzer, watchdog: watchdog) { () throws(CaptureError) in
-        try CameraPair(first: replay(config.replayPath), second: replay(second), staleAfterMilliseconds: stale, origin: origin)
+        try CameraPair(first: replay(config.camera.replayPath), second: replay(second), staleAfterMilliseconds: stale, origin: origin)
       }
     }
   }
@@ -130,7 +130,7 @@ public enum Service {
     _ config: ScanConfig, options: Options, relay: consuming R, buzzer: consuming B, watchdog: RelayWatchdog,
     openSource: @escaping () throws(CaptureError) -> S
   ) -> Int32 {
-    if config.decoderIsolation == .process {
+    if config.decoder.isolation == .process {
       // The workers start first, from a service that has read nothing but its configuration.
       let workers: DecoderWorkers
       do { workers = try makeDecoderWorkers(config) } catch {
@@ -138,7 +138,7 @@ public enum Service {
         return 1
       }
       // Two start timeouts: a slow first start (a cold page cache, an emulated CPU) gets one retry.
-      let wait = 2 * config.decoderStartTimeoutMilliseconds + 1_000
+      let wait = 2 * config.decoder.startTimeoutMilliseconds + 1_000
       // Under systemd the unit's TimeoutStartSec (60 s) would end a longer wait first, before the
       // reason is printed: the wait is announced as an extension of the start timeout.
       ServiceNotifier().send { w in
@@ -150,7 +150,7 @@ public enum Service {
         let s = workers.stats
         writeStandardError(
           "scangate: no decoder worker was ready within \(wait) ms (\(s.startFailures) failed starts, last \(workers.lastCrashName ?? "none")): "
-            + "seccomp unavailable, or a start slower than decoder.start_timeout_ms (\(config.decoderStartTimeoutMilliseconds) ms); "
+            + "seccomp unavailable, or a start slower than decoder.start_timeout_ms (\(config.decoder.startTimeoutMilliseconds) ms); "
             + "decoder.isolation = \"inline\" decodes in the service\n")
         return 1
       }
@@ -174,12 +174,12 @@ public enum Service {
   public static func fleetControl(_ config: ScanConfig, link: FleetLink, time: TrustedTime) -> FleetRequests {
     let snapshot =
       config.fleet.snapshot == .off
-      ? nil : FleetSnapshot(policy: config.fleet.snapshot, maxWidth: config.cameraWidth, maxHeight: config.cameraHeight)
-    if config.decoderIsolation == .process {
+      ? nil : FleetSnapshot(policy: config.fleet.snapshot, maxWidth: config.camera.width, maxHeight: config.camera.height)
+    if config.decoder.isolation == .process {
       // The redaction's second look (every attempt, view and format) in workers of its own.
       snapshot?.makeWorkers = {
         try? FleetSnapshot.secondLookWorkers(
-          maxWidth: config.cameraWidth, maxHeight: config.cameraHeight, arenaBytes: config.decoderArenaKiB * 1024,
+          maxWidth: config.camera.width, maxHeight: config.camera.height, arenaBytes: config.decoder.arenaKiB * 1024,
           supervision: config.decoderSupervision)
       }
     }
@@ -239,7 +239,7 @@ public enum Service {
   /// The decoder as configured (arena, result slots, try-harder).
   public static func makeDecoder(_ config: ScanConfig) throws(SystemError) -> ZXingDecoder {
     try ZXingDecoder(
-      arenaBytes: config.decoderArenaKiB * 1024, capacity: config.engine.resultsCapacity,
+      arenaBytes: config.decoder.arenaKiB * 1024, capacity: config.engine.resultsCapacity,
       tryHarder: config.engine.decode.tryHarder)
   }
 
@@ -247,8 +247,8 @@ public enum Service {
   /// builds pass SCANGATE_DECODER_TEST_HOOKS (abort, open, spin) on to the workers (the fault tests).
   public static func makeDecoderWorkers(_ config: ScanConfig) throws(SystemError) -> DecoderWorkers {
     var settings = DecoderWorkerSettings(
-      decode: config.engine.decode, maxWidth: config.cameraWidth, maxHeight: config.cameraHeight,
-      arenaBytes: config.decoderArenaKiB * 1024, resultsCapacity: config.engine.resultsCapacity,
+      decode: config.engine.decode, maxWidth: config.camera.width, maxHeight: config.camera.height,
+      arenaBytes: config.decoder.arenaKiB * 1024, resultsCapacity: config.engine.resultsCapacity,
       payloadBytesMax: config.engine.payloadBytesMax)
     #if DEBUG
       if let hooks = getenv("SCANGATE_DECODER_TEST_HOOKS").map({ String(cString: $0) }) {

@@ -37,7 +37,7 @@ public enum TurnstileSetup {
     var outputs: [(any OutputLine)?] = [nil, nil, nil]
     var direction: (any InputLine)? = nil
     var machine = t
-    switch config.gpioBackend {
+    switch config.gpio.backend {
     case .sim:
       let lines = simulated ?? SimulatedLines()
       inputs = [lines.entryPassage, lines.exitPassage, lines.alarmInput]
@@ -47,12 +47,12 @@ public enum TurnstileSetup {
       func input(_ c: TurnstileLineConfig, _ name: String) throws(GPIOError) -> GPIODInputLine? {
         guard c.line >= 0 else { return nil }
         return try GPIODInputLine(
-          chip: config.gpioChip, offset: UInt32(c.line), activeLow: c.activeLow, bias: .pullUp,
+          chip: config.gpio.chip, offset: UInt32(c.line), activeLow: c.activeLow, bias: .pullUp,
           debounceMilliseconds: Int(t.machine.debounceMilliseconds), consumer: "scangate-" + name)
       }
       func output(_ c: TurnstileLineConfig, _ name: String) throws(GPIOError) -> GPIODOutputBox? {
         guard c.line >= 0 else { return nil }
-        return GPIODOutputBox(try GPIODOutputLine(chip: config.gpioChip, offset: UInt32(c.line), activeLow: c.activeLow, consumer: "scangate-" + name))
+        return GPIODOutputBox(try GPIODOutputLine(chip: config.gpio.chip, offset: UInt32(c.line), activeLow: c.activeLow, consumer: "scangate-" + name))
       }
       let entry = try input(t.entryPassage, "entry-passage")
       let exit = try input(t.exitPassage, "exit-passage")

@@ -99,7 +99,7 @@ enum SceneHarness {
       let decoder: ZXingDecoder
       do {
         decoder = try ZXingDecoder(
-          arenaBytes: ScanConfig().decoderArenaKiB * 1024, capacity: settings.resultsCapacity, tryHarder: settings.decode.tryHarder)
+          arenaBytes: ScanConfig().decoder.arenaKiB * 1024, capacity: settings.resultsCapacity, tryHarder: settings.decode.tryHarder)
       } catch { throw ParseError(message: "\(error)") }
       var engine = ScanEngine(
         settings: settings, decoder: decoder, relay: relay, buzzer: buzzer, clock: clock, wall: SystemWallClock(),

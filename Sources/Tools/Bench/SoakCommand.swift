@@ -106,7 +106,7 @@ public enum SoakCommand {
     }
     try writeFileAtomically(directory + "/allow-list.txt", Array("text:ALICE-0001\ntext:DAVE-0004\n".utf8))
 
-    config.gpioBackend = .sim
+    config.gpio.backend = .sim
     config.allowListPath = directory + "/allow-list.txt"
     config.allowListWatch = false
     config.engine.presence.leaveAfterMilliseconds = 50

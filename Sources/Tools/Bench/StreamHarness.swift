@@ -30,7 +30,7 @@ enum StreamHarness {
     let (maxWidth, maxHeight) = largestSize(paths, reader: reader)
     let decoder: ZXingDecoder
     // The reader's arena (its default size), so the engine's allocations cost what they do there.
-    do { decoder = try ZXingDecoder(arenaBytes: ScanConfig().decoderArenaKiB * 1024, capacity: capacity, tryHarder: settings.tryHarder) } catch {
+    do { decoder = try ZXingDecoder(arenaBytes: ScanConfig().decoder.arenaKiB * 1024, capacity: capacity, tryHarder: settings.tryHarder) } catch {
       throw ParseError(message: "\(error)")
     }
     var pipeline = DecodePipeline(decoder: decoder, settings: settings, maxWidth: maxWidth, maxHeight: maxHeight)

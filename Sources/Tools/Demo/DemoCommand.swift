@@ -115,13 +115,13 @@ public enum DemoCommand {
     _ config: inout ScanConfig, directory: String, fps: Int, width: Int, height: Int, turnstile: Bool, panel: Bool = false,
     demoConsole: Bool
   ) throws {
-    config.cameraSource = .replay
-    config.replayPath = directory
-    config.replayFPS = fps
-    config.replayLoop = false
-    config.cameraWidth = width
-    config.cameraHeight = height
-    config.gpioBackend = .sim
+    config.camera.source = .replay
+    config.camera.replayPath = directory
+    config.camera.replayFPS = fps
+    config.camera.replayLoop = false
+    config.camera.width = width
+    config.camera.height = height
+    config.gpio.backend = .sim
     config.allowListPath = directory + "/allow-list.txt"
     config.allowListWatch = false
     config.log.path = directory + "/audit.db"
