@@ -1,5 +1,5 @@
 #!/bin/bash
-# The simulator's long search (docs/testing.md, "The simulator"; CI runs 200 seeds): COUNT seeds
+# The simulator's long search (docs/testing.md, "The simulator"; CI runs 100 seeds): COUNT seeds
 # of the release build from FROM on, then each mutation's first catching seed. Prints the lines
 # bench/RESULTS.md "The simulator's long search" holds.
 # Usage: bench/sim-search.sh [COUNT] [FROM]   (20000, 1001: past the seeds CI runs)

@@ -2,11 +2,11 @@
 # The deterministic simulation (docs/testing.md, "The simulator"): a fixed number of seeds, each
 # replayed byte for byte, and every deliberate mutation caught by the invariant meant to catch it.
 # Prints PASS/FAIL lines and "sim: N passed, M failed".
-# Usage: deploy/sim-test.sh [path/to/scangate-sim] [SEEDS]   (.build/debug/scangate-sim, 200)
+# Usage: deploy/sim-test.sh [path/to/scangate-sim] [SEEDS]   (.build/debug/scangate-sim, 100)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 SIM=$(realpath "${1:-.build/debug/scangate-sim}")
-SEEDS=${2:-200}
+SEEDS=${2:-100}
 pass=0; fail=0
 check() { if [ "$1" = 0 ]; then echo "PASS sim: $2"; pass=$((pass + 1)); else echo "FAIL sim: $2"; fail=$((fail + 1)); fi; }
 [ -x "$SIM" ] || { echo "FAIL sim: no scangate-sim at $SIM (swift build first)"; echo "sim: 0 passed, 1 failed"; exit 1; }
@@ -39,6 +39,7 @@ declare -A expect=(
   [disk-full-ignored]=no-grant-unrecorded-use
   [fleet-acks-on-publish]=fleet-acked-was-accepted [fleet-saves-sent-mark]=fleet-acked-was-accepted
   [fleet-trusts-any-puback]=fleet-acked-was-accepted [fleet-misses-lost-connection]=fleet-catches-up
+  [fleet-reads-next-record]=fleet-exactly-as-logged
 )
 listed=$("$SIM" --list-mutations)
 [ "$(echo "$listed" | wc -l)" -ge 5 ] && [ "$(echo "$listed" | sort | xargs)" = "$(printf '%s\n' "${!expect[@]}" | sort | xargs)" ]

@@ -40,4 +40,7 @@ public enum SimMutation: String, CaseIterable, Sendable {
   /// The fleet link does not notice an established connection going (a cut, the broker gone): it
   /// publishes into it until the session's own acknowledgement timeout gives it up.
   case fleetMissesLostConnection = "fleet-misses-lost-connection"
+  /// The fleet link reads the log one record off (sequence N from the N+1th record: a 0- and
+  /// 1-based mix-up), publishing each record under its neighbour's sequence.
+  case fleetReadsNextRecord = "fleet-reads-next-record"
 }

@@ -280,7 +280,9 @@ final class SimFleet {
       let mid = c.nextMid
       c.nextMid = c.nextMid == Int32.max ? 1 : c.nextMid + 1
       let sequence = Int64(index + 1)
-      c.toBroker.append(Packet(arrives: delay(now), mid: mid, sequence: sequence, text: log[index].text))
+      // The `fleet-reads-next-record` mutation reads sequence N at index N (one past it).
+      let read = mutation == .fleetReadsNextRecord ? index + 1 : index
+      c.toBroker.append(Packet(arrives: delay(now), mid: mid, sequence: sequence, text: read < log.count ? log[read].text : ""))
       c.unacked.append(mid)
       highestPublished = max(highestPublished, sequence)
       session.published(sequence: sequence, mid: mid, now: now)
