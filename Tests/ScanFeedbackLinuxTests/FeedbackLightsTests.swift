@@ -74,6 +74,47 @@ import Testing
     #expect(lights.statusLine(now: Self.at(10)).hasPrefix("denied (green -, red on, amber -) sim, 1 write errors, "))
   }
 
+  /// A host that keeps what a domain registers (the loop's stand-in).
+  struct Host: ParticipantHost {
+    var registered: [any PollParticipant] = []
+    mutating func register(_ participant: any PollParticipant) { registered.append(participant) }
+  }
+
+  @Test("the domain: wired lamps are one participant on the lines named by their keys; none wired, none; a line the kernel refuses stops the start")
+  func domainAttach() throws {
+    let ring = EventRing(capacity: 16)
+    let green = SimulatedOutputLine()
+    let watched = OutputLineBank(.simulated(["feedback.green_line": green]))
+    func start(_ outputs: OutputLineBank, lockdown: Bool = false) -> DomainStart {
+      DomainStart(ring: ring, now: Self.at(0), outputs: outputs, fire: false, lockdown: lockdown)
+    }
+    var host = Host()
+    #expect(try FeedbackDomain.attach(FeedbackSettings(), start(watched), to: &host) == nil && host.registered.isEmpty)
+    let part = try FeedbackDomain.attach(Self.settings(), start(watched), to: &host)
+    let lights = try #require(host.registered.first as? FeedbackLights)
+    #expect(host.registered.count == 1 && part === lights && lights.backend == "sim")
+    lights.service(PollSet(capacity: 1), now: Self.at(1), requests: LoopRequests())
+    #expect(green.level == .inactive && lights.driven?.amber == .active, "amber (an unwatched line of its own) invites a code")
+    ring.append(Self.decision(.granted, at: 2))
+    lights.service(PollSet(capacity: 1), now: Self.at(3), requests: LoopRequests())
+    #expect(green.level == .active, "the watched green line shows the grant")
+    part?.release()
+    #expect(green.level == .inactive)
+    // A standing lockdown reaches the lamps from the start (no event says it).
+    var other = Host()
+    _ = try FeedbackDomain.attach(Self.settings(), start(watched, lockdown: true), to: &other)
+    let locked = try #require(other.registered.first as? FeedbackLights)
+    #expect(locked.lamps.lockdown && locked.statusLine(now: Self.at(0)).hasPrefix("locked-down"), "\(locked.statusLine(now: Self.at(0)))")
+    // libgpiod on a chip that is not there: refused, saying which lamp line, nothing registered.
+    var refused = Host()
+    #expect {
+      try FeedbackDomain.attach(Self.settings(), start(OutputLineBank(.gpiod(chip: "/nonexistent/gpiochip9"))), to: &refused)
+    } throws: { error in
+      "\(error)".hasPrefix("cannot request the feedback lamps: request /nonexistent/gpiochip9 line 5")
+    }
+    #expect(refused.registered.isEmpty)
+  }
+
   /// The replay (alice at frames 8-13, mallory at 45-50 of 60) through `Service.run` with lamps
   /// on recording lines; `latch`: a lockdown latch file in the state directory at start.
   static func runWithLamps(_ dir: String, latch: [UInt8]? = nil) -> (green: RecordingOutputLine, red: RecordingOutputLine, amber: RecordingOutputLine) {
@@ -86,7 +127,7 @@ import Testing
       green: RecordingOutputLine(name: "green", clock: clock), red: RecordingOutputLine(name: "red", clock: clock),
       amber: RecordingOutputLine(name: "amber", clock: clock)
     )
-    options.feedbackLines = FeedbackSetup.SimulatedLines(green: lines.green, red: lines.red, amber: lines.amber)
+    options.watchedOutputs = ["feedback.green_line": lines.green, "feedback.red_line": lines.red, "feedback.amber_line": lines.amber]
     #expect(Service.run(config, options: options) == 0)
     return lines
   }

@@ -109,4 +109,26 @@ import Testing
     let core = try #require(Self.targets().first { $0.name == "ScanFeedback" })
     #expect(core.dependencies == ["ScanBase"])
   }
+
+  @Test("the feedback domain plugs in by one value: outside its folder, one line each in ScanConfig, the schema's list and the composition root")
+  func feedbackPlugsInByOneLine() {
+    // Its names in code (comments and imports aside): its types, its module and its section.
+    let names = /\bFeedback(Settings|Lights|Lamps|Domain|Idle|Levels)\b|\bScanFeedback\b|config\.feedback\b|\\\.feedback\b/
+    // The umbrellas re-export every module, and the simulator's world models the lamps' core.
+    let aside = ["ScanCore/ScanCore.swift", "ScanLinux/Exports.swift"]
+    var found: [String] = []
+    for file in ChokepointTests.swiftFiles(under: packageRoot + "/Sources")
+    where !file.hasPrefix("Feedback/") && !file.hasPrefix("Simulator/") && !aside.contains(file) {
+      for line in Self.readText(packageRoot + "/Sources/" + file).split(separator: "\n") {
+        let code = line.split(separator: "//", maxSplits: 1, omittingEmptySubsequences: false)[0].trimmingPrefix(while: { $0 == " " })
+        if !code.hasPrefix("import "), code.firstMatch(of: names) != nil { found.append("\(file): \(code)") }
+      }
+    }
+    #expect(
+      found.sorted() == [
+        "Config/Core/Config.swift: public var feedback = FeedbackSettings()",
+        "Config/Core/ConfigSchema.swift: DomainSection(\\.feedback),",
+        "Service/Wiring/Service+Serve.swift: try FeedbackDomain.attach(config.feedback, start, to: &loop)",
+      ], "\(found)")
+  }
 }

@@ -35,7 +35,7 @@ public struct CredentialSettings: Equatable, Sendable {
   public static let periodSeconds: Int64 = 30
 }
 
-extension CredentialSettings {
+extension CredentialSettings: ConfigSection {
   fileprivate typealias Key = ConfigKey<CredentialSettings>
 
   /// `[credentials]`' keys.

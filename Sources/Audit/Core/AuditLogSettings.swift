@@ -14,7 +14,7 @@ public struct AuditLogSettings: Equatable, Sendable {
   public init(path: String) { self.path = path }
 }
 
-extension AuditLogSettings {
+extension AuditLogSettings: ConfigSection {
   fileprivate typealias Key = ConfigKey<AuditLogSettings>
 
   /// `[log]`'s keys.

@@ -5,7 +5,6 @@ import ScanDoor
 import ScanEmergency
 import ScanKeypad
 import ScanTurnstile
-import ScanFeedback
 import ScanFleet
 import ScanPanels
 import ScanReader
@@ -24,18 +23,47 @@ public enum ConfigSchema {
   static let keys: [Key] = sections.flatMap { $0 }
 
   /// Every section's keys, in config.toml's order: the reader's own, then each domain's.
-  static let sections: [[Key]] = [
-    cameraKeys, decoderKeys, EngineSettings.presenceKeys.lifted(\.engine), allowListKeys, gpioKeys,
+  static let sections: [[Key]] =
     [
-      Key(name: "events.ring_capacity", kind: .integer(64...1_048_576)) { $0.eventRingCapacity = $1.asInt },
-      Key(name: "state.directory", kind: .string) { $0.stateDirectorySetting = $1.asString },
-    ],
-    AuditLogSettings.configKeys.lifted(\.log), CredentialSettings.configKeys.lifted(\.credentials), consoleKeys,
-    PanelSettings.configKeys.lifted(\.panel), DoorConfig.configKeys.lifted(\.door),
-    EmergencyConfig.configKeys.lifted(\.emergency), TurnstileConfig.configKeys.lifted(\.turnstile),
-    KeypadSettings.configKeys.lifted(\.keypad), FleetSettings.configKeys.lifted(\.fleet),
-    FeedbackSettings.configKeys.lifted(\.feedback),
+      cameraKeys, decoderKeys, EngineSettings.presenceKeys.lifted(\.engine), allowListKeys, gpioKeys,
+      [
+        Key(name: "events.ring_capacity", kind: .integer(64...1_048_576)) { $0.eventRingCapacity = $1.asInt },
+        Key(name: "state.directory", kind: .string) { $0.stateDirectorySetting = $1.asString },
+      ],
+      consoleKeys,
+    ] + domains.map(\.keys)
+
+  /// One entry per domain: its section on ScanConfig. Its keys, its GPIO lines and its checks
+  /// are the domain's own (`ConfigSection`); the schema only loops over them. A line wired twice
+  /// is reported on the later key in this order.
+  static let domains: [DomainSection] = [
+    DomainSection(\.log), DomainSection(\.credentials), DomainSection(\.door), DomainSection(\.emergency),
+    DomainSection(\.turnstile), DomainSection(\.panel), DomainSection(\.keypad), DomainSection(\.fleet),
+    DomainSection(\.feedback),
   ]
+
+  /// A domain's section as ScanConfig holds it: its keys lifted onto ScanConfig, and its lines
+  /// and checks read through the same key path.
+  struct DomainSection: Sendable {
+    let keys: [Key]
+    let linesInUse: @Sendable (ScanConfig) -> [(key: String, offset: Int)]
+    let problems: @Sendable (ScanConfig, ReaderFacts, ConfigLineLookup) -> [ConfigError]
+    let replacesChirps: @Sendable (ScanConfig) -> Bool
+
+    init<Section: ConfigSection>(_ path: any WritableKeyPath<ScanConfig, Section> & Sendable) {
+      keys = Section.configKeys.lifted(path)
+      linesInUse = { $0[keyPath: path].linesInUse }
+      problems = { $0[keyPath: path].configProblems($1, line: $2) }
+      replacesChirps = { $0[keyPath: path].replacesChirps }
+    }
+  }
+
+  /// What every domain's checks may consult of the whole reader.
+  static func facts(_ c: ScanConfig) -> ReaderFacts {
+    ReaderFacts(
+      gpiod: c.gpio.backend == .gpiod, panelDecides: c.panel.mode == .panel, keysToPanel: c.panel.mode == .panel && c.panel.link == .osdp,
+      logPath: c.log.path, siteKeyFile: c.siteKeyFile)
+  }
 
   static let cameraKeys: [Key] =
     [
@@ -162,21 +190,10 @@ public enum ConfigSchema {
     }
     derive(&config)
     let line: ConfigLineLookup = { name in entries.first { $0.key == name }?.line ?? 0 }
-    errors += feedbackProblems(config, line: line)
+    let facts = facts(config)
+    for domain in domains { errors += domain.problems(config, facts, line) }
     errors += config.engine.actuation.configProblems(line: line)
     errors += readerProblems(config, line: line)
-    errors += config.door.configProblems(gpiod: config.gpio.backend == .gpiod, line: line)
-    errors += config.turnstile.configProblems(gpiod: config.gpio.backend == .gpiod, siteKeyFile: config.siteKeyFile, line: line)
-    // In panel mode the panel checks PINs: over OSDP the keys go to it (osdp_KEYPAD) and no PIN
-    // key is needed here; Wiegand's keypad formats are not sent.
-    let keysToPanel = config.panel.mode == .panel && config.panel.link == .osdp
-    errors += config.keypad.configProblems(line: line, keysToPanel: keysToPanel)
-    if config.keypad.enabled && config.panel.mode == .panel && config.panel.link != .osdp {
-      errors.append(
-        ConfigError(
-          key: "keypad.device", line: line("keypad.device"),
-          reason: "in panel mode the panel checks PINs, and keys reach it over OSDP only (osdp_KEYPAD): Wiegand keypad bursts are not sent"))
-    }
     // A grant is a door's strike pulse, a turnstile's passage or a panel's card read: one of them.
     if config.turnstile.machine.enabled && config.door.machine.enabled {
       errors.append(
@@ -200,14 +217,8 @@ public enum ConfigSchema {
     if cameraDirection && config.camera.second.isEmpty {
       errors.append(ConfigError(key: "turnstile.direction", line: line("turnstile.direction"), reason: "direction = \"camera\" needs camera.second"))
     }
-    if config.turnstile.machine.enabled && config.panel.mode == .panel {
-      errors.append(
-        ConfigError(key: "turnstile.enabled", line: line("turnstile.enabled"), reason: "in panel mode the panel drives the turnstile: turn one off"))
-    }
-    errors += config.panel.configProblems(line: line)
     errors += lineClashErrors(config, line: line)
     errors += keyFileClashErrors(config, line: line)
-    errors += config.fleet.configProblems(logPath: config.log.path, line: line)
     errors += actorProblems(config, line: line)
     errors.sort { $0.line < $1.line }
     return errors.isEmpty ? .success(config) : .failure(ConfigErrors(errors: errors))
@@ -363,9 +374,7 @@ public enum ConfigSchema {
     guard c.gpio.backend == .gpiod else { return [] }
     var errors: [ConfigError] = []
     var used: [(String, Int)] = [("gpio.relay_line", c.gpio.relayLine), ("gpio.buzzer_line", c.gpio.buzzerLine)]
-    for (name, offset) in c.door.linesInUse + c.emergency.linesInUse + c.turnstile.linesInUse + c.panel.linesInUse
-      + c.feedback.linesInUse
-    where offset >= 0 {
+    for (name, offset) in domains.flatMap({ $0.linesInUse(c) }) where offset >= 0 {
       if let clash = used.first(where: { $0.1 == offset }) {
         errors.append(ConfigError(key: name, line: line(name), reason: "same line as \(clash.0)"))
       }

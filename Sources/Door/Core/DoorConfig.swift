@@ -47,7 +47,7 @@ public struct DoorConfig: Equatable, Sendable {
   public func input(_ input: DoorInput) -> DoorInputConfig { inputs[input.rawValue] }
 }
 
-extension DoorConfig {
+extension DoorConfig: ConfigSection {
   fileprivate typealias Key = ConfigKey<DoorConfig>
 
   fileprivate static func inputKeys(_ input: DoorInput, _ prefix: String) -> [Key] {
@@ -90,8 +90,8 @@ extension DoorConfig {
     ] + inputKeys(.contact, "contact") + inputKeys(.exitButton, "exit") + inputKeys(.tamper, "tamper")
 
   /// The door's consistency rule: an enabled door on real GPIO (`gpiod`) needs a contact.
-  package func configProblems(gpiod: Bool, line: ConfigLineLookup) -> [ConfigError] {
-    guard machine.enabled, input(.contact).line < 0, gpiod else { return [] }
+  package func configProblems(_ facts: ReaderFacts, line: ConfigLineLookup) -> [ConfigError] {
+    guard machine.enabled, input(.contact).line < 0, facts.gpiod else { return [] }
     return [ConfigError(key: "door.contact_line", line: line("door.enabled"), reason: "door.enabled needs door.contact_line")]
   }
 

@@ -32,7 +32,7 @@ public struct EmergencyConfig: Equatable, Sendable {
   public var hasInputs: Bool { inputs.contains { $0.line >= 0 } }
 }
 
-extension EmergencyConfig {
+extension EmergencyConfig: ConfigSection {
   fileprivate typealias Key = ConfigKey<EmergencyConfig>
 
   fileprivate static func inputKeys(_ input: EmergencyInput) -> [Key] {

@@ -31,7 +31,7 @@ public struct FeedbackSettings: Equatable, Sendable {
   public var isWired: Bool { greenLine >= 0 || redLine >= 0 || amberLine >= 0 }
 }
 
-extension FeedbackSettings {
+extension FeedbackSettings: ConfigSection {
   fileprivate typealias Key = ConfigKey<FeedbackSettings>
 
   /// `[feedback]`'s keys.
@@ -51,4 +51,25 @@ extension FeedbackSettings {
   package var linesInUse: [(key: String, offset: Int)] {
     [("feedback.green_line", greenLine), ("feedback.red_line", redLine), ("feedback.amber_line", amberLine)]
   }
+
+  /// A buzzer-free reader must show something, and in panel mode the panel drives the reader's
+  /// lamps (osdp_LED, Wiegand's LED wire).
+  package func configProblems(_ facts: ReaderFacts, line: ConfigLineLookup) -> [ConfigError] {
+    var errors: [ConfigError] = []
+    if quiet && !isWired {
+      errors.append(
+        ConfigError(
+          key: "feedback.quiet", line: line("feedback.quiet"),
+          reason: "a buzzer-free reader needs a lamp to say granted or denied: wire feedback.green_line and red_line"))
+    }
+    if isWired && facts.panelDecides {
+      let key = linesInUse.first { $0.offset >= 0 }!.key
+      errors.append(
+        ConfigError(key: key, line: line(key), reason: "in panel mode the panel drives the reader's lamps (osdp_LED, Wiegand's LED wire)"))
+    }
+    return errors
+  }
+
+  /// Buzzer-free: the lamps say what the chirps would have.
+  package var replacesChirps: Bool { quiet }
 }

@@ -140,7 +140,7 @@ public struct BrokerAddress: Equatable, Sendable {
   }
 }
 
-extension FleetSettings {
+extension FleetSettings: ConfigSection {
   fileprivate typealias Key = ConfigKey<FleetSettings>
 
   /// `[fleet]`'s keys.
@@ -176,7 +176,7 @@ extension FleetSettings {
 
   /// What is inconsistent in `[fleet]` (each naming its key), given the audit log's path (the
   /// link publishes it) and the file's line lookup.
-  package func configProblems(logPath: String, line: ConfigLineLookup) -> [ConfigError] {
+  package func configProblems(_ facts: ReaderFacts, line: ConfigLineLookup) -> [ConfigError] {
     let f = self
     guard f.isEnabled else { return [] }
     var errors: [ConfigError] = []
@@ -197,7 +197,7 @@ extension FleetSettings {
     if f.tlsCertFile.isEmpty != f.tlsKeyFile.isEmpty {
       add("fleet.tls_key_file", "fleet.tls_cert_file and fleet.tls_key_file go together")
     }
-    if logPath.isEmpty {
+    if facts.logPath.isEmpty {
       add("fleet.brokers", "the fleet link publishes the audit log: log.path must be set")
     }
     errors += commandProblems(line: line)

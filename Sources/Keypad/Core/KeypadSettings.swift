@@ -22,7 +22,7 @@ public struct KeypadSettings: Equatable, Sendable {
   public var enabled: Bool { !device.isEmpty }
 }
 
-extension KeypadSettings {
+extension KeypadSettings: ConfigSection {
   fileprivate typealias Key = ConfigKey<KeypadSettings>
 
   /// `[keypad]`'s keys.
@@ -36,10 +36,18 @@ extension KeypadSettings {
     Key(name: "keypad.attempt_entries", kind: .integer(16...65_536)) { $0.attemptEntries = $1.asInt },
   ]
 
-  /// What `[keypad]` cannot be on its own.
-  /// `keysToPanel`: panel mode over OSDP, where the keys go to the panel and nothing is checked here.
-  package func configProblems(line: (String) -> Int, keysToPanel: Bool = false) -> [ConfigError] {
+  /// What `[keypad]` cannot be on this reader. In panel mode the panel checks PINs: over OSDP
+  /// the keys go to it (osdp_KEYPAD) and no PIN key is needed here; Wiegand's keypad formats are
+  /// not sent.
+  package func configProblems(_ facts: ReaderFacts, line: ConfigLineLookup) -> [ConfigError] {
+    let keysToPanel = facts.keysToPanel
     var errors: [ConfigError] = []
+    if enabled && facts.panelDecides && !keysToPanel {
+      errors.append(
+        ConfigError(
+          key: "keypad.device", line: line("keypad.device"),
+          reason: "in panel mode the panel checks PINs, and keys reach it over OSDP only (osdp_KEYPAD): Wiegand keypad bursts are not sent"))
+    }
     if requirePin && !enabled {
       errors.append(ConfigError(key: "keypad.require_pin", line: line("keypad.require_pin"), reason: "a PIN needs a keypad: set keypad.device"))
     }

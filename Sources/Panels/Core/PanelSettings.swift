@@ -58,7 +58,7 @@ public struct PanelSettings: Equatable, Sendable {
   public init() {}
 }
 
-extension PanelSettings {
+extension PanelSettings: ConfigSection {
   fileprivate typealias Key = ConfigKey<PanelSettings>
 
   /// `[panel]`'s keys.
@@ -89,7 +89,7 @@ extension PanelSettings {
   ]
 
   /// Combinations `[panel]` refuses.
-  package func configProblems(line: ConfigLineLookup) -> [ConfigError] {
+  package func configProblems(_ facts: ReaderFacts, line: ConfigLineLookup) -> [ConfigError] {
     var errors: [ConfigError] = []
     let p = self
     if p.mode == .panel && p.link == .wiegand {

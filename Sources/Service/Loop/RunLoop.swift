@@ -42,7 +42,7 @@ public struct LoopSettings: Sendable {
 public struct RunLoop<
   Source: LoopFrameSource & ~Copyable, Decoder: CodeDecoder & ~Copyable, Relay: OutputLine & ~Copyable,
   Buzzer: OutputLine & ~Copyable, Clock: MonotonicClock, Wall: WallClock, Digester: PayloadDigester
->: ~Copyable {
+>: ~Copyable, ParticipantHost {
   public typealias Engine = ScanEngine<Decoder, Relay, Buzzer, Clock, Wall, Digester>
   public var engine: Engine
   /// Opens (and after a loss reopens) the frame source.

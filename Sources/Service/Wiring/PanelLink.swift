@@ -45,4 +45,40 @@ extension Service {
     feedback.grantPattern = config.engine.actuation.grantPattern
     return feedback
   }
+
+  /// The access panel's links: OSDP (in panel mode it decides, no local relay), Wiegand out and
+  /// the panel's beeper/LED wires. Returns the Wiegand link (stopped after the loop) and, in
+  /// panel mode over OSDP, the link the keypad's keys go to.
+  static func attachPanels<
+    S: LoopFrameSource & ~Copyable, D: CodeDecoder & ~Copyable, R: OutputLine & ~Copyable, B: OutputLine & ~Copyable
+  >(
+    _ config: ScanConfig, clock: SystemMonotonicClock, ring: EventRing,
+    loop: inout RunLoop<S, D, R, B, SystemMonotonicClock, SystemWallClock, SodiumDigester>
+  ) throws(SetupRefused) -> (WiegandLink?, OSDPPanelLink?) {
+    let panel: OSDPPanelLink?
+    do { panel = try makePanelLink(config, ring: ring, clock: clock) } catch {
+      writeStandardError("scangate: panel: \(error)\n")
+      throw SetupRefused()
+    }
+    if let panel {
+      loop.register(panel)
+      if config.panel.mode == .panel && config.panel.link == .osdp { loop.engine.outcome = .panel(panel) }  // the panel decides; no local relay
+    }
+    let wiegand: WiegandLink?
+    do throws(GPIOError) { wiegand = try makeWiegand(config, ring: ring, clock: clock) } catch {
+      writeStandardError("scangate: cannot start Wiegand out: \(error.operation): \(error.errno)\n")
+      throw SetupRefused()
+    }
+    if let wiegand { loop.engine.outcome = .panel(wiegand) }
+    do throws(GPIOError) {
+      if let feedback = try makeWiegandFeedback(config, ring: ring) {
+        loop.register(feedback)
+        wiegand?.feedback = feedback
+      }
+    } catch {
+      writeStandardError("scangate: cannot request the panel's beeper/LED wires: \(error.operation): \(error.errno)\n")
+      throw SetupRefused()
+    }
+    return (wiegand, config.panel.mode == .panel && config.panel.link == .osdp ? panel : nil)
+  }
 }

@@ -48,7 +48,8 @@ extension Service {
     let door: DoorController?
     let turnstile: TurnstileController?
     let wiegand: WiegandLink?
-    let feedback: FeedbackLights?
+    /// The domains' parts put at rest after the loop (`ReaderDomain`), in the order they joined.
+    let released: [any ReleasedAtStop]
     let printer: EventPrinter
   }
 
@@ -126,7 +127,11 @@ extension Service {
     try attachSchedules(config, clock: clock, ring: ring, notes: notes, time: floorKeeper.time, loop: &loop)
     let (wiegand, panelLink) = try attachPanels(config, clock: clock, ring: ring, loop: &loop)
     try attachKeypad(config, options: options, time: floorKeeper.time, panel: panelLink, loop: &loop)
-    let feedback = try attachFeedback(config, options: options, ring: ring, emergency: emergency, loop: &loop)
+    // The domains' output lines: libgpiod on gpio.chip, or simulated (those a test watches by key).
+    let outputs = OutputLineBank(config.gpio.backend == .sim ? .simulated(options.watchedOutputs) : .gpiod(chip: config.gpio.chip))
+    let start = DomainStart(
+      ring: ring, now: clock.now(), outputs: outputs, fire: emergency.state.fireActive, lockdown: emergency.state.lockdownActive)
+    let released = try attachDomains(config, start, loop: &loop)
     let printer = EventPrinter(
       ring: ring, start: loop.startedAt, clock: clock, skipping: options.skipping,
       payloads: config.log.rawPayloads ? .shown : .hidden, notes: notes)
@@ -135,7 +140,26 @@ extension Service {
     loop.reloadAllowList()  // a refusal's why is a journal note (denying every code until it loads)
     return Parts(
       floorKeeper: floorKeeper, auditLog: auditLog, fleet: fleet, door: door, turnstile: turnstile, wiegand: wiegand,
-      feedback: feedback, printer: printer)
+      released: released, printer: printer)
+  }
+
+  /// The domains that plug in (`ReaderDomain`: a config section and its participants), one line
+  /// each; what each returns is put at rest after the loop. A part that cannot start says why
+  /// and the reader does not start.
+  private static func attachDomains<
+    S: LoopFrameSource & ~Copyable, D: CodeDecoder & ~Copyable, R: OutputLine & ~Copyable, B: OutputLine & ~Copyable
+  >(
+    _ config: ScanConfig, _ start: DomainStart, loop: inout RunLoop<S, D, R, B, SystemMonotonicClock, SystemWallClock, SodiumDigester>
+  ) throws(SetupRefused) -> [any ReleasedAtStop] {
+    do throws(DomainRefused) {
+      let parts: [(any ReleasedAtStop)?] = [
+        try FeedbackDomain.attach(config.feedback, start, to: &loop)
+      ]
+      return parts.compactMap { $0 }
+    } catch {
+      writeStandardError("scangate: \(error)\n")
+      throw SetupRefused()
+    }
   }
 
   /// The audit log and the fleet link (neither started): the log's identity files, the time its
@@ -324,42 +348,6 @@ extension Service {
     }
   }
 
-  /// The access panel's links: OSDP (in panel mode it decides, no local relay), Wiegand out and
-  /// the panel's beeper/LED wires. Returns the Wiegand link (stopped after the loop) and, in
-  /// panel mode over OSDP, the link the keypad's keys go to.
-  private static func attachPanels<
-    S: LoopFrameSource & ~Copyable, D: CodeDecoder & ~Copyable, R: OutputLine & ~Copyable, B: OutputLine & ~Copyable
-  >(
-    _ config: ScanConfig, clock: SystemMonotonicClock, ring: EventRing,
-    loop: inout RunLoop<S, D, R, B, SystemMonotonicClock, SystemWallClock, SodiumDigester>
-  ) throws(SetupRefused) -> (WiegandLink?, OSDPPanelLink?) {
-    let panel: OSDPPanelLink?
-    do { panel = try makePanelLink(config, ring: ring, clock: clock) } catch {
-      writeStandardError("scangate: panel: \(error)\n")
-      throw SetupRefused()
-    }
-    if let panel {
-      loop.register(panel)
-      if config.panel.mode == .panel && config.panel.link == .osdp { loop.engine.outcome = .panel(panel) }  // the panel decides; no local relay
-    }
-    let wiegand: WiegandLink?
-    do throws(GPIOError) { wiegand = try makeWiegand(config, ring: ring, clock: clock) } catch {
-      writeStandardError("scangate: cannot start Wiegand out: \(error.operation): \(error.errno)\n")
-      throw SetupRefused()
-    }
-    if let wiegand { loop.engine.outcome = .panel(wiegand) }
-    do throws(GPIOError) {
-      if let feedback = try makeWiegandFeedback(config, ring: ring) {
-        loop.register(feedback)
-        wiegand?.feedback = feedback
-      }
-    } catch {
-      writeStandardError("scangate: cannot request the panel's beeper/LED wires: \(error.operation): \(error.errno)\n")
-      throw SetupRefused()
-    }
-    return (wiegand, config.panel.mode == .panel && config.panel.link == .osdp ? panel : nil)
-  }
-
   /// Starts the threads, runs the loop, then stops every part, in one place.
   ///
   /// The stop order is safety-critical: keep it, and keep it here. The outputs go idle first
@@ -381,7 +369,7 @@ extension Service {
     parts.door?.release()
     parts.turnstile?.release()
     parts.wiegand?.stop()  // after the frame it is sending; the lines are released idle
-    parts.feedback?.release()  // dark: a stopped reader is not "ready"
+    for part in parts.released { part.release() }  // the lamps dark: a stopped reader is not "ready"
     parts.floorKeeper.persist()
     watchdog.stop()  // disarmed by the loop's release; stopped while the relay line is still open
     parts.auditLog?.stop()  // everything the loop recorded, its last events included, is written

@@ -27,8 +27,9 @@ public enum Service {
     public var cameraOrigin: FrameOrigin? = nil
     /// The PIN keypad's keys (nil: the configured input device; tests give their own).
     public var keySource: (any KeySource)? = nil
-    /// The feedback lamps with `gpio.backend = "sim"` (nil: made by the service).
-    public var feedbackLines: FeedbackSetup.SimulatedLines? = nil
+    /// With `gpio.backend = "sim"`: output lines a test watches, by their config key
+    /// (`"feedback.green_line"`); any other simulated line is made by the service.
+    public var watchedOutputs: [String: any OutputLine] = [:]
     public init() {}
   }
 

@@ -42,7 +42,7 @@ public struct TurnstileConfig: Equatable, Sendable {
   public init() {}
 }
 
-extension TurnstileConfig {
+extension TurnstileConfig: ConfigSection {
   fileprivate typealias Key = ConfigKey<TurnstileConfig>
 
   fileprivate static func lineKeys(_ name: String, _ path: WritableKeyPath<TurnstileConfig, TurnstileLineConfig> & Sendable) -> [Key] {
@@ -86,11 +86,16 @@ extension TurnstileConfig {
 
   /// An enabled turnstile on real GPIO needs the unlock line and the passage sensor of each
   /// direction it grants: without the sensor a grant could never be seen used.
-  package func configProblems(gpiod: Bool, siteKeyFile: String, line: ConfigLineLookup) -> [ConfigError] {
+  /// In panel mode the panel drives the turnstile.
+  package func configProblems(_ facts: ReaderFacts, line: ConfigLineLookup) -> [ConfigError] {
     var errors: [ConfigError] = []
+    if machine.enabled && facts.panelDecides {
+      errors.append(
+        ConfigError(key: "turnstile.enabled", line: line("turnstile.enabled"), reason: "in panel mode the panel drives the turnstile: turn one off"))
+    }
     // Sharing passages needs the site key (identities keyed the same on every reader) and a mode.
     if machine.enabled && site.enabled {
-      if siteKeyFile.isEmpty {
+      if facts.siteKeyFile.isEmpty {
         errors.append(
           ConfigError(
             key: "turnstile.site_key_file", line: line("turnstile.passback_site"),
@@ -100,7 +105,7 @@ extension TurnstileConfig {
         errors.append(ConfigError(key: "turnstile.passback", line: line("turnstile.passback_site"), reason: "turnstile.passback_site needs timed or hard"))
       }
     }
-    guard machine.enabled, gpiod else { return errors }
+    guard machine.enabled, facts.gpiod else { return errors }
     let directions: [PassageDirection] =
       direction == .input || direction == .camera ? [.entry, .exit] : [direction == .entry ? .entry : .exit]
     for d in directions {
