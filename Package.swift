@@ -126,7 +126,7 @@ let package = Package(
       linkerSettings: [.linkedLibrary("tomlplusplus"), .linkedLibrary("stdc++")]),
 
     // MARK: The adapters: each domain's Linux side, beside its core; the only Swift targets that
-    // import C. Each depends on the pure cores, the platform (Base/Linux: the errno chokepoint,
+    // import C. Each depends on the pure cores, the platform (Sources/Platform: the errno chokepoint,
     // files, the poll set, threads, clocks, GPIO lines; it knows no domain), the loop's module
     // (Loop: participants and their requests) and its own C libraries. The arrows between adapters
     // are these and no others (DomainLimitsTests holds them, docs/architecture.md draws them):
@@ -134,7 +134,7 @@ let package = Package(
     // with access's crypto and renders snapshots with the reader's decoder; the turnstile hears the
     // site's passages from the fleet; the keypad checks PINs with access's MAC; the printable sheet
     // draws the reader's QR encoding; the web page talks to its reader through the console client.
-    .target(name: "ScanPlatform", dependencies: ["ScanBase", "CLinux", "CGPIOD"], path: "Sources/Base/Linux", swiftSettings: swiftSettings),
+    .target(name: "ScanPlatform", dependencies: ["ScanBase", "CLinux", "CGPIOD"], path: "Sources/Platform", swiftSettings: swiftSettings),
     // The loop's module: what a participant is (PollParticipant), what it may ask of the loop
     // (LoopRequests), the operator's commands it may carry out, and the loop's own participants
     // (signals, the allow-list's watch, the state files' watch) and event printer.
@@ -152,7 +152,7 @@ let package = Package(
       dependencies: ["ScanCore", "ScanPlatform", "ScanLoop", "CLinux", "CZXing", "CImageIO", "CV4L2", "CCamera", "CSandbox", "CGPIOD"],
       path: "Sources/Reader/Linux", swiftSettings: swiftSettings),
     .target(
-      name: "ScanPassSheet", dependencies: ["ScanCore", "ScanPlatform", "ScanReaderLinux", "CSheet"], path: "Sources/Access/Sheet",
+      name: "ScanAccessSheet", dependencies: ["ScanCore", "ScanPlatform", "ScanReaderLinux", "CSheet"], path: "Sources/Access/Sheet",
       swiftSettings: swiftSettings),
     .target(
       name: "ScanDoorLinux", dependencies: ["ScanCore", "ScanConsole", "ScanPlatform", "ScanLoop", "CLinux", "CGPIOD"], path: "Sources/Door/Linux",
@@ -188,7 +188,7 @@ let package = Package(
     .target(
       name: "ScanLinux",
       dependencies: [
-        "ScanPlatform", "ScanLoop", "ScanConfigLinux", "ScanAuditLinux", "ScanAccessLinux", "ScanReaderLinux", "ScanPassSheet", "ScanDoorLinux",
+        "ScanPlatform", "ScanLoop", "ScanConfigLinux", "ScanAuditLinux", "ScanAccessLinux", "ScanReaderLinux", "ScanAccessSheet", "ScanDoorLinux",
         "ScanPanelsLinux", "ScanConsoleLinux", "ScanFleetLinux", "ScanTurnstileLinux", "ScanEmergencyLinux", "ScanKeypadLinux",
         "ScanAdminLinux", "ScanFeedbackLinux",
       ],

@@ -11,7 +11,7 @@
 @_exported import ScanFleetLinux
 @_exported import ScanKeypadLinux
 @_exported import ScanPanelsLinux
-@_exported import ScanPassSheet
+@_exported import ScanAccessSheet
 @_exported import ScanLoop
 @_exported import ScanPlatform
 @_exported import ScanReaderLinux

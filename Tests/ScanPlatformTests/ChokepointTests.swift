@@ -11,9 +11,9 @@ import Testing
 /// sources under Sources/ the way a reviewer would grep them.
 @Suite struct ChokepointTests {
   /// The chokepoint itself: the only files where raw calls are the point.
-  static let chokepoint: Set<String> = ["Base/Linux/Errno.swift", "Base/Linux/Descriptors.swift"]
+  static let chokepoint: Set<String> = ["Platform/Errno.swift", "Platform/Descriptors.swift"]
   /// The durable write: the only file that renames or links a file into place.
-  static let durableWrite = "Base/Linux/Files.swift"
+  static let durableWrite = "Platform/Files.swift"
 
   /// Raw calls allowed outside the chokepoint: `count` calls of `call` in `file` (under Sources/).
   struct Exception: CustomStringConvertible {

@@ -11,7 +11,7 @@ import Testing
   /// (adapter, the other adapter it depends on): why, until it moves.
   static let exceptions: [String: String] = [
     "ScanAccessLinux>ScanConfigLinux": "credential files name their TOML section's paths (CredentialFiles)",
-    "ScanPassSheet>ScanReaderLinux": "the sheet's PNG goes through the reader's image writer",
+    "ScanAccessSheet>ScanReaderLinux": "the sheet's PNG goes through the reader's image writer",
     "ScanFleetLinux>ScanAuditLinux": "the link publishes the audit log's records (FleetLink)",
     "ScanFleetLinux>ScanAccessLinux": "bundles and site uses write credential state (FleetControl, SiteUses)",
     "ScanFleetLinux>ScanReaderLinux": "snapshots for the fleet (FleetEnvelope, SiteChannel)",
@@ -55,7 +55,7 @@ import Testing
   }
 
   static func isAdapter(_ t: Target) -> Bool {
-    (t.path.hasSuffix("/Linux") && t.name != "ScanPlatform") || t.path == "Sources/Access/Sheet"
+    t.path.hasSuffix("/Linux") || t.path == "Sources/Access/Sheet"
   }
 
   @Test("no domain's adapter depends on another's, beyond the listed exceptions; the platform on none")
@@ -100,6 +100,37 @@ import Testing
       }
     }
     #expect(stray == [], "a platform file imports a domain's module")
+  }
+
+  @Test("folder name = module name = test target name: Sources/<D>/Core is Scan<D>, <D>/Linux Scan<D>Linux, <D>/<P> Scan<D><P>, <N> Scan<N>")
+  func folderIsModule() {
+    let targets = Self.targets()
+    #expect(targets.count >= 40, "\(targets.count) targets read")
+    var misnamed: [String] = []
+    for t in targets where !t.name.hasPrefix("C") {
+      let parts = t.path.split(separator: "/").map(String.init)
+      guard parts.first == "Sources" else { continue }
+      let expected: String
+      switch parts.count {
+      case 2: expected = parts[1].hasPrefix("Scan") || parts[1].hasPrefix("scangate") ? parts[1] : "Scan" + parts[1]
+      case 3: expected = "Scan" + parts[1] + (parts[2] == "Core" ? "" : parts[2])
+      default: expected = "(no deeper than Sources/<Domain>/<Part>)"
+      }
+      if t.name != expected { misnamed.append("\(t.path): \(t.name), not \(expected)") }
+    }
+    #expect(misnamed == [])
+    // Each test target tests the module it is named after (support, shims and the allocation run aside).
+    let text = Self.readText(packageRoot + "/Package.swift")
+    let modules = Set(targets.map(\.name))
+    var tests: [String] = []
+    for call in ["coreTests(\"", "adapterTests(\"", ".testTarget(\n      name: \""] {
+      for chunk in text.split(separator: call).dropFirst() { tests.append(String(chunk.prefix { $0 != "\"" })) }
+    }
+    #expect(tests.count >= 25, "\(tests)")
+    let strays = tests.filter { $0 != "HotPathAllocationTests" && !($0.hasSuffix("Tests") && modules.contains(String($0.dropLast(5)))) }
+    #expect(strays == [], "test targets named for no module")
+    let folders = Set((try? listDirectory(packageRoot + "/Tests")) ?? [])
+    #expect(Set(tests).subtracting(folders).sorted() == [], "a test target's folder is Tests/<its name>")
   }
 
   @Test("the feedback domain is built the new way: its adapter names its own core, the platform, the loop and the console's STATUS type, nothing else")

@@ -34,7 +34,7 @@ public struct BackupFile: Equatable, Sendable {
 }
 
 /// A backup archive's format (docs/backup.md; sealing and opening: BackupArchive+Sealing in
-/// Base/Linux): a short plain header (what it is, the reader, when, and the
+/// Sources/Platform): a short plain header (what it is, the reader, when, and the
 /// key derivation's salt and limits), then everything else sealed with libsodium's crypto_box_seal
 /// to an X25519 key pair made from the passphrase by Argon2id. Opening needs the passphrase; a
 /// changed byte anywhere, the header included (it is repeated inside the sealed part), refuses

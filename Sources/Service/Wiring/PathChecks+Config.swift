@@ -5,7 +5,7 @@ import ScanLinux
 /// Every path a reader's configuration names, with what must be there: the list spans every
 /// domain (the reader's replay source, the credential files, the audit log, the fleet's and the
 /// console's files), so it lives in the composition root; the checks themselves are the platform's
-/// (`PathChecks` in Base/Linux).
+/// (`PathChecks` in Sources/Platform).
 extension PathChecks {
   /// Why the replay source at `path` would be refused: a folder's images must each be a regular
   /// file; anything else at `path` must be a regular (raw) file.
