@@ -34,6 +34,7 @@ declare -A expect=(
   [relay-stuck]=relay-cap [spurious-pulse]=grant-recorded-with-edge [decoder-confusion]=no-grant-unlisted
   [revocation-not-reloaded]=no-grant-after-revocation [lockdown-not-applied]=no-grant-in-lockdown
   [restart-forgets-lockdown]=no-grant-in-lockdown [restart-forgets-revocation]=no-grant-after-revocation
+  [console-lifts-any-lockdown]=lockdown-lifted-by-its-authority
   [fsync-lies]=no-grant-beyond-uses [use-store-forgets]=no-grant-beyond-uses
   [lamps-not-told-at-start]=lamps-say-lockdown [lamps-miss-lockdown]=lamps-say-lockdown
   [disk-full-ignored]=no-grant-unrecorded-use

@@ -14,6 +14,9 @@ public enum SimMutation: String, CaseIterable, Sendable {
   case lockdownNotApplied = "lockdown-not-applied"
   /// A restart comes back without the latched lockdown (the latch was not durable).
   case restartForgetsLockdown = "restart-forgets-lockdown"
+  /// The console's LOCKDOWN OFF lifts a lockdown whoever latched it (it asks with the holder's
+  /// authority): a lockdown the fleet latched is lifted on site.
+  case consoleLiftsAnyLockdown = "console-lifts-any-lockdown"
   /// A restart loads the allow-list the reader started with, not the file as last written.
   case restartForgetsRevocation = "restart-forgets-revocation"
   /// The use store's sync reports success and keeps nothing: after a restart a guest pass's

@@ -1,3 +1,4 @@
+import ScanCore
 import ScanSim
 
 /// One thing the world does at a tick. A run's actions are drawn from its seed (`SimScheduler`);
@@ -9,8 +10,9 @@ public enum SimAction: Equatable, Sendable {
   case show(SimPerson, ticks: Int)
   /// Carol's entry in the allow-list file: there (restored) or gone (revoked), then the list reloaded.
   case carol(listed: Bool)
-  /// A lockdown latched or lifted by its authority (the console).
-  case lockdown(on: Bool)
+  /// A lockdown latched, or its lifting asked, by an authority (the console, the fleet, Home
+  /// Assistant): only the one that latched it may lift it.
+  case lockdown(on: Bool, by: EmergencyAuthority)
   /// An operator opens the door from the console.
   case manualOpen
   /// The wall clock set back or forward.
@@ -33,7 +35,7 @@ public enum SimAction: Equatable, Sendable {
     switch self {
     case .show(let person, let ticks): "show \(person.label) for \(ticks) ticks"
     case .carol(let listed): listed ? "restore carol" : "revoke carol"
-    case .lockdown(let on): on ? "lockdown on" : "lockdown off"
+    case .lockdown(let on, let by): (on ? "lockdown on by " : "lockdown off by ") + by.name
     case .manualOpen: "manual open"
     case .jumpClock(let seconds): "wall clock \(seconds >= 0 ? "+" : "")\(seconds) s"
     case .restart: "restart"
@@ -61,12 +63,14 @@ struct SimScheduler {
   /// The broker's and the network's faults draw from their own stream (the reader's actions
   /// drawn from a seed stayed the same when they were added).
   var fleetRandom: SplitMix
+  /// Who latches a lockdown and who asks to lift it: a stream of its own too.
+  var authorityRandom: SplitMix
   let mutation: SimMutation?
   private var inView = false
   /// In view until this tick, or (nobody in view) nobody steps up before it.
   private var busyUntil = 0
   private var carolListed = true
-  private var lockdown = false
+  private var latchedBy: EmergencyAuthority? = nil
   private var diskFull = false
   private var brokerUp = true
   private var brokerRefuses = false
@@ -74,8 +78,12 @@ struct SimScheduler {
   init(seed: UInt64, mutation: SimMutation?) {
     random = SplitMix(seed: seed)
     fleetRandom = SplitMix(seed: seed ^ 0xB20_CE2)
+    authorityRandom = SplitMix(seed: seed ^ 0xA07_0A1)
     self.mutation = mutation
   }
+
+  /// Who latches by command (the lockdown input is a switch the world does not model).
+  static let authorities: [EmergencyAuthority] = [.console, .fleet, .homeAssistant]
 
   mutating func chance(_ perMillion: UInt64) -> Bool { random.next() % 1_000_000 < perMillion }
   mutating func pick(_ range: ClosedRange<Int>) -> Int { range.lowerBound + Int(random.next() % UInt64(range.count)) }
@@ -101,8 +109,17 @@ struct SimScheduler {
       add(.carol(listed: carolListed))
     }
     if chance(600) {
-      lockdown.toggle()
-      add(.lockdown(on: lockdown))
+      // Latched by the console, the fleet or Home Assistant; lifted by its authority three times
+      // in four, else another asks (and must be refused: the lockdown stands).
+      let drawn = Self.authorities[Int(authorityRandom.next() % UInt64(Self.authorities.count))]
+      if let held = latchedBy {
+        let by = authorityRandom.next() % 4 == 0 && drawn != held ? drawn : held
+        if by == held { latchedBy = nil }
+        add(.lockdown(on: false, by: by))
+      } else {
+        latchedBy = drawn
+        add(.lockdown(on: true, by: drawn))
+      }
     }
     if chance(400) { add(.manualOpen) }
     if chance(300) { add(.jumpClock(seconds: pick(-86_400...86_400))) }

@@ -30,7 +30,7 @@ extension SimWorld {
       showUntil = step + ticks
       trace.add("camera shows \(person.label)")
     case .carol(let listed): setCarol(listed: listed)
-    case .lockdown(let on): setLockdown(on)
+    case .lockdown(let on, let by): setLockdown(on, by: by)
     case .manualOpen: manualOpen()
     case .jumpClock(let seconds): jumpClock(seconds)
     case .restart: restart()
@@ -58,16 +58,31 @@ extension SimWorld {
     loadAllowList(carolListed: carolListed)
   }
 
-  /// A lockdown latched (durably, on the disk) or lifted by its authority.
-  func setLockdown(_ on: Bool) {
-    guard on != lockdown else { return }
-    lockdown = on
-    if lockdown { counts.lockdowns += 1 }
-    trace.add(lockdown ? "lockdown on" : "lockdown off")
-    if mutation != .lockdownNotApplied { engine.policy.lockdown = lockdown }
-    // Recorded as the emergencies record it (the console's authority in the high byte).
-    let code = (lockdown ? 1 : 0) | UInt16(EmergencyAuthority.console.rawValue) << 8
-    ring.append(ScanEvent(.lockdown, code: code, at: clock.now(), wall: clock.unixNanoseconds()))
+  /// A lockdown latched, or its lifting asked, by `by`: the reader's `EmergencyState` decides,
+  /// its latch is written to the disk, then the policy is told, as the emergencies' owner does.
+  func setLockdown(_ on: Bool, by: EmergencyAuthority) {
+    let now = clock.now()
+    if on {
+      if latchedBy == nil { latchedBy = by }
+      let latched = [UInt8]().withUnsafeBytes { emergency.latch(by: by, who: $0, unixSeconds: clock.epochSeconds, at: now) }
+      guard latched == .latched else { return }
+      counts.lockdowns += 1
+    } else {
+      if latchedBy == by { latchedBy = nil }
+      // The mutation: the console's handler lifts with the authority that holds the latch.
+      let asking = mutation == .consoleLiftsAnyLockdown && by == .console ? (emergency.latch.authority ?? by) : by
+      let cleared = emergency.clear(by: asking, at: now)
+      guard cleared == .cleared else {
+        if case .heldBy(let held) = cleared { trace.add("lockdown off by \(by.name) refused: held by \(held.name)") }
+        return
+      }
+    }
+    latchOnDisk = emergency.latch
+    trace.add((on ? "lockdown on by " : "lockdown off by ") + by.name)
+    if mutation != .lockdownNotApplied { engine.policy.lockdown = emergency.lockdownActive }
+    // Recorded as the emergencies record it (the authority in the high byte).
+    let code = (on ? 1 : 0) | UInt16(by.rawValue) << 8
+    ring.append(ScanEvent(.lockdown, code: code, at: now, wall: clock.unixNanoseconds()))
   }
 
   func manualOpen() {
@@ -94,10 +109,12 @@ extension SimWorld {
     try? relay.set(.inactive)
     try? buzzer.set(.inactive)
     loadAllowList(carolListed: mutation == .restartForgetsRevocation ? true : carolListed)
-    engine.policy.lockdown = mutation == .restartForgetsLockdown ? false : lockdown
+    // The emergencies come back with the latch the disk holds.
+    emergency = EmergencyState(settings: EmergencySettings(), now: clock.now(), latch: latchOnDisk, unixSeconds: clock.epochSeconds)
+    engine.policy.lockdown = mutation == .restartForgetsLockdown ? false : emergency.lockdownActive
     if mutation == .lockdownNotApplied { engine.policy.lockdown = false }
     // The lamps are made again with what stands, as the composition root tells them.
-    watch.lamps = FeedbackLamps(settings: Self.lampSettings, lockdown: mutation == .lampsNotToldAtStart ? false : lockdown)
+    watch.lamps = FeedbackLamps(settings: Self.lampSettings, lockdown: mutation == .lampsNotToldAtStart ? false : emergency.lockdownActive)
     watch.lastGrantAt = nil
     watch.lampsFrom = ring.nextSequence
     fleet.restart(now: clock.now())

@@ -9,6 +9,7 @@ extension SimWorld {
     ("no-grant-unlisted", "nobody is granted whose code is not on the allow-list (the person in view decides)"),
     ("no-grant-after-revocation", "a revoked entry is never granted after its revocation, across restarts"),
     ("no-grant-in-lockdown", "during a lockdown only a lockdown credential is granted, across restarts"),
+    ("lockdown-lifted-by-its-authority", "a lockdown stands until the authority that latched it lifts it, across restarts"),
     ("no-grant-beyond-uses", "a guest pass never opens more often than its uses, across restarts"),
     ("no-grant-unrecorded-use", "a counted pass is never granted while its use cannot be written (the disk is full)"),
     ("events-in-order", "event sequence numbers follow one another and time never goes back on the monotonic clock"),
@@ -35,6 +36,10 @@ extension SimWorld {
       if e.sequence >= watch.lampsFrom && !(mutation == .lampsMissLockdown && e.kind == .lockdown) { watch.lamps.observe(e) }
       fleet.logged(e.withLabel { "\(e.sequence) \(e.kind.name) \(e.verdict.name) " + String(decoding: $0, as: UTF8.self) }, at: e.monotonic)
       if let v = record(e) { return v }
+    }
+    if emergency.lockdownActive != lockdown {
+      let held = latchedBy.map { "the \($0.name)'s lockdown lifted" } ?? "a lockdown nobody latched in force"
+      return violation("lockdown-lifted-by-its-authority", held)
     }
     if let v = checkLamps() { return v }
     if let (name, detail) = fleet.tick(now: clock.now()) { return violation(name, detail) }

@@ -63,7 +63,13 @@ public final class SimWorld {
   var shown: SimPerson? = nil
   var showUntil = 0
   var carolListed = true
-  var lockdown = false
+  /// Who latched the lockdown that stands (nil: none), as the rule says: only its authority
+  /// lifts it. The reader's own `EmergencyState` decides; this is what it must agree with.
+  var latchedBy: EmergencyAuthority? = nil
+  var lockdown: Bool { latchedBy != nil }
+  /// The product's emergencies, and its latch as written to the disk (durably, before it acts).
+  var emergency = EmergencyState(settings: EmergencySettings(), now: Instant(nanoseconds: 0))
+  var latchOnDisk = LockdownLatch()
   /// What the invariants keep between ticks.
   var watch = Watch()
   struct Watch {
