@@ -74,8 +74,12 @@ import Testing
     // The busy thread really shared the core: the frames took well over their CPU time in wall time.
     #expect(shared.wall > shared.cpu + shared.cpu / 2, "no contention: \(how)")
     #expect(alone.attempts >= 60 * 2, "the budget holds more than the first attempt: \(how)")
-    // On CPU time the two are within a few attempts (measured: 213 alone, 215-223 beside the busy
-    // thread); on wall time, as before, 164-168.
-    #expect(shared.attempts * 10 >= alone.attempts * 9, "\(how)")
+    // The budget is CPU time: beside the busy thread each frame still spends its budget's CPU
+    // time (on wall time it got about half: the busy thread's share counted against it). CPU time
+    // is what is compared, not attempts: on a loaded machine the busy thread and other processes
+    // evict the caches and each attempt costs more, so a frame fits fewer (measured idle: 213
+    // alone, 215-223 beside the busy thread; in a full suite on 2 loaded cores, 193 and 160).
+    #expect(shared.cpu * 10 >= alone.cpu * 8, "a frame kept its CPU budget beside a busy thread: \(how)")
+    #expect(shared.attempts * 2 >= alone.attempts, "\(how)")
   }
 }
