@@ -63,23 +63,23 @@ extension SimWorld {
   func setLockdown(_ on: Bool, by: EmergencyAuthority) {
     let now = clock.now()
     if on {
-      if latchedBy == nil { latchedBy = by }
-      let latched = [UInt8]().withUnsafeBytes { emergency.latch(by: by, who: $0, unixSeconds: clock.epochSeconds, at: now) }
+      if emergency.latchedBy == nil { emergency.latchedBy = by }
+      let latched = [UInt8]().withUnsafeBytes { emergency.state.latch(by: by, who: $0, unixSeconds: clock.epochSeconds, at: now) }
       guard latched == .latched else { return }
       counts.lockdowns += 1
     } else {
-      if latchedBy == by { latchedBy = nil }
+      if emergency.latchedBy == by { emergency.latchedBy = nil }
       // The mutation: the console's handler lifts with the authority that holds the latch.
-      let asking = mutation == .consoleLiftsAnyLockdown && by == .console ? (emergency.latch.authority ?? by) : by
-      let cleared = emergency.clear(by: asking, at: now)
+      let asking = mutation == .consoleLiftsAnyLockdown && by == .console ? (emergency.state.latch.authority ?? by) : by
+      let cleared = emergency.state.clear(by: asking, at: now)
       guard cleared == .cleared else {
         if case .heldBy(let held) = cleared { trace.add("lockdown off by \(by.name) refused: held by \(held.name)") }
         return
       }
     }
-    latchOnDisk = emergency.latch
+    emergency.onDisk = emergency.state.latch
     trace.add((on ? "lockdown on by " : "lockdown off by ") + by.name)
-    if mutation != .lockdownNotApplied { engine.policy.lockdown = emergency.lockdownActive }
+    if mutation != .lockdownNotApplied { engine.policy.lockdown = emergency.state.lockdownActive }
     // Recorded as the emergencies record it (the authority in the high byte).
     let code = (on ? 1 : 0) | UInt16(by.rawValue) << 8
     ring.append(ScanEvent(.lockdown, code: code, at: now, wall: clock.unixNanoseconds()))
@@ -110,11 +110,11 @@ extension SimWorld {
     try? buzzer.set(.inactive)
     loadAllowList(carolListed: mutation == .restartForgetsRevocation ? true : carolListed)
     // The emergencies come back with the latch the disk holds.
-    emergency = EmergencyState(settings: EmergencySettings(), now: clock.now(), latch: latchOnDisk, unixSeconds: clock.epochSeconds)
-    engine.policy.lockdown = mutation == .restartForgetsLockdown ? false : emergency.lockdownActive
+    emergency.state = EmergencyState(settings: EmergencySettings(), now: clock.now(), latch: emergency.onDisk, unixSeconds: clock.epochSeconds)
+    engine.policy.lockdown = mutation == .restartForgetsLockdown ? false : emergency.state.lockdownActive
     if mutation == .lockdownNotApplied { engine.policy.lockdown = false }
     // The lamps are made again with what stands, as the composition root tells them.
-    watch.lamps = FeedbackLamps(settings: Self.lampSettings, lockdown: mutation == .lampsNotToldAtStart ? false : emergency.lockdownActive)
+    watch.lamps = FeedbackLamps(settings: Self.lampSettings, lockdown: mutation == .lampsNotToldAtStart ? false : emergency.state.lockdownActive)
     watch.lastGrantAt = nil
     watch.lampsFrom = ring.nextSequence
     fleet.restart(now: clock.now())

@@ -37,8 +37,8 @@ extension SimWorld {
       fleet.logged(e.withLabel { "\(e.sequence) \(e.kind.name) \(e.verdict.name) " + String(decoding: $0, as: UTF8.self) }, at: e.monotonic)
       if let v = record(e) { return v }
     }
-    if emergency.lockdownActive != lockdown {
-      let held = latchedBy.map { "the \($0.name)'s lockdown lifted" } ?? "a lockdown nobody latched in force"
+    if emergency.state.lockdownActive != lockdown {
+      let held = emergency.latchedBy.map { "the \($0.name)'s lockdown lifted" } ?? "a lockdown nobody latched in force"
       return violation("lockdown-lifted-by-its-authority", held)
     }
     if let v = checkLamps() { return v }

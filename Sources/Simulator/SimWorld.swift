@@ -63,13 +63,16 @@ public final class SimWorld {
   var shown: SimPerson? = nil
   var showUntil = 0
   var carolListed = true
-  /// Who latched the lockdown that stands (nil: none), as the rule says: only its authority
-  /// lifts it. The reader's own `EmergencyState` decides; this is what it must agree with.
-  var latchedBy: EmergencyAuthority? = nil
-  var lockdown: Bool { latchedBy != nil }
-  /// The product's emergencies, and its latch as written to the disk (durably, before it acts).
-  var emergency = EmergencyState(settings: EmergencySettings(), now: Instant(nanoseconds: 0))
-  var latchOnDisk = LockdownLatch()
+  var emergency = Emergency()
+  var lockdown: Bool { emergency.latchedBy != nil }
+  /// The lockdown: who latched the one that stands (nil: none), as the rule says (only its
+  /// authority lifts it); the reader's own `EmergencyState`, which decides and must agree; and
+  /// its latch as written to the disk (durably, before it acts).
+  struct Emergency {
+    var latchedBy: EmergencyAuthority? = nil
+    var state = EmergencyState(settings: EmergencySettings(), now: Instant(nanoseconds: 0))
+    var onDisk = LockdownLatch()
+  }
   /// What the invariants keep between ticks.
   var watch = Watch()
   struct Watch {

@@ -32,7 +32,7 @@ import Testing
     "PanelSettings": (21, 0, 135),
     "PatternQuarantine": (25, 0, 329),
     "ReaderStatus": (34, 0, 70),
-    "RunLoop": (32, 7, 1174),
+    "RunLoop": (30, 7, 1160),
     "ScanEngine": (34, 6, 499),
     "TurnstileController": (30, 0, 374),
   ]

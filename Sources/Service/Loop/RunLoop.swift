@@ -90,11 +90,8 @@ public struct RunLoop<
   /// Which camera lent the frame being decided (a source of two cameras: `CameraPair`), and the
   /// camera of the frame a decoder worker has now: its reply is decided as that camera's.
   var frameOrigin: FrameOrigin? = nil
-  private var inFlightCamera = 0
-  /// Two cameras (a turnstile's entry and exit): the camera whose frame the decoder took last,
-  /// and when each last delivered one (`takesTurn`).
-  var lastDecodedCamera = -1
-  var lastFrameAt = InlineArray<2, Instant>(repeating: Instant(nanoseconds: 0))
+  /// Two cameras (a turnstile's entry and exit) served in turn by the decoder workers.
+  var turns = CameraTurns()
 
   /// Room in the poll table for participants registered after init.
   public static var extraPollCapacity: Int { 16 }
@@ -277,13 +274,12 @@ public struct RunLoop<
           engine.beginFrame(frame)
           let now = engine.clock.now()
           let cameraIndex = frameOrigin?.camera ?? 0
-          if !takesTurn(cameraIndex, now: now) {
+          if !turns.takesTurn(cameraIndex, now: now, paired: frameOrigin != nil) {
             decoders.skip()
           } else if decoders.submit(frame, allViews: engine.wantsAllViews, now: now, camera: cameraIndex) {
-            inFlightCamera = cameraIndex
-            lastDecodedCamera = cameraIndex
+            turns.submitted(cameraIndex)
           }
-          if cameraIndex < 2 { lastFrameAt[cameraIndex] = now }
+          turns.delivered(cameraIndex, at: now)
         } else {
           engine.process(frame)
         }
@@ -314,7 +310,7 @@ public struct RunLoop<
       if !recovered { engine.play(engine.settings.actuation.faultPattern) }
     }
     guard let reply = decoders.takeReply(into: &engine.results) else { return }
-    frameOrigin?.camera = inFlightCamera
+    frameOrigin?.camera = turns.inFlight
     engine.completeFrame(
       reply.frame, report: reply.report, decodeStarted: reply.sent, decoded: reply.decoded, elsewhere: true,
       allViews: reply.allViews)

@@ -2,18 +2,8 @@ import ScanConsole
 import ScanCore
 import ScanLinux
 
-/// Two cameras served in turn, and what the allow-list's references resolve against after a load.
+/// What the allow-list's references resolve against, and what a load is followed by.
 extension RunLoop where Source: ~Copyable, Decoder: ~Copyable, Relay: ~Copyable, Buzzer: ~Copyable {
-  /// Two cameras are served in turn (issue 41): a camera whose frame the decoder took last waits
-  /// while the other delivers (a frame from it within the last 500 ms), so that two cameras in
-  /// phase, with decodes longer than a frame, are each read (the second's frame would otherwise
-  /// always find the decoder busy with the first's). One camera always takes its turn.
-  func takesTurn(_ camera: Int, now: Instant) -> Bool {
-    guard frameOrigin != nil, camera == lastDecodedCamera, camera < 2 else { return true }
-    let other = lastFrameAt[1 - camera]
-    return other.nanoseconds == 0 || now.milliseconds(since: other) > 500
-  }
-
   /// Loads the allow-list's text, its `schedule=` names resolved. With a list live, a name that
   /// resolves to nothing refuses the file whole (the live list stays). With none live yet (the
   /// start), refusing it would deny everyone: it is loaded, the entries naming the missing
